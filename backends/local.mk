@@ -1,0 +1,1 @@
+# backends/local.mk - see the top-level Makefile.am

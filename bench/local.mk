@@ -1,0 +1,1 @@
+# bench/local.mk - see the top-level Makefile.am

@@ -1,0 +1,167 @@
+/* graph.h - the ONNX-shaped graph IR and its builder API.
+**
+** A graph holds values (SSA: each is produced once) and nodes. A value is a
+** graph input (fed per micro-batch), an initializer (a weight or buffer,
+** owned by the graph), a constant, or the output of one node. Values and
+** nodes are named by small integer ids, stable for the graph's life; names
+** are unique strings.
+**
+** Nodes carry an op type (domain, name, opset version), typed attributes
+** (copied on add) and annotations (name scope, block, ipu, stage, phase,
+** recompute, available-memory proportion). Shapes and dtypes are inferred
+** as nodes are added when the op is known to the registry; verification
+** before compile reports what is still wrong (popc_graph_verify).
+**
+** Not thread-safe: one thread builds a graph at a time.
+*/
+#ifndef POPC_GRAPH_H
+#define POPC_GRAPH_H
+
+#include <stdint.h>
+#include "popc/status.h"
+#include "popc/types.h"
+#include "popc/tensor.h"
+#include "popc/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct popc_graph popc_graph; /* opaque */
+
+#define POPC_DOMAIN_ONNX "ai.onnx"
+#define POPC_DOMAIN_POPC "popc"
+#define POPC_ONNX_OPSET 17
+
+typedef enum popc_value_kind {
+    POPC_VALUE_INPUT = 1,
+    POPC_VALUE_INITIALIZER,
+    POPC_VALUE_CONSTANT,
+    POPC_VALUE_NODE_OUTPUT
+} popc_value_kind;
+
+/* Per-node placement and memory annotations. -1 means "not set" for the
+** integer members; block NULL means none. */
+typedef struct popc_annotations {
+    const char *scope;        /* name scope ("layer1/conv") */
+    const char *block;        /* Block user id */
+    int ipu;
+    int stage;
+    int phase;
+    int recompute;            /* 1: recomputation checkpoint */
+    double available_memory;  /* proportion in (0, 1]; 0: not set */
+} popc_annotations;
+
+/* Empty graph. Free with popc_graph_free(). */
+POPC_API POPC_NODISCARD popc_status popc_graph_new(const char *name,
+    popc_graph **out);
+POPC_API void popc_graph_free(popc_graph *g); /* NULL-safe */
+/* Deep copy (weights copied). */
+POPC_API POPC_NODISCARD popc_status popc_graph_clone(const popc_graph *g,
+    popc_graph **out);
+POPC_API const char *popc_graph_name(const popc_graph *g);
+
+/* A graph input of one micro-batch's shape (dim 0 is the micro-batch). */
+POPC_API POPC_NODISCARD popc_status popc_graph_add_input(popc_graph *g,
+    const char *name, popc_dtype dt, const int64_t *dims, int rank, int *id);
+
+/* A weight or buffer. The graph takes a reference on t (popc_tensor_ref);
+** trainable = 0 for buffers (BatchNorm running statistics). */
+POPC_API POPC_NODISCARD popc_status popc_graph_add_initializer(popc_graph *g,
+    const char *name, popc_tensor *t, int trainable, int *id);
+
+/* A constant (reference taken). name may be NULL: one is generated. */
+POPC_API POPC_NODISCARD popc_status popc_graph_add_constant(popc_graph *g,
+    const char *name, popc_tensor *t, int *id);
+
+/* Add a node. domain NULL means "ai.onnx"; version 0 means the domain's
+** default opset. inputs may hold -1 for an absent optional input. The
+** outputs' ids are written to outputs[0..n_outputs). name may be NULL
+** (generated from the scope and op). Attributes are copied. Shape inference
+** runs at once if the op is registered; an unknown op is accepted here and
+** reported by popc_graph_verify. *node may be NULL. */
+POPC_API POPC_NODISCARD popc_status popc_graph_add_node(popc_graph *g,
+    const char *domain, const char *op, int version, const int *inputs,
+    int n_inputs, int *outputs, int n_outputs, const popc_attr *attrs,
+    int n_attrs, const char *name, int *node);
+
+/* Mark a value as a graph output (returned by runs), in call order. */
+POPC_API POPC_NODISCARD popc_status popc_graph_add_output(popc_graph *g,
+    int value);
+
+/* After each training step, copy `value` into the initializer `weight`
+** (running statistics of BatchNormalization). */
+POPC_API POPC_NODISCARD popc_status popc_graph_add_update(popc_graph *g,
+    int weight, int value);
+
+/* Annotations applied to every node added from now on (the Block /
+** name-scope context). Strings are copied. */
+POPC_API POPC_NODISCARD popc_status popc_graph_set_annotations(popc_graph *g,
+    const popc_annotations *a);
+POPC_API popc_annotations popc_graph_annotations(const popc_graph *g);
+/* Push/pop one level of name scope ("layer1"). */
+POPC_API POPC_NODISCARD popc_status popc_graph_push_scope(popc_graph *g,
+    const char *scope);
+POPC_API void popc_graph_pop_scope(popc_graph *g);
+POPC_API POPC_NODISCARD popc_status popc_graph_set_node_annotations(
+    popc_graph *g, int node, const popc_annotations *a);
+
+/* ---- queries ------------------------------------------------------------ */
+
+POPC_API int popc_graph_n_values(const popc_graph *g);
+POPC_API int popc_graph_n_nodes(const popc_graph *g);
+POPC_API int popc_graph_n_inputs(const popc_graph *g);
+POPC_API int popc_graph_n_outputs(const popc_graph *g);
+POPC_API int popc_graph_input(const popc_graph *g, int i);   /* value id */
+POPC_API int popc_graph_output(const popc_graph *g, int i);  /* value id */
+/* -1 when no value has that name. */
+POPC_API int popc_graph_find_value(const popc_graph *g, const char *name);
+/* Borrowed; NULL for a bad id. */
+POPC_API const char *popc_graph_value_name(const popc_graph *g, int value);
+POPC_API popc_value_kind popc_graph_value_kind(const popc_graph *g, int value);
+/* dtype/shape (dtype UNDEFINED when not inferred yet); data points at the
+** tensor of an initializer or constant, else NULL. */
+POPC_API popc_view popc_graph_value_info(const popc_graph *g, int value);
+/* Initializer or constant tensor (borrowed), else NULL. */
+POPC_API popc_tensor *popc_graph_value_tensor(const popc_graph *g, int value);
+POPC_API int popc_graph_value_trainable(const popc_graph *g, int value);
+/* Node producing the value, or -1. */
+POPC_API int popc_graph_value_producer(const popc_graph *g, int value);
+
+POPC_API const char *popc_graph_node_name(const popc_graph *g, int node);
+POPC_API const char *popc_graph_node_domain(const popc_graph *g, int node);
+POPC_API const char *popc_graph_node_op(const popc_graph *g, int node);
+POPC_API int popc_graph_node_version(const popc_graph *g, int node);
+POPC_API int popc_graph_node_n_inputs(const popc_graph *g, int node);
+POPC_API int popc_graph_node_n_outputs(const popc_graph *g, int node);
+POPC_API int popc_graph_node_input(const popc_graph *g, int node, int i);
+POPC_API int popc_graph_node_output(const popc_graph *g, int node, int i);
+POPC_API popc_attrs popc_graph_node_attrs(const popc_graph *g, int node);
+POPC_API popc_annotations popc_graph_node_annotations(const popc_graph *g,
+                                                      int node);
+
+/* Replace an initializer's tensor (same dtype and shape; copied). */
+POPC_API POPC_NODISCARD popc_status popc_graph_set_initializer(popc_graph *g,
+    int value, const popc_tensor *t);
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* Verify before compile: dangling values, cycles, unknown ops (all listed
+** at once with node names), arity, dtype/shape mismatches (re-running
+** inference on every node). POPC_ECOMPILE with the full list on failure. */
+POPC_API POPC_NODISCARD popc_status popc_graph_verify(popc_graph *g,
+    int training);
+
+/* Node ids in a topological order (caller-allocated, n_nodes long). */
+POPC_API POPC_NODISCARD popc_status popc_graph_topo_order(const popc_graph *g,
+    int *order);
+
+/* Human-readable listing, one node per line, into a malloc'd string the
+** caller frees. */
+POPC_API POPC_NODISCARD popc_status popc_graph_dump(const popc_graph *g,
+    char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_GRAPH_H */

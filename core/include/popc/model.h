@@ -1,0 +1,91 @@
+/* model.h - inference and training models (PopTorch's inferenceModel and
+** trainingModel).
+**
+** A model owns a copy of the graph and of the options (frozen in the
+** caller's object too). It compiles on the first run or on
+** popc_model_compile, with input shapes and dtypes fixed by the tensors
+** given (the combined batch: dim 0 = B x deviceIterations x
+** (replicationFactor / inputGroupSize) x gradientAccumulation). A run takes
+** the whole combined batch and returns outputs per the output mode.
+** Runtime mismatches give PopTorch's texts ("Shape mismatch for x: ...").
+** popc_model_destroy frees the executable (training: weights and optimizer
+** state are first copied to the host); the next run recompiles.
+**
+** A model is used by one thread at a time.
+*/
+#ifndef POPC_MODEL_H
+#define POPC_MODEL_H
+
+#include <stdint.h>
+#include "popc/status.h"
+#include "popc/tensor.h"
+#include "popc/graph.h"
+#include "popc/options.h"
+#include "popc/optimizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct popc_model popc_model; /* opaque */
+
+/* The graph is copied; opts may be NULL (defaults) and is frozen. */
+POPC_API POPC_NODISCARD popc_status popc_model_new_inference(
+    const popc_graph *g, popc_options *opts, popc_model **out);
+/* optimizer may be NULL: SGD with lr 0.01 (PopTorch's default). The graph
+** must have one final loss (identity_loss or a loss op). */
+POPC_API POPC_NODISCARD popc_status popc_model_new_training(
+    const popc_graph *g, popc_options *opts, const popc_optimizer *optimizer,
+    popc_model **out);
+POPC_API void popc_model_free(popc_model *m); /* NULL-safe */
+
+/* Compile for these inputs (one per graph input, in order; borrowed). */
+POPC_API POPC_NODISCARD popc_status popc_model_compile(popc_model *m,
+    popc_tensor *const *inputs, int n_inputs);
+POPC_API int popc_model_is_compiled(const popc_model *m);
+
+/* Run one combined batch. outputs[0..n_outputs) receive new tensors owned
+** by the caller (one per graph output). Compiles first if needed. */
+POPC_API POPC_NODISCARD popc_status popc_model_run(popc_model *m,
+    popc_tensor *const *inputs, int n_inputs, popc_tensor **outputs,
+    int n_outputs);
+
+POPC_API POPC_NODISCARD popc_status popc_model_destroy(popc_model *m);
+
+/* Weights. */
+POPC_API POPC_NODISCARD popc_status popc_model_copy_weights_to_host(
+    popc_model *m);
+POPC_API POPC_NODISCARD popc_status popc_model_copy_weights_to_device(
+    popc_model *m);
+/* Host copy of a weight or buffer (syncs from the device if dirty).
+** Borrowed, valid until the next run. */
+POPC_API POPC_NODISCARD popc_status popc_model_get_weight(popc_model *m,
+    const char *name, const popc_tensor **out);
+/* Replace a host weight (copied); reaches the device on the next run or
+** popc_model_copy_weights_to_device. */
+POPC_API POPC_NODISCARD popc_status popc_model_set_weight(popc_model *m,
+    const char *name, const popc_tensor *t);
+/* Names of weights and buffers; borrowed. */
+POPC_API int popc_model_n_tensors(const popc_model *m);
+POPC_API const char *popc_model_tensor_name(const popc_model *m, int i);
+/* Inference model reading a training model's weights (synchronised before
+** each run, as PopTorch does for models sharing a user model). */
+POPC_API POPC_NODISCARD popc_status popc_model_share_weights(
+    popc_model *inference, popc_model *training);
+
+/* Optimizer (training). */
+POPC_API POPC_NODISCARD popc_status popc_model_set_optimizer(popc_model *m,
+    const popc_optimizer *o);
+
+/* Latency in seconds of the last run: (min, max, mean) of the host-device
+** latency; compute latency. */
+POPC_API void popc_model_latency(const popc_model *m, double *host_ipu,
+                                 double *compute, double *total);
+POPC_API double popc_model_compilation_time(const popc_model *m);
+/* Number of training steps taken (optimizer updates). */
+POPC_API int64_t popc_model_steps(const popc_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_MODEL_H */

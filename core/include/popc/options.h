@@ -1,0 +1,117 @@
+/* options.h - PopTorch's Options: every option with its PopTorch name,
+** default and validation.
+**
+** Names are PopTorch's dotted accessors: "deviceIterations",
+** "replicationFactor", "Training.gradientAccumulation",
+** "Precision.setPartialsType", "TensorLocations.numIOTiles",
+** "Distributed.configureProcessId", "Jit.traceModel", ... Values are given
+** as text in PopTorch spelling ("4", "true", "OutputMode.Sum", "Sum",
+** "0.5") or through the typed setters. Every set is validated at once
+** (deviceIterations < 1 is refused); an option whose effect popc does not
+** build yet is refused with POPC_EUNSUPPORTED naming the option. Options
+** are frozen when a model uses them: a later set fails with POPC_ESTATE
+** "Can't modify frozen Options"; popc_options_clone gives an unfrozen copy.
+*/
+#ifndef POPC_OPTIONS_H
+#define POPC_OPTIONS_H
+
+#include <stdint.h>
+#include "popc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct popc_options popc_options; /* opaque */
+
+/* Enum values are PopTorch's and are stored in executables. */
+typedef enum { POPC_OUTPUT_FINAL = 0, POPC_OUTPUT_EVERYN = 1,
+               POPC_OUTPUT_ALL = 2, POPC_OUTPUT_SUM = 3,
+               POPC_OUTPUT_DEFAULT = 4 } popc_output_mode;
+typedef enum { POPC_CONNECTION_ALWAYS = 0, POPC_CONNECTION_ONDEMAND = 1,
+               POPC_CONNECTION_NEVER = 2 } popc_connection_type;
+typedef enum { POPC_REDUCTION_SUM = 0, POPC_REDUCTION_MEAN = 1,
+               POPC_REDUCTION_NONE = 2 } popc_reduction_type;
+typedef enum { POPC_MEAN_RUNNING = 0, POPC_MEAN_POST = 1 } popc_mean_strategy;
+typedef enum { POPC_SYNC_FULL = 0, POPC_SYNC_SINGLE_PIPELINE = 1,
+               POPC_SYNC_REPLICA_AND_LADDER = 2 } popc_sync_pattern;
+typedef enum { POPC_AUTOSTAGE_SAME_AS_IPU = 0,
+               POPC_AUTOSTAGE_AUTO_INCREMENT = 1 } popc_auto_stage;
+typedef enum { POPC_EXEC_PIPELINED = 0, POPC_EXEC_SHARDED = 1,
+               POPC_EXEC_SERIAL_PHASED = 2, POPC_EXEC_PARALLEL_PHASED = 3 }
+    popc_execution_strategy;
+typedef enum { POPC_LIVENESS_ALWAYS_LIVE = 0,
+               POPC_LIVENESS_OFF_CHIP_AFTER_FWD = 1,
+               POPC_LIVENESS_OFF_CHIP_AFTER_FWD_NO_OVERLAP = 2,
+               POPC_LIVENESS_OFF_CHIP_AFTER_EACH_PHASE = 3 } popc_liveness;
+typedef enum { POPC_COMM_ALL = 0, POPC_COMM_CONSECUTIVE = 1,
+               POPC_COMM_ORTHOGONAL = 2, POPC_COMM_NO_GROUPING = 3 }
+    popc_comm_group_type;
+
+typedef enum { POPC_OPT_BOOL = 1, POPC_OPT_INT, POPC_OPT_FLOAT,
+               POPC_OPT_STRING, POPC_OPT_ENUM } popc_option_type;
+
+/* Defaults for every option; POPC_CACHE_DIR and POPC_DEFAULT_OPTIONS from
+** the environment are applied as PopTorch does. */
+POPC_API POPC_NODISCARD popc_status popc_options_new(popc_options **out);
+POPC_API void popc_options_free(popc_options *o); /* NULL-safe */
+/* Unfrozen deep copy. */
+POPC_API POPC_NODISCARD popc_status popc_options_clone(const popc_options *o,
+    popc_options **out);
+POPC_API void popc_options_freeze(popc_options *o);
+POPC_API int popc_options_frozen(const popc_options *o);
+
+/* Set from text. POPC_ENOTFOUND for an unknown name (message lists close
+** names), POPC_EINVAL for a bad value (message gives the valid range or
+** enum members), POPC_EUNSUPPORTED for options not built yet,
+** POPC_ESTATE when frozen. */
+POPC_API POPC_NODISCARD popc_status popc_options_set(popc_options *o,
+    const char *name, const char *value);
+POPC_API POPC_NODISCARD popc_status popc_options_set_int(popc_options *o,
+    const char *name, int64_t v);
+POPC_API POPC_NODISCARD popc_status popc_options_set_float(popc_options *o,
+    const char *name, double v);
+POPC_API POPC_NODISCARD popc_status popc_options_set_bool(popc_options *o,
+    const char *name, int v);
+
+/* Getters for the core and backends; an unknown name is a programming
+** error and returns 0 / NULL. Enums read as int. */
+POPC_API int64_t popc_options_get_int(const popc_options *o, const char *name);
+POPC_API double popc_options_get_float(const popc_options *o, const char *name);
+POPC_API int popc_options_get_bool(const popc_options *o, const char *name);
+/* Borrowed; NULL when unset. */
+POPC_API const char *popc_options_get_string(const popc_options *o,
+                                             const char *name);
+/* Current value as text, into buf. Returns buf or NULL (unknown name). */
+POPC_API const char *popc_options_format(const popc_options *o,
+    const char *name, char *buf, size_t size);
+/* True when the user changed the option from its default. */
+POPC_API int popc_options_is_set(const popc_options *o, const char *name);
+
+/* Apply an INI file's [options] section (keys are option names, e.g.
+** "Training.gradientAccumulation = 4"). Errors name the file and line. */
+POPC_API POPC_NODISCARD popc_status popc_options_load_ini(popc_options *o,
+    const char *path);
+/* PopTorch's loadFromFile: one "name(args)" call per line. */
+POPC_API POPC_NODISCARD popc_status popc_options_load_file(popc_options *o,
+    const char *path);
+
+/* The option table, for `popc options` and documentation. */
+typedef struct popc_option_info {
+    const char *name;
+    popc_option_type type;
+    const char *def;          /* default as text */
+    const char *help;         /* one line */
+    const char *values;       /* enum members or range, may be NULL */
+    int supported;            /* 0: refused with "not supported yet" */
+} popc_option_info;
+POPC_API int popc_options_count(void);
+POPC_API const popc_option_info *popc_options_info(int i);
+
+/* A hash of every option that affects compilation (executable cache key). */
+POPC_API uint64_t popc_options_hash(const popc_options *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_OPTIONS_H */

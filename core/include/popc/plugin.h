@@ -1,0 +1,428 @@
+/* plugin.h - the plugin ABI: what an op, optimizer or backend plugin sees.
+**
+** A plugin is a shared module that exports one entry symbol, made by
+** POPC_PLUGIN_DEFINE, returning a static popc_plugin_info. The core checks
+** the ABI version and struct size, then calls init() with a host table;
+** init() registers definitions through host->register_*. Registrations are
+** staged and committed only if init() returns POPC_OK.
+**
+** Plugins never link libpopc: they call the core only through the host
+** table they were given (keep the pointer in a static). Every struct that
+** crosses the boundary starts with its size and grows only at the end;
+** read a later member only if POPC_HAS_FIELD says the writer had it.
+**
+** Definitions (popc_op_def, its strings and function pointers) must stay
+** valid while the plugin is loaded; the core copies the struct itself.
+*/
+#ifndef POPC_PLUGIN_H
+#define POPC_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "popc/status.h"
+#include "popc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bump on any incompatible change of an existing member. */
+#define POPC_PLUGIN_ABI_VERSION 1u
+
+#define POPC_HAS_FIELD(T, size, m) \
+    ((size) >= offsetof(T, m) + sizeof(((T *)0)->m))
+
+#if defined(__GNUC__)
+#define POPC_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define POPC_PLUGIN_EXPORT
+#endif
+
+/* ---- attributes ---------------------------------------------------------- */
+
+typedef enum popc_attr_type {
+    POPC_ATTR_INT = 1,
+    POPC_ATTR_FLOAT,
+    POPC_ATTR_STRING,
+    POPC_ATTR_INTS,
+    POPC_ATTR_FLOATS,
+    POPC_ATTR_STRINGS,
+    POPC_ATTR_TENSOR
+} popc_attr_type;
+
+/* One typed attribute (ONNX AttributeProto). Only the member for `type` is
+** meaningful; lists use `n` and the matching pointer. */
+typedef struct popc_attr {
+    const char *name;
+    popc_attr_type type;
+    int64_t i;
+    double f;
+    const char *s;
+    int64_t n;
+    const int64_t *ints;
+    const double *floats;
+    const char *const *strings;
+    const popc_view *tensor;
+} popc_attr;
+
+typedef struct popc_attrs {
+    int n;
+    const popc_attr *items;
+} popc_attrs;
+
+static inline const popc_attr *popc_attrs_find(const popc_attrs *a,
+                                               const char *name)
+{
+    for (int i = 0; a && i < a->n; i++)
+        if (strcmp(a->items[i].name, name) == 0)
+            return &a->items[i];
+    return NULL;
+}
+
+static inline int64_t popc_attr_int(const popc_attrs *a, const char *name,
+                                    int64_t def)
+{
+    const popc_attr *x = popc_attrs_find(a, name);
+    if (!x)
+        return def;
+    return x->type == POPC_ATTR_FLOAT ? (int64_t)x->f : x->i;
+}
+
+static inline double popc_attr_float(const popc_attrs *a, const char *name,
+                                     double def)
+{
+    const popc_attr *x = popc_attrs_find(a, name);
+    if (!x)
+        return def;
+    return x->type == POPC_ATTR_INT ? (double)x->i : x->f;
+}
+
+static inline const char *popc_attr_string(const popc_attrs *a,
+                                           const char *name, const char *def)
+{
+    const popc_attr *x = popc_attrs_find(a, name);
+    return x && x->type == POPC_ATTR_STRING ? x->s : def;
+}
+
+/* Number of ints in a list attribute, copied into out (up to cap); -1 when
+** absent. */
+static inline int64_t popc_attr_ints(const popc_attrs *a, const char *name,
+                                     int64_t *out, int64_t cap)
+{
+    const popc_attr *x = popc_attrs_find(a, name);
+    if (!x || x->type != POPC_ATTR_INTS)
+        return -1;
+    for (int64_t i = 0; i < x->n && i < cap; i++)
+        out[i] = x->ints[i];
+    return x->n;
+}
+
+/* ---- shape inference ----------------------------------------------------- */
+
+typedef struct popc_host popc_host;
+
+/* What an op's infer() sees. Input views have data != NULL when the value
+** is known at compile time (an initializer or a constant), e.g. Reshape's
+** shape. infer() sets dtype, rank and dims of every output and reports a
+** problem with host->set_error naming node_name. */
+typedef struct popc_infer_ctx {
+    const popc_host *host;
+    const char *node_name;
+    int n_inputs;
+    const popc_view *inputs;  /* absent optional input: dtype UNDEFINED */
+    int n_outputs;
+    popc_view *outputs;
+    const popc_attrs *attrs;
+    int training;             /* graph is compiled for training */
+} popc_infer_ctx;
+
+/* Work estimate used by the IPU model's cycle counts and memory plan. */
+typedef struct popc_cost {
+    double flops;             /* arithmetic operations */
+    double bytes;             /* bytes read and written */
+    double temp_bytes;        /* temporaries alive during the op */
+} popc_cost;
+
+/* ---- kernels --------------------------------------------------------------- */
+
+/* A forward call. On a worker pool the backend calls forward() once per
+** part with the same ctx but part = 0..n_parts-1, then waits for all parts
+** (a BSP step); each part must write a disjoint share of the outputs. Ops
+** without POPC_OP_SPLIT are called once with n_parts == 1. */
+typedef struct popc_kernel_ctx {
+    const popc_host *host;
+    const char *node_name;
+    int n_inputs;
+    const popc_view *inputs;
+    int n_outputs;
+    const popc_view *outputs;
+    const popc_attrs *attrs;
+    int part, n_parts;
+    int training;             /* Dropout, BatchNormalization modes */
+    uint64_t seed;            /* unique per run, replica and node */
+    void *state;              /* from prepare(), or NULL */
+    void *user;               /* the host-callback registry for host ops */
+} popc_kernel_ctx;
+
+/* ---- gradient builders ----------------------------------------------------- */
+
+/* What an op's grad() sees while the core differentiates the graph. Values
+** are ids in the graph being built. grad() adds backward nodes with
+** host->grad_add_node and stores d(loss)/d(input i) in input_grads[i]
+** (leave -1 for inputs with no gradient). output_grads[j] is -1 when no
+** gradient flows into output j (treat it as zero). */
+typedef struct popc_grad_ctx {
+    const popc_host *host;
+    void *impl;               /* core-private */
+    const char *node_name;
+    int n_inputs;
+    const int *inputs;
+    const popc_view *input_info;   /* dtype and shape of each input */
+    int n_outputs;
+    const int *outputs;
+    const popc_view *output_info;
+    const int *output_grads;
+    const popc_attrs *attrs;
+    int *input_grads;
+} popc_grad_ctx;
+
+/* ---- op definitions --------------------------------------------------------- */
+
+#define POPC_OP_SPLIT    (1u << 0) /* forward() honours part/n_parts */
+#define POPC_OP_HOST     (1u << 1) /* runs on the host (CPU op) */
+#define POPC_OP_LOSS     (1u << 2) /* marks a loss (identity_loss, losses) */
+#define POPC_OP_RANDOM   (1u << 3) /* uses kc->seed */
+#define POPC_OP_NOFOLD   (1u << 4) /* never constant-folded (side effects) */
+
+typedef struct popc_op_def {
+    uint32_t size;            /* sizeof(popc_op_def) */
+    const char *domain;       /* "ai.onnx", "popc", or a vendor domain */
+    const char *name;         /* "MatMul" */
+    int since_version;        /* opset version this definition implements */
+    int min_inputs, max_inputs;
+    int min_outputs, max_outputs;
+    unsigned flags;           /* POPC_OP_* */
+    popc_status (*infer)(popc_infer_ctx *ic);
+    popc_status (*forward)(const popc_kernel_ctx *kc);
+    /* (optional) NULL: not differentiable; training through it fails with
+    ** an error naming the node. */
+    popc_status (*grad)(popc_grad_ctx *gc);
+    /* (optional) NULL: flops = output elements, bytes = inputs + outputs. */
+    popc_status (*cost)(const popc_infer_ctx *ic, popc_cost *cost);
+    /* (optional) per-node state built once at compile time (shapes and
+    ** attributes are final); freed with release(). */
+    popc_status (*prepare)(const popc_infer_ctx *ic, void **state);
+    void (*release)(void *state);
+    const char *doc;          /* (optional) one line for `popc plugins` */
+} popc_op_def;
+
+/* ---- optimizers ---------------------------------------------------------- */
+
+#define POPC_HYPER_GROUP  (1u << 0) /* may differ per parameter group */
+#define POPC_HYPER_BOOL   (1u << 1) /* value is 0 or 1 */
+#define POPC_HYPER_FIXED  (1u << 2) /* fixed at compile (never streamed) */
+
+typedef struct popc_hyper_def {
+    const char *name;          /* torch.optim spelling: "lr", "momentum" */
+    double def;                /* default; NAN: required */
+    unsigned flags;            /* POPC_HYPER_* */
+} popc_hyper_def;
+
+/* One weight tensor's update. The gradient is final: accumulated, reduced
+** over replicas, unscaled by loss scaling and clipped by max_grad_norm. */
+typedef struct popc_optim_step_ctx {
+    const popc_host *host;
+    const char *weight_name;
+    const double *hypers;      /* values in definition order */
+    int64_t step;              /* 1-based count of this weight's updates */
+    int64_t n;                 /* elements */
+    float *weight;
+    const float *grad;
+    float *const *state;       /* n_state arrays of n floats */
+} popc_optim_step_ctx;
+
+typedef struct popc_optim_def {
+    uint32_t size;             /* sizeof(popc_optim_def) */
+    const char *name;          /* "sgd", "adam", "adamw", "rmsprop", "lamb" */
+    int n_hypers;
+    const popc_hyper_def *hypers;
+    /* (optional) refuse a combination with a clear message (amsgrad). */
+    popc_status (*validate)(const double *hypers);
+    /* Number of state arrays per weight, each the weight's size. */
+    int (*n_state)(const double *hypers);
+    /* Names of the state arrays ("exp_avg"); index < n_state. */
+    const char *(*state_name)(const double *hypers, int index);
+    /* (optional) initial state; NULL: zeros. */
+    void (*init_state)(const double *hypers, float *const *state, int64_t n);
+    popc_status (*step)(const popc_optim_step_ctx *c);
+} popc_optim_def;
+
+/* ---- backends ----------------------------------------------------------- */
+
+/* Storage classes of plan slots. */
+typedef enum popc_slot_kind {
+    POPC_SLOT_INPUT = 1,   /* streamed from the host per micro-batch */
+    POPC_SLOT_WEIGHT,      /* initializer, trained or not */
+    POPC_SLOT_CONST,       /* compile-time constant */
+    POPC_SLOT_ACT,         /* activation / temporary */
+    POPC_SLOT_GRAD,        /* gradient accumulator of a weight */
+    POPC_SLOT_STATE        /* optimizer state */
+} popc_slot_kind;
+
+typedef struct popc_plan_slot {
+    const char *name;
+    popc_slot_kind kind;
+    popc_view info;            /* dtype and shape; data = constant or NULL */
+    int ipu;                   /* IPU holding it */
+    int first_use, last_use;   /* node indices (liveness) */
+} popc_plan_slot;
+
+typedef struct popc_plan_node {
+    const popc_op_def *op;
+    const char *name;
+    const popc_attrs *attrs;
+    int n_inputs, n_outputs;
+    const int *inputs;         /* slot indices; -1: absent optional */
+    const int *outputs;
+    int ipu, stage, phase;
+    int recompute;
+    double available_memory;   /* proportion, 0: default */
+    popc_cost cost;
+    void *state;               /* from op->prepare */
+} popc_plan_node;
+
+/* A compiled, scheduled graph: nodes in execution order. Forward nodes are
+** [0, n_forward); backward nodes (training) follow. */
+typedef struct popc_plan {
+    uint32_t size;
+    int n_slots;
+    const popc_plan_slot *slots;
+    int n_nodes;
+    const popc_plan_node *nodes;
+    int n_forward;
+    int n_ipus;                /* per replica */
+    int n_stages;
+    int replicas;
+    int training;
+} popc_plan;
+
+/* The data of every slot for one replica during one micro-batch. */
+typedef struct popc_frame {
+    popc_view *slots;          /* plan->n_slots views with data */
+    int replica;
+    int training;
+    uint64_t seed;
+    void *user;                /* passed to kernels as kc->user */
+} popc_frame;
+
+/* What a backend is asked to model; filled by the core from the options. */
+typedef struct popc_backend_config {
+    uint32_t size;
+    int threads;               /* workers; 0: core count */
+    int ipu_version;           /* 1, 2 or 21 */
+    int n_ipus;                /* per replica */
+    int replicas;
+    int tiles_per_ipu;         /* 0: the version's default */
+    int64_t bytes_per_tile;    /* 0: the version's default */
+    double available_memory;   /* default proportion for temporaries */
+    int log_cycles;
+    const char *profile_dir;   /* NULL: no profiling */
+} popc_backend_config;
+
+#define POPC_BACKEND_CAN_RUN      (1u << 0)
+#define POPC_BACKEND_CONCURRENT   (1u << 1) /* parallel() really overlaps */
+
+typedef struct popc_backend_def {
+    uint32_t size;
+    const char *name;          /* "cpu", "ipumodel", "offline" */
+    unsigned caps;             /* POPC_BACKEND_* */
+    popc_status (*open)(const popc_backend_config *cfg, void **ctx);
+    void (*close)(void *ctx);
+    /* Map the plan onto the device; fails with POPC_ECOMPILE ("out of
+    ** memory on IPU i tile t: ...") when it does not fit. */
+    popc_status (*compile)(void *ctx, const popc_plan *plan, void **exe);
+    void (*exe_free)(void *ctx, void *exe);
+    /* Run nodes [first, last) of the plan on one frame. */
+    popc_status (*run_nodes)(void *ctx, void *exe, const popc_frame *frame,
+                             int first, int last);
+    /* (optional) Run fn(arg, 0..n-1), concurrently if the backend can; the
+    ** first failing status is returned. NULL: the core runs them in order. */
+    popc_status (*parallel)(void *ctx, int n,
+                            popc_status (*fn)(void *arg, int i), void *arg);
+    /* (optional) Estimated device cycles for nodes [first, last). */
+    double (*cycles)(void *ctx, void *exe, int first, int last);
+    /* (optional) Write a JSON memory/cycle report for the plan. */
+    popc_status (*report)(void *ctx, void *exe, const char *path);
+} popc_backend_def;
+
+/* ---- the host table and registration ---------------------------------------- */
+
+typedef struct popc_registrar popc_registrar; /* opaque */
+
+enum popc_log_level {
+    POPC_LOG_TRACE = 0,
+    POPC_LOG_DEBUG,
+    POPC_LOG_INFO,
+    POPC_LOG_WARN,
+    POPC_LOG_ERR,
+    POPC_LOG_OFF
+};
+
+struct popc_host {
+    uint32_t abi_version;      /* POPC_PLUGIN_ABI_VERSION */
+    uint32_t size;             /* sizeof(popc_host) */
+    popc_status (*register_op)(popc_registrar *r, const popc_op_def *def);
+    popc_status (*register_optimizer)(popc_registrar *r,
+                                      const popc_optim_def *def);
+    popc_status (*register_backend)(popc_registrar *r,
+                                    const popc_backend_def *def);
+    popc_status (*set_error)(popc_status st, const char *fmt, ...)
+        POPC_PRINTF(2, 3);
+    void (*log_msg)(int level, const char *fmt, ...) POPC_PRINTF(2, 3);
+    void *(*alloc)(size_t n);  /* POPC_TENSOR_ALIGN-aligned, zeroed */
+    void (*free)(void *p);
+    /* Add a node while building gradients. domain NULL means "ai.onnx".
+    ** Output value ids are written to outputs[0..n_outputs). Shapes are
+    ** inferred at once; errors name the node being differentiated. */
+    popc_status (*grad_add_node)(popc_grad_ctx *gc, const char *domain,
+                                 const char *op, const int *inputs,
+                                 int n_inputs, int *outputs, int n_outputs,
+                                 const popc_attr *attrs, int n_attrs);
+    /* Add a constant value (copied). */
+    popc_status (*grad_constant)(popc_grad_ctx *gc, const popc_view *value,
+                                 int *out);
+    /* dtype and shape of a value (data NULL unless constant). */
+    popc_status (*value_info)(popc_grad_ctx *gc, int value, popc_view *info);
+    /* Call the host callback registered under id (CPU ops). */
+    popc_status (*host_call)(void *user, const char *id,
+                             const popc_view *inputs, int n_inputs,
+                             const popc_view *outputs, int n_outputs);
+};
+
+typedef struct popc_plugin_info {
+    uint32_t abi_version;      /* POPC_PLUGIN_ABI_VERSION at build time */
+    uint32_t size;             /* sizeof(popc_plugin_info) at build time */
+    const char *name;          /* must equal the module's file basename */
+    const char *version;
+    const char *description;
+    const char *license;
+    popc_status (*init)(const popc_host *host, popc_registrar *reg);
+    void (*fini)(void);        /* (optional) */
+} popc_plugin_info;
+
+#define POPC_PLUGIN_DEFINE(NAME, VERSION, DESC, LICENSE, INIT, FINI)      \
+    static const popc_plugin_info popc_plugin_info_ = {                   \
+        POPC_PLUGIN_ABI_VERSION, sizeof(popc_plugin_info), #NAME, VERSION, \
+        DESC, LICENSE, INIT, FINI};                                       \
+    POPC_PLUGIN_EXPORT const popc_plugin_info                              \
+        *NAME##_LTX_popc_plugin_entry(void);                              \
+    const popc_plugin_info *NAME##_LTX_popc_plugin_entry(void)             \
+    {                                                                     \
+        return &popc_plugin_info_;                                        \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_PLUGIN_H */

@@ -1,0 +1,92 @@
+/* registry.h - plugin loading and lookup of ops, optimizers and backends.
+**
+** The process has one default registry (popc_registry_global), loaded on
+** first use from, in this order: the install's plugin directory
+** ($(pkglibdir)/{ops,optim,backends}), each directory of POPC_PLUGIN_PATH
+** (colon separated), then directories added with popc_registry_load_path.
+** Nothing is ever loaded from the current directory implicitly. A broken,
+** foreign or ABI-mismatched file is refused with a message naming it and
+** the other plugins keep working; the first such error is kept in
+** popc_registry_problems().
+**
+** Lookups are thread-safe after loading; loading takes a mutex.
+*/
+#ifndef POPC_REGISTRY_H
+#define POPC_REGISTRY_H
+
+#include "popc/status.h"
+#include "popc/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct popc_registry popc_registry; /* opaque */
+
+/* An empty registry (no plugins loaded). Free with popc_registry_free(),
+** which unloads its modules in reverse load order. */
+POPC_API POPC_NODISCARD popc_status popc_registry_new(popc_registry **out);
+POPC_API void popc_registry_free(popc_registry *r); /* NULL-safe */
+
+/* The process-wide registry, loaded from the default search path on first
+** call (also loads preloaded modules of static builds). Borrowed; lives
+** until exit. Problems with single plugins do not fail this call. */
+POPC_API POPC_NODISCARD popc_status popc_registry_global(popc_registry **out);
+
+/* Load every plugin in dir (non-recursive; subdirectories ops/ optim/
+** backends/ are scanned too). Returns the first plugin error (POPC_EABI,
+** POPC_EPLUGIN, POPC_EEXIST) after scanning everything; files that are not
+** plugins are skipped quietly. */
+POPC_API POPC_NODISCARD popc_status popc_registry_load_path(popc_registry *r,
+    const char *dir);
+/* Load one module file (path with or without extension). */
+POPC_API POPC_NODISCARD popc_status popc_registry_load_file(popc_registry *r,
+    const char *path);
+/* Load the default search path (install dir, then POPC_PLUGIN_PATH). */
+POPC_API POPC_NODISCARD popc_status popc_registry_load_default(
+    popc_registry *r);
+
+/* Register definitions directly (used by tests and applications that embed
+** ops without a module). The definition must outlive the registry. */
+POPC_API POPC_NODISCARD popc_status popc_registry_add_op(popc_registry *r,
+    const popc_op_def *def);
+
+/* Best definition of (domain, name) whose since_version <= version (0: the
+** highest). NULL when absent. domain NULL means "ai.onnx". */
+POPC_API const popc_op_def *popc_registry_find_op(const popc_registry *r,
+    const char *domain, const char *name, int version);
+POPC_API const popc_optim_def *popc_registry_find_optimizer(
+    const popc_registry *r, const char *name);
+POPC_API const popc_backend_def *popc_registry_find_backend(
+    const popc_registry *r, const char *name);
+
+/* The core's host table (for embedding plugins in tests). Borrowed. */
+POPC_API const popc_host *popc_registry_host(void);
+
+POPC_API int popc_registry_op_count(const popc_registry *r);
+POPC_API const popc_op_def *popc_registry_op_at(const popc_registry *r, int i);
+
+/* Loaded plugins, for `popc plugins`. */
+typedef struct popc_plugin_record {
+    const char *name;
+    const char *version;
+    const char *description;
+    const char *path;
+    int n_ops, n_optimizers, n_backends;
+} popc_plugin_record;
+POPC_API int popc_registry_plugin_count(const popc_registry *r);
+POPC_API popc_plugin_record popc_registry_plugin_at(const popc_registry *r,
+                                                    int i);
+/* Names registered by plugin i, as "domain::Op@version", "optim:sgd",
+** "backend:cpu"; j < n_ops + n_optimizers + n_backends. Borrowed. */
+POPC_API const char *popc_registry_plugin_item(const popc_registry *r, int i,
+                                               int j);
+
+/* Messages of plugins refused while loading, one per line ("" if none).
+** Borrowed, valid until the next load. */
+POPC_API const char *popc_registry_problems(const popc_registry *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_REGISTRY_H */

@@ -1,0 +1,59 @@
+/* status.h - status codes and the per-thread error message.
+**
+** Every fallible popc function returns a popc_status. The human-readable
+** reason (what, where, and how to fix it) is kept for the calling thread
+** and read with popc_last_error() right after the failing call; success
+** does not clear it (like errno).
+*/
+#ifndef POPC_STATUS_H
+#define POPC_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define POPC_API        __attribute__((visibility("default")))
+#define POPC_NODISCARD  __attribute__((warn_unused_result))
+#define POPC_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define POPC_API
+#define POPC_NODISCARD
+#define POPC_PRINTF(a, b)
+#endif
+
+typedef enum popc_status {
+    POPC_OK = 0,
+    POPC_ENOMEM,      /* out of host memory */
+    POPC_EINVAL,      /* invalid argument or user input (validation) */
+    POPC_ENOTFOUND,   /* a name (op, plugin, tensor, option) is unknown */
+    POPC_EEXIST,      /* a name is registered twice */
+    POPC_EABI,        /* a plugin was built for another ABI */
+    POPC_EPLUGIN,     /* a plugin is broken or its init failed */
+    POPC_ECONFIG,     /* configuration (options, INI) error */
+    POPC_EBACKEND,    /* backend failure (compile or run) */
+    POPC_ECALLBACK,   /* a user callback or foreign function failed */
+    POPC_EIO,         /* file input/output, corrupt or truncated files */
+    POPC_ECOMPILE,    /* the graph cannot be compiled (verification, OOM) */
+    POPC_ESTATE,      /* call not valid in the object's current state */
+    POPC_EUNSUPPORTED,/* a feature or option value not supported yet */
+    POPC_EINTERRUPTED,/* a run was interrupted by a signal */
+    POPC_EINTERNAL    /* a bug in popc: please report it */
+} popc_status;
+
+/* Static, never NULL: "POPC_EINVAL" etc. */
+POPC_API const char *popc_status_name(popc_status st);
+
+/* Borrowed, never NULL ("" when no error was recorded on this thread). */
+POPC_API const char *popc_last_error(void);
+
+/* Record a message for the calling thread; returns st so that a failure is
+** one line: return popc_set_error(POPC_EINVAL, "...", ...). Safe to call
+** with the current popc_last_error() as an argument. */
+POPC_API popc_status popc_set_error(popc_status st, const char *fmt, ...)
+    POPC_PRINTF(2, 3);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_STATUS_H */

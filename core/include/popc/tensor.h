@@ -1,0 +1,98 @@
+/* tensor.h - dense n-d host tensors with aligned, reference-counted storage.
+**
+** A tensor is row-major and contiguous. popc_tensor_new gives the caller one
+** reference; popc_tensor_ref adds one, popc_tensor_free drops one and frees
+** the storage with the last. Tensors are not thread-safe for concurrent
+** writes; concurrent reads are fine.
+*/
+#ifndef POPC_TENSOR_H
+#define POPC_TENSOR_H
+
+#include <stdint.h>
+#include "popc/status.h"
+#include "popc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct popc_tensor popc_tensor; /* opaque */
+
+/* Storage is aligned to this many bytes (one cache line, AVX-512 safe). */
+#define POPC_TENSOR_ALIGN 64
+
+/* Zero-filled tensor. Returns POPC_OK, POPC_EINVAL (rank outside
+** 0..POPC_MAX_RANK, negative dim, unknown dtype, size overflow),
+** POPC_ENOMEM. *out is NULL on failure. Free with popc_tensor_free(). */
+POPC_API POPC_NODISCARD popc_status popc_tensor_new(popc_dtype dt,
+    const int64_t *dims, int rank, popc_tensor **out);
+
+/* As popc_tensor_new, then copies nbytes(dims) bytes from data (copied). */
+POPC_API POPC_NODISCARD popc_status popc_tensor_from_data(popc_dtype dt,
+    const int64_t *dims, int rank, const void *data, popc_tensor **out);
+
+/* New tensor with the same dtype, shape and contents. */
+POPC_API POPC_NODISCARD popc_status popc_tensor_clone(const popc_tensor *t,
+    popc_tensor **out);
+
+/* Adds a reference; returns t. NULL-safe. */
+POPC_API popc_tensor *popc_tensor_ref(popc_tensor *t);
+
+/* Drops a reference. NULL-safe. */
+POPC_API void popc_tensor_free(popc_tensor *t);
+
+POPC_API popc_dtype popc_tensor_dtype(const popc_tensor *t);
+POPC_API int popc_tensor_rank(const popc_tensor *t);
+/* Borrowed: valid while t lives. */
+POPC_API const int64_t *popc_tensor_dims(const popc_tensor *t);
+POPC_API int64_t popc_tensor_numel(const popc_tensor *t);
+POPC_API size_t popc_tensor_nbytes(const popc_tensor *t);
+/* Borrowed pointer to the elements; valid while t lives. */
+POPC_API void *popc_tensor_data(popc_tensor *t);
+POPC_API const void *popc_tensor_cdata(const popc_tensor *t);
+/* A view of the whole tensor (borrowed data). */
+POPC_API popc_view popc_tensor_view(popc_tensor *t);
+
+/* Converting copy into a new tensor of dtype dt. Float to integer truncates
+** toward zero; any value to bool is (v != 0). Returns POPC_EINVAL for an
+** unknown dtype. */
+POPC_API POPC_NODISCARD popc_status popc_tensor_cast(const popc_tensor *t,
+    popc_dtype dt, popc_tensor **out);
+
+/* Same data, new shape with the same element count (a copy; the original
+** is untouched). One dim may be -1 (inferred). */
+POPC_API POPC_NODISCARD popc_status popc_tensor_reshape(const popc_tensor *t,
+    const int64_t *dims, int rank, popc_tensor **out);
+
+/* True when dtype and shape agree and every element is equal (bitwise for
+** floats). */
+POPC_API int popc_tensor_equal(const popc_tensor *a, const popc_tensor *b);
+
+/* Largest absolute elementwise difference of two float32 tensors of the same
+** shape; -1.0 when dtypes or shapes differ. */
+POPC_API double popc_tensor_max_abs_diff(const popc_tensor *a,
+    const popc_tensor *b);
+
+/* "float32[64, 784]" into buf (always terminated). Returns buf. */
+POPC_API char *popc_tensor_describe(const popc_tensor *t, char *buf,
+    size_t size);
+POPC_API char *popc_view_describe(const popc_view *v, char *buf, size_t size);
+
+/* IEEE binary16 conversion, round to nearest even; NaN and inf kept. */
+POPC_API uint16_t popc_f32_to_f16(float f);
+POPC_API float popc_f16_to_f32(uint16_t h);
+
+/* NumPy .npy files (format 1.0/2.0/3.0, little endian, C order; dtypes <f4
+** <f2 <i4 <i8 |u1 |b1; <f8 is read as float32). Errors name the file and
+** what is wrong: POPC_EIO (cannot open, truncated, bad magic),
+** POPC_EUNSUPPORTED (Fortran order, big endian, other dtypes). */
+POPC_API POPC_NODISCARD popc_status popc_npy_load(const char *path,
+    popc_tensor **out);
+/* Written to a temporary name and renamed into place. */
+POPC_API POPC_NODISCARD popc_status popc_npy_save(const char *path,
+    const popc_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_TENSOR_H */

@@ -1,0 +1,19 @@
+lib_LTLIBRARIES += libpopc.la
+libpopc_la_SOURCES = \
+    %reldir%/error.c
+libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(FFI_CFLAGS) $(ZLIB_CFLAGS)
+libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(FFI_LIBS) $(ZLIB_LIBS) -lm
+libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
+
+pkginclude_HEADERS += \
+    %reldir%/include/popc/popc.h \
+    %reldir%/include/popc/status.h \
+    %reldir%/include/popc/types.h \
+    %reldir%/include/popc/tensor.h \
+    %reldir%/include/popc/log.h \
+    %reldir%/include/popc/plugin.h \
+    %reldir%/include/popc/registry.h \
+    %reldir%/include/popc/graph.h \
+    %reldir%/include/popc/options.h \
+    %reldir%/include/popc/optimizer.h \
+    %reldir%/include/popc/model.h

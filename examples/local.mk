@@ -1,0 +1,1 @@
+# examples/local.mk - see the top-level Makefile.am

@@ -1,0 +1,1 @@
+# ops/local.mk - see the top-level Makefile.am

@@ -1,0 +1,1 @@
+# optim/local.mk - see the top-level Makefile.am

@@ -1,0 +1,1 @@
+# plugins/local.mk - see the top-level Makefile.am

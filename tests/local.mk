@@ -1,0 +1,1 @@
+# tests/local.mk - see the top-level Makefile.am
