@@ -1,6 +1,9 @@
+# libpopc: one fragment per area appends its sources (see *.mk here).
 lib_LTLIBRARIES += libpopc.la
 libpopc_la_SOURCES = \
-    %reldir%/error.c
+    %reldir%/error.c \
+    %reldir%/host.c %reldir%/host_priv.h \
+    %reldir%/log.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(FFI_CFLAGS) $(ZLIB_CFLAGS)
 libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(FFI_LIBS) $(ZLIB_LIBS) -lm
 libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
@@ -17,3 +20,10 @@ pkginclude_HEADERS += \
     %reldir%/include/popc/options.h \
     %reldir%/include/popc/optimizer.h \
     %reldir%/include/popc/model.h
+
+include %reldir%/base.mk
+include %reldir%/graph.mk
+include %reldir%/options.mk
+include %reldir%/optimizer.mk
+include %reldir%/runtime.mk
+include %reldir%/data.mk

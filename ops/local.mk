@@ -1,1 +1,3 @@
-# ops/local.mk - see the top-level Makefile.am
+# op plugins: one fragment per family
+include %reldir%/math.mk
+include %reldir%/nn.mk

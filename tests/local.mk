@@ -1,1 +1,14 @@
-# tests/local.mk - see the top-level Makefile.am
+# tests: one fragment per area
+AM_TESTS_ENVIRONMENT = POPC_PLUGIN_PATH='$(abs_top_builddir)/ops:$(abs_top_builddir)/optim:$(abs_top_builddir)/backends'; export POPC_PLUGIN_PATH; \
+    POPC_TEST_DATA='$(abs_top_srcdir)/tests/data'; export POPC_TEST_DATA; \
+    POPC_TEST_REF='$(abs_top_srcdir)/tests/ref'; export POPC_TEST_REF; \
+    POPC_BUILDDIR='$(abs_top_builddir)'; export POPC_BUILDDIR; \
+    POPC_SRCDIR='$(abs_top_srcdir)'; export POPC_SRCDIR;
+include %reldir%/base.mk
+include %reldir%/graph.mk
+include %reldir%/ops.mk
+include %reldir%/options.mk
+include %reldir%/optimizer.mk
+include %reldir%/runtime.mk
+include %reldir%/data.mk
+include %reldir%/cli.mk

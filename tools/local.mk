@@ -1,1 +1,10 @@
-# tools/local.mk - see the top-level Makefile.am
+# tools/local.mk - the popc command line (one file per subcommand group).
+bin_PROGRAMS += %reldir%/popc
+%canon_reldir%_popc_SOURCES = \
+    %reldir%/popc.c \
+    %reldir%/cli.c %reldir%/cli.h \
+    %reldir%/json.c \
+    %reldir%/cmd_train.c \
+    %reldir%/cmd_infer.c \
+    %reldir%/cmd_info.c
+%canon_reldir%_popc_LDADD = libpopc.la

@@ -75,7 +75,8 @@ POPC_API POPC_NODISCARD popc_status popc_graph_add_constant(popc_graph *g,
     const char *name, popc_tensor *t, int *id);
 
 /* Add a node. domain NULL means "ai.onnx"; version 0 means the domain's
-** default opset. inputs may hold -1 for an absent optional input. The
+** default opset. inputs may hold -1 for an absent optional input, or the
+** id of a value added later (checked by popc_graph_verify). The
 ** outputs' ids are written to outputs[0..n_outputs). name may be NULL
 ** (generated from the scope and op). Attributes are copied. Shape inference
 ** runs at once if the op is registered; an unknown op is accepted here and
@@ -148,13 +149,36 @@ POPC_API POPC_NODISCARD popc_status popc_graph_set_initializer(popc_graph *g,
 
 /* Verify before compile: dangling values, cycles, unknown ops (all listed
 ** at once with node names), arity, dtype/shape mismatches (re-running
-** inference on every node). POPC_ECOMPILE with the full list on failure. */
+** inference on every node; outputs not inferred yet are filled in).
+** POPC_ECOMPILE with the full list on failure. With training set, the
+** graph must also have exactly one final loss (poptorch-semantics.md 3:
+** "Couldn't find a loss in graph!" / "Multiple independent losses ..."). */
 POPC_API POPC_NODISCARD popc_status popc_graph_verify(popc_graph *g,
     int training);
 
 /* Node ids in a topological order (caller-allocated, n_nodes long). */
 POPC_API POPC_NODISCARD popc_status popc_graph_topo_order(const popc_graph *g,
     int *order);
+
+/* ---- transforms and reference evaluation ---------------------------------- */
+
+/* Reverse-mode autodiff: add backward nodes computing d(loss)/d(wrt[i])
+** for the scalar value `loss`, whose gradient is seeded with `seed` (the
+** loss scaling; 1.0 normally). grads[i] receives the gradient value id, or
+** -1 when wrt[i] does not influence the loss. Fails naming the node whose
+** op has no gradient. */
+POPC_API POPC_NODISCARD popc_status popc_graph_gradients(popc_graph *g,
+    int loss, const int *wrt, int n_wrt, double seed, int *grads);
+
+/* Evaluate values of the graph on the reference kernels, single-threaded
+** (constant folding, tests, finite differences). inputs are the graph
+** inputs in order (borrowed; shapes may differ from the declared ones in
+** dim 0 only if shapes are re-inferred: they must match). out[i] receives
+** a new tensor for values[i]. training selects training-mode kernels;
+** seed feeds random ops. */
+POPC_API POPC_NODISCARD popc_status popc_graph_eval(const popc_graph *g,
+    popc_tensor *const *inputs, int n_inputs, const int *values,
+    int n_values, popc_tensor **out, int training, uint64_t seed);
 
 /* Human-readable listing, one node per line, into a malloc'd string the
 ** caller frees. */

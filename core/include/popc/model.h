@@ -77,8 +77,27 @@ POPC_API POPC_NODISCARD popc_status popc_model_share_weights(
 POPC_API POPC_NODISCARD popc_status popc_model_set_optimizer(popc_model *m,
     const popc_optimizer *o);
 
-/* Latency in seconds of the last run: (min, max, mean) of the host-device
-** latency; compute latency. */
+/* Optimizer state (training), for checkpoints: named tensors
+** "<weight>/<state>" (float32, the weight's shape; e.g. "fc1.weight/exp_avg")
+** and "<weight>/step" (int64 scalar: updates applied to that weight). The
+** state is created on first use (zeros, or the optimizer's initial values)
+** and survives popc_model_destroy and recompiles. The count is 0 for an
+** inference model. Names are borrowed, valid until the optimizer changes
+** type. get gives a new tensor (owned by the caller); set copies t (same
+** element count). POPC_ENOTFOUND for an unknown name, POPC_ESTATE on an
+** inference model, POPC_EINVAL for a wrong dtype or size. */
+POPC_API int popc_model_n_optimizer_states(popc_model *m);
+POPC_API const char *popc_model_optimizer_state_name(popc_model *m, int i);
+POPC_API POPC_NODISCARD popc_status popc_model_get_optimizer_state(
+    popc_model *m, const char *name, popc_tensor **out);
+POPC_API POPC_NODISCARD popc_status popc_model_set_optimizer_state(
+    popc_model *m, const char *name, const popc_tensor *t);
+
+/* Seconds of the last successful run (compilation excluded): host_ipu is
+** the time spent outside the device (input checks and conversion, weight
+** uploads, output buffers), compute the time running micro-batches and
+** optimizer steps, total the wall time of popc_model_run. Each pointer may
+** be NULL. */
 POPC_API void popc_model_latency(const popc_model *m, double *host_ipu,
                                  double *compute, double *total);
 POPC_API double popc_model_compilation_time(const popc_model *m);

@@ -15,6 +15,7 @@
 #ifndef POPC_OPTIONS_H
 #define POPC_OPTIONS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "popc/status.h"
 
@@ -52,12 +53,16 @@ typedef enum { POPC_OPT_BOOL = 1, POPC_OPT_INT, POPC_OPT_FLOAT,
                POPC_OPT_STRING, POPC_OPT_ENUM } popc_option_type;
 
 /* Defaults for every option; POPC_CACHE_DIR and POPC_DEFAULT_OPTIONS from
-** the environment are applied as PopTorch does. */
+** the environment are applied as PopTorch does (also POPC_THREADS, the
+** default of "threads", and OMPI_COMM_WORLD_SIZE/_RANK for Distributed).
+** A bad variable fails with a message naming it. */
 POPC_API POPC_NODISCARD popc_status popc_options_new(popc_options **out);
 POPC_API void popc_options_free(popc_options *o); /* NULL-safe */
 /* Unfrozen deep copy. */
 POPC_API POPC_NODISCARD popc_status popc_options_clone(const popc_options *o,
     popc_options **out);
+/* NULL-safe. Also applies maxRepeatLogs to the process log when the user
+** set it. */
 POPC_API void popc_options_freeze(popc_options *o);
 POPC_API int popc_options_frozen(const popc_options *o);
 
@@ -89,10 +94,21 @@ POPC_API const char *popc_options_format(const popc_options *o,
 POPC_API int popc_options_is_set(const popc_options *o, const char *name);
 
 /* Apply an INI file's [options] section (keys are option names, e.g.
-** "Training.gradientAccumulation = 4"). Errors name the file and line. */
+** "Training.gradientAccumulation = 4"). Errors name the file and line:
+** "<file>:<line>: [options] deviceIterations: must be >= 1 (got 0)".
+** POPC_EIO/POPC_ECONFIG for the file (see core/config_priv.h), else the
+** failing option's status (POPC_ENOTFOUND, POPC_EINVAL, POPC_EUNSUPPORTED).
+** Values are applied in the order of `popc options` (replicationFactor
+** before inputReplicaGrouping.size), whatever the order of the lines;
+** other sections are ignored. All or nothing: on failure the options are
+** unchanged. */
 POPC_API POPC_NODISCARD popc_status popc_options_load_ini(popc_options *o,
     const char *path);
-/* PopTorch's loadFromFile: one "name(args)" call per line. */
+/* PopTorch's loadFromFile: one "name(args)" call per line, e.g.
+** "outputMode(poptorch.OutputMode.EveryN, 2)"; '#' comments. Errors as
+** PopTorch's: "SyntaxError at line 2 of opts.txt: ...\n> options.<line>"
+** (POPC_ECONFIG; n counts non-empty, non-comment lines), or
+** "ValueError at line ..." with the option's status. All or nothing. */
 POPC_API POPC_NODISCARD popc_status popc_options_load_file(popc_options *o,
     const char *path);
 
@@ -110,6 +126,39 @@ POPC_API const popc_option_info *popc_options_info(int i);
 
 /* A hash of every option that affects compilation (executable cache key). */
 POPC_API uint64_t popc_options_hash(const popc_options *o);
+
+/* ---- additions (helper "options") ---- */
+
+/* True when a nullable option (randomSeed, maxRepeatLogs, modelName,
+** enableExecutableCaching, useOfflineIpuTarget, ...) holds PopTorch's
+** None; the getters then return 0 / NULL. */
+POPC_API int popc_options_is_none(const popc_options *o, const char *name);
+/* The table entry of one option by name (aliases such as
+** "Training.setMeanAccumulationAndReplicationReductionStrategy" work);
+** NULL when unknown. Static, never freed. */
+POPC_API const popc_option_info *popc_options_find_info(const char *name);
+/* outputMode with Default resolved: All for inference, Final for
+** training (PopTorch's PoplarExecutor). */
+POPC_API popc_output_mode popc_options_output_mode(const popc_options *o,
+                                                   int training);
+/* setAvailableMemoryProportion for one IPU, or Poplar's default 0.6. */
+POPC_API double popc_options_get_available_memory(const popc_options *o,
+                                                  int ipu);
+/* Checks across options that PopTorch makes when a model is compiled,
+** with its texts: gradientAccumulation != 1 for inference,
+** inputReplicaGrouping vs replicationFactor, the EveryN period vs
+** deviceIterations ("Return period must be a factor of the number of
+** batches per step"), processId < numProcesses, offline target with the
+** IPU model or cycle logging. POPC_OK or POPC_EINVAL. */
+POPC_API POPC_NODISCARD popc_status popc_options_validate(
+    const popc_options *o, int training);
+/* Apply a JSON object of PopTorch method names and arguments, the form of
+** POPC_DEFAULT_OPTIONS: {"deviceIterations": 2, "outputMode":
+** ["OutputMode.EveryN", 2]} (a list is splatted as arguments). All or
+** nothing: POPC_ECONFIG (bad JSON) or the failing option's status, and
+** the options are unchanged. */
+POPC_API POPC_NODISCARD popc_status popc_options_load_json(popc_options *o,
+    const char *json);
 
 #ifdef __cplusplus
 }

@@ -316,6 +316,16 @@ typedef struct popc_frame {
     void *user;                /* passed to kernels as kc->user */
 } popc_frame;
 
+/* The kc->seed of the node at schedule position `node` of a frame. Every
+** backend uses this mix so that random ops agree across backends. */
+static inline uint64_t popc_node_seed(uint64_t frame_seed, int node)
+{
+    uint64_t z = frame_seed + 0x9E3779B97F4A7C15ull * (uint64_t)(node + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* What a backend is asked to model; filled by the core from the options. */
 typedef struct popc_backend_config {
     uint32_t size;
@@ -398,6 +408,11 @@ struct popc_host {
     popc_status (*host_call)(void *user, const char *id,
                              const popc_view *inputs, int n_inputs,
                              const popc_view *outputs, int n_outputs);
+    /* The calling thread's last error message (popc_last_error), so that a
+    ** backend can hand the reason of a failure on a worker thread to the
+    ** thread that joins it (STYLE B6.4). May be NULL: read it only when
+    ** POPC_HAS_FIELD(popc_host, size, last_error) and it is set. */
+    const char *(*last_error)(void);
 };
 
 typedef struct popc_plugin_info {

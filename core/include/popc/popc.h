@@ -9,9 +9,11 @@
 #include "popc/plugin.h"
 #include "popc/registry.h"
 #include "popc/graph.h"
+#include "popc/layers.h"
 #include "popc/options.h"
 #include "popc/optimizer.h"
 #include "popc/model.h"
+#include "popc/data.h"
 
 #define POPC_VERSION_STRING "0.1.0"
 

@@ -1,9 +1,13 @@
 /* registry.h - plugin loading and lookup of ops, optimizers and backends.
 **
 ** The process has one default registry (popc_registry_global), loaded on
-** first use from, in this order: the install's plugin directory
-** ($(pkglibdir)/{ops,optim,backends}), each directory of POPC_PLUGIN_PATH
-** (colon separated), then directories added with popc_registry_load_path.
+** first use from, in this order: modules linked into the program (static
+** builds, see popc_registry_use_preloaded), each absolute directory of
+** POPC_PLUGIN_PATH (colon separated; with its ops/ optim/ backends/
+** subdirectories), then the install's plugin directory
+** ($(pkglibdir)/{ops,optim,backends}); the first plugin of a name wins, so
+** the environment can stand in for an installed plugin. Directories added
+** later with popc_registry_load_path come after.
 ** Nothing is ever loaded from the current directory implicitly. A broken,
 ** foreign or ABI-mismatched file is refused with a message naming it and
 ** the other plugins keep working; the first such error is kept in
@@ -34,17 +38,31 @@ POPC_API void popc_registry_free(popc_registry *r); /* NULL-safe */
 POPC_API POPC_NODISCARD popc_status popc_registry_global(popc_registry **out);
 
 /* Load every plugin in dir (non-recursive; subdirectories ops/ optim/
-** backends/ are scanned too). Returns the first plugin error (POPC_EABI,
-** POPC_EPLUGIN, POPC_EEXIST) after scanning everything; files that are not
-** plugins are skipped quietly. */
+** backends/ are scanned too), in file name order. Returns the first plugin
+** error (POPC_EABI, POPC_EPLUGIN, POPC_EEXIST) after scanning everything,
+** or POPC_ENOTFOUND when dir is not a directory; files that are not
+** plugins are skipped quietly. A relative dir is taken from the current
+** directory: this explicit call is the only way that ever happens. */
 POPC_API POPC_NODISCARD popc_status popc_registry_load_path(popc_registry *r,
     const char *dir);
-/* Load one module file (path with or without extension). */
+/* Load one module file (path with or without extension .la/.so).
+** POPC_ENOTFOUND when no such module exists, POPC_EPLUGIN when the file
+** is not a popc plugin or cannot be loaded, POPC_EABI, POPC_EEXIST. */
 POPC_API POPC_NODISCARD popc_status popc_registry_load_file(popc_registry *r,
     const char *path);
-/* Load the default search path (install dir, then POPC_PLUGIN_PATH). */
+/* Load the default search path (preloaded modules, POPC_PLUGIN_PATH, then
+** the install dir). Returns the first plugin error; everything is scanned. */
 POPC_API POPC_NODISCARD popc_status popc_registry_load_default(
     popc_registry *r);
+
+/* Static builds: modules linked in with libtool's -dlopen are found through
+** the program's preload table. Call before the first registry is made:
+**     #include <ltdl.h>
+**     popc_registry_use_preloaded(lt_preloaded_symbols);
+** (the program links $(LIBLTDL); calling LTDL_SET_PRELOADED_SYMBOLS()
+** itself instead is equivalent). symbols is an lt_dlsymlist array. NULL is
+** ignored. */
+POPC_API void popc_registry_use_preloaded(const void *symbols);
 
 /* Register definitions directly (used by tests and applications that embed
 ** ops without a module). The definition must outlive the registry. */

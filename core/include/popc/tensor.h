@@ -54,7 +54,9 @@ POPC_API const void *popc_tensor_cdata(const popc_tensor *t);
 POPC_API popc_view popc_tensor_view(popc_tensor *t);
 
 /* Converting copy into a new tensor of dtype dt. Float to integer truncates
-** toward zero; any value to bool is (v != 0). Returns POPC_EINVAL for an
+** toward zero (NaN gives 0, values outside the target's range saturate);
+** integer to a narrower integer wraps as in NumPy; any value to bool is
+** (v != 0); to float16 rounds to nearest even. Returns POPC_EINVAL for an
 ** unknown dtype. */
 POPC_API POPC_NODISCARD popc_status popc_tensor_cast(const popc_tensor *t,
     popc_dtype dt, popc_tensor **out);
@@ -69,7 +71,8 @@ POPC_API POPC_NODISCARD popc_status popc_tensor_reshape(const popc_tensor *t,
 POPC_API int popc_tensor_equal(const popc_tensor *a, const popc_tensor *b);
 
 /* Largest absolute elementwise difference of two float32 tensors of the same
-** shape; -1.0 when dtypes or shapes differ. */
+** shape; -1.0 when dtypes or shapes differ. A NaN on one side only counts
+** as +inf; NaN against NaN (and inf against the same inf) as 0. */
 POPC_API double popc_tensor_max_abs_diff(const popc_tensor *a,
     const popc_tensor *b);
 

@@ -1,0 +1,231 @@
+/* report.c - the JSON memory and cycle report of a mapped plan (the
+** backends' report() and enableProfiling).
+**
+** Layout:
+**   {"backend", "device": {...},
+**    "memory": {"totals": {...}, "ipus": [{"ipu", "max_tile",
+**               "max_tile_bytes", "free_bytes", "tiles": [{"tile",
+**               "weights", "gradients", "state", "activations",
+**               "temporaries", "total"}, ...]}, ...]},
+**    "ops": [{"index", "name", "op", "ipu", "stage", "phase", "tiles",
+**             "serial", "flops", "bytes", "temp_bytes", "cycles",
+**             "compute", "exchange", "sync"}, ...],
+**    "stages": [{"stage", "ipu", "cycles"}, ...],
+**    "cycles", "seconds", ("runtime": {...})}
+** Activations and temporaries of a tile are those at the tile's peak.
+** Cycles are per micro-batch and per replica.
+*/
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/common/tilemap.h"
+
+static const char *const mem_names[IPUM_MEM_COUNT] = {
+    "weights", "gradients", "state", "activations", "temporaries"};
+
+static void put_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void put_device(FILE *f, const ipum_map *m, const char *backend)
+{
+    const ipum_device *d = &m->dev;
+
+    fprintf(f, "{\"backend\": ");
+    put_string(f, backend);
+    fprintf(f, ",\n \"device\": {\"name\": ");
+    put_string(f, d->name);
+    fprintf(f, ", \"ipu_version\": %d, \"tiles_per_ipu\": %d, "
+            "\"bytes_per_tile\": %lld, \"clock_hz\": %.0f, "
+            "\"ipus_per_replica\": %d, \"replicas\": %d, "
+            "\"available_memory_proportion\": %g},\n",
+            d->version, d->tiles, (long long)d->tile_bytes, d->clock_hz,
+            m->n_ipus, d->replicas, d->available);
+}
+
+static void put_memory(FILE *f, const ipum_map *m)
+{
+    int64_t total = 0;
+
+    fprintf(f, " \"memory\": {\"totals\": {");
+    for (int c = 0; c < IPUM_MEM_COUNT; c++) {
+        fprintf(f, "\"%s\": %lld, ", mem_names[c], (long long)m->totals[c]);
+        total += m->totals[c];
+    }
+    fprintf(f, "\"total\": %lld},\n  \"ipus\": [", (long long)total);
+    for (int ipu = 0; ipu < m->n_ipus; ipu++) {
+        const ipum_tile *tiles = m->tiles + (size_t)ipu * m->dev.tiles;
+        int64_t used = 0;
+        int worst = 0;
+
+        for (int t = 0; t < m->dev.tiles; t++) {
+            used += tiles[t].total;
+            if (tiles[t].total > tiles[worst].total)
+                worst = t;
+        }
+        fprintf(f, "%s\n   {\"ipu\": %d, \"max_tile\": %d, "
+                "\"max_tile_bytes\": %lld, \"used_bytes\": %lld, "
+                "\"free_bytes\": %lld, \"tiles\": [", ipu ? "," : "", ipu,
+                worst, (long long)tiles[worst].total, (long long)used,
+                (long long)(m->dev.tile_bytes * m->dev.tiles - used));
+        for (int t = 0; t < m->dev.tiles; t++) {
+            fprintf(f, "%s\n    {\"tile\": %d", t ? "," : "", t);
+            for (int c = 0; c < IPUM_MEM_COUNT; c++)
+                fprintf(f, ", \"%s\": %lld", mem_names[c],
+                        (long long)tiles[t].bytes[c]);
+            fprintf(f, ", \"total\": %lld}", (long long)tiles[t].total);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]},\n");
+}
+
+static void put_ops(FILE *f, const ipum_map *m)
+{
+    const popc_plan *p = m->plan;
+
+    fprintf(f, " \"ops\": [");
+    for (int k = 0; k < p->n_nodes; k++) {
+        const popc_plan_node *pn = &p->nodes[k];
+        const ipum_node_map *nm = &m->nodes[k];
+
+        fprintf(f, "%s\n  {\"index\": %d, \"name\": ", k ? "," : "", k);
+        put_string(f, pn->name);
+        fprintf(f, ", \"op\": ");
+        put_string(f, pn->op ? pn->op->name : "");
+        fprintf(f, ", \"domain\": ");
+        put_string(f, pn->op ? pn->op->domain : "");
+        fprintf(f, ", \"ipu\": %d, \"stage\": %d, \"phase\": %d, "
+                "\"tiles\": %d, \"serial\": %d, \"flops\": %.0f, "
+                "\"bytes\": %.0f, \"temp_bytes\": %.0f, \"cycles\": %.1f, "
+                "\"compute\": %.1f, \"exchange\": %.1f, \"sync\": %.1f}",
+                pn->ipu, pn->stage, pn->phase, nm->n, nm->serial,
+                pn->cost.flops, pn->cost.bytes, pn->cost.temp_bytes,
+                nm->cycles, nm->compute, nm->exchange, nm->sync);
+    }
+    fprintf(f, "],\n");
+}
+
+static void put_stages(FILE *f, const ipum_map *m)
+{
+    const popc_plan *p = m->plan;
+    int n = 0;
+
+    for (int k = 0; k < p->n_nodes; k++)
+        if (p->nodes[k].stage + 1 > n)
+            n = p->nodes[k].stage + 1;
+    fprintf(f, " \"stages\": [");
+    for (int st = 0; st < n; st++) {
+        double cycles = 0.0;
+        int ipu = -1;
+
+        for (int k = 0; k < p->n_nodes; k++)
+            if (p->nodes[k].stage == st) {
+                cycles += m->nodes[k].cycles;
+                if (ipu < 0)
+                    ipu = p->nodes[k].ipu;
+            }
+        fprintf(f, "%s{\"stage\": %d, \"ipu\": %d, \"cycles\": %.1f}",
+                st ? ", " : "", st, ipu, cycles);
+    }
+    fprintf(f, "],\n");
+}
+
+static void put_report(FILE *f, const ipum_map *m, const char *backend,
+                       const ipum_run_stats *stats)
+{
+    double cycles = ipum_cost_cycles(m, 0, m->plan->n_nodes);
+
+    put_device(f, m, backend);
+    put_memory(f, m);
+    put_ops(f, m);
+    put_stages(f, m);
+    fprintf(f, " \"cycles\": %.1f, \"seconds\": %.9f", cycles,
+            cycles / m->dev.clock_hz);
+    if (stats)
+        fprintf(f, ",\n \"runtime\": {\"threads\": %d, \"nodes_run\": %lld, "
+                "\"split_runs\": %lld, \"parallel_calls\": %lld}",
+                stats->threads, (long long)stats->nodes_run,
+                (long long)stats->split_runs,
+                (long long)stats->parallel_calls);
+    fprintf(f, "}\n");
+}
+
+popc_status ipum_report_write(const ipum_map *m, const char *backend,
+                              const ipum_run_stats *stats, const char *path)
+{
+    size_t len = path ? strlen(path) : 0;
+    char *tmp = NULL;
+    FILE *f = NULL;
+    int fd, bad;
+
+    if (!len)
+        return ipum_host->set_error(POPC_EINVAL, "%s backend: report: no "
+                                    "file name given", backend);
+    if (!(tmp = malloc(len + 16)))
+        return ipum_host->set_error(POPC_ENOMEM, "%s backend: report: out "
+                                    "of memory", backend);
+    snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
+    /* mkstemp makes the file 0600; a report is an ordinary file */
+    if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644) != 0 ||
+        !(f = fdopen(fd, "w"))) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        return ipum_host->set_error(POPC_EIO, "%s backend: cannot write the "
+                                    "report '%s': %s", backend, path,
+                                    strerror(err));
+    }
+    put_report(f, m, backend, stats);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        free(tmp);
+        return ipum_host->set_error(POPC_EIO, "%s backend: cannot write the "
+                                    "report '%s': %s", backend, path,
+                                    strerror(err ? err : EIO));
+    }
+    free(tmp);
+    return POPC_OK;
+}
+
+popc_status ipum_report_to_dir(const ipum_map *m, const char *backend,
+                               const ipum_run_stats *stats, const char *dir)
+{
+    size_t len = strlen(dir) + sizeof "/report.json";
+    char *path;
+    popc_status st;
+
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ipum_host->set_error(POPC_EIO, "%s backend: enableProfiling: "
+                                    "cannot create the directory '%s': %s",
+                                    backend, dir, strerror(errno));
+    if (!(path = malloc(len)))
+        return ipum_host->set_error(POPC_ENOMEM, "%s backend: report: out "
+                                    "of memory", backend);
+    snprintf(path, len, "%s/report.json", dir);
+    st = ipum_report_write(m, backend, stats, path);
+    free(path);
+    return st;
+}

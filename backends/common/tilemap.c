@@ -1,0 +1,515 @@
+/* tilemap.c - device descriptions and the mapping of a plan's tensors to
+** tiles, with the per-tile memory check (the model is described in
+** tilemap.h).
+**
+** The peak of a tile is found with one sweep over the schedule: slots are
+** added to the live bytes of their tiles when they become live and removed
+** after their last use. A tile's peak can only rise where something was
+** added or where a node puts temporaries, so only those tiles are looked
+** at per step.
+*/
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/common/tilemap.h"
+
+/* Work below this many flops per tile is not spread further. */
+#define FLOP_GRAIN 2048.0
+/* PopTorch uses at most 64 IPUs per process. */
+#define MAX_IPUS 64
+/* Tensors named in an out-of-memory message. */
+#define MAX_NAMED 3
+
+const popc_host *ipum_host;
+
+/* ---- devices ----------------------------------------------------------------- */
+
+popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
+                             ipum_device *dev)
+{
+    uint32_t size = cfg ? cfg->size : 0;
+    int version = 0, tiles = 0, n_ipus = 0, replicas = 0;
+    int64_t bytes = 0;
+    double avail = 0.0;
+
+    memset(dev, 0, sizeof *dev);
+    if (POPC_HAS_FIELD(popc_backend_config, size, ipu_version))
+        version = cfg->ipu_version;
+    if (POPC_HAS_FIELD(popc_backend_config, size, n_ipus))
+        n_ipus = cfg->n_ipus;
+    if (POPC_HAS_FIELD(popc_backend_config, size, replicas))
+        replicas = cfg->replicas;
+    if (POPC_HAS_FIELD(popc_backend_config, size, tiles_per_ipu))
+        tiles = cfg->tiles_per_ipu;
+    if (POPC_HAS_FIELD(popc_backend_config, size, bytes_per_tile))
+        bytes = cfg->bytes_per_tile;
+    if (POPC_HAS_FIELD(popc_backend_config, size, available_memory))
+        avail = cfg->available_memory;
+    switch (version == 0 ? 2 : version) {
+    case 1:
+        *dev = (ipum_device){1, "Mk1", 1216, 256 * 1024, 1.6e9, 1, 1, 0};
+        break;
+    case 2:
+        *dev = (ipum_device){2, "Mk2", 1472, 624 * 1024, 1.33e9, 1, 1, 0};
+        break;
+    case 21:
+        *dev = (ipum_device){21, "Mk2 (IPU21)", 1472, 624 * 1024, 1.33e9, 1,
+                             1, 0};
+        break;
+    default:
+        return ipum_host->set_error(POPC_ECONFIG, "%s backend: ipuVersion %d "
+                                    "is not an IPU version; use 1 (Mk1), 2 "
+                                    "(Mk2) or 21 (Mk2 with FP8)", who,
+                                    version);
+    }
+    if (tiles < 0 || bytes < 0)
+        return ipum_host->set_error(POPC_ECONFIG, "%s backend: the device "
+                                    "needs a positive tile count and tile "
+                                    "size (got %d tiles of %lld bytes; 0 "
+                                    "keeps the %s default)", who, tiles,
+                                    (long long)bytes, dev->name);
+    if (avail < 0.0 || avail > 1.0)
+        return ipum_host->set_error(POPC_ECONFIG, "%s backend: available "
+                                    "memory proportion %g is outside (0, "
+                                    "1]", who, avail);
+    if (tiles > 0)
+        dev->tiles = tiles;
+    if (bytes > 0)
+        dev->tile_bytes = bytes;
+    dev->n_ipus = n_ipus > 0 ? n_ipus : 1;
+    dev->replicas = replicas > 0 ? replicas : 1;
+    dev->available = avail > 0.0 ? avail : IPUM_DEFAULT_AVAILABLE;
+    return POPC_OK;
+}
+
+/* ---- shares ------------------------------------------------------------------ */
+
+/* Position of tile t in a run of n tiles starting at first; -1 outside. */
+static int64_t run_index(int tiles, int first, int n, int t)
+{
+    int64_t i = ((int64_t)t - first + tiles) % tiles;
+    return i < n ? i : -1;
+}
+
+/* Share i of `bytes` split over n tiles. */
+static int64_t share(int64_t bytes, int n, int64_t i)
+{
+    return bytes * (i + 1) / n - bytes * i / n;
+}
+
+int64_t ipum_slot_bytes_on(const ipum_map *m, int s, int t)
+{
+    const ipum_slot_map *sm = &m->slots[s];
+    int64_t i;
+
+    if (sm->n == 0)
+        return 0;
+    i = run_index(m->dev.tiles, sm->first, sm->n, t);
+    return i < 0 ? 0 : share(sm->bytes, sm->n, i);
+}
+
+static int tiles_for(const ipum_device *d, double bytes)
+{
+    double n = bytes / IPUM_GRAIN;
+
+    if (bytes <= 0.0)
+        return 0;
+    if (n >= d->tiles)
+        return d->tiles;
+    return n <= 1.0 ? 1 : (int)(n + 0.999999);
+}
+
+static int is_persistent(popc_slot_kind k)
+{
+    return k == POPC_SLOT_WEIGHT || k == POPC_SLOT_CONST ||
+           k == POPC_SLOT_GRAD || k == POPC_SLOT_STATE;
+}
+
+static int category(popc_slot_kind k)
+{
+    switch (k) {
+    case POPC_SLOT_WEIGHT:
+    case POPC_SLOT_CONST: return IPUM_MEM_WEIGHTS;
+    case POPC_SLOT_GRAD: return IPUM_MEM_GRADS;
+    case POPC_SLOT_STATE: return IPUM_MEM_STATE;
+    default: return IPUM_MEM_ACTS;
+    }
+}
+
+/* ---- mapping ----------------------------------------------------------------- */
+
+void ipum_map_free(ipum_map *m)
+{
+    if (!m)
+        return;
+    free(m->tiles);
+    free(m->slots);
+    free(m->nodes);
+    free(m);
+}
+
+static popc_status bad_plan(const char *who, const char *what,
+                            const char *name, int ipu)
+{
+    return ipum_host->set_error(POPC_EBACKEND, "%s backend: %s '%s' is on "
+                                "IPU %d; IPUs 0 to %d exist", who, what,
+                                name ? name : "(unnamed)", ipu, MAX_IPUS - 1);
+}
+
+/* Live ranges, IPUs of inputs and the IPU count. */
+static popc_status place_ranges(ipum_map *m, const char *who)
+{
+    const popc_plan *p = m->plan;
+    int n_ipus = m->dev.n_ipus > p->n_ipus ? m->dev.n_ipus : p->n_ipus;
+
+    for (int s = 0; s < p->n_slots; s++) {
+        const popc_plan_slot *sl = &p->slots[s];
+        ipum_slot_map *sm = &m->slots[s];
+
+        sm->ipu = sl->ipu;
+        sm->live_from = sl->kind == POPC_SLOT_ACT ? sl->first_use : -1;
+        sm->live_to = sl->kind == POPC_SLOT_ACT ? sl->last_use : -1;
+    }
+    /* An input is streamed to the IPU that first reads it and held until
+    ** its last reader. */
+    for (int k = 0; k < p->n_nodes; k++) {
+        const popc_plan_node *pn = &p->nodes[k];
+
+        if (pn->ipu < 0 || pn->ipu >= MAX_IPUS)
+            return bad_plan(who, "node", pn->name, pn->ipu);
+        if (pn->ipu >= n_ipus)
+            n_ipus = pn->ipu + 1;
+        for (int j = 0; j < pn->n_inputs; j++) {
+            int s = pn->inputs[j];
+            ipum_slot_map *sm;
+
+            if (s < 0 || s >= p->n_slots ||
+                p->slots[s].kind != POPC_SLOT_INPUT)
+                continue;
+            sm = &m->slots[s];
+            if (sm->live_from < 0) {
+                sm->live_from = k;
+                sm->ipu = pn->ipu;
+            }
+            sm->live_to = k;
+        }
+    }
+    for (int s = 0; s < p->n_slots; s++) {
+        int ipu = m->slots[s].ipu;
+        if (ipu < 0 || ipu >= MAX_IPUS)
+            return bad_plan(who, "tensor", p->slots[s].name, ipu);
+        if (ipu >= n_ipus)
+            n_ipus = ipu + 1;
+    }
+    m->n_ipus = n_ipus;
+    return POPC_OK;
+}
+
+/* Consecutive runs of tiles per IPU, persistent tensors first. */
+static void place_slots(ipum_map *m, int *cursor)
+{
+    const popc_plan *p = m->plan;
+    int T = m->dev.tiles;
+
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 0; s < p->n_slots; s++) {
+            const popc_plan_slot *sl = &p->slots[s];
+            ipum_slot_map *sm = &m->slots[s];
+            int live = sm->live_from >= 0;
+
+            if (pass == 0 ? !is_persistent(sl->kind)
+                          : is_persistent(sl->kind) || !live)
+                continue;
+            sm->bytes = (int64_t)popc_view_nbytes(&sl->info);
+            sm->n = tiles_for(&m->dev, (double)sm->bytes);
+            sm->first = cursor[sm->ipu];
+            cursor[sm->ipu] = (int)((cursor[sm->ipu] + sm->n) % T);
+        }
+}
+
+/* Tiles a node computes on and its temporaries per tile. */
+static void place_nodes(ipum_map *m)
+{
+    const popc_plan *p = m->plan;
+    const ipum_device *d = &m->dev;
+
+    for (int k = 0; k < p->n_nodes; k++) {
+        const popc_plan_node *pn = &p->nodes[k];
+        ipum_node_map *nm = &m->nodes[k];
+        double out = 0.0, temp = pn->cost.temp_bytes > 0.0 ?
+                                     pn->cost.temp_bytes : 0.0;
+        double avail = pn->available_memory > 0.0 ? pn->available_memory
+                                                  : d->available;
+        double cap = avail * (double)d->tile_bytes, per, by_flops;
+        int n;
+
+        nm->ipu = pn->ipu;
+        nm->first = 0;
+        for (int j = 0; j < pn->n_outputs; j++) {
+            int s = pn->outputs[j];
+            out += (double)m->slots[s].bytes;
+            if (j == 0)
+                nm->first = m->slots[s].first;
+        }
+        by_flops = pn->cost.flops / FLOP_GRAIN;
+        n = tiles_for(d, out > temp ? out : temp);
+        if (by_flops > n)
+            n = by_flops >= d->tiles ? d->tiles : (int)by_flops + 1;
+        nm->n = n < 1 ? 1 : n;
+        if (cap < IPUM_GRAIN)
+            cap = IPUM_GRAIN;
+        per = temp / nm->n;
+        nm->serial = per > cap ? (int)(per / cap + 0.999999) : 1;
+        nm->temp_per_tile = (int64_t)(per / nm->serial + 0.999999);
+    }
+}
+
+static int64_t node_temp_on(const ipum_map *m, int k, int ipu, int t)
+{
+    const ipum_node_map *nm = &m->nodes[k];
+
+    if (nm->ipu != ipu || run_index(m->dev.tiles, nm->first, nm->n, t) < 0)
+        return 0;
+    return nm->temp_per_tile;
+}
+
+typedef struct sweep {
+    int64_t *live;             /* [ipu * T + t] live activation bytes */
+    int64_t *peak;             /* peak of live + temporaries */
+    int *from_head, *to_head;  /* per position: first slot of the bucket */
+    int *from_next, *to_next;  /* next slot in the bucket */
+} sweep;
+
+static void add_slot(ipum_map *m, sweep *w, int s, int sign)
+{
+    const ipum_slot_map *sm = &m->slots[s];
+    int T = m->dev.tiles;
+
+    for (int i = 0; i < sm->n; i++) {
+        int t = (sm->first + i) % T;
+        w->live[sm->ipu * T + t] += sign * share(sm->bytes, sm->n, i);
+    }
+}
+
+static void check_tile(ipum_map *m, sweep *w, int k, int ipu, int t)
+{
+    int at = ipu * m->dev.tiles + t;
+    int64_t temp = node_temp_on(m, k, ipu, t);
+
+    if (w->live[at] + temp > w->peak[at] || m->tiles[at].peak_node < 0) {
+        w->peak[at] = w->live[at] + temp;
+        m->tiles[at].bytes[IPUM_MEM_ACTS] = w->live[at];
+        m->tiles[at].bytes[IPUM_MEM_TEMPS] = temp;
+        m->tiles[at].peak_node = k;
+    }
+}
+
+static void check_run(ipum_map *m, sweep *w, int k, int ipu, int first,
+                      int n)
+{
+    for (int i = 0; i < n; i++)
+        check_tile(m, w, k, ipu, (first + i) % m->dev.tiles);
+}
+
+static void run_sweep(ipum_map *m, sweep *w)
+{
+    const popc_plan *p = m->plan;
+
+    for (int s = p->n_slots - 1; s >= 0; s--) {
+        const ipum_slot_map *sm = &m->slots[s];
+        if (sm->live_from < 0 || sm->live_from >= p->n_nodes || sm->n == 0)
+            continue;
+        w->from_next[s] = w->from_head[sm->live_from];
+        w->from_head[sm->live_from] = s;
+        if (sm->live_to >= sm->live_from && sm->live_to < p->n_nodes) {
+            w->to_next[s] = w->to_head[sm->live_to];
+            w->to_head[sm->live_to] = s;
+        }
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        const ipum_node_map *nm = &m->nodes[k];
+
+        for (int s = w->from_head[k]; s >= 0; s = w->from_next[s])
+            add_slot(m, w, s, 1);
+        for (int s = w->from_head[k]; s >= 0; s = w->from_next[s])
+            check_run(m, w, k, m->slots[s].ipu, m->slots[s].first,
+                      m->slots[s].n);
+        check_run(m, w, k, nm->ipu, nm->first, nm->n);
+        for (int s = w->to_head[k]; s >= 0; s = w->to_next[s])
+            add_slot(m, w, s, -1);
+    }
+}
+
+static popc_status measure(ipum_map *m)
+{
+    const popc_plan *p = m->plan;
+    size_t nt = (size_t)m->n_ipus * (size_t)m->dev.tiles;
+    size_t ns = (size_t)p->n_slots + 1, nk = (size_t)p->n_nodes + 1;
+    sweep w = {0};
+    popc_status st = POPC_OK;
+
+    w.live = calloc(nt, sizeof *w.live);
+    w.peak = calloc(nt, sizeof *w.peak);
+    w.from_head = malloc(nk * sizeof(int));
+    w.to_head = malloc(nk * sizeof(int));
+    w.from_next = malloc(ns * sizeof(int));
+    w.to_next = malloc(ns * sizeof(int));
+    if (!w.live || !w.peak || !w.from_head || !w.to_head || !w.from_next ||
+        !w.to_next) {
+        st = ipum_host->set_error(POPC_ENOMEM, "compile: out of memory "
+                                  "while mapping tensors to tiles");
+        goto done;
+    }
+    memset(w.from_head, 0xff, nk * sizeof(int));
+    memset(w.to_head, 0xff, nk * sizeof(int));
+    for (size_t i = 0; i < nt; i++)
+        m->tiles[i].peak_node = -1;
+    for (int s = 0; s < p->n_slots; s++) {
+        const ipum_slot_map *sm = &m->slots[s];
+        int c = category(p->slots[s].kind);
+
+        if (!is_persistent(p->slots[s].kind))
+            continue;
+        for (int i = 0; i < sm->n; i++) {
+            int t = (sm->first + i) % m->dev.tiles;
+            m->tiles[sm->ipu * m->dev.tiles + t].bytes[c] +=
+                share(sm->bytes, sm->n, i);
+        }
+    }
+    run_sweep(m, &w);
+    for (size_t i = 0; i < nt; i++) {
+        ipum_tile *t = &m->tiles[i];
+        t->total = 0;
+        for (int c = 0; c < IPUM_MEM_COUNT; c++) {
+            t->total += t->bytes[c];
+            m->totals[c] += t->bytes[c];
+        }
+    }
+done:
+    free(w.live);
+    free(w.peak);
+    free(w.from_head);
+    free(w.to_head);
+    free(w.from_next);
+    free(w.to_next);
+    return st;
+}
+
+/* ---- the out-of-memory report ------------------------------------------------- */
+
+typedef struct named {
+    const char *what;          /* slot name, or node name for temporaries */
+    int temp;
+    int64_t bytes;
+} named;
+
+static void keep_largest(named *top, int *n, named x)
+{
+    int i;
+
+    if (x.bytes <= 0)
+        return;
+    if (*n == MAX_NAMED && top[MAX_NAMED - 1].bytes >= x.bytes)
+        return;
+    if (*n < MAX_NAMED)
+        (*n)++;
+    for (i = *n - 1; i > 0 && top[i - 1].bytes < x.bytes; i--)
+        top[i] = top[i - 1];
+    top[i] = x;
+}
+
+static popc_status oom_error(const ipum_map *m, int ipu, int t,
+                             const char *who)
+{
+    const popc_plan *p = m->plan;
+    const ipum_tile *tile = &m->tiles[ipu * m->dev.tiles + t];
+    named top[MAX_NAMED];
+    char list[768];
+    size_t len = 0;
+    int n = 0, k = tile->peak_node;
+
+    for (int s = 0; s < p->n_slots; s++) {
+        const ipum_slot_map *sm = &m->slots[s];
+        int live = is_persistent(p->slots[s].kind) ||
+                   (k >= 0 && sm->live_from >= 0 && sm->live_from <= k &&
+                    k <= sm->live_to);
+
+        if (sm->ipu == ipu && live)
+            keep_largest(top, &n, (named){p->slots[s].name, 0,
+                                          ipum_slot_bytes_on(m, s, t)});
+    }
+    if (k >= 0)
+        keep_largest(top, &n, (named){p->nodes[k].name, 1,
+                                      node_temp_on(m, k, ipu, t)});
+    list[0] = '\0';
+    for (int i = 0; i < n && len < sizeof list; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len,
+                                "%s%s%s%s (%lld bytes)", i ? ", " : "",
+                                top[i].temp ? "temporaries of '" : "",
+                                top[i].what ? top[i].what : "(unnamed)",
+                                top[i].temp ? "'" : "",
+                                (long long)top[i].bytes);
+    return ipum_host->set_error(
+        POPC_ECOMPILE, "out of memory on IPU %d tile %d: needed %lld bytes, "
+        "available %lld; largest tensors on this tile: %s; reduce the batch "
+        "size, use more IPUs (pipelining), or recomputation (%s backend: "
+        "%s, %d tiles x %lld bytes per IPU)", ipu, t,
+        (long long)tile->total, (long long)m->dev.tile_bytes, list, who,
+        m->dev.name, m->dev.tiles, (long long)m->dev.tile_bytes);
+}
+
+static popc_status check_fit(const ipum_map *m, const char *who)
+{
+    int worst = -1;
+    size_t nt = (size_t)m->n_ipus * (size_t)m->dev.tiles;
+
+    for (size_t i = 0; i < nt; i++)
+        if (m->tiles[i].total > m->dev.tile_bytes &&
+            (worst < 0 || m->tiles[i].total > m->tiles[worst].total))
+            worst = (int)i;
+    if (worst < 0)
+        return POPC_OK;
+    return oom_error(m, worst / m->dev.tiles, worst % m->dev.tiles, who);
+}
+
+popc_status ipum_map_build(const ipum_device *dev, const popc_plan *plan,
+                           const char *who, ipum_map **out)
+{
+    ipum_map *m;
+    int cursor[MAX_IPUS] = {0};
+    popc_status st;
+
+    *out = NULL;
+    if (!(m = calloc(1, sizeof *m)))
+        return ipum_host->set_error(POPC_ENOMEM, "compile: out of memory");
+    m->dev = *dev;
+    m->plan = plan;
+    m->slots = calloc((size_t)plan->n_slots + 1, sizeof *m->slots);
+    m->nodes = calloc((size_t)plan->n_nodes + 1, sizeof *m->nodes);
+    if (!m->slots || !m->nodes) {
+        st = ipum_host->set_error(POPC_ENOMEM, "compile: out of memory");
+        goto fail;
+    }
+    if ((st = place_ranges(m, who)) != POPC_OK)
+        goto fail;
+    m->tiles = calloc((size_t)m->n_ipus * (size_t)dev->tiles,
+                      sizeof *m->tiles);
+    if (!m->tiles) {
+        st = ipum_host->set_error(POPC_ENOMEM, "compile: out of memory "
+                                  "for the tile map of %d IPUs", m->n_ipus);
+        goto fail;
+    }
+    place_slots(m, cursor);
+    place_nodes(m);
+    if ((st = measure(m)) != POPC_OK || (st = check_fit(m, who)) != POPC_OK)
+        goto fail;
+    ipum_cost_fill(m);
+    *out = m;
+    return POPC_OK;
+fail:
+    ipum_map_free(m);
+    return st;
+}

@@ -1,0 +1,143 @@
+/* tilemap.h - the IPU device model shared by the ipumodel and offline
+** backends: device descriptions, the mapping of a plan's tensors to tiles,
+** the per-tile memory check, the cycle estimates and the JSON report.
+**
+** Plugins must not link each other, so these sources (backends/common/
+** tilemap.c, report.c and backends/ipumodel/cost.c) are compiled into both
+** modules. Every symbol is hidden (-fvisibility=hidden and the modules'
+** export list), so the two copies never meet. ipum_host must be set by the
+** module's init() before anything here is called.
+**
+** Memory model (what compile() checks):
+**   - every tensor lives on the IPU of its slot (popc_plan_slot.ipu; an
+**     input on the IPU of its first consumer) and is spread linearly over
+**     a run of consecutive tiles by bytes: ceil(bytes / IPUM_GRAIN) tiles
+**     (at most all of them), equal shares, starting where the previous
+**     tensor of that IPU ended, so small tensors do not pile up on tile 0;
+**   - weights and constants, gradient accumulators and optimizer state
+**     hold their bytes for the whole run;
+**   - activations and streamed inputs hold theirs over their live range
+**     (first_use..last_use of the plan, inclusive): a tile needs the peak
+**     over the schedule of the live bytes on it;
+**   - a node's temporaries (cost.temp_bytes) are spread over the tiles the
+**     node computes on, but at most available-memory-proportion x tile
+**     bytes per tile: like Poplar's planner, a node that wants more is
+**     serialised into that many steps (which costs cycles, see cost.c);
+**   - a tile overflows when persistent + peak(live + temporaries) exceeds
+**     its bytes; compile fails with POPC_ECOMPILE naming the fullest tile
+**     and its largest tensors.
+** Replicas are identical copies on their own IPUs, so one replica is
+** mapped.
+*/
+#ifndef POPC_BACKENDS_TILEMAP_H
+#define POPC_BACKENDS_TILEMAP_H
+
+#include <stdint.h>
+
+#include "popc/plugin.h"
+
+/* Tensors are spread over tiles in shares of at least this many bytes. */
+#define IPUM_GRAIN 256
+/* Proportion of a tile's memory temporaries may take by default. */
+#define IPUM_DEFAULT_AVAILABLE 0.6
+
+extern const popc_host *ipum_host;
+
+typedef struct ipum_device {
+    int version;               /* 1, 2 or 21 */
+    const char *name;          /* "Mk1", "Mk2", "Mk2 (IPU21)" */
+    int tiles;                 /* per IPU */
+    int64_t tile_bytes;
+    double clock_hz;
+    int n_ipus;                /* per replica (at least the plan's) */
+    int replicas;
+    double available;          /* default proportion for temporaries */
+} ipum_device;
+
+/* Memory categories of the report. */
+enum {
+    IPUM_MEM_WEIGHTS = 0,      /* weights and constants */
+    IPUM_MEM_GRADS,            /* gradient accumulators */
+    IPUM_MEM_STATE,            /* optimizer state */
+    IPUM_MEM_ACTS,             /* activations and inputs, at the peak */
+    IPUM_MEM_TEMPS,            /* temporaries, at the peak */
+    IPUM_MEM_COUNT
+};
+
+typedef struct ipum_tile {
+    int64_t bytes[IPUM_MEM_COUNT];
+    int64_t total;
+    int peak_node;             /* schedule position of the peak; -1 */
+} ipum_tile;
+
+/* Where a slot lives: tiles [first, first + n) of its IPU, modulo the
+** tile count, bytes shared as evenly as possible. n == 0: no bytes. */
+typedef struct ipum_slot_map {
+    int ipu;
+    int first, n;
+    int64_t bytes;
+    int live_from, live_to;    /* schedule positions, inclusive; -1: never */
+} ipum_slot_map;
+
+typedef struct ipum_node_map {
+    int ipu;
+    int first, n;              /* tiles it computes on */
+    int64_t temp_per_tile;     /* after serialisation */
+    int serial;                /* steps the temporaries force (>= 1) */
+    double cycles;             /* filled by ipum_cost_fill */
+    double compute, exchange, sync; /* the parts of cycles */
+} ipum_node_map;
+
+typedef struct ipum_map {
+    ipum_device dev;
+    const popc_plan *plan;     /* borrowed */
+    int n_ipus;
+    ipum_tile *tiles;          /* [ipu * dev.tiles + tile] */
+    ipum_slot_map *slots;      /* per plan slot */
+    ipum_node_map *nodes;      /* per plan node */
+    int64_t totals[IPUM_MEM_COUNT]; /* summed over the tiles of a replica */
+} ipum_map;
+
+/* The device described by cfg. who names the backend in messages.
+** POPC_ECONFIG for an unknown IPU version or negative sizes. */
+popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
+                             ipum_device *dev);
+
+/* Map the plan on dev and check every tile. On POPC_ECOMPILE (a tile
+** overflows) *out is NULL and the message is the out-of-memory report.
+** Also POPC_ENOMEM, POPC_EBACKEND (a malformed plan). Free with
+** ipum_map_free. */
+popc_status ipum_map_build(const ipum_device *dev, const popc_plan *plan,
+                           const char *who, ipum_map **out);
+void ipum_map_free(ipum_map *m); /* NULL-safe */
+
+/* Bytes slot s has on tile t of its IPU (0 when it is elsewhere). */
+int64_t ipum_slot_bytes_on(const ipum_map *m, int s, int t);
+
+/* ---- cost.c ---------------------------------------------------------------- */
+
+/* Fill nodes[k].cycles from the plan's costs (see cost.c). */
+void ipum_cost_fill(ipum_map *m);
+/* Estimated cycles of one micro-batch through nodes [first, last). */
+double ipum_cost_cycles(const ipum_map *m, int first, int last);
+/* Planned parts of node k when up to max_parts workers are free. */
+int ipum_cost_parts(const ipum_map *m, int k, int max_parts);
+
+/* ---- report.c -------------------------------------------------------------- */
+
+/* Write the JSON report (device, per-tile memory by category, per-op and
+** per-stage cycles) to path, through a temporary file renamed into place.
+** stats may be NULL; else it is written as the object "runtime".
+** POPC_EIO when the file cannot be written. */
+typedef struct ipum_run_stats {
+    int threads;
+    int64_t nodes_run, split_runs, parallel_calls;
+} ipum_run_stats;
+popc_status ipum_report_write(const ipum_map *m, const char *backend,
+                              const ipum_run_stats *stats, const char *path);
+/* Write the report to <dir>/report.json, creating dir (one level) if it is
+** missing. */
+popc_status ipum_report_to_dir(const ipum_map *m, const char *backend,
+                               const ipum_run_stats *stats, const char *dir);
+
+#endif /* POPC_BACKENDS_TILEMAP_H */

@@ -1,0 +1,142 @@
+/* cpu.c - the reference backend: runs every node's reference kernel whole,
+** one after the other, on the calling thread.
+**
+** It is the oracle the other backends are checked against, so it stays
+** obviously correct: no splitting, no concurrency, no memory modelling.
+** compile() only checks that the plan is runnable.
+*/
+#include "config.h"
+
+#include <string.h>
+
+#include "popc/plugin.h"
+
+#define MAX_IO 64
+
+static const popc_host *host;
+
+typedef struct cpu_exe {
+    const popc_plan *plan;
+} cpu_exe;
+
+static popc_status cpu_open(const popc_backend_config *cfg, void **ctx)
+{
+    (void)cfg;
+    /* Nothing to model; a non-NULL context keeps open/close symmetric. */
+    *ctx = host->alloc(1);
+    if (!*ctx)
+        return host->set_error(POPC_ENOMEM, "cpu backend: out of memory");
+    return POPC_OK;
+}
+
+static void cpu_close(void *ctx)
+{
+    host->free(ctx);
+}
+
+static popc_status check_node(const popc_plan *plan, int k)
+{
+    const popc_plan_node *n = &plan->nodes[k];
+    const char *name = n->name ? n->name : "(unnamed)";
+
+    if (!n->op || !n->op->forward)
+        return host->set_error(POPC_EBACKEND, "cpu backend: node %d '%s' "
+                               "has no kernel", k, name);
+    if (n->n_inputs > MAX_IO || n->n_outputs > MAX_IO)
+        return host->set_error(POPC_EBACKEND, "cpu backend: node '%s' has "
+                               "%d inputs and %d outputs; at most %d each "
+                               "are supported", name, n->n_inputs,
+                               n->n_outputs, MAX_IO);
+    for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
+        int s = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+        if (s < -1 || s >= plan->n_slots || (s < 0 && j >= n->n_inputs))
+            return host->set_error(POPC_EBACKEND, "cpu backend: node '%s' "
+                                   "refers to slot %d of %d", name, s,
+                                   plan->n_slots);
+        if (s >= 0 && plan->slots[s].info.dtype == POPC_DTYPE_UNDEFINED)
+            return host->set_error(POPC_EBACKEND, "cpu backend: node '%s': "
+                                   "slot '%s' has no type", name,
+                                   plan->slots[s].name);
+    }
+    return POPC_OK;
+}
+
+static popc_status cpu_compile(void *ctx, const popc_plan *plan, void **exe)
+{
+    cpu_exe *e;
+    popc_status st;
+
+    (void)ctx;
+    *exe = NULL;
+    for (int k = 0; k < plan->n_nodes; k++)
+        if ((st = check_node(plan, k)) != POPC_OK)
+            return st;
+    if (!(e = host->alloc(sizeof *e)))
+        return host->set_error(POPC_ENOMEM, "cpu backend: out of memory");
+    e->plan = plan;
+    *exe = e;
+    return POPC_OK;
+}
+
+static void cpu_exe_free(void *ctx, void *exe)
+{
+    (void)ctx;
+    host->free(exe);
+}
+
+static popc_status cpu_run_nodes(void *ctx, void *exe,
+                                 const popc_frame *frame, int first, int last)
+{
+    const popc_plan *plan = ((const cpu_exe *)exe)->plan;
+    popc_view in[MAX_IO], out[MAX_IO];
+
+    (void)ctx;
+    for (int k = first; k < last; k++) {
+        const popc_plan_node *n = &plan->nodes[k];
+        popc_kernel_ctx kc;
+        popc_status st;
+
+        for (int j = 0; j < n->n_inputs; j++) {
+            if (n->inputs[j] >= 0)
+                in[j] = frame->slots[n->inputs[j]];
+            else
+                memset(&in[j], 0, sizeof in[j]);
+        }
+        for (int j = 0; j < n->n_outputs; j++)
+            out[j] = frame->slots[n->outputs[j]];
+        kc = (popc_kernel_ctx){
+            .host = host, .node_name = n->name, .n_inputs = n->n_inputs,
+            .inputs = in, .n_outputs = n->n_outputs, .outputs = out,
+            .attrs = n->attrs, .part = 0, .n_parts = 1,
+            .training = frame->training,
+            .seed = popc_node_seed(frame->seed, k), .state = n->state,
+            .user = frame->user};
+        if ((st = n->op->forward(&kc)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+static const popc_backend_def cpu_backend = {
+    .size = sizeof(popc_backend_def),
+    .name = "cpu",
+    .caps = POPC_BACKEND_CAN_RUN,
+    .open = cpu_open,
+    .close = cpu_close,
+    .compile = cpu_compile,
+    .exe_free = cpu_exe_free,
+    .run_nodes = cpu_run_nodes,
+    .parallel = NULL,
+    .cycles = NULL,
+    .report = NULL,
+};
+
+static popc_status cpu_init(const popc_host *h, popc_registrar *reg)
+{
+    host = h;
+    return h->register_backend(reg, &cpu_backend);
+}
+
+POPC_PLUGIN_DEFINE(cpu, "0.1.0", "reference backend: single-threaded "
+                   "interpreter, the oracle for other backends", "MIT",
+                   cpu_init, NULL)

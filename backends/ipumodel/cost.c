@@ -1,0 +1,132 @@
+/* cost.c - the IPU model's cycle estimates (shared with the offline
+** backend) and how many parts a node is split into on the host.
+**
+** Every node is one bulk-synchronous step on the tiles tilemap.c gave it
+** (its first output's tiles, as many as its output bytes, temporaries or
+** flops need): the tiles exchange their operands, compute, then sync.
+**
+**   compute   flops / (tiles x rate). Rates, flops per cycle per tile:
+**             MatMul, Gemm and Conv* run on the AMP units: float32 16
+**             (Mk1) or 32 (Mk2, IPU21); float16 four times that. Every
+**             other op runs on the vector units: float32 8, float16 16.
+**   exchange  (cost.bytes / tiles) / W bytes per cycle per tile, W = 4 on
+**             Mk1 (8 TB/s all-to-all) and 24 on Mk2 (47.5 TB/s).
+**   sync      150 cycles per step. A node whose temporaries exceed the
+**             available-memory proportion is serialised into s steps
+**             (tilemap.c): s syncs, and its operands are exchanged s
+**             times.
+**   IPU links an operand produced on another IPU crosses a link at 48
+**             bytes per cycle (64 GB/s) plus 1000 cycles of inter-IPU
+**             sync.
+**   host      host ops (CPU callbacks) and streamed inputs move at 12
+**             bytes per cycle (16 GB/s PCIe) plus 3000 cycles of latency
+**             per transfer.
+** The numbers are public figures divided by tiles and clock; they rank
+** models and scale with the work, they do not predict a real IPU to the
+** cycle.
+**
+** Splitting on the host (ipumodel): a node is cut into parts of about
+** PART_NS nanoseconds of one core's work, estimated from the same cost
+** (matrix ops at 16 flops/ns, others at 2 elements/ns), so small nodes
+** run whole and do not pay for a barrier.
+*/
+#include "config.h"
+
+#include <string.h>
+
+#include "backends/common/tilemap.h"
+
+#define SYNC_CYCLES 150.0
+#define IPU_SYNC_CYCLES 1000.0
+#define LINK_BYTES 48.0
+#define HOST_BYTES 12.0
+#define HOST_LATENCY 3000.0
+#define PART_NS 8000.0
+
+static int is_matrix(const popc_op_def *op)
+{
+    const char *n = op && op->name ? op->name : "";
+
+    return strncmp(n, "MatMul", 6) == 0 || strncmp(n, "Gemm", 4) == 0 ||
+           strncmp(n, "Conv", 4) == 0;
+}
+
+static double rate(const ipum_device *d, const popc_plan *p,
+                   const popc_plan_node *pn)
+{
+    int half = pn->n_outputs > 0 &&
+               p->slots[pn->outputs[0]].info.dtype == POPC_DTYPE_F16;
+
+    if (is_matrix(pn->op))
+        return (d->version == 1 ? 16.0 : 32.0) * (half ? 4.0 : 1.0);
+    return half ? 16.0 : 8.0;
+}
+
+static double node_cycles(ipum_map *m, int k)
+{
+    const popc_plan *p = m->plan;
+    const popc_plan_node *pn = &p->nodes[k];
+    ipum_node_map *nm = &m->nodes[k];
+    double tiles = nm->n > 0 ? nm->n : 1;
+    double exch_rate = m->dev.version == 1 ? 4.0 : 24.0;
+    double flops = pn->cost.flops > 0.0 ? pn->cost.flops : 0.0;
+    double bytes = pn->cost.bytes > 0.0 ? pn->cost.bytes : 0.0;
+    double link = 0.0;
+
+    nm->compute = flops / (tiles * rate(&m->dev, p, pn));
+    nm->exchange = bytes / tiles / exch_rate * nm->serial;
+    nm->sync = SYNC_CYCLES * nm->serial;
+    for (int j = 0; j < pn->n_inputs; j++) {
+        int s = pn->inputs[j];
+        if (s < 0 || p->slots[s].kind == POPC_SLOT_INPUT ||
+            m->slots[s].ipu == pn->ipu)
+            continue;
+        link += (double)m->slots[s].bytes;
+    }
+    if (link > 0.0)
+        nm->exchange += link / LINK_BYTES + IPU_SYNC_CYCLES;
+    if (pn->op && (pn->op->flags & POPC_OP_HOST))
+        nm->exchange += bytes / HOST_BYTES + HOST_LATENCY;
+    return nm->compute + nm->exchange + nm->sync;
+}
+
+void ipum_cost_fill(ipum_map *m)
+{
+    for (int k = 0; k < m->plan->n_nodes; k++)
+        m->nodes[k].cycles = node_cycles(m, k);
+}
+
+double ipum_cost_cycles(const ipum_map *m, int first, int last)
+{
+    const popc_plan *p = m->plan;
+    double cycles = 0.0, streamed = 0.0;
+
+    if (first < 0)
+        first = 0;
+    if (last > p->n_nodes)
+        last = p->n_nodes;
+    for (int k = first; k < last; k++)
+        cycles += m->nodes[k].cycles;
+    for (int s = 0; s < p->n_slots; s++)
+        if (p->slots[s].kind == POPC_SLOT_INPUT &&
+            m->slots[s].live_from >= first && m->slots[s].live_from < last)
+            streamed += (double)m->slots[s].bytes;
+    if (streamed > 0.0)
+        cycles += streamed / HOST_BYTES + HOST_LATENCY;
+    return cycles;
+}
+
+int ipum_cost_parts(const ipum_map *m, int k, int max_parts)
+{
+    const popc_plan_node *pn = &m->plan->nodes[k];
+    double flops = pn->cost.flops > 0.0 ? pn->cost.flops : 0.0;
+    double bytes = pn->cost.bytes > 0.0 ? pn->cost.bytes : 0.0;
+    double ns = is_matrix(pn->op) ? flops / 16.0
+                                  : (flops + bytes / 4.0) / 2.0;
+    double parts = ns / PART_NS;
+
+    if (!pn->op || !(pn->op->flags & POPC_OP_SPLIT) || parts < 2.0 ||
+        max_parts < 2)
+        return 1;
+    return parts >= max_parts ? max_parts : (int)parts;
+}

@@ -1,0 +1,149 @@
+/* offline.c - the compile-only target (PopTorch's useOfflineIpuTarget,
+** ConnectionType.Never): the plan is mapped onto IPU version 1, 2 or 21
+** with the same tile mapping, memory checks and cycle estimates as the
+** ipumodel backend (backends/common), but nothing ever runs.
+**
+** The core refuses a run on an offline model before it reaches a backend
+** (semantics §5a); run_nodes gives PopTorch's text as well, so a caller
+** driving the backend directly gets the same answer.
+*/
+#include "config.h"
+
+#include <string.h>
+
+#include "backends/common/tilemap.h"
+
+#define WHO "offline"
+
+typedef struct ctx {
+    ipum_device dev;
+    char *profile_dir;         /* owned copy, or NULL */
+} ctx;
+
+static void off_close(void *vctx)
+{
+    ctx *c = vctx;
+
+    if (!c)
+        return;
+    ipum_host->free(c->profile_dir);
+    ipum_host->free(c);
+}
+
+static popc_status off_open(const popc_backend_config *cfg, void **out)
+{
+    uint32_t size = cfg ? cfg->size : 0;
+    ctx *c;
+    popc_status st;
+
+    *out = NULL;
+    if (POPC_HAS_FIELD(popc_backend_config, size, log_cycles) &&
+        cfg->log_cycles)
+        return ipum_host->set_error(POPC_ECONFIG, "Cycle count logging is "
+                                    "only supported on actual IPU hardware. "
+                                    "(the offline backend never runs; use "
+                                    "the ipumodel backend for cycle "
+                                    "estimates)");
+    if (!(c = ipum_host->alloc(sizeof *c)))
+        return ipum_host->set_error(POPC_ENOMEM, WHO " backend: out of "
+                                    "memory");
+    if ((st = ipum_device_init(cfg, WHO, &c->dev)) != POPC_OK)
+        goto fail;
+    if (POPC_HAS_FIELD(popc_backend_config, size, profile_dir) &&
+        cfg->profile_dir && *cfg->profile_dir) {
+        size_t n = strlen(cfg->profile_dir) + 1;
+        if (!(c->profile_dir = ipum_host->alloc(n))) {
+            st = ipum_host->set_error(POPC_ENOMEM, WHO " backend: out of "
+                                      "memory");
+            goto fail;
+        }
+        memcpy(c->profile_dir, cfg->profile_dir, n);
+    }
+    *out = c;
+    return POPC_OK;
+fail:
+    off_close(c);
+    return st;
+}
+
+static popc_status off_compile(void *vctx, const popc_plan *plan,
+                               void **out)
+{
+    ctx *c = vctx;
+    ipum_map *m = NULL;
+    popc_status st;
+
+    *out = NULL;
+    for (int k = 0; k < plan->n_nodes; k++)
+        if (!plan->nodes[k].op)
+            return ipum_host->set_error(POPC_EBACKEND, WHO " backend: node "
+                                        "%d '%s' has no op definition", k,
+                                        plan->nodes[k].name ?
+                                            plan->nodes[k].name :
+                                            "(unnamed)");
+    if ((st = ipum_map_build(&c->dev, plan, WHO, &m)) != POPC_OK)
+        return st;
+    if (c->profile_dir &&
+        (st = ipum_report_to_dir(m, WHO, NULL, c->profile_dir)) != POPC_OK) {
+        ipum_map_free(m);
+        return st;
+    }
+    *out = m;
+    return POPC_OK;
+}
+
+static void off_exe_free(void *vctx, void *exe)
+{
+    (void)vctx;
+    ipum_map_free(exe);
+}
+
+static popc_status off_run_nodes(void *vctx, void *exe,
+                                 const popc_frame *frame, int first, int last)
+{
+    (void)vctx;
+    (void)exe;
+    (void)frame;
+    (void)first;
+    (void)last;
+    return ipum_host->set_error(POPC_EBACKEND, "Trying to run a model on an "
+                                "offline device (ConnectionType.Never): use "
+                                "model.compile(inputs) instead of "
+                                "model(inputs)");
+}
+
+static double off_cycles(void *vctx, void *exe, int first, int last)
+{
+    (void)vctx;
+    return ipum_cost_cycles(exe, first, last);
+}
+
+static popc_status off_report(void *vctx, void *exe, const char *path)
+{
+    (void)vctx;
+    return ipum_report_write(exe, WHO, NULL, path);
+}
+
+static const popc_backend_def offline_backend = {
+    .size = sizeof(popc_backend_def),
+    .name = "offline",
+    .caps = 0,
+    .open = off_open,
+    .close = off_close,
+    .compile = off_compile,
+    .exe_free = off_exe_free,
+    .run_nodes = off_run_nodes,
+    .parallel = NULL,
+    .cycles = off_cycles,
+    .report = off_report,
+};
+
+static popc_status offline_init(const popc_host *h, popc_registrar *reg)
+{
+    ipum_host = h;
+    return h->register_backend(reg, &offline_backend);
+}
+
+POPC_PLUGIN_DEFINE(offline, "0.1.0", "compile-only IPU target (version 1, "
+                   "2 or 21): tile mapping and memory checks, never runs",
+                   "MIT", offline_init, NULL)

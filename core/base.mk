@@ -1,0 +1,5 @@
+# core/base.mk - tensors, .npy files, the plugin registry and loader.
+libpopc_la_SOURCES += \
+    %reldir%/tensor.c %reldir%/tensor_priv.h \
+    %reldir%/npy.c \
+    %reldir%/registry.c %reldir%/loader.c %reldir%/registry_priv.h

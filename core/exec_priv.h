@@ -1,0 +1,155 @@
+/* exec_priv.h - running a compiled plan with PopTorch's batching
+** semantics (core/executor.c, core/batching.c, core/train_step.c).
+**
+** One run consumes the combined batch: DI device iterations x GA
+** accumulation steps x R replicas (R / G input groups) micro-batches in
+** the host layout [DI][GA][R/G][B] (semantics §0). Micro-batches go
+** through the plan's phases (contiguous node ranges of one pipeline stage)
+** as a wavefront: at tick t, phase p of every replica works on micro-batch
+** t - p. All (replica, phase) tasks of a tick are independent and are
+** handed to backend->parallel; everything that orders results (gradient
+** accumulation, output sums, buffer updates, the cross-replica reduction)
+** happens in a fixed order, so any backend gives the serial result
+** bitwise. With one phase this is the plain loop over micro-batches.
+**
+** Storage: trainable weights and constants have one device copy shared by
+** every replica (read-only while micro-batches run; the optimizer updates
+** it between windows, so replicas stay identical). Weights that receive
+** buffer updates (BatchNorm running statistics) have one copy per replica,
+** as on IPUs; the host reads replica 0's. Each replica has its own gradient
+** accumulators and min(phases, window) frames with their activation arena.
+*/
+#ifndef POPC_EXEC_PRIV_H
+#define POPC_EXEC_PRIV_H
+
+#include <stdint.h>
+
+#include "popc/model.h"
+#include "popc/options.h"
+#include "popc/plugin.h"
+#include "core/plan_priv.h"
+
+typedef struct popci_exec popci_exec;
+typedef struct popci_optstate popci_optstate;
+
+typedef struct popci_exec_config {
+    int training;
+    int64_t device_iterations;     /* DI >= 1 */
+    int64_t replicas;              /* R >= 1 */
+    int64_t grad_accum;            /* GA >= 1 (1 for inference) */
+    int64_t input_group;           /* G, divides R */
+    int input_orthogonal;          /* groups are replica % (R / G) */
+    popc_output_mode mode;         /* resolved: never DEFAULT */
+    int64_t period;                /* EveryN */
+    popc_reduction_type reduction; /* SUM or MEAN */
+    popc_mean_strategy strategy;   /* RUNNING or POST */
+    uint64_t random_seed;
+    int pipelined;                 /* stages overlap (wavefront) */
+} popci_exec_config;
+
+/* What one run reads and writes. */
+typedef struct popci_exec_io {
+    const popc_view *inputs;       /* per graph input: the combined batch,
+                                      in the compiled dtype */
+    const popc_view *outputs;      /* per graph output, shaped by
+                                      popci_exec_output_view */
+    uint64_t run_index;            /* runs before this one (seeds) */
+    const popc_optimizer *optimizer; /* training */
+    popci_optstate *state;         /* training */
+    void *user;                    /* kc->user (host callbacks) */
+} popci_exec_io;
+
+/* ---- executor.c ---------------------------------------------------------- */
+
+/* Open the backend, compile the plan on it and allocate frames, weights
+** and accumulators. Takes ownership of plan, even on failure. Device
+** weights start as the plan graph's initializers. */
+popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
+                           const popc_backend_config *bcfg,
+                           const popci_exec_config *cfg, popci_exec **out);
+void popci_exec_free(popci_exec *e); /* NULL-safe */
+
+const popci_plan *popci_exec_plan(const popci_exec *e);
+const popc_backend_def *popci_exec_backend(const popci_exec *e);
+int popci_exec_n_phases(const popci_exec *e);
+
+/* Shape and dtype of graph output i as a run returns it (R1.6). */
+popc_view popci_exec_output_view(const popci_exec *e, int i);
+
+/* Device copy of plan weight w (replica 0 for per-replica buffers);
+** borrowed. */
+void *popci_exec_weight(popci_exec *e, int w);
+/* Overwrite plan weight w on every replica (nbytes of the weight). */
+void popci_exec_write_weight(popci_exec *e, int w, const void *data);
+
+/* Monotonic clock in seconds (latency figures). */
+double popci_exec_now(void);
+
+/* Estimated device cycles of one micro-batch (0 when the backend has no
+** model of them). */
+double popci_exec_cycles(const popci_exec *e);
+
+/* ---- batching.c ---------------------------------------------------------- */
+
+/* One run over the combined batch. compute receives the seconds spent
+** running micro-batches and optimizer steps. */
+popc_status popci_exec_run(popci_exec *e, const popci_exec_io *io,
+                           double *compute);
+
+/* ---- train_step.c -------------------------------------------------------- */
+
+/* Optimizer state of every trainable weight of a model, kept on the host
+** (it is the device copy too: backends read it through STATE slots). */
+popc_status popci_optstate_new(const popc_optimizer *o, const popc_graph *g,
+                               popci_optstate **out);
+void popci_optstate_free(popci_optstate *s); /* NULL-safe */
+/* Named state tensors "<weight>/<state>" and "<weight>/step". */
+int popci_optstate_count(const popci_optstate *s);
+const char *popci_optstate_name(const popci_optstate *s, int i);
+/* New tensor (owned by the caller) holding state i. */
+popc_status popci_optstate_get(const popci_optstate *s, int i,
+                               popc_tensor **out);
+/* Overwrite state i from t (same shape; float32, or int64 for steps). */
+popc_status popci_optstate_set(popci_optstate *s, int i,
+                               const popc_tensor *t);
+/* Steps taken by the first trainable weight (0 without weights). */
+int64_t popci_optstate_steps(const popci_optstate *s);
+/* Arrays of the weight named name, or NULL. *n_state receives the count. */
+float *const *popci_optstate_arrays(popci_optstate *s, const char *name,
+                                    int *n_state);
+/* State names of weight name, in order; NULL when unknown. */
+const char *popci_optstate_state_name(const popci_optstate *s,
+                                      const char *name, int i);
+
+/* Before a run: a changed (variable) loss scaling goes into the gradient
+** seed. No-op when unchanged, 0, or the seed cannot be found. */
+void popci_exec_set_loss_scaling(popci_exec *e, double ls);
+
+/* After GA micro-batches: reduce gradients over accumulation steps and
+** replicas, unscale, clip, and apply the optimizer to every weight. */
+popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io);
+
+
+/* ---- the executor's state, shared by its three files --------------------- */
+
+struct popci_exec {
+    popci_plan *plan;              /* owned */
+    popci_exec_config cfg;
+    const popc_backend_def *be;
+    void *bctx, *exe;
+    int n_phases;
+    int *phase_first;              /* n_phases + 1 node positions */
+    int n_frames;                  /* per replica */
+    popc_frame *frames;            /* [replica * n_frames + f] */
+    popc_view *views;              /* n_slots per frame */
+    void **arenas;                 /* one per frame */
+    void **wdata;                  /* [replica * n_weights + w] */
+    unsigned char *w_own;          /* wdata entry allocated by this slot */
+    float **accum;                 /* [replica * n_weights + w]; trained */
+    popc_view *out_views;          /* per graph output, as returned */
+    size_t *out_item;              /* bytes of one micro-batch result */
+    int64_t micro_batches;         /* DI x GA per replica */
+    double loss_scaling;           /* value in the plan's gradient seed */
+};
+
+#endif /* POPC_EXEC_PRIV_H */

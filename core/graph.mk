@@ -1,0 +1,19 @@
+# core/graph.mk - the graph IR, its checks and transforms, layer builders
+libpopc_la_SOURCES += \
+    %reldir%/graph_priv.h \
+    %reldir%/graph.c \
+    %reldir%/graph_names.c \
+    %reldir%/graph_annot.c \
+    %reldir%/graph_attr.c \
+    %reldir%/graph_query.c \
+    %reldir%/topo.c \
+    %reldir%/infer.c \
+    %reldir%/verify.c \
+    %reldir%/loss.c \
+    %reldir%/eval.c \
+    %reldir%/autodiff.c \
+    %reldir%/rng.h \
+    %reldir%/rng.c \
+    %reldir%/layers.c
+
+pkginclude_HEADERS += %reldir%/include/popc/layers.h

@@ -1,0 +1,39 @@
+/* host_priv.h - the host table given to plugins, and the hooks behind its
+** graph-building and host-callback entries.
+**
+** The table's grad_* entries forward to the popci_grad_impl that the
+** autodiff pass stores in popc_grad_ctx.impl, and host_call forwards to
+** the popci_callback_impl a model stores in popc_kernel_ctx.user; so this
+** file depends on neither.
+*/
+#ifndef POPC_HOST_PRIV_H
+#define POPC_HOST_PRIV_H
+
+#include "popc/plugin.h"
+
+/* First member of whatever autodiff keeps in popc_grad_ctx.impl. */
+typedef struct popci_grad_impl {
+    popc_status (*add_node)(popc_grad_ctx *gc, const char *domain,
+                            const char *op, const int *inputs, int n_inputs,
+                            int *outputs, int n_outputs,
+                            const popc_attr *attrs, int n_attrs);
+    popc_status (*constant)(popc_grad_ctx *gc, const popc_view *value,
+                            int *out);
+    popc_status (*value_info)(popc_grad_ctx *gc, int value, popc_view *info);
+} popci_grad_impl;
+
+/* First member of whatever a model passes as popc_kernel_ctx.user. */
+typedef struct popci_callback_impl {
+    popc_status (*call)(void *self, const char *id, const popc_view *inputs,
+                        int n_inputs, const popc_view *outputs,
+                        int n_outputs);
+} popci_callback_impl;
+
+/* The one host table (static, lives forever). */
+const popc_host *popci_host(void);
+
+/* POPC_TENSOR_ALIGN-aligned, zero-filled; NULL on overflow or no memory. */
+void *popci_alloc(size_t n);
+void popci_free(void *p);
+
+#endif /* POPC_HOST_PRIV_H */

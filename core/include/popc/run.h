@@ -1,0 +1,188 @@
+/* run.h - runs described by an INI file (docs/ini-format.md): options,
+** data, optimizer, training settings and a layer-per-section model, and
+** the training and inference loops `popc train` and `popc infer` use.
+**
+**   [options]            PopTorch options (popc_options_load_ini)
+**   [data]               dataset files, batch size, shuffling, loader mode
+**   [optimizer]          name = sgd | adam | ..., then its hyper-parameters
+**   [train]              epochs, outputs, checkpoints
+**   [infer]              weights to load, where predictions go
+**   [model]              input shape, classes, loss, the list of layers
+**   [layer NAME]         one section per layer: type = linear | conv2d | ...
+**
+** Loading validates every section and key: an unknown section or key, a
+** missing required key or a bad value is POPC_ECONFIG with a message that
+** names the file and line (or the --set override), the section and the
+** key, and says what is accepted. Overrides are "section.key=value"
+** strings ("data.batch_size=32", "options.deviceIterations=4",
+** "layer.fc1.out_features=256") applied over the file.
+**
+** Relative input paths (datasets, weights to load) are relative to the
+** directory of the INI file, or to the current directory when they come
+** from an override; output paths (weights, model INI, checkpoints,
+** predictions) are relative to the current directory.
+**
+** Files the run writes (weights, checkpoints, the model INI, predictions)
+** are written under a temporary name and renamed into place, so a killed
+** run leaves either the previous file or the new one.
+*/
+#ifndef POPC_RUN_H
+#define POPC_RUN_H
+
+#include <signal.h>
+#include <stdint.h>
+#include "popc/status.h"
+#include "popc/data.h"
+#include "popc/graph.h"
+#include "popc/model.h"
+#include "popc/options.h"
+#include "popc/optimizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct popc_run popc_run; /* opaque */
+
+typedef enum popc_split {
+    POPC_SPLIT_TRAIN = 0,     /* [data] train, train_labels */
+    POPC_SPLIT_TEST = 1       /* [data] test, test_labels */
+} popc_split;
+
+/* Read and validate a run file; overrides[0..n_overrides) are applied over
+** it (copied). Returns POPC_OK, POPC_ECONFIG (every configuration
+** problem, including bad option values and unknown optimizer attributes),
+** POPC_EIO (the file cannot be read), POPC_ENOMEM. Optimizer plugins are
+** looked up in the global registry. Free with popc_run_free. */
+POPC_API POPC_NODISCARD popc_status popc_run_load(const char *path,
+    const char *const *overrides, int n_overrides, popc_run **out);
+POPC_API void popc_run_free(popc_run *r); /* NULL-safe */
+
+/* The INI file path (borrowed). */
+POPC_API const char *popc_run_path(const popc_run *r);
+/* The options of [options] and options.* overrides (borrowed; frozen
+** once a model uses them). */
+POPC_API popc_options *popc_run_options(popc_run *r);
+/* The optimizer of [optimizer] (borrowed); NULL when there is no such
+** section (training then uses PopTorch's default, SGD with lr 0.01). */
+POPC_API const popc_optimizer *popc_run_optimizer(const popc_run *r);
+/* A value after overrides, as text (borrowed); NULL when absent. For
+** tools that show a setting; paths are not resolved. */
+POPC_API const char *popc_run_value(const popc_run *r, const char *section,
+                                    const char *key);
+
+/* The model as a new graph, for micro-batches of batch_size samples:
+** input "x" float32 [batch_size, input...]. Inference: one output, the
+** last layer's [batch_size, classes] (logits). Training: a second input
+** "labels" int32 [batch_size] and the loss as the only output. Weights are initialised
+** from [model] seed. POPC_ECONFIG when the layers do not fit together
+** (message names the layer section and the shapes). */
+POPC_API POPC_NODISCARD popc_status popc_run_build_graph(const popc_run *r,
+    int training, int64_t batch_size, popc_graph **out);
+
+/* The dataset of a split, checked against [model] (classes, input shape)
+** and normalised as [data] says. POPC_ENOTFOUND when the run names no
+** file for the split; dataset errors (POPC_EIO) name the file. */
+POPC_API POPC_NODISCARD popc_status popc_run_load_dataset(popc_run *r,
+    popc_split split, popc_dataset **out);
+/* A loader over ds with the [data] settings (the test split is never
+** shuffled, keeps its last batch and pads it to full size). */
+POPC_API POPC_NODISCARD popc_status popc_run_new_loader(const popc_run *r,
+    popc_split split, popc_dataset *ds, popc_dataloader **out);
+/* [data] batch_size. */
+POPC_API int64_t popc_run_batch_size(const popc_run *r);
+
+/* ---- weights and checkpoints ------------------------------------------- */
+
+/* A weights directory holds one NumPy file per model tensor
+** ("fc1.weight.npy"; characters other than letters, digits, '.', '_' and
+** '-' are written %XX). Save writes every weight and buffer of m into a
+** new directory and swaps it into place. Load sets every tensor of m from
+** the directory; a missing file or a shape mismatch is POPC_EIO naming
+** the file (a directory written for another model). */
+POPC_API POPC_NODISCARD popc_status popc_weights_save(popc_model *m,
+    const char *dir);
+POPC_API POPC_NODISCARD popc_status popc_weights_load(popc_model *m,
+    const char *dir);
+
+/* ---- training and inference ---------------------------------------------- */
+
+typedef enum popc_train_event {
+    POPC_TRAIN_STEP = 0,        /* a combined batch was trained */
+    POPC_TRAIN_EPOCH_END = 1,   /* an epoch ended (and was evaluated) */
+    POPC_TRAIN_CHECKPOINT = 2   /* a checkpoint was written */
+} popc_train_event;
+
+typedef struct popc_train_progress {
+    popc_train_event event;
+    int64_t epoch;              /* 0-based */
+    int64_t epochs;
+    int64_t step;               /* steps done in this epoch */
+    int64_t steps_per_epoch;
+    int64_t global_step;        /* steps done in the run */
+    int64_t total_steps;
+    double loss;                /* loss of the last step */
+    double epoch_loss;          /* mean loss of the epoch so far */
+    double samples_per_second;  /* since this process started training */
+    double elapsed;             /* seconds since this process started */
+    double eta;                 /* seconds to the end of the run */
+    double test_accuracy;       /* EPOCH_END with a test split, else -1 */
+    const char *path;           /* CHECKPOINT: its directory */
+} popc_train_progress;
+
+typedef void (*popc_train_fn)(const popc_train_progress *p, void *user);
+
+typedef struct popc_train_hooks {
+    popc_train_fn progress;     /* may be NULL */
+    void *user;
+    /* Polled after every step; when it becomes non-zero the loop stops
+    ** after the step, writes a checkpoint if checkpoints are on, and
+    ** returns POPC_EINTERRUPTED. May be NULL. */
+    const volatile sig_atomic_t *stop;
+    int64_t checkpoint_every;   /* > 0: overrides [train] checkpoint_every */
+    int resume;                 /* continue from the checkpoint */
+} popc_train_hooks;
+
+typedef struct popc_train_result {
+    int64_t epochs;             /* epochs completed */
+    int64_t steps;              /* steps completed (including resumed) */
+    int64_t resumed_step;       /* step the run resumed from, 0 if none */
+    double final_loss;          /* loss of the last step */
+    double test_accuracy;       /* after the last epoch, -1 if none */
+    double seconds;             /* training time in this process */
+    double samples_per_second;
+    const char *weights;        /* directory written (borrowed from run) */
+    const char *model_ini;      /* model INI written (borrowed) */
+    const char *checkpoint;     /* checkpoint directory, NULL when off */
+} popc_train_result;
+
+/* Train as [train] says: every epoch over the train split, evaluated on
+** the test split if there is one, then the weights and the model INI
+** (an [infer]-ready copy of the run pointing at the weights) are written.
+** With checkpoints on, a checkpoint (weights, optimizer state, loader
+** position and shuffle state, step) is written every checkpoint_every
+** steps; resuming from it gives, on the cpu backend, bit-identical final
+** weights to an uninterrupted run. Returns POPC_OK, POPC_EINTERRUPTED
+** (hooks->stop), or the first error of data, model or files. */
+POPC_API POPC_NODISCARD popc_status popc_run_train(popc_run *r,
+    const popc_train_hooks *hooks, popc_train_result *res);
+
+typedef struct popc_infer_result {
+    int64_t samples;
+    int64_t correct;            /* -1 without labels */
+    double accuracy;            /* -1 without labels */
+    double seconds;
+    double samples_per_second;
+    const char *predictions;    /* file written or NULL (borrowed) */
+} popc_infer_result;
+
+/* Classify the [infer] split (default test) with the [infer] weights,
+** writing predicted classes (int32 .npy) when [infer] predictions is
+** set. stop as in popc_train_hooks (may be NULL). */
+POPC_API POPC_NODISCARD popc_status popc_run_infer(popc_run *r,
+    const volatile sig_atomic_t *stop, popc_infer_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_RUN_H */

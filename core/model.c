@@ -1,0 +1,760 @@
+/* model.c - inference and training models: creation, compilation on the
+** first run, input validation, runs and destroy (semantics §1, §5).
+**
+** Weights, weight sharing and the optimizer are in model_weights.c; the
+** run itself is the executor's (batching.c).
+*/
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "popc/log.h"
+#include "popc/registry.h"
+#include "core/graph_priv.h"
+#include "core/model_priv.h"
+#include "core/optimizer_priv.h"
+
+#define RUNTIME_SUFFIX                                                       \
+    "\nThis error occurred because the inputs passed at runtime don't "     \
+    "match the inputs used to compile the model.\nTo recompile the model "  \
+    "for the new inputs create a new inferenceModel / trainingModel "       \
+    "wrapper or call destroy() on the curent one and try again."
+
+static popc_status oom(const char *where)
+{
+    return popc_set_error(POPC_ENOMEM, "%s: out of memory", where);
+}
+
+/* An option's value, or def when this build has no such option. */
+static int64_t opt_int(const popc_options *o, const char *name, int64_t def)
+{
+    char buf[64];
+
+    if (!popc_options_format(o, name, buf, sizeof buf))
+        return def;
+    return popc_options_get_int(o, name);
+}
+
+/* setAvailableMemoryProportion ("IPU0=0.5,IPU1=0.3"): the backend takes
+** one default proportion, the smallest given (the most careful). */
+static double available_memory(const popc_options *o)
+{
+    const char *s = popc_options_get_string(o, "setAvailableMemoryProportion");
+    double best = 0.0;
+
+    while (s && (s = strchr(s, '=')) != NULL) {
+        double v = strtod(++s, NULL);
+        if (v > 0.0 && (best == 0.0 || v < best))
+            best = v;
+    }
+    return best;
+}
+
+static const char *torch_dtype(popc_dtype dt)
+{
+    switch (dt) {
+    case POPC_DTYPE_F32: return "torch.float32";
+    case POPC_DTYPE_F16: return "torch.float16";
+    case POPC_DTYPE_I32: return "torch.int32";
+    case POPC_DTYPE_I64: return "torch.int64";
+    case POPC_DTYPE_U8: return "torch.uint8";
+    case POPC_DTYPE_BOOL: return "torch.bool";
+    default: return "undefined";
+    }
+}
+
+/* dims as "[10, 3]", or "torch.Size([10, 3])" as PopTorch prints shapes
+** (torch set). */
+static const char *shape_text(const int64_t *dims, int rank, int torch,
+                              char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "%s[", torch ? "torch.Size(" : "");
+
+    for (int i = 0; i < rank && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "",
+                              (long long)dims[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]%s", torch ? ")" : "");
+    return buf;
+}
+
+popc_status popci_model_require_compiled(const popc_model *m)
+{
+    if (!m || !m->exec)
+        return popc_set_error(POPC_ESTATE, "Model has not been compiled or "
+                              "has been destroyed.");
+    return POPC_OK;
+}
+
+const popci_exec *popci_model_exec(const popc_model *m)
+{
+    return m ? m->exec : NULL;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static popc_status list_weights(popc_model *m)
+{
+    int nv = popc_graph_n_values(m->graph);
+
+    m->weight_values = calloc((size_t)nv + 1, sizeof(int));
+    m->weight_plan = calloc((size_t)nv + 1, sizeof(int));
+    if (!m->weight_values || !m->weight_plan)
+        return oom("model");
+    for (int v = 0; v < nv; v++)
+        if (popc_graph_value_kind(m->graph, v) == POPC_VALUE_INITIALIZER)
+            m->weight_values[m->n_weights++] = v;
+    return POPC_OK;
+}
+
+/* Semantics §8: gradient accumulation belongs to training. */
+static popc_status check_inference_options(const popc_options *o)
+{
+    if (opt_int(o, "Training.gradientAccumulation", 1) == 1)
+        return POPC_OK;
+    /* PopTorch adds the hint unless the strategy is sharded. */
+    if (opt_int(o, "setExecutionStrategy", 0) == POPC_EXEC_SHARDED)
+        return popc_set_error(POPC_EINVAL, "You must set poptorch.Options()."
+                              "Training.gradientAccumulation to 1 or leave it "
+                              "as its default value (1) when running a "
+                              "poptorch.inferenceModel().");
+    return popc_set_error(POPC_EINVAL, "You must set "
+                          "poptorch.Options().Training.gradientAccumulation "
+                          "to 1 or leave it as its default value (1) when "
+                          "running a poptorch.inferenceModel(). Use "
+                          "poptorch.Options().deviceIterations to process a "
+                          "sufficient number of batches each run for "
+                          "pipelined execution instead.");
+}
+
+static popc_status model_new(const popc_graph *g, popc_options *opts,
+                             int training, popc_model **out)
+{
+    popc_model *m;
+    popc_status st;
+
+    *out = NULL;
+    if (!g)
+        return popc_set_error(POPC_EINVAL, "popc_model_new: graph is NULL");
+    if (!(m = calloc(1, sizeof *m)))
+        return oom("popc_model_new");
+    m->training = training;
+    if (opts) {
+        popc_options_freeze(opts);
+        st = popc_options_clone(opts, &m->opts);
+    } else {
+        st = popc_options_new(&m->opts);
+    }
+    if (st != POPC_OK)
+        goto fail;
+    popc_options_freeze(m->opts);
+    if (!training && (st = check_inference_options(m->opts)) != POPC_OK)
+        goto fail;
+    if ((st = popc_graph_clone(g, &m->graph)) != POPC_OK ||
+        (st = list_weights(m)) != POPC_OK)
+        goto fail;
+    *out = m;
+    return POPC_OK;
+fail:
+    popc_model_free(m);
+    return st;
+}
+
+popc_status popc_model_new_inference(const popc_graph *g, popc_options *opts,
+                                     popc_model **out)
+{
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "popc_model_new_inference: out "
+                              "is NULL");
+    return model_new(g, opts, 0, out);
+}
+
+popc_status popc_model_new_training(const popc_graph *g, popc_options *opts,
+                                    const popc_optimizer *optimizer,
+                                    popc_model **out)
+{
+    popc_model *m = NULL;
+    int loss;
+    popc_status st;
+
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "popc_model_new_training: out "
+                              "is NULL");
+    *out = NULL;
+    if (g && (st = popci_graph_final_loss(g, &loss)) != POPC_OK)
+        return st;
+    if ((st = model_new(g, opts, 1, &m)) != POPC_OK)
+        return st;
+    if (optimizer) {
+        st = popc_optimizer_clone(optimizer, &m->optimizer);
+    } else {
+        st = popc_optimizer_new("sgd", &m->optimizer);
+        if (st == POPC_OK)
+            st = popc_optimizer_set(m->optimizer, "lr", 0.01);
+    }
+    if (st != POPC_OK) {
+        popc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return POPC_OK;
+}
+
+void popc_model_free(popc_model *m)
+{
+    if (!m)
+        return;
+    popci_model_unshare(m);
+    popci_exec_free(m->exec);
+    popci_callbacks_free(m->callbacks);
+    popci_optstate_free(m->state);
+    popc_optimizer_free(m->optimizer);
+    popc_graph_free(m->graph);
+    popc_options_free(m->opts);
+    free(m->sig);
+    free(m->run_dtype);
+    free(m->weight_values);
+    free(m->weight_plan);
+    free(m);
+}
+
+/* ---- compile ------------------------------------------------------------- */
+
+typedef struct batching {
+    int64_t di, r, ga, g;
+    int orthogonal;
+} batching;
+
+static batching read_batching(const popc_model *m)
+{
+    const popc_options *o = m->opts;
+    batching b;
+
+    b.di = opt_int(o, "deviceIterations", 1);
+    b.r = opt_int(o, "replicationFactor", 1);
+    b.ga = m->training ? opt_int(o, "Training.gradientAccumulation", 1) : 1;
+    b.g = opt_int(o, "inputReplicaGrouping.size", 1);
+    b.orthogonal = opt_int(o, "inputReplicaGrouping.type",
+                           POPC_COMM_CONSECUTIVE) == POPC_COMM_ORTHOGONAL;
+    if (b.di < 1)
+        b.di = 1;
+    if (b.r < 1)
+        b.r = 1;
+    if (b.ga < 1)
+        b.ga = 1;
+    if (b.g < 1 || b.r % b.g != 0)
+        b.g = 1;
+    return b;
+}
+
+/* R1.1 and the dtype each input is streamed in. */
+static popc_status check_inputs(popc_model *m, const batching *b,
+                                popc_tensor *const *inputs, int n,
+                                popc_view *micro)
+{
+    int64_t extra = b->di * (b->r / b->g) * b->ga;
+    char s1[256];
+
+    if (n != popc_graph_n_inputs(m->graph))
+        return popc_set_error(POPC_EINVAL, "Number of positional arguments "
+                              "mismatch: expected %d arguments but got %d.",
+                              popc_graph_n_inputs(m->graph), n);
+    for (int i = 0; i < n; i++) {
+        int v = popc_graph_input(m->graph, i);
+        const char *name = popc_graph_value_name(m->graph, v);
+        popc_view decl = popc_graph_value_info(m->graph, v);
+        popc_tensor *t = inputs ? inputs[i] : NULL;
+        const int64_t *dims;
+        int rank;
+        int64_t bs;
+
+        if (!t)
+            return popc_set_error(POPC_EINVAL, "compile: input %d ('%s') is "
+                                  "NULL", i, name);
+        dims = popc_tensor_dims(t);
+        rank = popc_tensor_rank(t);
+        if (popc_tensor_numel(t) == 0)
+            return popc_set_error(POPC_EINVAL, "Zero-sized tensors are "
+                                  "unsupported (Got shape %s)",
+                                  shape_text(dims, rank, 0, s1, sizeof s1));
+        bs = rank > 0 ? dims[0] : 1;
+        if (bs % extra != 0)
+            return popc_set_error(
+                POPC_EINVAL,
+                "Invalid batch dimension: In the input %s, the batch "
+                "dimension (%lld) must be a multiple of "
+                "Options.deviceIterations(%lld) * "
+                "(Options.replicationFactor(%lld) / "
+                "Options.inputReplicaGrouping.input_group_size(%lld)) * "
+                "Options.Training.gradientAccumulation(%lld) = %lld because "
+                "it is used to calculate the batch size which will be "
+                "executed on the device in any given iteration. For a full "
+                "explanation see the batching semantics page of the "
+                "documentation.",
+                shape_text(dims, rank, 1, s1, sizeof s1), (long long)bs,
+                (long long)b->di, (long long)b->r, (long long)b->g,
+                (long long)b->ga, (long long)extra);
+        memset(&micro[i], 0, sizeof micro[i]);
+        micro[i].rank = rank;
+        memcpy(micro[i].dims, dims, sizeof(int64_t) * (size_t)rank);
+        if (rank > 0)
+            micro[i].dims[0] = bs / extra;
+        micro[i].dtype = popc_tensor_dtype(t);
+        /* R1.4: int64 data feeds an int32 input as int32. */
+        if (decl.dtype == POPC_DTYPE_I32 &&
+            popc_tensor_dtype(t) == POPC_DTYPE_I64)
+            micro[i].dtype = POPC_DTYPE_I32;
+        else if (decl.dtype != POPC_DTYPE_UNDEFINED &&
+                 decl.dtype != popc_tensor_dtype(t))
+            return popc_set_error(POPC_EINVAL, "Data type mismatch for %s: "
+                                  "the graph declares %s but got %s.", name,
+                                  torch_dtype(decl.dtype),
+                                  torch_dtype(popc_tensor_dtype(t)));
+    }
+    return POPC_OK;
+}
+
+static popc_status resolve_output_mode(const popc_model *m, int64_t di,
+                                       popc_output_mode *mode,
+                                       int64_t *period)
+{
+    int64_t v = opt_int(m->opts, "outputMode", POPC_OUTPUT_DEFAULT);
+
+    *period = opt_int(m->opts, "outputReturnPeriod", 1);
+    if (v == POPC_OUTPUT_DEFAULT)
+        v = m->training ? POPC_OUTPUT_FINAL : POPC_OUTPUT_ALL;
+    *mode = (popc_output_mode)v;
+    if (v != POPC_OUTPUT_EVERYN) {
+        *period = 1;
+        return POPC_OK;
+    }
+    if (*period <= 0)
+        return popc_set_error(POPC_EINVAL, "EveryN anchor must have "
+                              "output_return_period set to valid positive "
+                              "integer");
+    if (*period > di)
+        return popc_set_error(POPC_EINVAL, "Return period must be <= to the "
+                              "number of batches per step (outputReturnPeriod "
+                              "%lld, deviceIterations %lld)",
+                              (long long)*period, (long long)di);
+    if (di % *period != 0)
+        return popc_set_error(POPC_EINVAL, "Return period must be a factor "
+                              "of the number of batches per step "
+                              "(outputReturnPeriod %lld, deviceIterations "
+                              "%lld)", (long long)*period, (long long)di);
+    return POPC_OK;
+}
+
+static popc_status find_backend(const popc_model *m,
+                                const popc_backend_def **out)
+{
+    const char *name = popc_options_get_string(m->opts, "backend");
+    popc_registry *reg;
+    popc_status st;
+
+    *out = NULL;
+    if ((st = popc_registry_global(&reg)) != POPC_OK)
+        return st;
+    if (!name || !*name)
+        name = "ipumodel";
+    /* Only a backend the user asked for must exist; the default falls
+    ** back to the reference backend. */
+    if (!popc_options_is_set(m->opts, "backend") &&
+        !popc_registry_find_backend(reg, name) &&
+        popc_registry_find_backend(reg, "cpu")) {
+        popc_log(POPC_LOG_WARN, "backend '%s' is not available; using the "
+                 "cpu backend", name);
+        name = "cpu";
+    }
+    if (!(*out = popc_registry_find_backend(reg, name)))
+        return popc_set_error(POPC_ENOTFOUND, "backend '%s' is not "
+                              "registered: no loaded plugin provides it; "
+                              "check POPC_PLUGIN_PATH and `popc plugins`%s%s",
+                              name, *popc_registry_problems(reg) ?
+                              "; refused plugins: " : "",
+                              popc_registry_problems(reg));
+    return POPC_OK;
+}
+
+static popc_backend_config backend_config(const popc_model *m)
+{
+    const popc_options *o = m->opts;
+    popc_backend_config c;
+
+    memset(&c, 0, sizeof c);
+    c.size = sizeof c;
+    c.threads = (int)opt_int(o, "threads", 0);
+    c.ipu_version = (int)opt_int(o, "ipuVersion", 2);
+    c.available_memory = available_memory(o);
+    c.log_cycles = (int)opt_int(o, "logCycleCount", 0);
+    c.profile_dir = popc_options_get_string(o, "enableProfiling");
+    return c;
+}
+
+/* STATE slots for the optimizer state of every trained weight. */
+static popc_status add_states(popc_model *m, popci_plan *plan)
+{
+    for (int w = 0; w < plan->n_weights; w++) {
+        const char *names[64];
+        int n = 0;
+        popc_status st;
+
+        if (plan->weights[w].accum_slot < 0)
+            continue;
+        popci_optstate_arrays(m->state, plan->weights[w].name, &n);
+        if (n > 64)
+            n = 64;
+        for (int i = 0; i < n; i++)
+            names[i] = popci_optstate_state_name(m->state,
+                                                 plan->weights[w].name, i);
+        if ((st = popci_plan_add_state(plan, w, n, names)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+/* §6: a pipeline needs as many micro-batches in flight as it has stages:
+** F forward stages (one per IPU switch in op order) and, training, F - 1
+** more for the backward pass. Only multi-IPU pipelines are pipelined. */
+static int pipelined(const popc_model *m, const popci_plan *p)
+{
+    return opt_int(m->opts, "setExecutionStrategy", POPC_EXEC_PIPELINED) ==
+               POPC_EXEC_PIPELINED && p->pub.n_ipus > 1;
+}
+
+static popc_status check_pipeline(const popc_model *m, const popci_plan *p,
+                                  const batching *b)
+{
+    int64_t f = 1;
+
+    if (!pipelined(m, p))
+        return POPC_OK;
+    for (int i = 1; i < p->pub.n_forward; i++)
+        if (p->nodes[i].ipu != p->nodes[i - 1].ipu)
+            f++;
+    if (m->training && b->ga < 2 * f - 1)
+        return popc_set_error(POPC_EINVAL, "poptorch.Options().Training."
+                              "gradientAccumulation must be greater than or "
+                              "equal to the number of pipeline stages (%lld) "
+                              "when using poptorch.PipelinedExecution. Please "
+                              "note that a model with %lld pipeline stages in "
+                              "PopTorch will have an additional %lld stages "
+                              "when training.", (long long)(2 * f - 1),
+                              (long long)f, (long long)(f - 1));
+    if (!m->training && b->di < f)
+        return popc_set_error(POPC_EINVAL, "poptorch.Options()."
+                              "deviceIterations must be greater than or equal "
+                              "to the number of pipeline stages (%lld) when "
+                              "using PopTorch.PipelinedExecution.",
+                              (long long)f);
+    return POPC_OK;
+}
+
+static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
+{
+    batching b = read_batching(m);
+    popc_view *micro = NULL;
+    popci_plan_config pc;
+    popci_exec_config ec;
+    popc_backend_config bc;
+    const popc_backend_def *be;
+    popci_plan *plan = NULL;
+    popci_exec *e = NULL;
+    double t0 = popci_exec_now();
+    popc_status st;
+
+    if (!(micro = calloc((size_t)n + 1, sizeof *micro)))
+        return oom("compile");
+    memset(&ec, 0, sizeof ec);
+    if ((st = check_inputs(m, &b, inputs, n, micro)) != POPC_OK ||
+        (st = resolve_output_mode(m, b.di, &ec.mode, &ec.period)) !=
+            POPC_OK ||
+        (st = find_backend(m, &be)) != POPC_OK)
+        goto fail;
+    pc = (popci_plan_config){.training = m->training, .n_inputs = n,
+                             .inputs = micro, .replicas = (int)b.r,
+                             .loss_scaling = 1.0};
+    if (m->training) {
+        pc.loss_scaling = popci_optimizer_loss_scaling(m->optimizer);
+        if (pc.loss_scaling == 0.0) {
+            st = popc_set_error(POPC_EINVAL, "Loss scaling cannot be 0");
+            goto fail;
+        }
+        if ((st = popci_model_ensure_state(m)) != POPC_OK)
+            goto fail;
+    }
+    if ((st = popci_plan_new(m->graph, &pc, &plan)) != POPC_OK)
+        goto fail;
+    if (m->training && (st = add_states(m, plan)) != POPC_OK)
+        goto fail;
+    if ((st = check_pipeline(m, plan, &b)) != POPC_OK)
+        goto fail;
+    ec.training = m->training;
+    ec.device_iterations = b.di;
+    ec.replicas = b.r;
+    ec.grad_accum = b.ga;
+    ec.input_group = b.g;
+    ec.input_orthogonal = b.orthogonal;
+    ec.reduction = (popc_reduction_type)opt_int(
+        m->opts, "Training.accumulationAndReplicationReductionType",
+        POPC_REDUCTION_MEAN);
+    ec.strategy = (popc_mean_strategy)opt_int(
+        m->opts, "Training.meanAccumulationAndReplicationReductionStrategy",
+        POPC_MEAN_POST);
+    ec.random_seed = (uint64_t)opt_int(m->opts, "randomSeed", 0);
+    ec.pipelined = pipelined(m, plan);
+    bc = backend_config(m);
+    st = popci_exec_new(plan, be, &bc, &ec, &e);
+    plan = NULL; /* owned by the executor now */
+    if (st != POPC_OK)
+        goto fail;
+    free(m->sig);
+    free(m->run_dtype);
+    m->sig = calloc((size_t)n + 1, sizeof *m->sig);
+    m->run_dtype = calloc((size_t)n + 1, sizeof *m->run_dtype);
+    if (!m->sig || !m->run_dtype) {
+        st = oom("compile");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        m->sig[i] = popc_tensor_view(inputs[i]);
+        m->sig[i].data = NULL;
+        m->run_dtype[i] = micro[i].dtype;
+    }
+    m->n_inputs = n;
+    for (int i = 0; i < m->n_weights; i++)
+        m->weight_plan[i] = popci_plan_find_weight(
+            popci_exec_plan(e),
+            popc_graph_value_name(m->graph, m->weight_values[i]));
+    m->exec = e;
+    m->host_dirty = 0;
+    m->device_dirty = 0;
+    m->compile_time = popci_exec_now() - t0;
+    free(micro);
+    popc_log(POPC_LOG_INFO, "compiled '%s' for %s on backend %s in %.3f s: "
+             "%d IPUs per replica, %d pipeline phases, activations %zu "
+             "bytes per frame", popc_graph_name(m->graph),
+             m->training ? "training" : "inference", be->name,
+             m->compile_time, popci_exec_plan(e)->pub.n_ipus,
+             popci_exec_n_phases(e), popci_exec_plan(e)->arena_bytes);
+    return POPC_OK;
+fail:
+    popci_plan_free(plan);
+    popci_exec_free(e);
+    free(micro);
+    return st;
+}
+
+popc_status popc_model_compile(popc_model *m, popc_tensor *const *inputs,
+                               int n_inputs)
+{
+    if (!m)
+        return popc_set_error(POPC_EINVAL, "popc_model_compile: model is "
+                              "NULL");
+    if (m->exec) {
+        popc_log(POPC_LOG_INFO, "Call to compile() ignored: the executable "
+                 "is already compiled");
+        return POPC_OK;
+    }
+    return compile(m, inputs, n_inputs);
+}
+
+int popc_model_is_compiled(const popc_model *m)
+{
+    return m && m->exec != NULL;
+}
+
+/* ---- run ----------------------------------------------------------------- */
+
+/* R1.3: a run must look like the compile. */
+static popc_status validate(const popc_model *m, popc_tensor *const *in,
+                            int n)
+{
+    char s1[256], s2[256];
+
+    if (n != m->n_inputs)
+        return popc_set_error(POPC_EINVAL, "Number of positional arguments "
+                              "mismatch: expected %d arguments but got %d."
+                              RUNTIME_SUFFIX, m->n_inputs, n);
+    for (int i = 0; i < n; i++) {
+        const char *name = popc_graph_value_name(
+            m->graph, popc_graph_input(m->graph, i));
+        const popc_view *s = &m->sig[i];
+        int rank;
+
+        if (!in || !in[i])
+            return popc_set_error(POPC_EINVAL, "run: input %d ('%s') is "
+                                  "NULL", i, name);
+        if (popc_tensor_dtype(in[i]) != s->dtype)
+            return popc_set_error(POPC_EINVAL, "Data type mismatch for %s: "
+                                  "expected %s but got %s." RUNTIME_SUFFIX,
+                                  name, torch_dtype(s->dtype),
+                                  torch_dtype(popc_tensor_dtype(in[i])));
+        rank = popc_tensor_rank(in[i]);
+        if (rank != s->rank ||
+            memcmp(popc_tensor_dims(in[i]), s->dims,
+                   sizeof(int64_t) * (size_t)rank) != 0)
+            return popc_set_error(
+                POPC_EINVAL, "Shape mismatch for %s: expected %s but got %s."
+                RUNTIME_SUFFIX, name,
+                shape_text(s->dims, s->rank, 1, s1, sizeof s1),
+                shape_text(popc_tensor_dims(in[i]), rank, 1, s2,
+                           sizeof s2));
+    }
+    return POPC_OK;
+}
+
+static void int64_to_int32(const int64_t *src, int32_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = (int32_t)src[i];
+}
+
+static popc_status check_can_run(const popc_model *m)
+{
+    const popc_backend_def *be;
+
+    if (opt_int(m->opts, "connectionType", POPC_CONNECTION_ALWAYS) ==
+        POPC_CONNECTION_NEVER)
+        return popc_set_error(POPC_ESTATE, "Trying to run a model on an "
+                              "offline device (ConnectionType.Never): use "
+                              "model.compile(inputs) instead of "
+                              "model(inputs)");
+    if (m->exec && !((be = popci_exec_backend(m->exec))->caps &
+                     POPC_BACKEND_CAN_RUN))
+        return popc_set_error(POPC_ESTATE, "backend '%s' compiles but "
+                              "cannot run models; choose the cpu or "
+                              "ipumodel backend to run", be->name);
+    return POPC_OK;
+}
+
+popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
+                           int n_inputs, popc_tensor **outputs,
+                           int n_outputs)
+{
+    popc_tensor **conv = NULL;
+    popc_view *in = NULL, *out = NULL;
+    popci_exec_io io;
+    double t0, compute = 0.0, host_cb;
+    int n_out;
+    popc_status st;
+
+    for (int i = 0; outputs && i < n_outputs; i++)
+        outputs[i] = NULL;
+    if (!m)
+        return popc_set_error(POPC_EINVAL, "popc_model_run: model is NULL");
+    if ((st = check_can_run(m)) != POPC_OK)
+        return st;
+    if (!m->exec) {
+        if ((st = compile(m, inputs, n_inputs)) != POPC_OK)
+            return st;
+        if ((st = check_can_run(m)) != POPC_OK)
+            return st;
+    }
+    t0 = popci_exec_now();
+    if ((st = validate(m, inputs, n_inputs)) != POPC_OK)
+        return st;
+    n_out = popc_graph_n_outputs(m->graph);
+    if (n_outputs != n_out || (n_out > 0 && !outputs))
+        return popc_set_error(POPC_EINVAL, "popc_model_run: the graph '%s' "
+                              "has %d outputs but room for %d was given",
+                              popc_graph_name(m->graph), n_out, n_outputs);
+    if ((st = popci_model_sync_shared(m)) != POPC_OK)
+        return st;
+    if (m->device_dirty)
+        popci_model_push_weights(m);
+    conv = calloc((size_t)n_inputs + 1, sizeof *conv);
+    in = calloc((size_t)n_inputs + 1, sizeof *in);
+    out = calloc((size_t)n_out + 1, sizeof *out);
+    if (!conv || !in || !out) {
+        st = oom("popc_model_run");
+        goto done;
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        in[i] = popc_tensor_view(inputs[i]);
+        if (m->run_dtype[i] == in[i].dtype)
+            continue;
+        if ((st = popc_tensor_new(POPC_DTYPE_I32, in[i].dims, in[i].rank,
+                                  &conv[i])) != POPC_OK)
+            goto done;
+        int64_to_int32(in[i].data, popc_tensor_data(conv[i]),
+                       popc_view_numel(&in[i]));
+        in[i] = popc_tensor_view(conv[i]);
+    }
+    for (int i = 0; i < n_out; i++) {
+        popc_view v = popci_exec_output_view(m->exec, i);
+        if ((st = popc_tensor_new(v.dtype, v.dims, v.rank, &outputs[i])) !=
+            POPC_OK)
+            goto done;
+        out[i] = popc_tensor_view(outputs[i]);
+    }
+    io = (popci_exec_io){.inputs = in, .outputs = out,
+                         .run_index = m->runs, .optimizer = m->optimizer,
+                         .state = m->state,
+                         .user = popci_callbacks_user(m->callbacks)};
+    popci_callbacks_take_seconds(m->callbacks);
+    st = popci_exec_run(m->exec, &io, &compute);
+    if (m->training)
+        m->host_dirty = 1;
+    if (st != POPC_OK)
+        goto done;
+    m->runs++;
+    /* CPU op callbacks run on the host while the device waits */
+    host_cb = popci_callbacks_take_seconds(m->callbacks);
+    compute = compute > host_cb ? compute - host_cb : 0.0;
+    m->lat_total = popci_exec_now() - t0;
+    m->lat_compute = compute;
+    m->lat_host = m->lat_total > compute ? m->lat_total - compute : 0.0;
+done:
+    for (int i = 0; i < n_inputs && conv; i++)
+        popc_tensor_free(conv[i]);
+    free(conv);
+    free(in);
+    free(out);
+    if (st != POPC_OK)
+        for (int i = 0; i < n_outputs; i++) {
+            popc_tensor_free(outputs[i]);
+            outputs[i] = NULL;
+        }
+    return st;
+}
+
+popc_status popc_model_destroy(popc_model *m)
+{
+    popc_status st;
+
+    if (!m || !m->exec)
+        return POPC_OK;
+    if (m->training && (st = popci_model_sync_host(m)) != POPC_OK)
+        return st;
+    popci_exec_free(m->exec);
+    m->exec = NULL;
+    m->host_dirty = 0;
+    m->device_dirty = 0;
+    return POPC_OK;
+}
+
+/* ---- figures ------------------------------------------------------------- */
+
+void popc_model_latency(const popc_model *m, double *host_ipu,
+                        double *compute, double *total)
+{
+    if (host_ipu)
+        *host_ipu = m ? m->lat_host : 0.0;
+    if (compute)
+        *compute = m ? m->lat_compute : 0.0;
+    if (total)
+        *total = m ? m->lat_total : 0.0;
+}
+
+double popc_model_compilation_time(const popc_model *m)
+{
+    return m ? m->compile_time : 0.0;
+}
+
+int64_t popc_model_steps(const popc_model *m)
+{
+    return m ? popci_optstate_steps(m->state) : 0;
+}

@@ -1,0 +1,73 @@
+/* model_priv.h - the model wrapper's state, shared by core/model.c
+** (lifecycle, compile, run) and core/model_weights.c (weights, sharing,
+** optimizer and its state).
+**
+** Host and device copies: the model's graph holds the host copy of every
+** weight; the executor holds the device copy. host_dirty means the device
+** is newer (training ran); device_dirty means the host is newer (a weight
+** was set). host_version counts changes of the host copy, so inference
+** models sharing a training model's weights know when to copy them.
+*/
+#ifndef POPC_MODEL_PRIV_H
+#define POPC_MODEL_PRIV_H
+
+#include <stdint.h>
+
+#include "popc/model.h"
+#include "core/exec_priv.h"
+#include "core/callbacks_priv.h"
+
+struct popc_model {
+    int training;
+    popc_graph *graph;           /* owned: the host weights */
+    popc_options *opts;          /* owned, frozen */
+    popc_optimizer *optimizer;   /* training: owned */
+    popci_optstate *state;       /* training: created on first need */
+    popci_exec *exec;            /* NULL until compiled, after destroy */
+
+    int n_inputs;                /* compiled input signature */
+    popc_view *sig;              /* as given (combined batch, no data) */
+    popc_dtype *run_dtype;       /* dtype streamed (int64 -> int32) */
+
+    int n_weights;               /* initializers of the graph */
+    int *weight_values;          /* value ids */
+    int *weight_plan;            /* plan weight index per model weight */
+
+    int host_dirty, device_dirty;
+    uint64_t host_version;
+
+    popc_model *shared_from;     /* inference: training model read */
+    uint64_t shared_version;     /* its host_version last copied */
+    popc_model **sharers;        /* training: inference models reading */
+    int n_sharers;
+
+    uint64_t runs;
+    double lat_host, lat_compute, lat_total, compile_time;
+
+    popci_callbacks *callbacks;  /* CPU op callbacks (core/callbacks.c);
+                                    NULL until one is registered */
+};
+
+/* ---- model_weights.c ----------------------------------------------------- */
+
+/* Device -> host for every weight when the device is newer. */
+popc_status popci_model_sync_host(popc_model *m);
+/* Host -> device for every weight. */
+void popci_model_push_weights(popc_model *m);
+/* Inference sharing a training model: bring its weights over if they
+** changed since the last run. */
+popc_status popci_model_sync_shared(popc_model *m);
+/* Create the optimizer state if it does not exist yet. */
+popc_status popci_model_ensure_state(popc_model *m);
+/* Forget the links of sharing models (on free). */
+void popci_model_unshare(popc_model *m);
+
+/* ---- model.c ------------------------------------------------------------- */
+
+/* POPC_ESTATE "Model has not been compiled or has been destroyed." */
+popc_status popci_model_require_compiled(const popc_model *m);
+
+/* Borrowed views of the compiled model, NULL when not compiled. */
+const popci_exec *popci_model_exec(const popc_model *m);
+
+#endif /* POPC_MODEL_PRIV_H */

@@ -1,0 +1,99 @@
+/* plan_priv.h - compiling a graph into a scheduled plan (core/plan.c).
+**
+** A plan owns a clone of the model's graph with the micro-batch input
+** shapes, the backward nodes (training) and one slot per value the device
+** holds. It is what a backend's compile() sees (popci_plan.pub) plus the
+** bookkeeping the executor needs to feed inputs, read outputs, accumulate
+** gradients and apply updates.
+**
+** Slot liveness (popc_plan_slot.first_use/last_use) is in schedule
+** positions: an ACT slot is live from its producer to its last consumer,
+** or to n_nodes when it must survive the micro-batch (graph outputs,
+** weight gradients, buffer updates). Every other kind is live for the
+** whole run: first_use 0, last_use n_nodes.
+**
+** Memory plan: ACT slots live in one arena per frame at arena_offset[slot];
+** two slots share bytes only when their live ranges do not overlap, and a
+** node's outputs never share bytes with its inputs. Other kinds have
+** arena_offset -1 and are backed by the executor (weights, accumulators,
+** optimizer state) or point at the caller's data (inputs, constants).
+*/
+#ifndef POPC_PLAN_PRIV_H
+#define POPC_PLAN_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "popc/graph.h"
+#include "popc/plugin.h"
+#include "popc/registry.h"
+
+/* One initializer of the graph: a weight (trainable) or a buffer. */
+typedef struct popci_plan_weight {
+    const char *name;          /* borrowed from the plan's graph */
+    int value;                 /* value id in the plan's graph */
+    int slot;                  /* its WEIGHT slot */
+    int trainable;
+    int grad_slot;             /* slot of d(loss)/dw per micro-batch; -1 */
+    int accum_slot;            /* GRAD slot accumulating it; -1 */
+    int update_slot;           /* popc_graph_add_update source; -1 */
+    int first_state, n_state;  /* STATE slots [first, first + n) */
+} popci_plan_weight;
+
+/* What to compile. inputs[i] gives dtype and the micro-batch shape of
+** graph input i (data ignored). */
+typedef struct popci_plan_config {
+    int training;
+    int n_inputs;
+    const popc_view *inputs;
+    double loss_scaling;       /* gradient seed (training) */
+    int replicas;
+} popci_plan_config;
+
+typedef struct popci_plan {
+    popc_plan pub;             /* handed to backends; arrays below */
+    popc_graph *graph;         /* owned: clone with backward nodes */
+    popc_plan_slot *slots;
+    popc_plan_node *nodes;
+    int *node_io;              /* inputs and outputs of every node */
+    popc_attrs *node_attrs;
+    char **slot_names;         /* owned names of slots not in the graph */
+    int *value_slot;           /* graph value -> slot, -1 */
+    int n_values;
+
+    int n_inputs;
+    int *input_slots;          /* per graph input */
+    int n_outputs;
+    int *output_slots;         /* per graph output */
+    int n_weights;
+    popci_plan_weight *weights;
+    int n_trainable;           /* weights with a gradient */
+    int loss_slot;             /* training: the final loss; else -1 */
+    int seed_value, seed_slot; /* the constant seeding the loss gradient
+                                  (holds the loss scaling), its slot; -1 */
+    double loss_scaling;       /* the seed's value at compile time */
+
+    int64_t *arena_offset;     /* per slot; -1 when not in the arena */
+    size_t arena_bytes;        /* peak activation bytes of one frame */
+    size_t persistent_bytes;   /* weights + constants + grads + state */
+} popci_plan;
+
+/* Clone g, build gradients (training), verify, infer shapes, schedule,
+** plan memory and prepare every node. POPC_ECOMPILE with a message naming
+** the node or value on any problem. Free with popci_plan_free(). */
+popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
+                           popci_plan **out);
+void popci_plan_free(popci_plan *p); /* NULL-safe */
+
+/* Append the optimizer's state slots of weight w (training): n arrays
+** named "<weight>/<names[i]>", each shaped like the weight. */
+popc_status popci_plan_add_state(popci_plan *p, int w, int n,
+                                 const char *const *names);
+
+/* Index of the weight named name, or -1. */
+int popci_plan_find_weight(const popci_plan *p, const char *name);
+
+/* Bytes of a slot's data (dtype size x elements). */
+size_t popci_plan_slot_bytes(const popci_plan *p, int slot);
+
+#endif /* POPC_PLAN_PRIV_H */

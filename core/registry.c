@@ -1,0 +1,758 @@
+/* registry.c - the tables of ops, optimizers and backends, the staging
+** registrar handed to plugin init(), lookups and plugin records.
+**
+** A plugin's registrations are staged in its popc_registrar and committed
+** only when init() returns POPC_OK, so a failing plugin leaves nothing
+** behind that points into a module about to be closed. Commit cannot fail
+** half-way: all memory is reserved before the first entry is linked in.
+** The first registration of a name wins; a later one is skipped and
+** reported as POPC_EEXIST.
+*/
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "popc/log.h"
+#include "popc/registry.h"
+#include "core/host_priv.h"
+#include "core/registry_priv.h"
+
+#define DEFAULT_DOMAIN "ai.onnx"
+
+struct popc_registrar {
+    int open;                 /* only inside init() */
+    const char *plugin;       /* for messages */
+    const char *path;
+    popc_status error;        /* first refused registration */
+    char message[512];
+    popc_op_def *ops;
+    int n_ops, cap_ops;
+    popc_optim_def *optims;
+    int n_optims, cap_optims;
+    popc_backend_def *backends;
+    int n_backends, cap_backends;
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s ? s : "") + 1;
+    char *d = malloc(n);
+
+    if (d)
+        memcpy(d, s ? s : "", n);
+    return d;
+}
+
+/* Grows *arr (elements of size esize) to hold at least need elements. */
+static int reserve(void *arr, int *cap, int need, size_t esize)
+{
+    void **p = arr;
+    int n = *cap ? *cap : 8;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (n < need)
+        n *= 2;
+    if (!(q = realloc(*p, (size_t)n * esize)))
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static char *format_item(const char *fmt, ...) POPC_PRINTF(1, 2);
+
+static char *format_item(const char *fmt, ...)
+{
+    va_list ap, ap2;
+    int n;
+    char *s;
+
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s)
+        vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    va_end(ap);
+    return s;
+}
+
+static const char *op_domain(const char *domain)
+{
+    return domain && *domain ? domain : DEFAULT_DOMAIN;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+static popc_status check_op(const popc_op_def *d, const char *who)
+{
+    if (!d)
+        return popc_set_error(POPC_EINVAL, "%s: register_op(NULL)", who);
+    if (!POPC_HAS_FIELD(popc_op_def, d->size, forward))
+        return popc_set_error(POPC_EINVAL, "%s: popc_op_def.size is %u, "
+                              "too small for this ABI; set .size = "
+                              "sizeof(popc_op_def)", who, (unsigned)d->size);
+    if (!d->name || !*d->name)
+        return popc_set_error(POPC_EINVAL, "%s: op definition without a "
+                              "name", who);
+    if (!d->infer || !d->forward)
+        return popc_set_error(POPC_EINVAL, "%s: op %s::%s has no %s function;"
+                              " infer and forward are required", who,
+                              op_domain(d->domain), d->name,
+                              d->infer ? "forward" : "infer");
+    if (d->since_version < 1)
+        return popc_set_error(POPC_EINVAL, "%s: op %s::%s has since_version "
+                              "%d; set it to the opset version it implements "
+                              "(1 for a new custom op)", who,
+                              op_domain(d->domain), d->name, d->since_version);
+    return POPC_OK;
+}
+
+static popc_status check_optim(const popc_optim_def *d, const char *who)
+{
+    if (!d)
+        return popc_set_error(POPC_EINVAL, "%s: register_optimizer(NULL)",
+                              who);
+    if (!POPC_HAS_FIELD(popc_optim_def, d->size, step))
+        return popc_set_error(POPC_EINVAL, "%s: popc_optim_def.size is %u, "
+                              "too small for this ABI; set .size = "
+                              "sizeof(popc_optim_def)", who,
+                              (unsigned)d->size);
+    if (!d->name || !*d->name)
+        return popc_set_error(POPC_EINVAL, "%s: optimizer definition without "
+                              "a name", who);
+    if (!d->n_state || !d->step || (d->n_hypers > 0 && !d->hypers) ||
+        d->n_hypers < 0)
+        return popc_set_error(POPC_EINVAL, "%s: optimizer '%s' needs n_state, "
+                              "step, and hypers for its %d hyperparameters",
+                              who, d->name, d->n_hypers);
+    return POPC_OK;
+}
+
+static popc_status check_backend(const popc_backend_def *d, const char *who)
+{
+    if (!d)
+        return popc_set_error(POPC_EINVAL, "%s: register_backend(NULL)", who);
+    if (!POPC_HAS_FIELD(popc_backend_def, d->size, run_nodes))
+        return popc_set_error(POPC_EINVAL, "%s: popc_backend_def.size is %u, "
+                              "too small for this ABI; set .size = "
+                              "sizeof(popc_backend_def)", who,
+                              (unsigned)d->size);
+    if (!d->name || !*d->name)
+        return popc_set_error(POPC_EINVAL, "%s: backend definition without a "
+                              "name", who);
+    if (!d->open || !d->close || !d->compile || !d->exe_free ||
+        ((d->caps & POPC_BACKEND_CAN_RUN) && !d->run_nodes))
+        return popc_set_error(POPC_EINVAL, "%s: backend '%s' needs open, "
+                              "close, compile, exe_free (and run_nodes when "
+                              "it has POPC_BACKEND_CAN_RUN)", who, d->name);
+    return POPC_OK;
+}
+
+/* Copies a definition at the core's own size: a smaller (older) one is
+** zero-extended and keeps its size so POPC_HAS_FIELD still tells. */
+#define COPY_DEF(dst, src)                                                   \
+    do {                                                                     \
+        uint32_t n_ = (src)->size < sizeof *(dst) ? (src)->size              \
+                                                  : (uint32_t)sizeof *(dst); \
+        memset((dst), 0, sizeof *(dst));                                     \
+        memcpy((dst), (src), n_);                                            \
+        (dst)->size = n_;                                                    \
+    } while (0)
+
+/* ---- the host table plugins get ------------------------------------------ */
+
+static popc_status refuse(popc_registrar *g, popc_status st)
+{
+    /* Keep the reason: the plugin may call more host functions before
+    ** init() returns and overwrite popc_last_error(). */
+    if (g->error == POPC_OK) {
+        g->error = st;
+        snprintf(g->message, sizeof g->message, "%s", popc_last_error());
+    }
+    return st;
+}
+
+static popc_status closed(void)
+{
+    return popc_set_error(POPC_ESTATE, "register_*: only valid inside the "
+                          "plugin's init(), with the registrar it was given");
+}
+
+static popc_status stage_op(popc_registrar *g, const popc_op_def *d)
+{
+    popc_status st;
+
+    if (!g || !g->open)
+        return closed();
+    if ((st = check_op(d, g->path)) != POPC_OK)
+        return refuse(g, st);
+    if (reserve(&g->ops, &g->cap_ops, g->n_ops + 1, sizeof *g->ops))
+        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
+                                        g->path));
+    COPY_DEF(&g->ops[g->n_ops], d);
+    g->ops[g->n_ops].domain = op_domain(d->domain);
+    g->n_ops++;
+    return POPC_OK;
+}
+
+static popc_status stage_optim(popc_registrar *g, const popc_optim_def *d)
+{
+    popc_status st;
+
+    if (!g || !g->open)
+        return closed();
+    if ((st = check_optim(d, g->path)) != POPC_OK)
+        return refuse(g, st);
+    if (reserve(&g->optims, &g->cap_optims, g->n_optims + 1,
+                sizeof *g->optims))
+        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
+                                        g->path));
+    COPY_DEF(&g->optims[g->n_optims], d);
+    g->n_optims++;
+    return POPC_OK;
+}
+
+static popc_status stage_backend(popc_registrar *g, const popc_backend_def *d)
+{
+    popc_status st;
+
+    if (!g || !g->open)
+        return closed();
+    if ((st = check_backend(d, g->path)) != POPC_OK)
+        return refuse(g, st);
+    if (reserve(&g->backends, &g->cap_backends, g->n_backends + 1,
+                sizeof *g->backends))
+        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
+                                        g->path));
+    COPY_DEF(&g->backends[g->n_backends], d);
+    g->n_backends++;
+    return POPC_OK;
+}
+
+static popc_host plugin_host;
+static pthread_once_t plugin_host_once = PTHREAD_ONCE_INIT;
+
+static void make_plugin_host(void)
+{
+    plugin_host = *popci_host();
+    plugin_host.register_op = stage_op;
+    plugin_host.register_optimizer = stage_optim;
+    plugin_host.register_backend = stage_backend;
+}
+
+static void registrar_free(popc_registrar *g)
+{
+    if (!g)
+        return;
+    free(g->ops);
+    free(g->optims);
+    free(g->backends);
+    free(g);
+}
+
+/* ---- registry lifetime --------------------------------------------------- */
+
+popc_status popc_registry_new(popc_registry **out)
+{
+    popc_registry *r;
+    popc_status st;
+
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "popc_registry_new: out is NULL");
+    *out = NULL;
+    if (!(r = calloc(1, sizeof *r)))
+        return popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
+    pthread_mutex_init(&r->lock, NULL);
+    if (!(r->problems = dup_str(""))) {
+        st = popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
+        goto fail;
+    }
+    if ((st = popci_loader_init()) != POPC_OK)
+        goto fail;
+    r->ltdl_ready = 1;
+    *out = r;
+    return POPC_OK;
+fail:
+    popc_registry_free(r);
+    return st;
+}
+
+static void plugin_free(popci_plugin *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->n_ops + p->n_optimizers + p->n_backends; i++)
+        free(p->items[i]);
+    free(p->items);
+    free(p->name);
+    free(p->version);
+    free(p->description);
+    free(p->path);
+    registrar_free(p->registrar);
+    free(p);
+}
+
+void popc_registry_free(popc_registry *r)
+{
+    if (!r)
+        return;
+    /* Entries point into the modules: drop them before unloading. */
+    for (int i = 0; i < r->n_ops; i++)
+        free(r->ops[i]);
+    for (int i = 0; i < r->n_optims; i++)
+        free(r->optims[i]);
+    for (int i = 0; i < r->n_backends; i++)
+        free(r->backends[i]);
+    free(r->ops);
+    free(r->optims);
+    free(r->backends);
+    for (int i = r->n_plugins - 1; i >= 0; i--) {
+        popci_plugin *p = r->plugins[i];
+        if (p->fini)
+            p->fini();
+        popci_loader_close(p->handle);
+        plugin_free(p);
+    }
+    free(r->plugins);
+    free(r->problems);
+    if (r->ltdl_ready)
+        popci_loader_exit();
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+/* ---- problems ------------------------------------------------------------ */
+
+void popci_registry_problem(popc_registry *r)
+{
+    const char *msg = popc_last_error();
+    size_t n = strlen(msg);
+    char *p;
+
+    popc_log(POPC_LOG_WARN, "%s", msg);
+    if (!(p = realloc(r->problems, r->problems_len + n + 2)))
+        return; /* the log line above still tells */
+    memcpy(p + r->problems_len, msg, n);
+    p[r->problems_len + n] = '\n';
+    p[r->problems_len + n + 1] = '\0';
+    r->problems = p;
+    r->problems_len += n + 1;
+}
+
+const char *popc_registry_problems(const popc_registry *r)
+{
+    return r && r->problems ? r->problems : "";
+}
+
+/* ---- commit -------------------------------------------------------------- */
+
+static int find_op_exact(const popc_registry *r, const char *domain,
+                         const char *name, int version)
+{
+    for (int i = 0; i < r->n_ops; i++) {
+        const popc_op_def *d = &r->ops[i]->def;
+        if (d->since_version == version && strcmp(d->name, name) == 0 &&
+            strcmp(d->domain, domain) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Who registered an entry; plugin == r->n_plugins is the plugin being
+** committed (not linked into r->plugins yet), whose path is pending. */
+static const char *owner_name(const popc_registry *r, int plugin,
+                              const char *pending)
+{
+    if (plugin < 0)
+        return "popc_registry_add_op";
+    return plugin < r->n_plugins ? r->plugins[plugin]->path : pending;
+}
+
+static int find_optim_index(const popc_registry *r, const char *name)
+{
+    for (int i = 0; i < r->n_optims; i++)
+        if (strcmp(r->optims[i]->def.name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int find_backend_index(const popc_registry *r, const char *name)
+{
+    for (int i = 0; i < r->n_backends; i++)
+        if (strcmp(r->backends[i]->def.name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Records a skipped duplicate; keeps the first such message in first. */
+static void duplicate(popc_registry *r, popc_status *st, char *first,
+                      size_t size)
+{
+    popci_registry_problem(r);
+    if (*st == POPC_OK) {
+        *st = POPC_EEXIST;
+        snprintf(first, size, "%s", popc_last_error());
+    }
+}
+
+/* Links the staged definitions of g into r as plugin number idx. Every
+** allocation happens before anything is linked, so on POPC_ENOMEM the
+** registry is unchanged. */
+static popc_status commit(popc_registry *r, popc_registrar *g,
+                          popci_plugin *p, int idx, char *first,
+                          size_t first_size)
+{
+    int total = g->n_ops + g->n_optims + g->n_backends;
+    void **entries = NULL;
+    int n_entries = 0;
+    popc_status st = POPC_OK;
+
+    if (reserve(&r->ops, &r->cap_ops, r->n_ops + g->n_ops, sizeof *r->ops) ||
+        reserve(&r->optims, &r->cap_optims, r->n_optims + g->n_optims,
+                sizeof *r->optims) ||
+        reserve(&r->backends, &r->cap_backends,
+                r->n_backends + g->n_backends, sizeof *r->backends) ||
+        reserve(&r->plugins, &r->cap_plugins, r->n_plugins + 1,
+                sizeof *r->plugins))
+        goto nomem;
+    if (!(p->items = calloc((size_t)total + 1, sizeof *p->items)) ||
+        !(entries = calloc((size_t)total + 1, sizeof *entries)))
+        goto nomem;
+    for (int i = 0; i < g->n_ops; i++)
+        if (!(entries[n_entries++] = malloc(sizeof(popci_op_entry))))
+            goto nomem;
+    for (int i = 0; i < g->n_optims; i++)
+        if (!(entries[n_entries++] = malloc(sizeof(popci_optim_entry))))
+            goto nomem;
+    for (int i = 0; i < g->n_backends; i++)
+        if (!(entries[n_entries++] = malloc(sizeof(popci_backend_entry))))
+            goto nomem;
+
+    /* Nothing below fails except item names (then the item is "?"). */
+    n_entries = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        popci_op_entry *e = entries[n_entries];
+        const popc_op_def *d = &g->ops[i];
+        int have = find_op_exact(r, d->domain, d->name, d->since_version);
+
+        entries[n_entries++] = NULL;
+        if (have >= 0) {
+            popc_set_error(POPC_EEXIST, "%s: op %s::%s@%d is already "
+                           "registered by %s; keeping the first", g->path,
+                           d->domain, d->name, d->since_version,
+                           owner_name(r, r->ops[have]->plugin, g->path));
+            duplicate(r, &st, first, first_size);
+            free(e);
+            continue;
+        }
+        e->def = *d;
+        e->plugin = idx;
+        r->ops[r->n_ops++] = e;
+        p->items[p->n_ops++] = format_item("%s::%s@%d", d->domain, d->name,
+                                           d->since_version);
+    }
+    for (int i = 0; i < g->n_optims; i++) {
+        popci_optim_entry *e = entries[n_entries];
+        const popc_optim_def *d = &g->optims[i];
+        int have = find_optim_index(r, d->name);
+
+        entries[n_entries++] = NULL;
+        if (have >= 0) {
+            popc_set_error(POPC_EEXIST, "%s: optimizer '%s' is already "
+                           "registered by %s; keeping the first", g->path,
+                           d->name,
+                           owner_name(r, r->optims[have]->plugin, g->path));
+            duplicate(r, &st, first, first_size);
+            free(e);
+            continue;
+        }
+        e->def = *d;
+        e->plugin = idx;
+        r->optims[r->n_optims++] = e;
+        p->items[p->n_ops + p->n_optimizers++] =
+            format_item("optim:%s", d->name);
+    }
+    for (int i = 0; i < g->n_backends; i++) {
+        popci_backend_entry *e = entries[n_entries];
+        const popc_backend_def *d = &g->backends[i];
+        int have = find_backend_index(r, d->name);
+        int k = p->n_ops + p->n_optimizers + p->n_backends;
+
+        entries[n_entries++] = NULL;
+        if (have >= 0) {
+            popc_set_error(POPC_EEXIST, "%s: backend '%s' is already "
+                           "registered by %s; keeping the first", g->path,
+                           d->name,
+                           owner_name(r, r->backends[have]->plugin, g->path));
+            duplicate(r, &st, first, first_size);
+            free(e);
+            continue;
+        }
+        e->def = *d;
+        e->plugin = idx;
+        r->backends[r->n_backends++] = e;
+        p->items[k] = format_item("backend:%s", d->name);
+        p->n_backends++;
+    }
+    for (int i = 0; i < p->n_ops + p->n_optimizers + p->n_backends; i++)
+        if (!p->items[i])
+            p->items[i] = dup_str("?");
+    r->plugins[r->n_plugins++] = p;
+    free(entries);
+    return st;
+nomem:
+    for (int i = 0; entries && i < n_entries; i++)
+        free(entries[i]);
+    free(entries);
+    return popc_set_error(POPC_ENOMEM, "%s: out of memory while "
+                          "registering", g->path);
+}
+
+popc_status popci_registry_attach(popc_registry *r,
+                                  const popc_plugin_info *info,
+                                  const char *path, void *handle)
+{
+    popc_registrar *g = NULL;
+    popci_plugin *p = NULL;
+    char first[2048];
+    popc_status st;
+
+    for (int i = 0; i < r->n_plugins; i++)
+        if (strcmp(r->plugins[i]->name, info->name) == 0) {
+            st = popc_set_error(POPC_EEXIST, "%s: plugin '%s' is already "
+                                "loaded from %s; keeping the first", path,
+                                info->name, r->plugins[i]->path);
+            popci_registry_problem(r);
+            return st;
+        }
+    pthread_once(&plugin_host_once, make_plugin_host);
+    if (!(p = calloc(1, sizeof *p)) || !(g = calloc(1, sizeof *g)) ||
+        !(p->name = dup_str(info->name)) ||
+        !(p->version = dup_str(info->version)) ||
+        !(p->description = dup_str(info->description)) ||
+        !(p->path = dup_str(path))) {
+        st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    g->plugin = p->name;
+    g->path = p->path;
+    g->open = 1;
+    st = info->init(&plugin_host, g);
+    g->open = 0;
+    if (st != POPC_OK) {
+        st = popc_set_error(POPC_EPLUGIN, "%s: plugin '%s' init failed (%s): "
+                            "%s", path, info->name, popc_status_name(st),
+                            popc_last_error());
+        goto fail;
+    }
+    if (g->error != POPC_OK) {
+        st = popc_set_error(POPC_EPLUGIN, "%s: plugin '%s' refused: %s", path,
+                            info->name, g->message);
+        goto fail;
+    }
+    p->handle = handle;
+    if (POPC_HAS_FIELD(popc_plugin_info, info->size, fini))
+        p->fini = info->fini;
+    first[0] = '\0';
+    st = commit(r, g, p, r->n_plugins, first, sizeof first);
+    if (st == POPC_ENOMEM) {
+        p->handle = NULL;
+        if (p->fini)
+            p->fini();
+        goto fail;
+    }
+    /* The staged copies were moved; keep the closed registrar so a plugin
+    ** that kept its pointer gets POPC_ESTATE, not a dangling read. */
+    free(g->ops);
+    free(g->optims);
+    free(g->backends);
+    g->ops = NULL;
+    g->optims = NULL;
+    g->backends = NULL;
+    g->n_ops = g->n_optims = g->n_backends = 0;
+    p->registrar = g;
+    if (st != POPC_OK)
+        popc_set_error(st, "%s", first);
+    return st;
+fail:
+    popci_registry_problem(r);
+    registrar_free(g);
+    plugin_free(p);
+    return st;
+}
+
+int popci_registry_has_handle(const popc_registry *r, void *handle)
+{
+    for (int i = 0; i < r->n_plugins; i++)
+        if (r->plugins[i]->handle == handle)
+            return 1;
+    return 0;
+}
+
+popc_status popc_registry_add_op(popc_registry *r, const popc_op_def *def)
+{
+    popci_op_entry *e;
+    popc_status st;
+    int have;
+
+    if (!r)
+        return popc_set_error(POPC_EINVAL, "popc_registry_add_op: registry "
+                              "is NULL");
+    if ((st = check_op(def, "popc_registry_add_op")) != POPC_OK)
+        return st;
+    pthread_mutex_lock(&r->lock);
+    have = find_op_exact(r, op_domain(def->domain), def->name,
+                         def->since_version);
+    if (have >= 0) {
+        st = popc_set_error(POPC_EEXIST, "popc_registry_add_op: op %s::%s@%d "
+                            "is already registered by %s",
+                            op_domain(def->domain), def->name,
+                            def->since_version,
+                            owner_name(r, r->ops[have]->plugin, NULL));
+        goto out;
+    }
+    if (reserve(&r->ops, &r->cap_ops, r->n_ops + 1, sizeof *r->ops) ||
+        !(e = malloc(sizeof *e))) {
+        st = popc_set_error(POPC_ENOMEM, "popc_registry_add_op: out of "
+                            "memory");
+        goto out;
+    }
+    COPY_DEF(&e->def, def);
+    e->def.domain = op_domain(def->domain);
+    e->plugin = -1;
+    r->ops[r->n_ops++] = e;
+out:
+    pthread_mutex_unlock(&r->lock);
+    return st;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+const popc_op_def *popc_registry_find_op(const popc_registry *r,
+                                         const char *domain, const char *name,
+                                         int version)
+{
+    const popc_op_def *best = NULL;
+
+    if (!r || !name)
+        return NULL;
+    domain = op_domain(domain);
+    for (int i = 0; i < r->n_ops; i++) {
+        const popc_op_def *d = &r->ops[i]->def;
+        if (strcmp(d->name, name) != 0 || strcmp(d->domain, domain) != 0)
+            continue;
+        if (version > 0 && d->since_version > version)
+            continue;
+        if (!best || d->since_version > best->since_version)
+            best = d;
+    }
+    return best;
+}
+
+const popc_optim_def *popc_registry_find_optimizer(const popc_registry *r,
+                                                   const char *name)
+{
+    for (int i = 0; r && name && i < r->n_optims; i++)
+        if (strcmp(r->optims[i]->def.name, name) == 0)
+            return &r->optims[i]->def;
+    return NULL;
+}
+
+const popc_backend_def *popc_registry_find_backend(const popc_registry *r,
+                                                   const char *name)
+{
+    for (int i = 0; r && name && i < r->n_backends; i++)
+        if (strcmp(r->backends[i]->def.name, name) == 0)
+            return &r->backends[i]->def;
+    return NULL;
+}
+
+const popc_host *popc_registry_host(void)
+{
+    return popci_host();
+}
+
+int popc_registry_op_count(const popc_registry *r)
+{
+    return r ? r->n_ops : 0;
+}
+
+const popc_op_def *popc_registry_op_at(const popc_registry *r, int i)
+{
+    return r && i >= 0 && i < r->n_ops ? &r->ops[i]->def : NULL;
+}
+
+int popc_registry_plugin_count(const popc_registry *r)
+{
+    return r ? r->n_plugins : 0;
+}
+
+popc_plugin_record popc_registry_plugin_at(const popc_registry *r, int i)
+{
+    popc_plugin_record rec;
+
+    memset(&rec, 0, sizeof rec);
+    if (!r || i < 0 || i >= r->n_plugins)
+        return rec;
+    rec.name = r->plugins[i]->name;
+    rec.version = r->plugins[i]->version;
+    rec.description = r->plugins[i]->description;
+    rec.path = r->plugins[i]->path;
+    rec.n_ops = r->plugins[i]->n_ops;
+    rec.n_optimizers = r->plugins[i]->n_optimizers;
+    rec.n_backends = r->plugins[i]->n_backends;
+    return rec;
+}
+
+const char *popc_registry_plugin_item(const popc_registry *r, int i, int j)
+{
+    const popci_plugin *p;
+
+    if (!r || i < 0 || i >= r->n_plugins)
+        return NULL;
+    p = r->plugins[i];
+    if (j < 0 || j >= p->n_ops + p->n_optimizers + p->n_backends)
+        return NULL;
+    return p->items[j];
+}
+
+/* ---- the process-wide registry ------------------------------------------- */
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static popc_registry *global_registry;
+static popc_status global_status;
+static char global_error[512];
+
+static void load_global(void)
+{
+    popc_status st = popc_registry_new(&global_registry);
+
+    if (st != POPC_OK) {
+        global_status = st;
+        snprintf(global_error, sizeof global_error, "%s", popc_last_error());
+        return;
+    }
+    /* Problems with single plugins are logged and kept, never fatal. */
+    (void)!popc_registry_load_default(global_registry);
+}
+
+popc_status popc_registry_global(popc_registry **out)
+{
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "popc_registry_global: out is "
+                              "NULL");
+    pthread_once(&global_once, load_global);
+    *out = global_registry;
+    if (global_status != POPC_OK)
+        return popc_set_error(global_status, "%s", global_error);
+    return POPC_OK;
+}

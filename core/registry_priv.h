@@ -1,0 +1,89 @@
+/* registry_priv.h - what registry.c (tables, staging, lookups) and loader.c
+** (libltdl, scanning, ABI checks) share.
+**
+** Locking: a registry's own mutex serialises loading into it; loader.c's
+** process-wide mutex serialises every lt_* call. Code that needs both takes
+** the registry's first.
+*/
+#ifndef POPC_REGISTRY_PRIV_H
+#define POPC_REGISTRY_PRIV_H
+
+#include <pthread.h>
+
+#include "popc/registry.h"
+
+/* One loaded plugin module. Strings are owned copies; handle is an
+** lt_dlhandle closed by popci_loader_close(). */
+typedef struct popci_plugin {
+    char *name, *version, *description, *path;
+    void *handle;
+    void (*fini)(void);
+    int n_ops, n_optimizers, n_backends;
+    char **items;             /* n_ops + n_optimizers + n_backends names */
+    popc_registrar *registrar;/* closed after init(); kept so a late
+                              ** register_* call gets POPC_ESTATE */
+} popci_plugin;
+
+typedef struct popci_op_entry {
+    popc_op_def def;          /* copied at the core's size */
+    int plugin;               /* index into plugins, -1: popc_registry_add_op */
+} popci_op_entry;
+
+typedef struct popci_optim_entry {
+    popc_optim_def def;
+    int plugin;
+} popci_optim_entry;
+
+typedef struct popci_backend_entry {
+    popc_backend_def def;
+    int plugin;
+} popci_backend_entry;
+
+struct popc_registry {
+    pthread_mutex_t lock;
+    int ltdl_ready;           /* this registry holds one lt_dlinit */
+    /* Entries are allocated one by one so the pointers that lookups hand
+    ** out stay valid while the arrays grow. */
+    popci_op_entry **ops;
+    int n_ops, cap_ops;
+    popci_optim_entry **optims;
+    int n_optims, cap_optims;
+    popci_backend_entry **backends;
+    int n_backends, cap_backends;
+    popci_plugin **plugins;
+    int n_plugins, cap_plugins;
+    char *problems;           /* "" or lines ending in '\n' */
+    size_t problems_len;
+};
+
+/* ---- registry.c ----------------------------------------------------------- */
+
+/* Runs info->init with a staging registrar and commits what it registered
+** if it returns POPC_OK. On success the registry owns handle (closed by
+** popc_registry_free). On failure nothing is registered and the caller
+** closes handle. path names the module file in messages. Duplicates are
+** skipped and reported as POPC_EEXIST after committing the rest. */
+popc_status popci_registry_attach(popc_registry *r,
+                                  const popc_plugin_info *info,
+                                  const char *path, void *handle);
+
+/* Whether handle already belongs to one of r's plugins. */
+int popci_registry_has_handle(const popc_registry *r, void *handle);
+
+/* Appends popc_last_error() to the problems list and logs it at WARN. */
+void popci_registry_problem(popc_registry *r);
+
+/* ---- loader.c ------------------------------------------------------------- */
+
+/* lt_dlinit / lt_dlexit, reference counted by libltdl, under the lock. */
+popc_status popci_loader_init(void);
+void popci_loader_exit(void);
+
+/* lt_dlclose under the lock; NULL-safe. */
+void popci_loader_close(void *handle);
+
+/* Loads the modules the program linked in with libtool -dlopen (static
+** builds); a no-op when there are none. Returns the first plugin error. */
+popc_status popci_loader_load_preloaded(popc_registry *r);
+
+#endif /* POPC_REGISTRY_PRIV_H */

@@ -1,0 +1,552 @@
+/* run_model.c - [model] and its [layer NAME] sections: validation at load
+** time and the graph built with the layers.h builders.
+**
+** [model] layers lists the layers in order. A name refers to its
+** [layer NAME] section; a layer type that takes no settings (relu,
+** flatten, ...) may be listed by type without a section. Every section
+** must be listed, and a layer with weights only once (its weights are
+** named after it: fc1.weight).
+*/
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "popc/layers.h"
+#include "popc/registry.h"
+#include "popc/run.h"
+#include "core/run_priv.h"
+
+static const char *const model_keys[] = {"input", "classes", "loss",
+                                         "layers", "seed", NULL};
+
+static const char *const k_linear[] = {"type", "out_features", "bias", NULL};
+static const char *const k_conv[] = {"type",    "out_channels", "kernel",
+                                     "stride",  "padding",      "dilation",
+                                     "groups",  "bias",         NULL};
+static const char *const k_pool[] = {"type", "kernel", "stride", "padding",
+                                     NULL};
+static const char *const k_bn[] = {"type", "eps", "momentum", NULL};
+static const char *const k_ln[] = {"type", "eps", NULL};
+static const char *const k_drop[] = {"type", "p", NULL};
+static const char *const k_softmax[] = {"type", "dim", NULL};
+static const char *const k_leaky[] = {"type", "negative_slope", NULL};
+static const char *const k_none[] = {"type", NULL};
+
+typedef struct layer_type {
+    const char *name;
+    run_layer_kind kind;
+    const char *op;              /* RUN_ACTIVATION */
+    const char *const *keys;
+    int weights;                 /* has parameters: listed once */
+} layer_type;
+
+static const layer_type types[] = {
+    {"linear", RUN_LINEAR, NULL, k_linear, 1},
+    {"conv2d", RUN_CONV2D, NULL, k_conv, 1},
+    {"maxpool2d", RUN_MAXPOOL2D, NULL, k_pool, 0},
+    {"avgpool2d", RUN_AVGPOOL2D, NULL, k_pool, 0},
+    {"global_avgpool", RUN_GLOBAL_AVGPOOL, NULL, k_none, 0},
+    {"batchnorm2d", RUN_BATCHNORM2D, NULL, k_bn, 1},
+    {"layernorm", RUN_LAYERNORM, NULL, k_ln, 1},
+    {"flatten", RUN_FLATTEN, NULL, k_none, 0},
+    {"dropout", RUN_DROPOUT, NULL, k_drop, 0},
+    {"softmax", RUN_SOFTMAX, NULL, k_softmax, 0},
+    {"log_softmax", RUN_LOG_SOFTMAX, NULL, k_softmax, 0},
+    {"relu", RUN_ACTIVATION, "Relu", k_none, 0},
+    {"gelu", RUN_ACTIVATION, "Gelu", k_none, 0},
+    {"sigmoid", RUN_ACTIVATION, "Sigmoid", k_none, 0},
+    {"tanh", RUN_ACTIVATION, "Tanh", k_none, 0},
+    {"leaky_relu", RUN_ACTIVATION, "LeakyRelu", k_leaky, 0},
+};
+#define N_TYPES ((int)(sizeof types / sizeof types[0]))
+
+static const layer_type *find_type(const char *name)
+{
+    for (int i = 0; i < N_TYPES; i++)
+        if (strcmp(types[i].name, name) == 0)
+            return &types[i];
+    return NULL;
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+typedef struct lctx {
+    popc_run *r;
+    const char *section;
+} lctx;
+
+static popc_status lint(lctx *c, const char *key, int64_t def, int64_t min,
+                        int64_t max, int64_t *out)
+{
+    return popci_config_get_int(popci_run_src(c->r, c->section, key),
+                                c->section, key, def, min, max, out);
+}
+
+static popc_status lfloat(lctx *c, const char *key, double def, double min,
+                          double max, double *out)
+{
+    return popci_config_get_float(popci_run_src(c->r, c->section, key),
+                                  c->section, key, def, min, max, out);
+}
+
+static popc_status lrequire(lctx *c, const char *key)
+{
+    return popci_config_require(popci_run_src(c->r, c->section, key),
+                                c->section, key);
+}
+
+static popc_status parse_settings(lctx *c, popci_run_layer *L)
+{
+    popc_status st = POPC_OK;
+
+    L->stride = 1;
+    L->dilation = 1;
+    L->groups = 1;
+    L->bias = 1;
+    L->eps = 1e-5;
+    L->momentum = 0.1;
+    L->p = 0.5;
+    L->axis = -1;
+    L->alpha = 0.01;
+    if (!L->has_section)
+        return POPC_OK;
+    switch (L->kind) {
+    case RUN_LINEAR:
+        if ((st = lrequire(c, "out_features")) ||
+            (st = lint(c, "out_features", 0, 1, 1 << 30, &L->out)) ||
+            (st = popci_config_get_bool(popci_run_src(c->r, c->section,
+                                                      "bias"),
+                                        c->section, "bias", 1, &L->bias)))
+            return st;
+        break;
+    case RUN_CONV2D:
+        if ((st = lrequire(c, "out_channels")) ||
+            (st = lint(c, "out_channels", 0, 1, 1 << 24, &L->out)) ||
+            (st = lrequire(c, "kernel")) ||
+            (st = lint(c, "kernel", 0, 1, 1 << 16, &L->kernel)) ||
+            (st = lint(c, "stride", 1, 1, 1 << 16, &L->stride)) ||
+            (st = lint(c, "padding", 0, 0, 1 << 16, &L->padding)) ||
+            (st = lint(c, "dilation", 1, 1, 1 << 16, &L->dilation)) ||
+            (st = lint(c, "groups", 1, 1, 1 << 24, &L->groups)) ||
+            (st = popci_config_get_bool(popci_run_src(c->r, c->section,
+                                                      "bias"),
+                                        c->section, "bias", 1, &L->bias)))
+            return st;
+        break;
+    case RUN_MAXPOOL2D:
+    case RUN_AVGPOOL2D:
+        if ((st = lrequire(c, "kernel")) ||
+            (st = lint(c, "kernel", 0, 1, 1 << 16, &L->kernel)) ||
+            (st = lint(c, "stride", 0, 1, 1 << 16, &L->stride)) ||
+            (st = lint(c, "padding", 0, 0, 1 << 16, &L->padding)))
+            return st;
+        if (!popci_run_has(c->r, c->section, "stride"))
+            L->stride = 0;
+        break;
+    case RUN_BATCHNORM2D:
+        if ((st = lfloat(c, "eps", 1e-5, 1e-30, 1.0, &L->eps)) ||
+            (st = lfloat(c, "momentum", 0.1, 0.0, 1.0, &L->momentum)))
+            return st;
+        break;
+    case RUN_LAYERNORM:
+        st = lfloat(c, "eps", 1e-5, 1e-30, 1.0, &L->eps);
+        break;
+    case RUN_DROPOUT:
+        st = lfloat(c, "p", 0.5, 0.0, 0.999999, &L->p);
+        break;
+    case RUN_SOFTMAX:
+    case RUN_LOG_SOFTMAX:
+        st = lint(c, "dim", -1, -POPC_MAX_RANK, POPC_MAX_RANK - 1, &L->axis);
+        break;
+    case RUN_ACTIVATION:
+        if (strcmp(L->op, "LeakyRelu") == 0)
+            st = lfloat(c, "negative_slope", 0.01, -1e6, 1e6, &L->alpha);
+        break;
+    default:
+        break;
+    }
+    return st;
+}
+
+static popc_status parse_layer(popc_run *r, const char *name,
+                               popci_run_layer *L, const layer_type **tp)
+{
+    char section[300], where[700];
+    const char *tname = NULL;
+    const layer_type *t;
+    lctx c = {r, section};
+    popc_status st;
+
+    memset(L, 0, sizeof *L);
+    if (!(L->name = strdup(name)))
+        return popc_set_error(POPC_ENOMEM, "out of memory");
+    snprintf(section, sizeof section, "layer %s", name);
+    L->has_section = popci_config_has_section(r->file, section);
+    for (int i = 0; i < r->n_sets; i++)
+        L->has_section |= strcasecmp(r->sets[i].section, section) == 0;
+    if (!L->has_section) {
+        t = find_type(name);
+        if (!t || t->keys != k_none) {
+            char types_list[512] = "";
+
+            for (int i = 0; i < N_TYPES; i++)
+                if (types[i].keys == k_none) {
+                    strcat(types_list, i ? ", " : "");
+                    strcat(types_list, types[i].name);
+                }
+            return popc_set_error(
+                POPC_ECONFIG,
+                "%s: layer '%s' has no [layer %s] section; add one with "
+                "type = ..., or list a layer type that needs no settings "
+                "(%s)",
+                popci_run_where(r, "model", "layers", where, sizeof where),
+                name, name, types_list + (types_list[0] == ',' ? 2 : 0));
+        }
+        L->kind = t->kind;
+        L->type = t->name;
+        L->op = t->op;
+        *tp = t;
+        return parse_settings(&c, L);
+    }
+    if ((st = lrequire(&c, "type")) != POPC_OK)
+        return st;
+    if ((st = popci_config_get_string(popci_run_src(r, section, "type"),
+                                      section, "type", NULL, &tname)))
+        return st;
+    if (!(t = find_type(tname))) {
+        const char *names[N_TYPES + 1];
+        const char *close;
+        char list[512] = "";
+
+        for (int i = 0; i < N_TYPES; i++) {
+            names[i] = types[i].name;
+            if (i)
+                strcat(list, ", ");
+            strcat(list, types[i].name);
+        }
+        names[N_TYPES] = NULL;
+        close = popci_closest_name(tname, names, N_TYPES);
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: unknown layer type '%s'%s%s%s (valid "
+                              "types: %s)",
+                              popci_run_where(r, section, "type", where,
+                                              sizeof where),
+                              tname, close ? "; did you mean '" : "",
+                              close ? close : "", close ? "'?" : "", list);
+    }
+    if ((st = popci_run_check_keys(r, section, t->keys)) != POPC_OK)
+        return st;
+    L->kind = t->kind;
+    L->type = t->name;
+    L->op = t->op;
+    *tp = t;
+    return parse_settings(&c, L);
+}
+
+/* Split "a, b c" into names (malloc'd array of malloc'd strings). */
+static popc_status split_names(const char *text, char ***names, int *n)
+{
+    const char *p = text;
+    int cap = 0;
+
+    *names = NULL;
+    *n = 0;
+    while (*p) {
+        const char *start;
+        char **grown;
+
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        start = p;
+        while (*p && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            if (!(grown = realloc(*names, (size_t)cap * sizeof *grown)))
+                return popc_set_error(POPC_ENOMEM, "out of memory");
+            *names = grown;
+        }
+        if (!((*names)[*n] = strndup(start, (size_t)(p - start))))
+            return popc_set_error(POPC_ENOMEM, "out of memory");
+        (*n)++;
+    }
+    return POPC_OK;
+}
+
+/* Every [layer NAME] section, in the file or an override, is listed. */
+static popc_status check_unlisted(popc_run *r)
+{
+    char where[700];
+
+    for (int pass = 0; pass <= r->n_sets; pass++) {
+        const popci_config *src = pass ? r->sets[pass - 1].cfg : r->file;
+
+        for (int i = 0; i < popci_config_n_sections(src); i++) {
+            const char *s = popci_config_section(src, i);
+            int listed = 0;
+
+            if (strncasecmp(s, "layer ", 6) != 0)
+                continue;
+            for (int k = 0; k < r->n_layers; k++)
+                listed |= r->layers[k].has_section &&
+                          strcmp(r->layers[k].name, s + 6) == 0;
+            if (listed)
+                continue;
+            snprintf(where, sizeof where, "%s:%d", popci_config_path(src),
+                     popci_config_section_line(src, s));
+            return popc_set_error(POPC_ECONFIG,
+                                  "%s: [%s] is not used: add '%s' to [model] "
+                                  "layers or remove the section",
+                                  where, s, s + 6);
+        }
+    }
+    return POPC_OK;
+}
+
+popc_status popci_run_parse_model(popc_run *r)
+{
+    static const char *const losses[] = {"cross_entropy", "nll", NULL};
+    const char *text = NULL;
+    char **names = NULL, where[700];
+    int n = 0;
+    int64_t seed = 0;
+    popc_status st;
+
+#define SRC(k) popci_run_src(r, "model", k)
+    if ((st = popci_run_check_keys(r, "model", model_keys)) ||
+        (st = popci_config_require(SRC("input"), "model", "input")) ||
+        (st = popci_config_get_int_list(SRC("input"), "model", "input", 1,
+                                        1 << 30, r->input, POPC_MAX_RANK - 1,
+                                        &r->input_rank)) ||
+        (st = popci_config_require(SRC("classes"), "model", "classes")) ||
+        (st = popci_config_get_int(SRC("classes"), "model", "classes", 0, 2,
+                                   1 << 24, &r->classes)) ||
+        (st = popci_config_get_enum(SRC("loss"), "model", "loss", losses, 0,
+                                    &r->loss)) ||
+        (st = popci_config_get_int(SRC("seed"), "model", "seed", 0, 0,
+                                   INT64_MAX, &seed)) ||
+        (st = popci_config_require(SRC("layers"), "model", "layers")) ||
+        (st = popci_config_get_string(SRC("layers"), "model", "layers", NULL,
+                                      &text)))
+        return st;
+#undef SRC
+    r->model_seed = (uint64_t)seed;
+    if (r->input_rank == 0)
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: give the shape of one sample, e.g. "
+                              "input = 784 or input = 1, 28, 28",
+                              popci_run_where(r, "model", "input", where,
+                                              sizeof where));
+    if ((st = split_names(text, &names, &n)) != POPC_OK)
+        goto done;
+    if (n == 0) {
+        st = popc_set_error(POPC_ECONFIG, "%s: no layers listed",
+                            popci_run_where(r, "model", "layers", where,
+                                            sizeof where));
+        goto done;
+    }
+    if (!(r->layers = calloc((size_t)n, sizeof *r->layers))) {
+        st = popc_set_error(POPC_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const layer_type *t = NULL;
+
+        st = parse_layer(r, names[i], &r->layers[i], &t);
+        r->n_layers++;
+        if (st != POPC_OK)
+            goto done;
+        for (int k = 0; k < i && t->weights; k++)
+            if (strcmp(names[k], names[i]) == 0) {
+                st = popc_set_error(
+                    POPC_ECONFIG,
+                    "%s: layer '%s' is listed twice; a %s layer has its own "
+                    "weights, so give each use its own section",
+                    popci_run_where(r, "model", "layers", where,
+                                    sizeof where),
+                    names[i], t->name);
+                goto done;
+            }
+    }
+    st = check_unlisted(r);
+done:
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return st;
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+static const char *shape_str(popc_view v, char *buf, size_t size)
+{
+    size_t off = (size_t)snprintf(buf, size, "[");
+
+    for (int i = 0; i < v.rank && off < size; i++)
+        off += (size_t)snprintf(buf + off, size - off, "%s%lld",
+                                i ? ", " : "", (long long)v.dims[i]);
+    if (off < size)
+        snprintf(buf + off, size - off, "]");
+    return buf;
+}
+
+static const char *layer_where(const popc_run *r, const popci_run_layer *L,
+                               char *buf, size_t size)
+{
+    char section[300];
+
+    if (!L->has_section) {
+        char w[600];
+
+        snprintf(buf, size, "%s (%s)",
+                 popci_run_where(r, "model", "layers", w, sizeof w),
+                 L->name);
+        return buf;
+    }
+    snprintf(section, sizeof section, "layer %s", L->name);
+    return popci_run_where(r, section, "type", buf, size);
+}
+
+static popc_status add_layer(const popc_run *r, popc_graph *g,
+                             popc_layers *B, const popci_run_layer *L, int x,
+                             int *y)
+{
+    popc_view v = popc_graph_value_info(g, x);
+    char where[700], shape[128];
+    popc_status st;
+
+    if ((L->kind == RUN_CONV2D || L->kind == RUN_MAXPOOL2D ||
+         L->kind == RUN_AVGPOOL2D || L->kind == RUN_GLOBAL_AVGPOOL ||
+         L->kind == RUN_BATCHNORM2D) &&
+        v.rank != 4)
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: a %s layer needs [batch, channels, "
+                              "height, width] input but gets %s; give "
+                              "[model] input as channels, height, width "
+                              "(e.g. 1, 28, 28) and keep flatten after the "
+                              "convolutions",
+                              layer_where(r, L, where, sizeof where),
+                              L->type, shape_str(v, shape, sizeof shape));
+    switch (L->kind) {
+    case RUN_LINEAR:
+        st = popc_nn_linear(B, L->name, x, v.dims[v.rank - 1], L->out,
+                            L->bias, y);
+        break;
+    case RUN_CONV2D:
+        st = popc_nn_conv2d(B, L->name, x, v.dims[1], L->out, L->kernel,
+                            L->stride, L->padding, L->dilation, L->groups,
+                            L->bias, y);
+        break;
+    case RUN_MAXPOOL2D:
+        st = popc_nn_maxpool2d(B, x, L->kernel, L->stride, L->padding, y);
+        break;
+    case RUN_AVGPOOL2D:
+        st = popc_nn_avgpool2d(B, x, L->kernel, L->stride, L->padding, y);
+        break;
+    case RUN_GLOBAL_AVGPOOL:
+        st = popc_nn_global_avgpool(B, x, y);
+        break;
+    case RUN_BATCHNORM2D:
+        st = popc_nn_batchnorm2d(B, L->name, x, v.dims[1], L->eps,
+                                 L->momentum, y);
+        break;
+    case RUN_LAYERNORM:
+        st = popc_nn_layernorm(B, L->name, x, v.dims[v.rank - 1], L->eps, y);
+        break;
+    case RUN_FLATTEN:
+        st = popc_nn_flatten(B, x, 1, y);
+        break;
+    case RUN_DROPOUT:
+        st = popc_nn_dropout(B, x, L->p, y);
+        break;
+    case RUN_SOFTMAX:
+    case RUN_LOG_SOFTMAX:
+        st = popc_nn_softmax(B, x, L->axis, L->kind == RUN_LOG_SOFTMAX, y);
+        break;
+    default:
+        st = popc_nn_activation(B, L->op, x, L->alpha, y);
+        break;
+    }
+    if (st != POPC_OK)
+        return popc_set_error(POPC_ECONFIG, "%s: input %s: %s",
+                              layer_where(r, L, where, sizeof where),
+                              shape_str(v, shape, sizeof shape),
+                              popc_last_error());
+    return POPC_OK;
+}
+
+popc_status popc_run_build_graph(const popc_run *r, int training,
+                                 int64_t batch_size, popc_graph **out)
+{
+    popc_graph *g = NULL;
+    popc_layers *B = NULL;
+    popc_registry *reg = NULL;
+    int64_t dims[POPC_MAX_RANK];
+    int x, labels, v, loss;
+    popc_view info;
+    char where[700], shape[128];
+    popc_status st;
+
+    *out = NULL;
+    if (batch_size < 1)
+        return popc_set_error(POPC_EINVAL, "popc_run_build_graph: "
+                                           "batch_size must be >= 1");
+    /* shapes are inferred as layers are added: the ops must be loaded */
+    if ((st = popc_registry_global(&reg)) != POPC_OK)
+        return st;
+    dims[0] = batch_size;
+    memcpy(dims + 1, r->input, (size_t)r->input_rank * sizeof *dims);
+    if ((st = popc_graph_new(r->name, &g)) ||
+        (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, dims,
+                                   r->input_rank + 1, &x)) ||
+        (st = popc_layers_new(g, r->model_seed, &B)))
+        goto fail;
+    v = x;
+    for (int i = 0; i < r->n_layers; i++)
+        if ((st = add_layer(r, g, B, &r->layers[i], v, &v)) != POPC_OK)
+            goto fail;
+    info = popc_graph_value_info(g, v);
+    if (info.rank != 2 || info.dims[0] != batch_size ||
+        info.dims[1] != r->classes) {
+        st = popc_set_error(POPC_ECONFIG,
+                            "%s: the last layer gives %s but %lld classes "
+                            "need [%lld, %lld]: make the last layer produce "
+                            "%lld features (and flatten before it)",
+                            popci_run_where(r, "model", "classes", where,
+                                            sizeof where),
+                            shape_str(info, shape, sizeof shape),
+                            (long long)r->classes, (long long)batch_size,
+                            (long long)r->classes, (long long)r->classes);
+        goto fail;
+    }
+    if (training) {
+        if ((st = popc_graph_add_input(g, "labels", POPC_DTYPE_I32, dims, 1,
+                                       &labels)))
+            goto fail;
+        st = r->loss == 1
+                 ? popc_nn_nll_loss(B, v, labels, "mean", &loss)
+                 : popc_nn_cross_entropy(B, v, labels, "mean", &loss);
+        if (st != POPC_OK) {
+            st = popc_set_error(POPC_ECONFIG, "%s: %s",
+                                popci_run_where(r, "model", "loss", where,
+                                                sizeof where),
+                                popc_last_error());
+            goto fail;
+        }
+        v = loss;
+    }
+    if ((st = popc_graph_add_output(g, v)) != POPC_OK)
+        goto fail;
+    popc_layers_free(B);
+    *out = g;
+    return POPC_OK;
+fail:
+    popc_layers_free(B);
+    popc_graph_free(g);
+    return st;
+}

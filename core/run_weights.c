@@ -1,0 +1,426 @@
+/* run_weights.c - weights directories and training checkpoints, written
+** atomically.
+**
+** A weights directory holds one .npy file per model tensor, named after
+** the tensor (%XX for characters unsafe in file names), so NumPy reads it
+** directly: {f[:-4]: np.load(f) for f in os.listdir(d)}. A checkpoint
+** directory holds weights/, optimizer/ (the model's optimizer state
+** tensors) and state.ini (step, data position, shuffle state, and a
+** fingerprint of the run settings).
+**
+** Both are built in "<dir>.tmp-<pid>" and then swapped with the old
+** directory in one renameat2(RENAME_EXCHANGE), so a process killed at
+** any point leaves a complete old or a complete new directory; the old
+** copy is removed afterwards (a leftover .tmp-* directory is harmless
+** and is replaced by the next save).
+*/
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "popc/model.h"
+#include "popc/run.h"
+#include "popc/tensor.h"
+#include "core/config_priv.h"
+#include "core/run_priv.h"
+
+#define STATE_VERSION 1
+
+/* ---- files ----------------------------------------------------------------- */
+
+popc_status popci_write_file_atomic(const char *path, const char *text,
+                                    size_t len)
+{
+    char *tmp = malloc(strlen(path) + 32);
+    FILE *f = NULL;
+    popc_status st = POPC_OK;
+
+    if (!tmp)
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+    sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
+    if (!(f = fopen(tmp, "w"))) {
+        st = popc_set_error(POPC_EIO, "%s: cannot create: %s", tmp,
+                            strerror(errno));
+        goto done;
+    }
+    if (fwrite(text, 1, len, f) != len || fflush(f) != 0 ||
+        fsync(fileno(f)) != 0) {
+        st = popc_set_error(POPC_EIO, "%s: cannot write: %s", tmp,
+                            strerror(errno));
+        fclose(f);
+        unlink(tmp);
+        goto done;
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        st = popc_set_error(POPC_EIO, "%s: cannot write: %s", path,
+                            strerror(errno));
+        unlink(tmp);
+    }
+done:
+    free(tmp);
+    return st;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag,
+                      struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int is_dir(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* A fresh, empty "<dir>.tmp-<pid>". */
+static popc_status make_tmp_dir(const char *dir, char **out)
+{
+    char *tmp = malloc(strlen(dir) + 32);
+    struct stat sb;
+
+    *out = NULL;
+    if (!tmp)
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        free(tmp);
+        return popc_set_error(POPC_EIO,
+                              "%s exists and is not a directory; choose "
+                              "another output path",
+                              dir);
+    }
+    sprintf(tmp, "%s.tmp-%ld", dir, (long)getpid());
+    remove_tree(tmp);
+    if (mkdir(tmp, 0777) != 0) {
+        popc_status st = popc_set_error(POPC_EIO, "%s: cannot create: %s",
+                                        tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    *out = tmp;
+    return POPC_OK;
+}
+
+/* Put the finished tmp directory at dir, atomically when the system can
+** exchange two names. */
+static popc_status swap_into_place(const char *tmp, const char *dir)
+{
+    char *old;
+
+    if (!is_dir(dir)) {
+        if (rename(tmp, dir) != 0)
+            return popc_set_error(POPC_EIO, "%s: cannot rename %s into "
+                                  "place: %s",
+                                  dir, tmp, strerror(errno));
+        return POPC_OK;
+    }
+#ifdef RENAME_EXCHANGE
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+        remove_tree(tmp);
+        return POPC_OK;
+    }
+#endif
+    /* no exchange on this file system: two renames, a short window */
+    if (!(old = malloc(strlen(dir) + 32)))
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);
+    sprintf(old, "%s.old-%ld", dir, (long)getpid());
+    remove_tree(old);
+    if (rename(dir, old) != 0 || rename(tmp, dir) != 0) {
+        popc_status st = popc_set_error(POPC_EIO, "%s: cannot replace: %s",
+                                        dir, strerror(errno));
+        free(old);
+        return st;
+    }
+    remove_tree(old);
+    free(old);
+    return POPC_OK;
+}
+
+/* dir/<escaped name>.npy into buf. */
+static const char *tensor_file(const char *dir, const char *name, char *buf,
+                               size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t off = (size_t)snprintf(buf, size, "%s/", dir);
+
+    for (const unsigned char *p = (const unsigned char *)name;
+         *p && off + 4 < size; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
+            (*p == '.' && p != (const unsigned char *)name)) {
+            buf[off++] = (char)*p;
+        } else {
+            buf[off++] = '%';
+            buf[off++] = hex[*p >> 4];
+            buf[off++] = hex[*p & 15];
+        }
+    }
+    snprintf(buf + off, size - off, ".npy");
+    return buf;
+}
+
+/* ---- weights --------------------------------------------------------------------- */
+
+static popc_status save_weights_into(popc_model *m, const char *dir)
+{
+    char file[4096];
+    popc_status st;
+
+    for (int i = 0; i < popc_model_n_tensors(m); i++) {
+        const char *name = popc_model_tensor_name(m, i);
+        const popc_tensor *t = NULL;
+
+        if ((st = popc_model_get_weight(m, name, &t)) != POPC_OK)
+            return st;
+        if ((st = popc_npy_save(tensor_file(dir, name, file, sizeof file),
+                                t)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+static popc_status load_weights_from(popc_model *m, const char *dir)
+{
+    char file[4096], have[64], want[64];
+    popc_status st;
+
+    for (int i = 0; i < popc_model_n_tensors(m); i++) {
+        const char *name = popc_model_tensor_name(m, i);
+        const popc_tensor *cur = NULL;
+        popc_tensor *t = NULL;
+
+        tensor_file(dir, name, file, sizeof file);
+        if (access(file, F_OK) != 0)
+            return popc_set_error(POPC_EIO,
+                                  "%s: no file for the model's tensor '%s' "
+                                  "(were these weights saved from another "
+                                  "model?)",
+                                  file, name);
+        if ((st = popc_npy_load(file, &t)) != POPC_OK)
+            return st;
+        if ((st = popc_model_get_weight(m, name, &cur)) != POPC_OK) {
+            popc_tensor_free(t);
+            return st;
+        }
+        if (popc_tensor_dtype(t) != popc_tensor_dtype(cur) ||
+            popc_tensor_rank(t) != popc_tensor_rank(cur) ||
+            memcmp(popc_tensor_dims(t), popc_tensor_dims(cur),
+                   (size_t)popc_tensor_rank(t) * sizeof(int64_t)) != 0) {
+            st = popc_set_error(POPC_EIO,
+                                "%s: holds %s but the model's '%s' is %s "
+                                "(were these weights saved from another "
+                                "model?)",
+                                file, popc_tensor_describe(t, have,
+                                                           sizeof have),
+                                name,
+                                popc_tensor_describe(cur, want, sizeof want));
+            popc_tensor_free(t);
+            return st;
+        }
+        st = popc_model_set_weight(m, name, t);
+        popc_tensor_free(t);
+        if (st != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+popc_status popc_weights_save(popc_model *m, const char *dir)
+{
+    char *tmp = NULL;
+    popc_status st;
+
+    if (!m || !dir)
+        return popc_set_error(POPC_EINVAL, "popc_weights_save: model and "
+                                           "directory are required");
+    if ((st = make_tmp_dir(dir, &tmp)) != POPC_OK)
+        return st;
+    if ((st = save_weights_into(m, tmp)) == POPC_OK)
+        st = swap_into_place(tmp, dir);
+    if (st != POPC_OK)
+        remove_tree(tmp);
+    free(tmp);
+    return st;
+}
+
+popc_status popc_weights_load(popc_model *m, const char *dir)
+{
+    if (!m || !dir)
+        return popc_set_error(POPC_EINVAL, "popc_weights_load: model and "
+                                           "directory are required");
+    if (!is_dir(dir))
+        return popc_set_error(POPC_EIO,
+                              "%s: not a weights directory (popc train "
+                              "writes one per run: [train] weights)",
+                              dir);
+    return load_weights_from(m, dir);
+}
+
+/* ---- checkpoints -------------------------------------------------------------------- */
+
+static popc_status sub_dir(const char *dir, const char *name, char *buf,
+                           size_t size, int create)
+{
+    snprintf(buf, size, "%s/%s", dir, name);
+    if (create && mkdir(buf, 0777) != 0)
+        return popc_set_error(POPC_EIO, "%s: cannot create: %s", buf,
+                              strerror(errno));
+    return POPC_OK;
+}
+
+static popc_status save_optimizer_into(popc_model *m, const char *dir)
+{
+    char file[4096];
+    popc_status st;
+
+    for (int i = 0; i < popc_model_n_optimizer_states(m); i++) {
+        const char *name = popc_model_optimizer_state_name(m, i);
+        popc_tensor *t = NULL;
+
+        if ((st = popc_model_get_optimizer_state(m, name, &t)) != POPC_OK)
+            return st;
+        st = popc_npy_save(tensor_file(dir, name, file, sizeof file), t);
+        popc_tensor_free(t);
+        if (st != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+static popc_status load_optimizer_from(popc_model *m, const char *dir)
+{
+    char file[4096];
+    popc_status st;
+
+    for (int i = 0; i < popc_model_n_optimizer_states(m); i++) {
+        const char *name = popc_model_optimizer_state_name(m, i);
+        popc_tensor *t = NULL;
+
+        tensor_file(dir, name, file, sizeof file);
+        if ((st = popc_npy_load(file, &t)) != POPC_OK)
+            return st;
+        st = popc_model_set_optimizer_state(m, name, t);
+        popc_tensor_free(t);
+        if (st != POPC_OK)
+            return popc_set_error(st, "%s: %s", file, popc_last_error());
+    }
+    return POPC_OK;
+}
+
+popc_status popci_checkpoint_save(popc_model *m, const popci_checkpoint *c,
+                                  const char *dir)
+{
+    char *tmp = NULL, sub[4096], text[1024];
+    int len;
+    popc_status st;
+
+    if ((st = make_tmp_dir(dir, &tmp)) != POPC_OK)
+        return st;
+    len = snprintf(text, sizeof text,
+                   "# popc training checkpoint: resume with popc train "
+                   "--resume\n"
+                   "[checkpoint]\n"
+                   "version = %d\n"
+                   "step = %" PRId64 "\n"
+                   "epoch = %" PRId64 "\n"
+                   "batch = %" PRId64 "\n"
+                   "rng = %" PRIu64 "\n"
+                   "epoch_steps = %" PRId64 "\n"
+                   "epoch_loss_sum = %.17g\n"
+                   "fingerprint = %" PRIu64 "\n",
+                   STATE_VERSION, c->step, c->pos.epoch, c->pos.batch,
+                   c->pos.rng, c->epoch_steps, c->epoch_loss_sum,
+                   c->fingerprint);
+    if ((st = sub_dir(tmp, "weights", sub, sizeof sub, 1)) ||
+        (st = save_weights_into(m, sub)) ||
+        (st = sub_dir(tmp, "optimizer", sub, sizeof sub, 1)) ||
+        (st = save_optimizer_into(m, sub)) ||
+        (st = sub_dir(tmp, "state.ini", sub, sizeof sub, 0)) ||
+        (st = popci_write_file_atomic(sub, text, (size_t)len)) ||
+        (st = swap_into_place(tmp, dir)))
+        remove_tree(tmp);
+    free(tmp);
+    return st;
+}
+
+/* An unsigned 64-bit value written by popci_checkpoint_save. */
+static popc_status get_u64(const popci_config *cfg, const char *key,
+                           uint64_t *out)
+{
+    const char *raw = popci_config_raw(cfg, "checkpoint", key);
+    char *end;
+
+    errno = 0;
+    *out = raw ? strtoull(raw, &end, 10) : 0;
+    if (!raw || errno || *end || !*raw)
+        return popc_set_error(POPC_EIO,
+                              "%s: [checkpoint] %s is missing or not a "
+                              "number; the checkpoint is damaged",
+                              popci_config_path(cfg), key);
+    return POPC_OK;
+}
+
+popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
+                                  const char *dir)
+{
+    popci_config *cfg = NULL;
+    char sub[4096];
+    int64_t version = 0;
+    uint64_t step, epoch, batch, epoch_steps;
+    popc_status st;
+
+    memset(c, 0, sizeof *c);
+    if (!is_dir(dir))
+        return popc_set_error(POPC_ENOTFOUND,
+                              "%s: no checkpoint to resume from", dir);
+    sub_dir(dir, "state.ini", sub, sizeof sub, 0);
+    if ((st = popci_config_open(sub, &cfg)) != POPC_OK)
+        return popc_set_error(POPC_EIO, "%s", popc_last_error());
+    if ((st = popci_config_get_int(cfg, "checkpoint", "version", 0, 0,
+                                   INT64_MAX, &version)) ||
+        version != STATE_VERSION) {
+        st = popc_set_error(POPC_EIO,
+                            "%s: checkpoint version %lld, this popc reads "
+                            "version %d",
+                            sub, (long long)version, STATE_VERSION);
+        goto done;
+    }
+    if ((st = get_u64(cfg, "step", &step)) ||
+        (st = get_u64(cfg, "epoch", &epoch)) ||
+        (st = get_u64(cfg, "batch", &batch)) ||
+        (st = get_u64(cfg, "rng", &c->pos.rng)) ||
+        (st = get_u64(cfg, "epoch_steps", &epoch_steps)) ||
+        (st = get_u64(cfg, "fingerprint", &c->fingerprint)) ||
+        (st = popci_config_get_float(cfg, "checkpoint", "epoch_loss_sum", 0,
+                                     -1e308, 1e308, &c->epoch_loss_sum)))
+        goto done;
+    c->step = (int64_t)step;
+    c->pos.epoch = (int64_t)epoch;
+    c->pos.batch = (int64_t)batch;
+    c->epoch_steps = (int64_t)epoch_steps;
+    if ((st = sub_dir(dir, "weights", sub, sizeof sub, 0)) ||
+        (st = load_weights_from(m, sub)) ||
+        (st = sub_dir(dir, "optimizer", sub, sizeof sub, 0)) ||
+        (st = load_optimizer_from(m, sub)))
+        goto done;
+done:
+    popci_config_free(cfg);
+    return st;
+}

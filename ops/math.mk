@@ -1,0 +1,28 @@
+# ops/math.mk - plugins math (elementwise, activations) and tensor (shape
+# ops, reductions). ops/math/oputil.c is compiled into both.
+ops_LTLIBRARIES += %reldir%/math.la
+%canon_reldir%_math_la_SOURCES = \
+    %reldir%/math/math.c \
+    %reldir%/math/mathops.h \
+    %reldir%/math/ew.c \
+    %reldir%/math/arith.c \
+    %reldir%/math/act.c \
+    %reldir%/math/misc.c \
+    %reldir%/math/minmax.c \
+    %reldir%/math/oputil.c \
+    %reldir%/math/oputil.h
+%canon_reldir%_math_la_LDFLAGS = $(POPC_MODULE_FLAGS)
+%canon_reldir%_math_la_LIBADD = -lm
+
+ops_LTLIBRARIES += %reldir%/tensor.la
+%canon_reldir%_tensor_la_SOURCES = \
+    %reldir%/tensor/tensor.c \
+    %reldir%/tensor/tensorops.h \
+    %reldir%/tensor/shape.c \
+    %reldir%/tensor/move.c \
+    %reldir%/tensor/slice.c \
+    %reldir%/tensor/reduce.c \
+    %reldir%/math/oputil.c \
+    %reldir%/math/oputil.h
+%canon_reldir%_tensor_la_LDFLAGS = $(POPC_MODULE_FLAGS)
+%canon_reldir%_tensor_la_LIBADD = -lm

@@ -1,0 +1,37 @@
+# ops/nn.mk - plugins nn (matmul, conv, pooling, norms, softmax), loss and
+# popc. ops/nn/util.c is compiled into all three (hidden symbols).
+ops_LTLIBRARIES += %reldir%/nn.la
+%canon_reldir%_nn_la_SOURCES = \
+    %reldir%/nn/nn.c \
+    %reldir%/nn/nn_priv.h \
+    %reldir%/nn/tiles.c \
+    %reldir%/nn/window.c \
+    %reldir%/nn/matmul.c \
+    %reldir%/nn/conv.c \
+    %reldir%/nn/pool.c \
+    %reldir%/nn/norm.c \
+    %reldir%/nn/softmax.c \
+    %reldir%/nn/util.c \
+    %reldir%/nn/util.h
+%canon_reldir%_nn_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
+%canon_reldir%_nn_la_LDFLAGS = $(POPC_MODULE_FLAGS)
+%canon_reldir%_nn_la_LIBADD = $(BLAS_LIBS) -lm
+
+ops_LTLIBRARIES += %reldir%/loss.la
+%canon_reldir%_loss_la_SOURCES = \
+    %reldir%/loss/loss.c \
+    %reldir%/loss/loss_priv.h \
+    %reldir%/loss/xent.c \
+    %reldir%/loss/pointwise.c \
+    %reldir%/nn/util.c \
+    %reldir%/nn/util.h
+%canon_reldir%_loss_la_LDFLAGS = $(POPC_MODULE_FLAGS)
+%canon_reldir%_loss_la_LIBADD = -lm
+
+ops_LTLIBRARIES += %reldir%/popc.la
+%canon_reldir%_popc_la_SOURCES = \
+    %reldir%/popc/popc.c \
+    %reldir%/nn/util.c \
+    %reldir%/nn/util.h
+%canon_reldir%_popc_la_LDFLAGS = $(POPC_MODULE_FLAGS)
+%canon_reldir%_popc_la_LIBADD = -lm

@@ -1,0 +1,688 @@
+/* conv.c - ai.onnx Conv (1-D and 2-D, groups, dilations, optional bias)
+** and its gradient ops popc::ConvGradInput and popc::ConvGradWeight, as
+** im2col + OpenBLAS sgemm.
+**
+** Splitting: Conv cuts each (image, group) product into fixed column
+** tiles (output positions), so a part builds the im2col columns of its own
+** tiles only and writes disjoint output; ConvGradInput cuts by input
+** channel blocks (each writes its own dX channels), ConvGradWeight by
+** (group, input-channel block), i.e. dW column blocks, summing over the
+** batch in a fixed order. Tiles depend on the shape only, so split and
+** whole runs make the same sgemm calls and agree bitwise.
+*/
+#include "config.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#include "ops/nn/nn_priv.h"
+#include "ops/nn/util.h"
+
+#define TILE_TARGET 8
+
+typedef struct conv_p {
+    nn_window w;
+    int64_t N, C, M;        /* batch, input channels, output channels */
+    int64_t G, Cg, Mg;      /* groups, channels per group in and out */
+    int64_t HW, P, KK, Kc;  /* input plane, output plane, kh*kw, Cg*kh*kw */
+    int direct;             /* 1x1, stride 1, no pads: x is its own im2col */
+} conv_p;
+
+/* Geometry from X's dims, W's dims and the attributes. */
+static popc_status conv_geom(const char *op, const char *node,
+                             const popc_attrs *attrs, const int64_t *xd,
+                             int xr, const int64_t *wd, int wr, conv_p *p)
+{
+    char sx[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
+    int64_t group = popc_attr_int(attrs, "group", 1);
+    nn_window *w = &p->w;
+    popc_status st;
+
+    memset(p, 0, sizeof *p);
+    if (xr != 3 && xr != 4)
+        return opsu_host->set_error(POPC_EUNSUPPORTED,
+                                    "%s '%s': input X %s must be [N, C, W] "
+                                    "or [N, C, H, W]",
+                                    op, node, opsu_dims_n(xd, xr, sx));
+    if (wr != xr)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': weight W %s must have the rank "
+                                    "of input X %s ([M, C/group, kernel...])",
+                                    op, node, opsu_dims_n(wd, wr, sw),
+                                    opsu_dims_n(xd, xr, sx));
+    if (group < 1)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': group is %lld; it must be at "
+                                    "least 1",
+                                    op, node, (long long)group);
+    p->N = xd[0];
+    p->C = xd[1];
+    p->M = wd[0];
+    p->G = group;
+    p->Cg = wd[1];
+    if (p->Cg * group != p->C)
+        return opsu_host->set_error(
+            POPC_EINVAL,
+            "%s '%s': input X %s has %lld channels but weight W %s with "
+            "group %lld expects %lld (W's dim 1 times group); make W's dim 1 "
+            "equal to X's channels / group",
+            op, node, opsu_dims_n(xd, xr, sx), (long long)p->C,
+            opsu_dims_n(wd, wr, sw), (long long)group,
+            (long long)(p->Cg * group));
+    if (p->M % group != 0)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': weight W %s has %lld output "
+                                    "channels, not a multiple of group %lld",
+                                    op, node, opsu_dims_n(wd, wr, sw),
+                                    (long long)p->M, (long long)group);
+    p->Mg = p->M / group;
+    if ((st = nn_window_parse(op, node, attrs, xr - 2, xd + 2, wd + 2, 0, 0,
+                              w)) != POPC_OK)
+        return st;
+    p->HW = w->H * w->W;
+    p->P = w->OH * w->OW;
+    p->KK = w->kh * w->kw;
+    p->Kc = p->Cg * p->KK;
+    p->direct = p->KK == 1 && w->sh == 1 && w->sw == 1 && w->pt == 0 &&
+                w->pl == 0 && w->pb == 0 && w->pr == 0;
+    if (p->Kc > 0x7fffffff || p->P > 0x7fffffff || p->Mg > 0x7fffffff)
+        return opsu_host->set_error(POPC_EUNSUPPORTED,
+                                    "%s '%s': X %s with W %s is too large "
+                                    "for BLAS",
+                                    op, node, opsu_dims_n(xd, xr, sx),
+                                    opsu_dims_n(wd, wr, sw));
+    return POPC_OK;
+}
+
+static void out_dims(const conv_p *p, int64_t *d, int *rank)
+{
+    d[0] = p->N;
+    d[1] = p->M;
+    if (p->w.sp == 2) {
+        d[2] = p->w.OH;
+        d[3] = p->w.OW;
+        *rank = 4;
+    } else {
+        d[2] = p->w.OW;
+        *rank = 3;
+    }
+}
+
+/* Outputs o in [lo, hi) of n_out whose input o*s + off lies in [0, n). */
+static void valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,
+                       int64_t *lo, int64_t *hi)
+{
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t h = n - off <= 0 ? 0 : (n - off + s - 1) / s;
+
+    if (h > n_out)
+        h = n_out;
+    if (l > h)
+        l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
+** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
+static void im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
+                   int64_t p0, int64_t p1, float *col)
+{
+    const nn_window *w = &p->w;
+    int64_t pn = p1 - p0;
+
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = x + c * p->HW;
+
+        for (int64_t ki = 0; ki < w->kh; ki++)
+            for (int64_t kj = 0; kj < w->kw; kj++) {
+                float *row = col + (((c - c0) * w->kh + ki) * w->kw + kj) * pn;
+                int64_t lo, hi, off = kj * w->dw - w->pl;
+
+                valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
+                for (int64_t q = p0; q < p1;) {
+                    int64_t oh = q / w->OW, ow0 = q % w->OW;
+                    int64_t ow1 = w->OW - ow0 < p1 - q ? w->OW : ow0 + p1 - q;
+                    int64_t ih = oh * w->sh - w->pt + ki * w->dh;
+                    int64_t base = q - p0 - ow0; /* row[base + ow] */
+                    int64_t a = lo > ow0 ? lo : ow0, b = hi < ow1 ? hi : ow1;
+
+                    q += ow1 - ow0;
+                    if (ih < 0 || ih >= w->H)
+                        a = b = ow1;
+                    if (a > ow1)
+                        a = ow1;
+                    if (b < a)
+                        b = a;
+                    for (int64_t o = ow0; o < a; o++)
+                        row[base + o] = 0.0f;
+                    if (b > a) {
+                        const float *xr = xc + ih * w->W;
+
+                        if (w->sw == 1)
+                            memcpy(row + base + a, xr + a + off,
+                                   sizeof *row * (size_t)(b - a));
+                        else
+                            for (int64_t o = a; o < b; o++)
+                                row[base + o] = xr[o * w->sw + off];
+                    }
+                    for (int64_t o = b; o < ow1; o++)
+                        row[base + o] = 0.0f;
+                }
+            }
+    }
+}
+
+/* Adds col ([(c1-c0)*kh*kw, P]) back into channels [c0, c1) of one
+** group's dx ([Cg, H, W]). */
+static void col2im_add(const conv_p *p, const float *col, int64_t c0,
+                       int64_t c1, float *dx)
+{
+    const nn_window *w = &p->w;
+
+    for (int64_t c = c0; c < c1; c++) {
+        float *xc = dx + c * p->HW;
+
+        for (int64_t ki = 0; ki < w->kh; ki++)
+            for (int64_t kj = 0; kj < w->kw; kj++) {
+                const float *row =
+                    col + (((c - c0) * w->kh + ki) * w->kw + kj) * p->P;
+                int64_t lo, hi, off = kj * w->dw - w->pl;
+
+                valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
+                for (int64_t oh = 0; oh < w->OH; oh++) {
+                    int64_t ih = oh * w->sh - w->pt + ki * w->dh;
+                    const float *src = row + oh * w->OW;
+                    float *xr;
+
+                    if (ih < 0 || ih >= w->H)
+                        continue;
+                    xr = xc + ih * w->W;
+                    if (w->sw == 1)
+                        for (int64_t o = lo; o < hi; o++)
+                            xr[o + off] += src[o];
+                    else
+                        for (int64_t o = lo; o < hi; o++)
+                            xr[o * w->sw + off] += src[o];
+                }
+            }
+    }
+}
+
+/* Column tiles of the output plane for Conv's forward. */
+static void conv_tiles(const conv_p *p, nn_tiles *t)
+{
+    nn_tiles_plan(p->N * p->G, p->Mg, p->P, p->Kc, TILE_TARGET, 64,
+                  NN_TILE_COLS, t);
+}
+
+/* Channel blocks for the gradient ops: blocks of cb channels out of Cg,
+** about target / outer blocks each. */
+static int64_t chan_block(int64_t Cg, int64_t outer)
+{
+    int64_t want;
+
+    if (outer >= TILE_TARGET || Cg <= 1)
+        return Cg > 0 ? Cg : 1;
+    want = (TILE_TARGET + outer - 1) / outer;
+    return (Cg + want - 1) / want;
+}
+
+static void *scratch(const popc_kernel_ctx *kc, int64_t floats,
+                     popc_status *st)
+{
+    void *buf;
+
+    *st = POPC_OK;
+    if (floats <= 0)
+        return NULL;
+    if (!(buf = kc->host->alloc((size_t)floats * sizeof(float))))
+        *st = kc->host->set_error(POPC_ENOMEM,
+                                  "'%s': out of memory for a %lld-float "
+                                  "im2col buffer",
+                                  kc->node_name, (long long)floats);
+    return buf;
+}
+
+/* ---- Conv ---------------------------------------------------------------- */
+
+static popc_status conv_params(const char *node, const popc_view *in,
+                               int n_in, const popc_attrs *attrs, conv_p *p)
+{
+    popc_status st;
+
+    if ((st = conv_geom("Conv", node, attrs, in[0].dims, in[0].rank,
+                        in[1].dims, in[1].rank, p)) != POPC_OK)
+        return st;
+    if (opsu_present(in, n_in, 2) &&
+        (in[2].rank != 1 || in[2].dims[0] != p->M)) {
+        char sb[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
+
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "Conv '%s': bias B %s must be [%lld], one "
+                                    "value per output channel of W %s",
+                                    node, opsu_dims(&in[2], sb),
+                                    (long long)p->M, opsu_dims(&in[1], sw));
+    }
+    return POPC_OK;
+}
+
+static popc_status conv_infer(popc_infer_ctx *ic)
+{
+    conv_p p;
+    int64_t d[4];
+    int r;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK)
+        return st;
+    if (opsu_present(ic->inputs, ic->n_inputs, 2) &&
+        (st = opsu_want_f32(ic, "Conv", 2, "bias B")) != POPC_OK)
+        return st;
+    if ((st = conv_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
+                          &p)) != POPC_OK)
+        return st;
+    out_dims(&p, d, &r);
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    return POPC_OK;
+}
+
+static popc_status conv_forward(const popc_kernel_ctx *kc)
+{
+    const float *x = kc->inputs[0].data, *wt = kc->inputs[1].data;
+    const float *bias = NULL;
+    float *y = kc->outputs[0].data, *col = NULL;
+    conv_p p;
+    nn_tiles t;
+    int64_t lo, hi;
+    popc_status st;
+
+    if ((st = conv_params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
+                          &p)) != POPC_OK)
+        return st;
+    if (opsu_present(kc->inputs, kc->n_inputs, 2))
+        bias = kc->inputs[2].data;
+    conv_tiles(&p, &t);
+    opsu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    if (!p.direct && !(col = scratch(kc, p.Kc * t.blk, &st)) && st)
+        return st;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t ng = u / t.n, n = ng / p.G, g = ng % p.G;
+        int64_t p0 = (u % t.n) * t.blk;
+        int64_t p1 = p0 + t.blk < p.P ? p0 + t.blk : p.P;
+        const float *xg = x + (n * p.C + g * p.Cg) * p.HW;
+        float *yg = y + (n * p.M + g * p.Mg) * p.P + p0;
+        const float *B;
+        int64_t ldb;
+
+        if (p.direct) {
+            B = xg + p0;
+            ldb = p.P;
+        } else {
+            im2col(&p, xg, 0, p.Cg, p0, p1, col);
+            B = col;
+            ldb = p1 - p0;
+        }
+        if (p.Kc > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                        (int)p.Mg, (int)(p1 - p0), (int)p.Kc, 1.0f,
+                        wt + g * p.Mg * p.Kc, (int)p.Kc, B, (int)ldb, 0.0f,
+                        yg, (int)p.P);
+        else
+            for (int64_t m = 0; m < p.Mg; m++)
+                memset(yg + m * p.P, 0, sizeof *yg * (size_t)(p1 - p0));
+        if (bias)
+            for (int64_t m = 0; m < p.Mg; m++) {
+                float bv = bias[g * p.Mg + m];
+                float *r = yg + m * p.P;
+
+                for (int64_t q = 0; q < p1 - p0; q++)
+                    r[q] += bv;
+            }
+    }
+    kc->host->free(col);
+    return POPC_OK;
+}
+
+static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    conv_p p;
+    popc_status st;
+
+    if ((st = conv_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
+                          &p)) != POPC_OK)
+        return st;
+    c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc +
+               (opsu_present(ic->inputs, ic->n_inputs, 2)
+                    ? (double)p.N * (double)p.M * (double)p.P
+                    : 0.0);
+    c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
+                      (double)popc_view_numel(&ic->inputs[1]) + (double)p.M +
+                      (double)p.N * (double)p.M * (double)p.P);
+    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
+    return POPC_OK;
+}
+
+static popc_status conv_grad(popc_grad_ctx *gc)
+{
+    const popc_view *xi = &gc->input_info[0], *wi = &gc->input_info[1];
+    int dy = gc->output_grads[0];
+    int has_bias = gc->n_inputs > 2 && gc->inputs[2] >= 0;
+    nn_window_attrs wa;
+    popc_attr a[8];
+    int na, in[2], out[2];
+    conv_p p;
+    popc_status st;
+
+    if (dy < 0)
+        return POPC_OK;
+    if ((st = conv_geom("Conv", gc->node_name, gc->attrs, xi->dims, xi->rank,
+                        wi->dims, wi->rank, &p)) != POPC_OK)
+        return st;
+    na = nn_window_attrs_make(&p.w, 0, &wa);
+    memcpy(a, wa.a, sizeof wa.a[0] * (size_t)na);
+    a[na++] = opsu_attr_int("group", p.G);
+    a[na] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
+    in[0] = dy;
+    in[1] = gc->inputs[1];
+    if ((st = opsu_node1(gc, "popc", "ConvGradInput", in, 2, a, na + 1,
+                         &gc->input_grads[0])) != POPC_OK)
+        return st;
+    in[0] = gc->inputs[0];
+    in[1] = dy;
+    if ((st = gc->host->grad_add_node(gc, "popc", "ConvGradWeight", in, 2,
+                                      out, has_bias ? 2 : 1, a, na)) !=
+        POPC_OK)
+        return st;
+    gc->input_grads[1] = out[0];
+    if (has_bias)
+        gc->input_grads[2] = out[1];
+    return POPC_OK;
+}
+
+/* ---- ConvGradInput: dX from dY and W --------------------------------------- */
+
+static popc_status gi_params(const char *node, const popc_view *in,
+                             const popc_attrs *attrs, conv_p *p)
+{
+    const char *op = "ConvGradInput";
+    int64_t xd[POPC_MAX_RANK], yd[4];
+    int64_t xr = popc_attr_ints(attrs, "input_shape", xd, POPC_MAX_RANK);
+    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    int r;
+    popc_status st;
+
+    if (xr < 3 || xr > 4)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': attribute input_shape must "
+                                    "give X's shape ([N, C, H, W])",
+                                    op, node);
+    if ((st = conv_geom(op, node, attrs, xd, (int)xr, in[1].dims, in[1].rank,
+                        p)) != POPC_OK)
+        return st;
+    out_dims(p, yd, &r);
+    if (in[0].rank != r || memcmp(in[0].dims, yd, sizeof yd[0] * (size_t)r))
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': dY %s must have Conv's output "
+                                    "shape %s",
+                                    op, node, opsu_dims(&in[0], s1),
+                                    opsu_dims_n(yd, r, s2));
+    return POPC_OK;
+}
+
+static popc_status gi_infer(popc_infer_ctx *ic)
+{
+    int64_t xd[POPC_MAX_RANK];
+    int64_t xr = popc_attr_ints(ic->attrs, "input_shape", xd, POPC_MAX_RANK);
+    conv_p p;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "ConvGradInput", 0, "dY")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "ConvGradInput", 1, "weight W")) != POPC_OK)
+        return st;
+    if ((st = gi_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
+        return st;
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, (int)xr);
+    return POPC_OK;
+}
+
+static popc_status gi_forward(const popc_kernel_ctx *kc)
+{
+    const float *dy = kc->inputs[0].data, *wt = kc->inputs[1].data;
+    float *dx = kc->outputs[0].data, *dcol = NULL;
+    conv_p p;
+    int64_t cb, nblk, lo, hi;
+    popc_status st;
+
+    if ((st = gi_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
+        return st;
+    cb = chan_block(p.Cg, p.N * p.G);
+    nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
+    opsu_range(p.N * p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    if (!p.direct && !(dcol = scratch(kc, cb * p.KK * p.P, &st)) && st)
+        return st;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t ng = u / nblk, n = ng / p.G, g = ng % p.G;
+        int64_t c0 = (u % nblk) * cb, c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
+        float *dxg = dx + (n * p.C + g * p.Cg) * p.HW;
+        float *C = p.direct ? dxg + c0 * p.HW : dcol;
+
+        if (p.Mg > 0 && p.P > 0)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
+                        (int)((c1 - c0) * p.KK), (int)p.P, (int)p.Mg, 1.0f,
+                        wt + g * p.Mg * p.Kc + c0 * p.KK, (int)p.Kc,
+                        dy + (n * p.M + g * p.Mg) * p.P, (int)p.P, 0.0f, C,
+                        (int)p.P);
+        else
+            memset(C, 0, sizeof *C * (size_t)((c1 - c0) * p.KK * p.P));
+        if (!p.direct) {
+            memset(dxg + c0 * p.HW, 0,
+                   sizeof *dxg * (size_t)((c1 - c0) * p.HW));
+            col2im_add(&p, dcol, c0, c1, dxg);
+        }
+    }
+    kc->host->free(dcol);
+    return POPC_OK;
+}
+
+static popc_status gi_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    conv_p p;
+    popc_status st;
+
+    if ((st = gi_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
+        return st;
+    c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc;
+    c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
+                      (double)popc_view_numel(&ic->inputs[1]) +
+                      (double)p.N * (double)p.C * (double)p.HW);
+    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
+    return POPC_OK;
+}
+
+/* ---- ConvGradWeight: dW (and dB) from X and dY ---------------------------- */
+
+static popc_status gw_params(const char *node, const popc_view *in,
+                             const popc_attrs *attrs, conv_p *p)
+{
+    const char *op = "ConvGradWeight";
+    const popc_view *x = &in[0], *dy = &in[1];
+    int64_t wd[4], k[2], yd[4], group = popc_attr_int(attrs, "group", 1);
+    int64_t nk = popc_attr_ints(attrs, "kernel_shape", k, 2);
+    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    int r;
+    popc_status st;
+
+    if (x->rank < 3 || x->rank > 4 || nk != x->rank - 2 || group < 1 ||
+        dy->rank != x->rank || x->dims[1] % group != 0)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': X %s, dY %s, kernel_shape and "
+                                    "group %lld do not describe a Conv",
+                                    op, node, opsu_dims(x, s1),
+                                    opsu_dims(dy, s2), (long long)group);
+    wd[0] = dy->dims[1];
+    wd[1] = x->dims[1] / group;
+    for (int i = 0; i < nk; i++)
+        wd[2 + i] = k[i];
+    if ((st = conv_geom(op, node, attrs, x->dims, x->rank, wd, x->rank, p)) !=
+        POPC_OK)
+        return st;
+    out_dims(p, yd, &r);
+    if (memcmp(dy->dims, yd, sizeof yd[0] * (size_t)r))
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': dY %s must have Conv's output "
+                                    "shape %s",
+                                    op, node, opsu_dims(dy, s1),
+                                    opsu_dims_n(yd, r, s2));
+    return POPC_OK;
+}
+
+static popc_status gw_infer(popc_infer_ctx *ic)
+{
+    const popc_view *x = &ic->inputs[0];
+    int64_t wd[4];
+    conv_p p;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "ConvGradWeight", 0, "input X")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "ConvGradWeight", 1, "dY")) != POPC_OK)
+        return st;
+    if ((st = gw_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
+        return st;
+    wd[0] = p.M;
+    wd[1] = p.Cg;
+    wd[2] = p.w.sp == 2 ? p.w.kh : p.w.kw;
+    wd[3] = p.w.kw;
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, wd, x->rank);
+    if (ic->n_outputs > 1)
+        opsu_set(&ic->outputs[1], POPC_DTYPE_F32, &p.M, 1);
+    return POPC_OK;
+}
+
+static popc_status gw_forward(const popc_kernel_ctx *kc)
+{
+    const float *x = kc->inputs[0].data, *dy = kc->inputs[1].data;
+    float *dw = kc->outputs[0].data, *col = NULL;
+    float *db = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    conv_p p;
+    int64_t cb, nblk, lo, hi;
+    popc_status st;
+
+    if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
+        return st;
+    cb = chan_block(p.Cg, p.G);
+    nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
+    opsu_range(p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    if (!p.direct && !(col = scratch(kc, cb * p.KK * p.P, &st)) && st)
+        return st;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t g = u / nblk, c0 = (u % nblk) * cb;
+        int64_t c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
+        float *dwg = dw + g * p.Mg * p.Kc + c0 * p.KK;
+
+        for (int64_t m = 0; m < p.Mg; m++)
+            memset(dwg + m * p.Kc, 0, sizeof *dwg * (size_t)((c1 - c0) * p.KK));
+        for (int64_t n = 0; n < p.N && p.P > 0; n++) {
+            const float *xg = x + (n * p.C + g * p.Cg) * p.HW;
+            const float *B = xg + c0 * p.HW;
+
+            if (!p.direct) {
+                im2col(&p, xg, c0, c1, 0, p.P, col);
+                B = col;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p.Mg,
+                        (int)((c1 - c0) * p.KK), (int)p.P, 1.0f,
+                        dy + (n * p.M + g * p.Mg) * p.P, (int)p.P, B,
+                        (int)p.P, 1.0f, dwg, (int)p.Kc);
+        }
+        if (db && c0 == 0)
+            for (int64_t m = g * p.Mg; m < (g + 1) * p.Mg; m++) {
+                double s = 0.0;
+
+                for (int64_t n = 0; n < p.N; n++) {
+                    const float *r = dy + (n * p.M + m) * p.P;
+
+                    for (int64_t q = 0; q < p.P; q++)
+                        s += r[q];
+                }
+                db[m] = (float)s;
+            }
+    }
+    kc->host->free(col);
+    return POPC_OK;
+}
+
+static popc_status gw_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    conv_p p;
+    popc_status st;
+
+    if ((st = gw_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
+        return st;
+    c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc;
+    c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
+                      (double)popc_view_numel(&ic->inputs[1]) +
+                      (double)p.M * (double)p.Kc);
+    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
+    return POPC_OK;
+}
+
+static const popc_op_def conv_ops[] = {
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "Conv",
+        .since_version = 11,
+        .min_inputs = 2, .max_inputs = 3,
+        .min_outputs = 1, .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = conv_infer,
+        .forward = conv_forward,
+        .grad = conv_grad,
+        .cost = conv_cost,
+        .doc = "1-D/2-D convolution (groups, dilations, pads) on sgemm",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "popc",
+        .name = "ConvGradInput",
+        .since_version = 1,
+        .min_inputs = 2, .max_inputs = 2,
+        .min_outputs = 1, .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = gi_infer,
+        .forward = gi_forward,
+        .cost = gi_cost,
+        .doc = "Conv input gradient (dY, W; attr input_shape)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "popc",
+        .name = "ConvGradWeight",
+        .since_version = 1,
+        .min_inputs = 2, .max_inputs = 2,
+        .min_outputs = 1, .max_outputs = 2,
+        .flags = POPC_OP_SPLIT,
+        .infer = gw_infer,
+        .forward = gw_forward,
+        .cost = gw_cost,
+        .doc = "Conv weight and bias gradients (X, dY; attr kernel_shape)",
+    },
+};
+
+popc_status nn_register_conv(const popc_host *h, popc_registrar *r)
+{
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof conv_ops / sizeof conv_ops[0]; i++)
+        if ((st = h->register_op(r, &conv_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}

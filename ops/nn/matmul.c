@@ -1,0 +1,540 @@
+/* matmul.c - ai.onnx MatMul (numpy semantics: batched, broadcast, 1-D
+** operands) and Gemm, on OpenBLAS sgemm.
+**
+** Work is cut into fixed tiles (nn_tiles, see tiles.c) so that a split
+** run issues the same sgemm calls as the whole run and agrees bitwise.
+** Gradients are built from MatMul, Gemm, Transpose, Reshape, Mul and
+** popc::SumToShape nodes.
+*/
+#include "config.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "ops/nn/nn_priv.h"
+#include "ops/nn/util.h"
+
+/* Tiles per run the split aims at (several workers, a few tiles each). */
+#define TILE_TARGET 8
+
+/* ---- MatMul shape ------------------------------------------------------- */
+
+typedef struct mm_shape {
+    int64_t M, N, K;
+    int nb;                          /* broadcast batch rank */
+    int64_t bdims[POPC_MAX_RANK];    /* broadcast batch dims */
+    int64_t astr[POPC_MAX_RANK];     /* A's matrix stride per batch dim */
+    int64_t bstr[POPC_MAX_RANK];     /* B's matrix stride per batch dim */
+    int64_t batch;
+    int rank;                        /* of the output */
+    int64_t dims[POPC_MAX_RANK];
+} mm_shape;
+
+static popc_status mm_parse(const char *node, const popc_view *a,
+                            const popc_view *b, mm_shape *s)
+{
+    char sa[OPSU_DIMS_LEN], sb[OPSU_DIMS_LEN];
+    int ra = a->rank, rb = b->rank;
+    int nba = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
+    int64_t ka, kb, mult;
+
+    memset(s, 0, sizeof *s);
+    if (ra < 1 || rb < 1)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "MatMul '%s': operands must have rank 1 "
+                                    "or more, got A %s and B %s",
+                                    node, opsu_dims(a, sa), opsu_dims(b, sb));
+    s->M = ra == 1 ? 1 : a->dims[ra - 2];
+    ka = a->dims[ra - 1];
+    kb = rb == 1 ? b->dims[0] : b->dims[rb - 2];
+    s->N = rb == 1 ? 1 : b->dims[rb - 1];
+    if (ka != kb)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "MatMul '%s': A %s has %lld columns but B "
+                                    "%s has %lld rows; the inner dimensions "
+                                    "must agree",
+                                    node, opsu_dims(a, sa), (long long)ka,
+                                    opsu_dims(b, sb), (long long)kb);
+    s->K = ka;
+    s->nb = nba > nbb ? nba : nbb;
+    /* numpy broadcasting of the batch dims, aligned at the right */
+    for (int i = 0; i < s->nb; i++) {
+        int ia = i - (s->nb - nba), ib = i - (s->nb - nbb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1;
+        int64_t db = ib >= 0 ? b->dims[ib] : 1;
+
+        if (da != db && da != 1 && db != 1)
+            return opsu_host->set_error(POPC_EINVAL,
+                                        "MatMul '%s': batch dimensions of A "
+                                        "%s and B %s do not broadcast (%lld "
+                                        "vs %lld)",
+                                        node, opsu_dims(a, sa),
+                                        opsu_dims(b, sb), (long long)da,
+                                        (long long)db);
+        s->bdims[i] = da == 1 ? db : da;
+    }
+    mult = 1;
+    for (int i = s->nb - 1; i >= 0; i--) {
+        int ia = i - (s->nb - nba);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1;
+
+        s->astr[i] = da == 1 ? 0 : mult;
+        mult *= da;
+    }
+    mult = 1;
+    for (int i = s->nb - 1; i >= 0; i--) {
+        int ib = i - (s->nb - nbb);
+        int64_t db = ib >= 0 ? b->dims[ib] : 1;
+
+        s->bstr[i] = db == 1 ? 0 : mult;
+        mult *= db;
+    }
+    s->batch = 1;
+    for (int i = 0; i < s->nb; i++) {
+        s->batch *= s->bdims[i];
+        s->dims[s->rank++] = s->bdims[i];
+    }
+    if (ra > 1)
+        s->dims[s->rank++] = s->M;
+    if (rb > 1)
+        s->dims[s->rank++] = s->N;
+    if (s->M > INT_MAX || s->N > INT_MAX || s->K > INT_MAX)
+        return opsu_host->set_error(POPC_EUNSUPPORTED,
+                                    "MatMul '%s': A %s x B %s has a matrix "
+                                    "dimension above %d, too large for BLAS",
+                                    node, opsu_dims(a, sa), opsu_dims(b, sb),
+                                    INT_MAX);
+    return POPC_OK;
+}
+
+static popc_status matmul_infer(popc_infer_ctx *ic)
+{
+    mm_shape s;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "MatMul", 0, "input A")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "MatMul", 1, "input B")) != POPC_OK)
+        return st;
+    if ((st = mm_parse(ic->node_name, &ic->inputs[0], &ic->inputs[1], &s)) !=
+        POPC_OK)
+        return st;
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, s.dims, s.rank);
+    return POPC_OK;
+}
+
+/* Matrix offsets of batch entry b in A and B. */
+static void mm_offsets(const mm_shape *s, int64_t b, int64_t *oa, int64_t *ob)
+{
+    *oa = 0;
+    *ob = 0;
+    for (int i = s->nb - 1; i >= 0; i--) {
+        int64_t idx = b % s->bdims[i];
+
+        b /= s->bdims[i];
+        *oa += idx * s->astr[i];
+        *ob += idx * s->bstr[i];
+    }
+}
+
+static popc_status matmul_forward(const popc_kernel_ctx *kc)
+{
+    const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
+    float *C = kc->outputs[0].data;
+    mm_shape s;
+    nn_tiles t;
+    int64_t lo, hi;
+    popc_status st;
+
+    if ((st = mm_parse(kc->node_name, &kc->inputs[0], &kc->inputs[1], &s)) !=
+        POPC_OK)
+        return st;
+    nn_tiles_plan(s.batch, s.M, s.N, s.K, TILE_TARGET, 32, NN_TILE_AUTO, &t);
+    opsu_range(s.batch * t.n, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t b = u / t.n, oa, ob;
+
+        mm_offsets(&s, b, &oa, &ob);
+        nn_sgemm_tile(&t, u % t.n, 0, 0, s.M, s.N, s.K, 1.0f,
+                      A + oa * s.M * s.K, s.K, B + ob * s.K * s.N, s.N, 0.0f,
+                      C + b * s.M * s.N, s.N);
+    }
+    return POPC_OK;
+}
+
+static popc_status matmul_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    mm_shape s;
+    popc_status st;
+
+    if ((st = mm_parse(ic->node_name, &ic->inputs[0], &ic->inputs[1], &s)) !=
+        POPC_OK)
+        return st;
+    c->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N *
+               (double)s.K;
+    c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
+                      (double)popc_view_numel(&ic->inputs[1]) +
+                      (double)s.batch * (double)s.M * (double)s.N);
+    c->temp_bytes = 0;
+    return POPC_OK;
+}
+
+/* Transpose of the last two dims of value (rank r >= 2). */
+static popc_status transpose_last(popc_grad_ctx *gc, int value, int r,
+                                  int *out)
+{
+    int64_t perm[POPC_MAX_RANK];
+    popc_attr a;
+
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[r - 2] = r - 1;
+    perm[r - 1] = r - 2;
+    a = opsu_attr_ints("perm", perm, r);
+    return opsu_node1(gc, NULL, "Transpose", &value, 1, &a, 1, out);
+}
+
+static popc_status matmul2(popc_grad_ctx *gc, int x, int y, int *out)
+{
+    int in[2] = {x, y};
+
+    return opsu_node1(gc, NULL, "MatMul", in, 2, NULL, 0, out);
+}
+
+/* dY with a unit dimension put back where a 1-D operand dropped it:
+** before the last dim (A was 1-D) or after it (B was 1-D). */
+static popc_status lift_dy(popc_grad_ctx *gc, int dy, const popc_view *y,
+                           int a_was_1d, int b_was_1d, int *out)
+{
+    int64_t d[POPC_MAX_RANK + 2];
+    int r = 0;
+
+    for (int i = 0; i < y->rank - (a_was_1d != b_was_1d); i++)
+        d[r++] = y->dims[i];
+    if (a_was_1d && b_was_1d) {
+        d[r++] = 1;
+        d[r++] = 1;
+    } else if (a_was_1d) {
+        d[r++] = 1;
+        d[r++] = y->dims[y->rank - 1];
+    } else {
+        d[r++] = y->dims[y->rank - 1];
+        d[r++] = 1;
+    }
+    if (r > POPC_MAX_RANK)
+        return gc->host->set_error(POPC_EUNSUPPORTED,
+                                   "MatMul '%s': gradient needs rank %d, "
+                                   "above %d",
+                                   gc->node_name, r, POPC_MAX_RANK);
+    return opsu_reshape(gc, dy, d, r, out);
+}
+
+static popc_status matmul_grad(popc_grad_ctx *gc)
+{
+    const popc_view *ai = &gc->input_info[0], *bi = &gc->input_info[1];
+    int a = gc->inputs[0], b = gc->inputs[1], dy = gc->output_grads[0];
+    int a1 = ai->rank == 1, b1 = bi->rank == 1;
+    int dy2, a2, b2, t, full;
+    int64_t row[2], col[2];
+    popc_status st;
+
+    if (dy < 0)
+        return POPC_OK;
+    if (a1 || b1) {
+        if ((st = lift_dy(gc, dy, &gc->output_info[0], a1, b1, &dy2)) !=
+            POPC_OK)
+            return st;
+    } else {
+        dy2 = dy;
+    }
+    /* operands as matrices: A [K] -> [1, K], B [K] -> [K, 1] */
+    a2 = a;
+    b2 = b;
+    if (a1) {
+        row[0] = 1;
+        row[1] = ai->dims[0];
+        if ((st = opsu_reshape(gc, a, row, 2, &a2)) != POPC_OK)
+            return st;
+    }
+    if (b1) {
+        col[0] = bi->dims[0];
+        col[1] = 1;
+        if ((st = opsu_reshape(gc, b, col, 2, &b2)) != POPC_OK)
+            return st;
+    }
+    /* dA = dY2 @ B2^T, summed over broadcast batch dims */
+    if ((st = transpose_last(gc, b2, b1 ? 2 : bi->rank, &t)) != POPC_OK ||
+        (st = matmul2(gc, dy2, t, &full)) != POPC_OK)
+        return st;
+    if (a1) {
+        row[0] = 1;
+        row[1] = ai->dims[0];
+        if ((st = opsu_sum_to(gc, full, row, 2, &full)) != POPC_OK ||
+            (st = opsu_reshape(gc, full, ai->dims, 1, &gc->input_grads[0])) !=
+                POPC_OK)
+            return st;
+    } else if ((st = opsu_sum_to(gc, full, ai->dims, ai->rank,
+                                 &gc->input_grads[0])) != POPC_OK) {
+        return st;
+    }
+    /* dB = A2^T @ dY2 */
+    if ((st = transpose_last(gc, a2, a1 ? 2 : ai->rank, &t)) != POPC_OK ||
+        (st = matmul2(gc, t, dy2, &full)) != POPC_OK)
+        return st;
+    if (b1) {
+        col[0] = bi->dims[0];
+        col[1] = 1;
+        if ((st = opsu_sum_to(gc, full, col, 2, &full)) != POPC_OK ||
+            (st = opsu_reshape(gc, full, bi->dims, 1, &gc->input_grads[1])) !=
+                POPC_OK)
+            return st;
+    } else if ((st = opsu_sum_to(gc, full, bi->dims, bi->rank,
+                                 &gc->input_grads[1])) != POPC_OK) {
+        return st;
+    }
+    return POPC_OK;
+}
+
+/* ---- Gemm ---------------------------------------------------------------- */
+
+typedef struct gemm_p {
+    int ta, tb;
+    float alpha, beta;
+    int64_t M, N, K;
+    int has_c;
+    int64_t cm, cn;      /* C's dims as [cm, cn] after broadcasting rules */
+} gemm_p;
+
+static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
+                              const popc_attrs *attrs, gemm_p *p)
+{
+    const popc_view *a = &in[0], *b = &in[1];
+    char sa[OPSU_DIMS_LEN], sb[OPSU_DIMS_LEN];
+    int64_t ka, kb;
+
+    memset(p, 0, sizeof *p);
+    p->ta = popc_attr_int(attrs, "transA", 0) != 0;
+    p->tb = popc_attr_int(attrs, "transB", 0) != 0;
+    p->alpha = (float)popc_attr_float(attrs, "alpha", 1.0);
+    p->beta = (float)popc_attr_float(attrs, "beta", 1.0);
+    if (a->rank != 2 || b->rank != 2)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "Gemm '%s': A %s and B %s must both be "
+                                    "matrices (rank 2); use MatMul for other "
+                                    "ranks",
+                                    node, opsu_dims(a, sa), opsu_dims(b, sb));
+    p->M = p->ta ? a->dims[1] : a->dims[0];
+    ka = p->ta ? a->dims[0] : a->dims[1];
+    kb = p->tb ? b->dims[1] : b->dims[0];
+    p->N = p->tb ? b->dims[0] : b->dims[1];
+    if (ka != kb)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "Gemm '%s': A %s (transA %d) gives K = "
+                                    "%lld but B %s (transB %d) gives K = "
+                                    "%lld; the inner dimensions must agree",
+                                    node, opsu_dims(a, sa), p->ta,
+                                    (long long)ka, opsu_dims(b, sb), p->tb,
+                                    (long long)kb);
+    p->K = ka;
+    if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX)
+        return opsu_host->set_error(POPC_EUNSUPPORTED,
+                                    "Gemm '%s': a dimension is above %d, too "
+                                    "large for BLAS",
+                                    node, INT_MAX);
+    p->has_c = opsu_present(in, n_in, 2);
+    if (p->has_c) {
+        const popc_view *c = &in[2];
+        int ok = c->rank <= 2;
+
+        p->cm = c->rank == 2 ? c->dims[0] : 1;
+        p->cn = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+        ok = ok && (p->cm == 1 || p->cm == p->M) &&
+             (p->cn == 1 || p->cn == p->N);
+        if (!ok)
+            return opsu_host->set_error(POPC_EINVAL,
+                                        "Gemm '%s': C %s does not broadcast "
+                                        "to the result [%lld, %lld]",
+                                        node, opsu_dims(c, sa),
+                                        (long long)p->M, (long long)p->N);
+    }
+    return POPC_OK;
+}
+
+static popc_status gemm_infer(popc_infer_ctx *ic)
+{
+    gemm_p p;
+    int64_t d[2];
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "Gemm", 0, "input A")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "Gemm", 1, "input B")) != POPC_OK)
+        return st;
+    if (opsu_present(ic->inputs, ic->n_inputs, 2) &&
+        (st = opsu_want_f32(ic, "Gemm", 2, "input C")) != POPC_OK)
+        return st;
+    if ((st = gemm_parse(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
+                         &p)) != POPC_OK)
+        return st;
+    d[0] = p.M;
+    d[1] = p.N;
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2);
+    return POPC_OK;
+}
+
+static popc_status gemm_forward(const popc_kernel_ctx *kc)
+{
+    const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
+    const float *Cin = NULL;
+    float *Y = kc->outputs[0].data;
+    gemm_p p;
+    nn_tiles t;
+    int64_t lo, hi;
+    float beta = 0.0f;
+    popc_status st;
+
+    if ((st = gemm_parse(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
+                         &p)) != POPC_OK)
+        return st;
+    if (p.has_c && p.beta != 0.0f) {
+        Cin = kc->inputs[2].data;
+        beta = 1.0f;
+    }
+    nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 32, NN_TILE_AUTO, &t);
+    opsu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        if (Cin) {
+            /* beta * C broadcast into this tile, then accumulate */
+            int64_t r0 = 0, r1 = p.M, c0 = 0, c1 = p.N;
+
+            if (t.by_cols) {
+                c0 = u * t.blk;
+                c1 = c0 + t.blk < p.N ? c0 + t.blk : p.N;
+            } else {
+                r0 = u * t.blk;
+                r1 = r0 + t.blk < p.M ? r0 + t.blk : p.M;
+            }
+            for (int64_t i = r0; i < r1; i++) {
+                const float *crow = Cin + (p.cm == 1 ? 0 : i * p.cn);
+                float *yrow = Y + i * p.N;
+
+                if (p.cn == 1)
+                    for (int64_t j = c0; j < c1; j++)
+                        yrow[j] = p.beta * crow[0];
+                else
+                    for (int64_t j = c0; j < c1; j++)
+                        yrow[j] = p.beta * crow[j];
+            }
+        }
+        nn_sgemm_tile(&t, u, p.ta, p.tb, p.M, p.N, p.K, p.alpha, A,
+                      p.ta ? p.M : p.K, B, p.tb ? p.K : p.N, beta, Y, p.N);
+    }
+    return POPC_OK;
+}
+
+static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    gemm_p p;
+    popc_status st;
+
+    if ((st = gemm_parse(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
+                         &p)) != POPC_OK)
+        return st;
+    c->flops = 2.0 * (double)p.M * (double)p.N * (double)p.K +
+               (p.has_c ? 2.0 * (double)p.M * (double)p.N : 0.0);
+    c->bytes = 4.0 * ((double)p.M * (double)p.K + (double)p.K * (double)p.N +
+                      (p.has_c ? (double)(p.cm * p.cn) : 0.0) +
+                      (double)p.M * (double)p.N);
+    c->temp_bytes = 0;
+    return POPC_OK;
+}
+
+static popc_status gemm_node(popc_grad_ctx *gc, int x, int y, double alpha,
+                             int ta, int tb, int *out)
+{
+    int in[2] = {x, y};
+    popc_attr a[3];
+
+    a[0] = opsu_attr_float("alpha", alpha);
+    a[1] = opsu_attr_int("transA", ta);
+    a[2] = opsu_attr_int("transB", tb);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3, out);
+}
+
+/* Y = alpha op(A) op(B) + beta C. With G = dY:
+**   dA = alpha G op(B)^T (transposed back when transA),
+**   dB = alpha op(A)^T G (transposed back when transB),
+**   dC = beta * G summed down to C's shape. */
+static popc_status gemm_grad(popc_grad_ctx *gc)
+{
+    int a = gc->inputs[0], b = gc->inputs[1], g = gc->output_grads[0];
+    int ta = popc_attr_int(gc->attrs, "transA", 0) != 0;
+    int tb = popc_attr_int(gc->attrs, "transB", 0) != 0;
+    double alpha = popc_attr_float(gc->attrs, "alpha", 1.0);
+    double beta = popc_attr_float(gc->attrs, "beta", 1.0);
+    popc_status st;
+    int sum;
+
+    if (g < 0)
+        return POPC_OK;
+    if (!ta)
+        st = gemm_node(gc, g, b, alpha, 0, !tb, &gc->input_grads[0]);
+    else
+        st = gemm_node(gc, b, g, alpha, tb, 1, &gc->input_grads[0]);
+    if (st != POPC_OK)
+        return st;
+    if (!tb)
+        st = gemm_node(gc, a, g, alpha, !ta, 0, &gc->input_grads[1]);
+    else
+        st = gemm_node(gc, g, a, alpha, 1, ta, &gc->input_grads[1]);
+    if (st != POPC_OK)
+        return st;
+    if (gc->n_inputs > 2 && gc->inputs[2] >= 0 &&
+        gc->input_info[2].dtype != POPC_DTYPE_UNDEFINED) {
+        const popc_view *ci = &gc->input_info[2];
+
+        if ((st = opsu_sum_to(gc, g, ci->dims, ci->rank, &sum)) != POPC_OK ||
+            (st = opsu_scale(gc, sum, beta, &gc->input_grads[2])) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+static const popc_op_def matmul_ops[] = {
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "MatMul",
+        .since_version = 13,
+        .min_inputs = 2, .max_inputs = 2,
+        .min_outputs = 1, .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = matmul_infer,
+        .forward = matmul_forward,
+        .grad = matmul_grad,
+        .cost = matmul_cost,
+        .doc = "numpy matmul (batched, broadcast, 1-D operands) on sgemm",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "Gemm",
+        .since_version = 13,
+        .min_inputs = 2, .max_inputs = 3,
+        .min_outputs = 1, .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = gemm_infer,
+        .forward = gemm_forward,
+        .grad = gemm_grad,
+        .cost = gemm_cost,
+        .doc = "alpha * op(A) op(B) + beta * C on sgemm",
+    },
+};
+
+popc_status nn_register_matmul(const popc_host *h, popc_registrar *r)
+{
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof matmul_ops / sizeof matmul_ops[0]; i++)
+        if ((st = h->register_op(r, &matmul_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}

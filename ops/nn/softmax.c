@@ -1,0 +1,360 @@
+/* softmax.c - ai.onnx Softmax and LogSoftmax (opset 13: along one axis)
+** and their gradient ops popc::SoftmaxGrad and popc::LogSoftmaxGrad.
+**
+** The input is viewed as [outer, n, inner] with n the axis. A "lane" is
+** one vector along the axis; lanes are the units split over parts. When
+** inner > 1 a block of up to LANES neighbouring lanes is processed
+** together so memory is read row by row. Sums are kept in double.
+** torch: softmax = exp(x - max) * (1 / sum), log_softmax = x - max -
+** log(sum); grads y * (g - sum(g * y)) and g - exp(y) * sum(g).
+*/
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/nn/nn_priv.h"
+#include "ops/nn/util.h"
+
+#define LANES 256
+
+enum { SM_SOFTMAX = 0, SM_LOG = 1 };
+
+typedef struct sm_p {
+    int64_t outer, n, inner;
+} sm_p;
+
+static popc_status sm_params(const char *op, const char *node,
+                             const popc_view *x, const popc_attrs *attrs,
+                             sm_p *p)
+{
+    int axis;
+    popc_status st;
+
+    if ((st = opsu_axis(op, node, popc_attr_int(attrs, "axis", -1), x->rank,
+                        &axis)) != POPC_OK)
+        return st;
+    p->outer = 1;
+    p->inner = 1;
+    p->n = x->dims[axis];
+    for (int i = 0; i < x->rank; i++) {
+        if (i < axis)
+            p->outer *= x->dims[i];
+        else if (i > axis)
+            p->inner *= x->dims[i];
+    }
+    return POPC_OK;
+}
+
+/* Lanes [l0, l0 + w) all in the same outer slice. */
+static void sm_block(const float *x, float *y, const sm_p *p, int64_t l0,
+                     int64_t w, int mode)
+{
+    int64_t o = l0 / p->inner, i0 = l0 % p->inner;
+    int64_t base = o * p->n * p->inner + i0;
+    float mx[LANES];
+    double sum[LANES];
+
+    for (int64_t i = 0; i < w; i++) {
+        mx[i] = -INFINITY;
+        sum[i] = 0.0;
+    }
+    for (int64_t k = 0; k < p->n; k++) {
+        const float *xr = x + base + k * p->inner;
+
+        for (int64_t i = 0; i < w; i++)
+            if (xr[i] > mx[i] || isnan(xr[i]))
+                mx[i] = xr[i];
+    }
+    for (int64_t k = 0; k < p->n; k++) {
+        const float *xr = x + base + k * p->inner;
+        float *yr = y + base + k * p->inner;
+
+        for (int64_t i = 0; i < w; i++) {
+            float e = expf(xr[i] - mx[i]);
+
+            sum[i] += e;
+            if (mode == SM_SOFTMAX)
+                yr[i] = e;
+        }
+    }
+    for (int64_t k = 0; k < p->n; k++) {
+        const float *xr = x + base + k * p->inner;
+        float *yr = y + base + k * p->inner;
+
+        for (int64_t i = 0; i < w; i++) {
+            if (mode == SM_SOFTMAX)
+                yr[i] *= (float)(1.0 / sum[i]);
+            else
+                yr[i] = xr[i] - mx[i] - (float)log(sum[i]);
+        }
+    }
+}
+
+/* One contiguous row (inner == 1). */
+static void sm_row(const float *x, float *y, int64_t n, int mode)
+{
+    float mx = -INFINITY, r;
+    double sum = 0.0;
+
+    for (int64_t k = 0; k < n; k++)
+        if (x[k] > mx || isnan(x[k]))
+            mx = x[k];
+    if (mode == SM_SOFTMAX) {
+        for (int64_t k = 0; k < n; k++) {
+            y[k] = expf(x[k] - mx);
+            sum += y[k];
+        }
+        r = (float)(1.0 / sum);
+        for (int64_t k = 0; k < n; k++)
+            y[k] *= r;
+    } else {
+        for (int64_t k = 0; k < n; k++)
+            sum += expf(x[k] - mx);
+        r = (float)log(sum);
+        for (int64_t k = 0; k < n; k++)
+            y[k] = x[k] - mx - r;
+    }
+}
+
+/* Width of the lane block starting at l0: it never crosses an outer
+** slice, never passes hi and is at most LANES wide. */
+static int64_t lane_block(const sm_p *p, int64_t l0, int64_t hi)
+{
+    int64_t w = p->inner - l0 % p->inner;
+
+    if (w > LANES)
+        w = LANES;
+    if (w > hi - l0)
+        w = hi - l0;
+    return w;
+}
+
+static popc_status sm_infer_common(popc_infer_ctx *ic, const char *op)
+{
+    sm_p p;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, op, 0, "input")) != POPC_OK ||
+        (st = sm_params(op, ic->node_name, &ic->inputs[0], ic->attrs, &p)) !=
+            POPC_OK)
+        return st;
+    opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+    return POPC_OK;
+}
+
+static popc_status sm_forward_common(const popc_kernel_ctx *kc,
+                                     const char *op, int mode)
+{
+    const float *x = kc->inputs[0].data;
+    float *y = kc->outputs[0].data;
+    int64_t lo, hi;
+    sm_p p;
+    popc_status st;
+
+    if ((st = sm_params(op, kc->node_name, &kc->inputs[0], kc->attrs, &p)) !=
+        POPC_OK)
+        return st;
+    opsu_range(p.outer * p.inner, kc->part, kc->n_parts, &lo, &hi);
+    if (p.inner == 1) {
+        for (int64_t r = lo; r < hi; r++)
+            sm_row(x + r * p.n, y + r * p.n, p.n, mode);
+        return POPC_OK;
+    }
+    for (int64_t l0 = lo, w; l0 < hi; l0 += w) {
+        w = lane_block(&p, l0, hi);
+        sm_block(x, y, &p, l0, w, mode);
+    }
+    return POPC_OK;
+}
+
+static popc_status softmax_infer(popc_infer_ctx *ic)
+{
+    return sm_infer_common(ic, "Softmax");
+}
+
+static popc_status logsoftmax_infer(popc_infer_ctx *ic)
+{
+    return sm_infer_common(ic, "LogSoftmax");
+}
+
+static popc_status softmax_forward(const popc_kernel_ctx *kc)
+{
+    return sm_forward_common(kc, "Softmax", SM_SOFTMAX);
+}
+
+static popc_status logsoftmax_forward(const popc_kernel_ctx *kc)
+{
+    return sm_forward_common(kc, "LogSoftmax", SM_LOG);
+}
+
+static popc_status sm_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    double n = (double)popc_view_numel(&ic->inputs[0]);
+
+    c->flops = 5.0 * n;
+    c->bytes = 8.0 * n;
+    c->temp_bytes = 0;
+    return POPC_OK;
+}
+
+static popc_status sm_grad_common(popc_grad_ctx *gc, const char *grad_op)
+{
+    popc_attr a = opsu_attr_int("axis", popc_attr_int(gc->attrs, "axis", -1));
+    int in[2];
+
+    if (gc->output_grads[0] < 0)
+        return POPC_OK;
+    in[0] = gc->output_grads[0];
+    in[1] = gc->outputs[0];
+    return opsu_node1(gc, "popc", grad_op, in, 2, &a, 1, &gc->input_grads[0]);
+}
+
+static popc_status softmax_grad(popc_grad_ctx *gc)
+{
+    return sm_grad_common(gc, "SoftmaxGrad");
+}
+
+static popc_status logsoftmax_grad(popc_grad_ctx *gc)
+{
+    return sm_grad_common(gc, "LogSoftmaxGrad");
+}
+
+/* ---- SoftmaxGrad / LogSoftmaxGrad: (dY, Y) -> dX ------------------------------ */
+
+static popc_status smg_infer_common(popc_infer_ctx *ic, const char *op)
+{
+    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    const popc_view *g = &ic->inputs[0], *y = &ic->inputs[1];
+    sm_p p;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, op, 0, "dY")) != POPC_OK ||
+        (st = opsu_want_f32(ic, op, 1, "Y")) != POPC_OK ||
+        (st = sm_params(op, ic->node_name, y, ic->attrs, &p)) != POPC_OK)
+        return st;
+    if (g->rank != y->rank ||
+        memcmp(g->dims, y->dims, sizeof g->dims[0] * (size_t)g->rank))
+        return ic->host->set_error(POPC_EINVAL,
+                                   "%s '%s': dY %s must have Y's shape %s",
+                                   op, ic->node_name, opsu_dims(g, s1),
+                                   opsu_dims(y, s2));
+    opsu_set_like(&ic->outputs[0], y);
+    return POPC_OK;
+}
+
+static void smg_block(const float *g, const float *y, float *dx,
+                      const sm_p *p, int64_t l0, int64_t w, int mode)
+{
+    int64_t o = l0 / p->inner, i0 = l0 % p->inner;
+    int64_t base = o * p->n * p->inner + i0;
+    double sum[LANES];
+
+    for (int64_t i = 0; i < w; i++)
+        sum[i] = 0.0;
+    for (int64_t k = 0; k < p->n; k++) {
+        const float *gr = g + base + k * p->inner;
+        const float *yr = y + base + k * p->inner;
+
+        for (int64_t i = 0; i < w; i++)
+            sum[i] += mode == SM_SOFTMAX ? (double)gr[i] * yr[i] : gr[i];
+    }
+    for (int64_t k = 0; k < p->n; k++) {
+        const float *gr = g + base + k * p->inner;
+        const float *yr = y + base + k * p->inner;
+        float *dr = dx + base + k * p->inner;
+
+        for (int64_t i = 0; i < w; i++)
+            dr[i] = mode == SM_SOFTMAX
+                        ? yr[i] * (gr[i] - (float)sum[i])
+                        : gr[i] - expf(yr[i]) * (float)sum[i];
+    }
+}
+
+static popc_status smg_forward_common(const popc_kernel_ctx *kc,
+                                      const char *op, int mode)
+{
+    const float *g = kc->inputs[0].data, *y = kc->inputs[1].data;
+    float *dx = kc->outputs[0].data;
+    int64_t lo, hi;
+    sm_p p;
+    popc_status st;
+
+    if ((st = sm_params(op, kc->node_name, &kc->inputs[1], kc->attrs, &p)) !=
+        POPC_OK)
+        return st;
+    opsu_range(p.outer * p.inner, kc->part, kc->n_parts, &lo, &hi);
+    if (p.inner == 1) {
+        for (int64_t r = lo; r < hi; r++)
+            smg_block(g, y, dx, &p, r, 1, mode);
+        return POPC_OK;
+    }
+    for (int64_t l0 = lo, w; l0 < hi; l0 += w) {
+        w = lane_block(&p, l0, hi);
+        smg_block(g, y, dx, &p, l0, w, mode);
+    }
+    return POPC_OK;
+}
+
+static popc_status softmaxgrad_infer(popc_infer_ctx *ic)
+{
+    return smg_infer_common(ic, "SoftmaxGrad");
+}
+
+static popc_status logsoftmaxgrad_infer(popc_infer_ctx *ic)
+{
+    return smg_infer_common(ic, "LogSoftmaxGrad");
+}
+
+static popc_status softmaxgrad_forward(const popc_kernel_ctx *kc)
+{
+    return smg_forward_common(kc, "SoftmaxGrad", SM_SOFTMAX);
+}
+
+static popc_status logsoftmaxgrad_forward(const popc_kernel_ctx *kc)
+{
+    return smg_forward_common(kc, "LogSoftmaxGrad", SM_LOG);
+}
+
+static popc_status smg_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    double n = (double)popc_view_numel(&ic->inputs[0]);
+
+    c->flops = 4.0 * n;
+    c->bytes = 12.0 * n;
+    c->temp_bytes = 0;
+    return POPC_OK;
+}
+
+#define SM_DEF(NAME, DOMAIN, VER, N_IN, INFER, FWD, GRAD, COST, DOC)         \
+    {                                                                       \
+        .size = sizeof(popc_op_def), .domain = DOMAIN, .name = NAME,        \
+        .since_version = VER, .min_inputs = N_IN, .max_inputs = N_IN,       \
+        .min_outputs = 1, .max_outputs = 1, .flags = POPC_OP_SPLIT,         \
+        .infer = INFER, .forward = FWD, .grad = GRAD, .cost = COST,         \
+        .doc = DOC,                                                         \
+    }
+
+static const popc_op_def softmax_ops[] = {
+    SM_DEF("Softmax", "ai.onnx", 13, 1, softmax_infer, softmax_forward,
+           softmax_grad, sm_cost, "softmax along one axis"),
+    SM_DEF("LogSoftmax", "ai.onnx", 13, 1, logsoftmax_infer,
+           logsoftmax_forward, logsoftmax_grad, sm_cost,
+           "log-softmax along one axis"),
+    SM_DEF("SoftmaxGrad", "popc", 1, 2, softmaxgrad_infer,
+           softmaxgrad_forward, NULL, smg_cost,
+           "Softmax input gradient (dY, Y)"),
+    SM_DEF("LogSoftmaxGrad", "popc", 1, 2, logsoftmaxgrad_infer,
+           logsoftmaxgrad_forward, NULL, smg_cost,
+           "LogSoftmax input gradient (dY, Y)"),
+};
+
+popc_status nn_register_softmax(const popc_host *h, popc_registrar *r)
+{
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof softmax_ops / sizeof softmax_ops[0]; i++)
+        if ((st = h->register_op(r, &softmax_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}

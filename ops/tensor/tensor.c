@@ -1,0 +1,36 @@
+/* tensor.c - the "tensor" op plugin: shape ops, data movement and
+** reductions, with the gradient helpers popc::SumToShape, GatherGrad,
+** SliceGrad and ReduceMaxGrad. */
+#include "config.h"
+
+#include "ops/tensor/tensorops.h"
+
+static popc_status register_all(const popc_host *host, popc_registrar *reg,
+                                const popc_op_def *defs, int n)
+{
+    popc_status st;
+
+    for (int i = 0; i < n; i++)
+        if ((st = host->register_op(reg, &defs[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}
+
+static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
+{
+    popc_status st;
+
+    if ((st = register_all(host, reg, top_shape_ops, top_shape_count)) !=
+            POPC_OK ||
+        (st = register_all(host, reg, top_move_ops, top_move_count)) !=
+            POPC_OK ||
+        (st = register_all(host, reg, top_slice_ops, top_slice_count)) !=
+            POPC_OK)
+        return st;
+    return register_all(host, reg, top_reduce_ops, top_reduce_count);
+}
+
+POPC_PLUGIN_DEFINE(tensor, "0.1.0",
+                   "shape ops, Transpose, Concat, Split, Slice, Gather, "
+                   "reductions, ArgMax",
+                   "MIT", tensor_init, NULL)

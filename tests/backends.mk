@@ -1,0 +1,28 @@
+# tests/backends.mk - the ipumodel and offline backends: parity with the cpu
+# oracle over every op family and the layers.h models, the IPU model's
+# memory map, threads, report and cycles, and the offline target.
+backend_test_deps = libpopc.la backends/cpu.la backends/ipumodel.la \
+    backends/offline.la ops/math.la ops/tensor.la ops/nn.la ops/loss.la \
+    ops/popc.la optim/sgd.la
+
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_backend_parity %reldir%/check_ipumodel \
+    %reldir%/check_offline
+TESTS += %reldir%/check_backend_parity %reldir%/check_ipumodel \
+    %reldir%/check_offline
+endif
+
+%canon_reldir%_check_backend_parity_SOURCES = %reldir%/check_backend_parity.c
+%canon_reldir%_check_backend_parity_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_backend_parity_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_backend_parity_DEPENDENCIES = $(backend_test_deps)
+
+%canon_reldir%_check_ipumodel_SOURCES = %reldir%/check_ipumodel.c
+%canon_reldir%_check_ipumodel_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_ipumodel_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_ipumodel_DEPENDENCIES = $(backend_test_deps)
+
+%canon_reldir%_check_offline_SOURCES = %reldir%/check_offline.c
+%canon_reldir%_check_offline_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_offline_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_offline_DEPENDENCIES = $(backend_test_deps)

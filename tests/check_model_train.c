@@ -1,0 +1,625 @@
+/* check_model_train.c - training models on the cpu backend against torch
+** (tests/ref/gen_runtime.py): SGD steps, gradient accumulation with
+** replication (Mean and Sum), Running vs Post, loss scaling, changing the
+** learning rate without recompiling, optimizer state checkpoints, and the
+** errors of §3 and §8. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <check.h>
+
+#include "popc/popc.h"
+#include "popc/layers.h"
+
+#define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
+
+#define TOL 2e-5
+
+static const char *const params[] = {"fc1.weight", "fc1.bias", "fc2.weight",
+                                     "fc2.bias"};
+
+/* PopTorch's text first; popc may add where and how to fix it. */
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static popc_tensor *ref(const char *name)
+{
+    const char *dir = getenv("POPC_TEST_REF");
+    char path[4096];
+    popc_tensor *t = NULL;
+
+    snprintf(path, sizeof path, "%s/runtime/%s.npy", dir ? dir : "tests/ref",
+             name);
+    ck_assert_msg(popc_npy_load(path, &t) == POPC_OK, "%s",
+                  popc_last_error());
+    return t;
+}
+
+/* "fc1.weight" -> "<prefix>_fc1_weight" */
+static popc_tensor *ref_param(const char *prefix, const char *param)
+{
+    char name[128];
+
+    snprintf(name, sizeof name, "%s_%s", prefix, param);
+    for (char *p = name + strlen(prefix); *p; p++)
+        if (*p == '.')
+            *p = '_';
+    return ref(name);
+}
+
+/* Rows [first, first + n) of t (any rank >= 1). */
+static popc_tensor *rows(const popc_tensor *t, int64_t first, int64_t n)
+{
+    int64_t dims[POPC_MAX_RANK];
+    int rank = popc_tensor_rank(t);
+    int64_t row = popc_tensor_numel(t) / popc_tensor_dims(t)[0];
+    const float *p = popc_tensor_cdata(t);
+    popc_tensor *r = NULL;
+
+    memcpy(dims, popc_tensor_dims(t), sizeof(int64_t) * (size_t)rank);
+    dims[0] = n;
+    OK(popc_tensor_from_data(POPC_DTYPE_F32, dims, rank, p + first * row,
+                             &r));
+    return r;
+}
+
+/* fc1 (4 -> 8), ReLU, fc2 (8 -> 3), MSE (mean) against y; the loss is
+** the graph's output. Initial weights are torch's. */
+static popc_graph *make_mlp(void)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t xd[2] = {1, 4}, yd[2] = {1, 3};
+    int x, y, h, a, o, loss;
+
+    OK(popc_graph_new("mlp", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_graph_add_input(g, "y", POPC_DTYPE_F32, yd, 2, &y));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_linear(L, "fc1", x, 4, 8, 1, &h));
+    OK(popc_nn_activation(L, "Relu", h, 0.0, &a));
+    OK(popc_nn_linear(L, "fc2", a, 8, 3, 1, &o));
+    OK(popc_nn_mse_loss(L, o, y, "mean", &loss));
+    OK(popc_graph_add_output(g, loss));
+    popc_layers_free(L);
+    for (int i = 0; i < 4; i++) {
+        popc_tensor *t = ref_param("init", params[i]);
+        OK(popc_graph_set_initializer(g, popc_graph_find_value(g, params[i]),
+                                      t));
+        popc_tensor_free(t);
+    }
+    return g;
+}
+
+static popc_options *options(int64_t di, int64_t ga, int64_t r,
+                             const char *reduction, const char *strategy)
+{
+    popc_options *o = NULL;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_options_set_int(o, "deviceIterations", di));
+    OK(popc_options_set_int(o, "Training.gradientAccumulation", ga));
+    OK(popc_options_set_int(o, "replicationFactor", r));
+    if (reduction)
+        OK(popc_options_set(o,
+                            "Training.accumulationAndReplicationReductionType",
+                            reduction));
+    if (strategy)
+        OK(popc_options_set(
+            o, "Training.meanAccumulationAndReplicationReductionStrategy",
+            strategy));
+    return o;
+}
+
+static popc_optimizer *sgd(double lr, double momentum, double ls)
+{
+    popc_optimizer *o = NULL;
+
+    OK(popc_optimizer_new("sgd", &o));
+    OK(popc_optimizer_set(o, "lr", lr));
+    if (momentum != 0.0)
+        OK(popc_optimizer_set(o, "momentum", momentum));
+    if (ls != 1.0)
+        OK(popc_optimizer_set(o, "loss_scaling", ls));
+    return o;
+}
+
+static popc_model *train_model(popc_options *o, popc_optimizer *opt)
+{
+    popc_graph *g = make_mlp();
+    popc_model *m = NULL;
+
+    OK(popc_model_new_training(g, o, opt, &m));
+    popc_graph_free(g);
+    return m;
+}
+
+/* One run on rows [first, first + n); returns the loss output. */
+static popc_tensor *step(popc_model *m, int64_t first, int64_t n)
+{
+    popc_tensor *x = ref("x"), *y = ref("y"), *in[2], *loss = NULL;
+
+    in[0] = rows(x, first, n);
+    in[1] = rows(y, first, n);
+    OK(popc_model_run(m, in, 2, &loss, 1));
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    return loss;
+}
+
+static double max_diff(const popc_tensor *a, const popc_tensor *b)
+{
+    double d = popc_tensor_max_abs_diff(a, b);
+    return d < 0 ? 1e30 : d;
+}
+
+static double params_diff_ref(popc_model *m, const char *prefix)
+{
+    double worst = 0.0;
+
+    for (int i = 0; i < 4; i++) {
+        const popc_tensor *got = NULL;
+        popc_tensor *want = ref_param(prefix, params[i]);
+        double d;
+
+        OK(popc_model_get_weight(m, params[i], &got));
+        d = max_diff(got, want);
+        if (d > worst)
+            worst = d;
+        popc_tensor_free(want);
+    }
+    return worst;
+}
+
+static double params_diff(popc_model *a, popc_model *b)
+{
+    double worst = 0.0;
+
+    for (int i = 0; i < 4; i++) {
+        const popc_tensor *ta = NULL, *tb = NULL;
+        double d;
+
+        OK(popc_model_get_weight(a, params[i], &ta));
+        OK(popc_model_get_weight(b, params[i], &tb));
+        d = max_diff(ta, tb);
+        if (d > worst)
+            worst = d;
+    }
+    return worst;
+}
+
+/* ---- torch parity -------------------------------------------------------- */
+
+START_TEST(sgd_momentum_matches_torch)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.9, 1.0);
+    popc_model *m = train_model(o, opt);
+    popc_tensor *want = ref("sgd_loss");
+    const float *wl = popc_tensor_cdata(want);
+
+    for (int s = 0; s < 5; s++) {
+        popc_tensor *loss = step(m, 4 * s, 4);
+        /* Final mode with one replica: the scalar loss stays 0-d. */
+        ck_assert_int_eq(popc_tensor_rank(loss), 0);
+        ck_assert_msg(fabs(*(const float *)popc_tensor_cdata(loss) - wl[s]) <
+                          TOL, "step %d loss %g, torch %g", s,
+                      (double)*(const float *)popc_tensor_cdata(loss),
+                      (double)wl[s]);
+        popc_tensor_free(loss);
+    }
+    ck_assert_int_eq(popc_model_steps(m), 5);
+    ck_assert_msg(params_diff_ref(m, "sgd") < TOL, "weights differ by %g",
+                  params_diff_ref(m, "sgd"));
+    popc_tensor_free(want);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
+/* DI 2, GA 2, R 2, micro-batch 2, Mean: each step is torch's step on the
+** 8 rows it consumed. */
+static void ga_case(const char *reduction, const char *strategy, double ls,
+                    const char *prefix, popc_model **keep)
+{
+    popc_options *o = options(2, 2, 2, reduction, strategy);
+    popc_optimizer *opt = sgd(0.1, 0.0, ls);
+    popc_model *m = train_model(o, opt);
+    popc_tensor *want = ref(strcmp(prefix, "ga_sum") == 0 ? "ga_sum_loss"
+                                                          : "ga_loss");
+    const float *wl = popc_tensor_cdata(want);
+
+    for (int run = 0; run < 2; run++) {
+        popc_tensor *loss = step(m, 16 * run, 16);
+        const float *l = popc_tensor_cdata(loss);
+        ck_assert_int_eq(popc_tensor_rank(loss), 1);
+        ck_assert_int_eq(popc_tensor_dims(loss)[0], 2);
+        for (int r = 0; r < 2; r++)
+            ck_assert_msg(fabs(l[r] - wl[2 * run + r]) < TOL,
+                          "%s run %d replica %d: loss %g, torch %g", prefix,
+                          run, r, (double)l[r], (double)wl[2 * run + r]);
+        popc_tensor_free(loss);
+    }
+    ck_assert_int_eq(popc_model_steps(m), 4);
+    ck_assert_msg(params_diff_ref(m, prefix) < TOL, "%s: weights differ by %g",
+                  prefix, params_diff_ref(m, prefix));
+    popc_tensor_free(want);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    if (keep)
+        *keep = m;
+    else
+        popc_model_free(m);
+}
+
+START_TEST(accumulation_replication_mean)
+{
+    ga_case(NULL, NULL, 1.0, "ga", NULL);
+}
+END_TEST
+
+START_TEST(accumulation_replication_sum)
+{
+    ga_case("Sum", NULL, 1.0, "ga_sum", NULL);
+}
+END_TEST
+
+START_TEST(running_equals_post)
+{
+    popc_model *post = NULL, *running = NULL;
+
+    ga_case("Mean", "Post", 1.0, "ga", &post);
+    ga_case("Mean", "Running", 1.0, "ga", &running);
+    ck_assert_msg(params_diff(post, running) < 1e-6, "differ by %g",
+                  params_diff(post, running));
+    popc_model_free(post);
+    popc_model_free(running);
+}
+END_TEST
+
+/* The update does not depend on the loss scaling; the loss returned is
+** unscaled. */
+START_TEST(loss_scaling_is_transparent)
+{
+    ga_case(NULL, NULL, 1024.0, "ga", NULL);
+}
+END_TEST
+
+/* A variable loss scaling may change after compiling: the update still
+** does not depend on it. */
+START_TEST(variable_loss_scaling_changes)
+{
+    popc_options *o = options(2, 2, 2, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.0, 1.0), *next = NULL;
+    popc_model *m;
+
+    OK(popc_optimizer_set(opt, "loss_scaling", 1.0)); /* variable */
+    m = train_model(o, opt);
+    popc_tensor_free(step(m, 0, 16));
+    OK(popc_optimizer_clone(opt, &next));
+    OK(popc_optimizer_set(next, "loss_scaling", 1024.0));
+    OK(popc_model_set_optimizer(m, next));
+    popc_tensor_free(step(m, 16, 16));
+    ck_assert_msg(params_diff_ref(m, "ga") < TOL, "weights differ by %g",
+                  params_diff_ref(m, "ga"));
+    popc_optimizer_free(next);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
+/* A variable lr changes between runs without recompiling. */
+START_TEST(set_optimizer_lr_without_recompile)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.9, 1.0), *next = NULL;
+    popc_model *m = train_model(o, opt);
+    double compile_time;
+
+    popc_tensor_free(step(m, 0, 4));
+    compile_time = popc_model_compilation_time(m);
+    OK(popc_optimizer_clone(opt, &next));
+    OK(popc_optimizer_set(next, "lr", 0.02));
+    OK(popc_model_set_optimizer(m, next));
+    ck_assert(popc_model_is_compiled(m));
+    popc_tensor_free(step(m, 4, 4));
+    ck_assert(popc_model_compilation_time(m) == compile_time);
+    ck_assert_msg(params_diff_ref(m, "lr") < TOL, "weights differ by %g",
+                  params_diff_ref(m, "lr"));
+
+    /* A constant value cannot change once compiled. */
+    popc_optimizer_free(next);
+    OK(popc_optimizer_clone(opt, &next));
+    OK(popc_optimizer_set(next, "weight_decay", 0.5));
+    OK(popc_optimizer_mark_constant(next, "weight_decay"));
+    ck_assert_int_eq(popc_model_set_optimizer(m, next), POPC_EINVAL);
+    popc_optimizer_free(next);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
+/* Weights and optimizer state saved after 2 steps and loaded into a new
+** model continue exactly like the uninterrupted run. */
+START_TEST(optimizer_state_checkpoint)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.9, 1.0);
+    popc_model *a = train_model(o, opt), *b = train_model(o, opt), *c;
+    int n;
+
+    for (int s = 0; s < 2; s++) {
+        popc_tensor_free(step(a, 4 * s, 4));
+        popc_tensor_free(step(b, 4 * s, 4));
+    }
+    c = train_model(o, opt);
+    n = popc_model_n_optimizer_states(b);
+    ck_assert_int_ge(n, 8); /* a velocity and a step count per parameter */
+    for (int i = 0; i < n; i++) {
+        const char *name = popc_model_optimizer_state_name(b, i);
+        popc_tensor *t = NULL;
+        OK(popc_model_get_optimizer_state(b, name, &t));
+        OK(popc_model_set_optimizer_state(c, name, t));
+        popc_tensor_free(t);
+    }
+    for (int i = 0; i < 4; i++) {
+        const popc_tensor *t = NULL;
+        OK(popc_model_get_weight(b, params[i], &t));
+        OK(popc_model_set_weight(c, params[i], t));
+    }
+    ck_assert_int_eq(popc_model_steps(c), 2);
+    for (int s = 2; s < 5; s++) {
+        popc_tensor_free(step(a, 4 * s, 4));
+        popc_tensor_free(step(c, 4 * s, 4));
+    }
+    ck_assert(params_diff(a, c) == 0.0);
+    ck_assert(params_diff_ref(a, "sgd") < TOL);
+    ck_assert_int_eq(popc_model_get_optimizer_state(c, "nope", NULL),
+                     POPC_EINVAL);
+    {
+        popc_tensor *t = NULL;
+        ck_assert_int_eq(popc_model_get_optimizer_state(c, "nope", &t),
+                         POPC_ENOTFOUND);
+    }
+    popc_model_free(a);
+    popc_model_free(b);
+    popc_model_free(c);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
+/* destroy() keeps the trained weights on the host and the next run
+** recompiles and continues from them. */
+START_TEST(destroy_keeps_training)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.9, 1.0);
+    popc_model *m = train_model(o, opt);
+
+    for (int s = 0; s < 5; s++) {
+        popc_tensor_free(step(m, 4 * s, 4));
+        if (s == 2) {
+            OK(popc_model_destroy(m));
+            ck_assert(!popc_model_is_compiled(m));
+        }
+    }
+    ck_assert(params_diff_ref(m, "sgd") < TOL);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
+/* An inference model sharing a training model's weights sees each
+** training step before its runs. */
+START_TEST(inference_shares_training_weights)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL), *oi = NULL;
+    popc_optimizer *opt = sgd(0.1, 0.9, 1.0);
+    popc_model *t = train_model(o, opt), *inf = NULL, *ref_inf = NULL;
+    popc_graph *g = make_mlp();
+
+    OK(popc_options_new(&oi));
+    OK(popc_options_set(oi, "backend", "cpu"));
+    OK(popc_model_new_inference(g, oi, &inf));
+    OK(popc_model_share_weights(inf, t));
+    for (int s = 0; s < 3; s++) {
+        popc_tensor *li, *lt;
+
+        popc_tensor_free(step(t, 4 * s, 4));
+        li = step(inf, 20, 4);
+        /* The same rows through a fresh copy of the trained weights. */
+        OK(popc_model_new_inference(g, oi, &ref_inf));
+        for (int i = 0; i < 4; i++) {
+            const popc_tensor *w = NULL;
+            OK(popc_model_get_weight(t, params[i], &w));
+            OK(popc_model_set_weight(ref_inf, params[i], w));
+        }
+        lt = step(ref_inf, 20, 4);
+        ck_assert(popc_tensor_equal(li, lt));
+        popc_tensor_free(li);
+        popc_tensor_free(lt);
+        popc_model_free(ref_inf);
+    }
+    ck_assert_int_eq(popc_model_share_weights(t, inf), POPC_EINVAL);
+    popc_model_free(t); /* the inference model forgets the link */
+    popc_tensor_free(step(inf, 20, 4));
+    popc_model_free(inf);
+    popc_graph_free(g);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_options_free(oi);
+}
+END_TEST
+
+/* BatchNorm: each micro-batch updates the running statistics (buffers
+** written with popc_graph_add_update), as torch's forward passes do. */
+START_TEST(batchnorm_running_statistics)
+{
+    static const char *const bn_params[] = {
+        "bn.weight", "bn.bias", "fc.weight", "fc.bias", "bn.running_mean",
+        "bn.running_var"};
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    popc_options *o = options(1, 2, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.0, 1.0);
+    popc_model *m = NULL;
+    popc_tensor *x = ref("bn_x"), *y = ref("bn_y");
+    int64_t xd[4] = {1, 2, 2, 2}, yd[2] = {1, 3};
+    int xin, yin, h, f, out, loss;
+
+    OK(popc_graph_new("bn", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 4, &xin));
+    OK(popc_graph_add_input(g, "y", POPC_DTYPE_F32, yd, 2, &yin));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_batchnorm2d(L, "bn", xin, 2, 1e-5, 0.1, &h));
+    OK(popc_nn_flatten(L, h, 1, &f));
+    OK(popc_nn_linear(L, "fc", f, 8, 3, 1, &out));
+    OK(popc_nn_mse_loss(L, out, yin, "mean", &loss));
+    OK(popc_graph_add_output(g, loss));
+    for (int i = 2; i < 4; i++) {
+        popc_tensor *t = ref_param("bn_init", bn_params[i]);
+        OK(popc_graph_set_initializer(
+            g, popc_graph_find_value(g, bn_params[i]), t));
+        popc_tensor_free(t);
+    }
+    OK(popc_model_new_training(g, o, opt, &m));
+    for (int run = 0; run < 2; run++) {
+        popc_tensor *in[2] = {rows(x, 8 * run, 8), rows(y, 8 * run, 8)};
+        popc_tensor *l = NULL;
+        OK(popc_model_run(m, in, 2, &l, 1));
+        popc_tensor_free(l);
+        popc_tensor_free(in[0]);
+        popc_tensor_free(in[1]);
+    }
+    for (int i = 0; i < 6; i++) {
+        const popc_tensor *got = NULL;
+        popc_tensor *want = ref_param("bn", bn_params[i]);
+        OK(popc_model_get_weight(m, bn_params[i], &got));
+        ck_assert_msg(max_diff(got, want) < TOL, "%s differs by %g",
+                      bn_params[i], max_diff(got, want));
+        popc_tensor_free(want);
+    }
+    popc_model_free(m);
+    popc_layers_free(L);
+    popc_graph_free(g);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------- */
+
+START_TEST(no_loss)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    popc_model *m = (popc_model *)1;
+    int64_t xd[2] = {1, 4};
+    int x, h;
+
+    OK(popc_graph_new("noloss", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_linear(L, "fc1", x, 4, 8, 1, &h));
+    OK(popc_graph_add_output(g, h));
+    ck_assert_int_eq(popc_model_new_training(g, NULL, NULL, &m),
+                     POPC_ECOMPILE);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(starts_with(popc_last_error(),
+                              "Couldn't find a loss in graph!"),
+                  "%s", popc_last_error());
+    popc_layers_free(L);
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(multiple_losses)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    popc_model *m = NULL;
+    int64_t xd[2] = {1, 4};
+    int x, h, l1, l2;
+
+    OK(popc_graph_new("twoloss", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_linear(L, "fc1", x, 4, 8, 1, &h));
+    OK(popc_nn_identity_loss(L, h, "sum", &l1));
+    OK(popc_nn_identity_loss(L, x, "mean", &l2));
+    OK(popc_graph_add_output(g, l1));
+    ck_assert_int_eq(popc_model_new_training(g, NULL, NULL, &m),
+                     POPC_ECOMPILE);
+    ck_assert_msg(starts_with(popc_last_error(),
+                              "Multiple independent losses found in graph. "
+                              "Graph must have one final loss. Wrap final "
+                              "graph loss in poptorch.identity_loss."),
+                  "%s", popc_last_error());
+    popc_layers_free(L);
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(set_optimizer_on_inference)
+{
+    popc_graph *g = make_mlp();
+    popc_options *o = NULL;
+    popc_optimizer *opt = sgd(0.1, 0.0, 1.0);
+    popc_model *m = NULL;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_model_new_inference(g, o, &m));
+    ck_assert_int_eq(popc_model_set_optimizer(m, opt), POPC_ESTATE);
+    ck_assert_int_eq(popc_model_n_optimizer_states(m), 0);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_graph_free(g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("model_train");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, sgd_momentum_matches_torch);
+    tcase_add_test(tc, accumulation_replication_mean);
+    tcase_add_test(tc, accumulation_replication_sum);
+    tcase_add_test(tc, running_equals_post);
+    tcase_add_test(tc, loss_scaling_is_transparent);
+    tcase_add_test(tc, variable_loss_scaling_changes);
+    tcase_add_test(tc, set_optimizer_lr_without_recompile);
+    tcase_add_test(tc, optimizer_state_checkpoint);
+    tcase_add_test(tc, destroy_keeps_training);
+    tcase_add_test(tc, inference_shares_training_weights);
+    tcase_add_test(tc, batchnorm_running_statistics);
+    tcase_add_test(tc, no_loss);
+    tcase_add_test(tc, multiple_losses);
+    tcase_add_test(tc, set_optimizer_on_inference);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

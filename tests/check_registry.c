@@ -1,0 +1,581 @@
+/* check_registry.c - plugin discovery, ABI and name checks, staging,
+** duplicates and lookups, against the real test modules in tests/plugins. */
+#include "config.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <check.h>
+
+#include "popc/popc.h"
+
+#ifndef TEST_PLUGINS_DIR
+#error "TEST_PLUGINS_DIR must point at the built tests/plugins"
+#endif
+
+static popc_registry *reg;
+static char tmpdir[PATH_MAX];
+static int warnings;
+static char warned[8192];
+
+static void on_log(int level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == POPC_LOG_WARN) {
+        size_t n = strlen(warned);
+        warnings++;
+        snprintf(warned + n, sizeof warned - n, "%s\n", msg);
+    }
+}
+
+static void setup(void)
+{
+    ck_assert_int_eq(popc_registry_new(&reg), POPC_OK);
+    warnings = 0;
+    warned[0] = '\0';
+    popc_log_set_callback(on_log, NULL);
+    tmpdir[0] = '\0';
+}
+
+static void rm_tree(const char *dir)
+{
+    char cmd[PATH_MAX + 16];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void teardown(void)
+{
+    popc_registry_free(reg);
+    popc_log_set_callback(NULL, NULL);
+    if (tmpdir[0])
+        rm_tree(tmpdir);
+}
+
+/* A scratch plugin directory. */
+static const char *make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/popc-check-registry-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    return tmpdir;
+}
+
+/* Links the built module name.so into dir/sub as name.so. */
+static void link_module(const char *sub, const char *name)
+{
+    char from[PATH_MAX], to[PATH_MAX + 64], d[PATH_MAX + 32];
+
+    snprintf(from, sizeof from, "%s/.libs/%s.so", TEST_PLUGINS_DIR, name);
+    snprintf(d, sizeof d, "%s%s%s", tmpdir, sub ? "/" : "", sub ? sub : "");
+    mkdir(d, 0755);
+    snprintf(to, sizeof to, "%s/%s.so", d, name);
+    ck_assert_msg(symlink(from, to) == 0, "symlink %s", to);
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char p[PATH_MAX + 64];
+    FILE *f;
+
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    ck_assert_ptr_nonnull(f = fopen(p, "w"));
+    fputs(text, f);
+    fclose(f);
+}
+
+#define ASSERT_OK(expr)                                                      \
+    do {                                                                     \
+        popc_status st_ = (expr);                                            \
+        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
+                      popc_last_error());                                    \
+    } while (0)
+
+#define ASSERT_HAS(hay, needle)                                              \
+    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
+                  (needle), (hay))
+
+/* ---- one good plugin --------------------------------------------------- */
+
+START_TEST(good_plugin_registers_everything)
+{
+    const popc_op_def *op;
+    popc_plugin_record rec;
+    static const char *const items[] = {
+        "ai.onnx::Twice@1", "ai.onnx::Twice@7", "test.vendor::Twice@1",
+        "optim:test_sgd", "backend:test_cpu"};
+
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good"));
+    ck_assert_int_eq(popc_registry_op_count(reg), 3);
+    ck_assert_ptr_nonnull(popc_registry_find_optimizer(reg, "test_sgd"));
+    ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
+    ck_assert_ptr_null(popc_registry_find_optimizer(reg, "sgd"));
+    ck_assert_ptr_null(popc_registry_find_backend(reg, "cpu"));
+
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 1);
+    rec = popc_registry_plugin_at(reg, 0);
+    ck_assert_str_eq(rec.name, "good");
+    ck_assert_str_eq(rec.version, "1.2.3");
+    ck_assert_str_eq(rec.description,
+                     "test plugin that registers one of each");
+    ASSERT_HAS(rec.path, "good");
+    ck_assert_int_eq(rec.n_ops, 3);
+    ck_assert_int_eq(rec.n_optimizers, 1);
+    ck_assert_int_eq(rec.n_backends, 1);
+    for (int j = 0; j < 5; j++)
+        ck_assert_str_eq(popc_registry_plugin_item(reg, 0, j), items[j]);
+    ck_assert_ptr_null(popc_registry_plugin_item(reg, 0, 5));
+    ck_assert_ptr_null(popc_registry_plugin_item(reg, 1, 0));
+    ck_assert_str_eq(popc_registry_problems(reg), "");
+
+    /* The registry copied the definition; the code is the plugin's. */
+    op = popc_registry_find_op(reg, NULL, "Twice", 0);
+    ck_assert_ptr_nonnull(op);
+    ck_assert_uint_eq(op->size, sizeof(popc_op_def));
+    ck_assert_str_eq(op->domain, "ai.onnx");
+    {
+        float x[3] = {1, -2, 3.5f}, y[3] = {0};
+        popc_view in = {POPC_DTYPE_F32, 1, {3}, x};
+        popc_view out = {POPC_DTYPE_F32, 1, {3}, y};
+        popc_kernel_ctx kc;
+
+        memset(&kc, 0, sizeof kc);
+        kc.host = popc_registry_host();
+        kc.n_inputs = kc.n_outputs = 1;
+        kc.inputs = &in;
+        kc.outputs = &out;
+        kc.n_parts = 1;
+        ASSERT_OK(op->forward(&kc));
+        ck_assert_float_eq(y[0], 2.0f);
+        ck_assert_float_eq(y[1], -4.0f);
+        ck_assert_float_eq(y[2], 7.0f);
+    }
+}
+END_TEST
+
+START_TEST(op_versions_resolve_to_highest_not_above)
+{
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good.la"));
+    ck_assert_int_eq(popc_registry_find_op(reg, NULL, "Twice", 0)
+                         ->since_version, 7);
+    ck_assert_int_eq(popc_registry_find_op(reg, "ai.onnx", "Twice", 6)
+                         ->since_version, 1);
+    ck_assert_int_eq(popc_registry_find_op(reg, NULL, "Twice", 7)
+                         ->since_version, 7);
+    ck_assert_int_eq(popc_registry_find_op(reg, NULL, "Twice", 21)
+                         ->since_version, 7);
+    ck_assert_str_eq(popc_registry_find_op(reg, "test.vendor", "Twice", 0)
+                         ->doc, "good vendor");
+    ck_assert_ptr_null(popc_registry_find_op(reg, "other", "Twice", 0));
+    ck_assert_ptr_null(popc_registry_find_op(reg, NULL, "twice", 0));
+    ck_assert_ptr_null(popc_registry_find_op(reg, NULL, NULL, 0));
+}
+END_TEST
+
+START_TEST(loading_the_same_file_twice_is_quiet)
+{
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good"));
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good.la"));
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 1);
+    ck_assert_int_eq(popc_registry_op_count(reg), 3);
+    ck_assert_str_eq(popc_registry_problems(reg), "");
+}
+END_TEST
+
+START_TEST(same_plugin_name_from_another_file_is_eexist)
+{
+    make_tmpdir();
+    link_module(NULL, "good");
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good"));
+    ck_assert_int_eq(popc_registry_load_path(reg, tmpdir), POPC_EEXIST);
+    ASSERT_HAS(popc_last_error(), "plugin 'good' is already loaded");
+    ASSERT_HAS(popc_last_error(), tmpdir);
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 1);
+}
+END_TEST
+
+/* ---- refused plugins ----------------------------------------------------- */
+
+START_TEST(future_abi_is_refused_with_both_versions)
+{
+    char msg[1024];
+
+    ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/badabi"),
+                     POPC_EABI);
+    snprintf(msg, sizeof msg, "%s", popc_last_error());
+    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 1; rebuild the "
+                    "plugin against this popc");
+    ck_assert_int_eq(popc_registry_op_count(reg), 0);
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
+    ck_assert_ptr_null(popc_registry_find_op(reg, NULL, "BadAbiOp", 0));
+    ASSERT_HAS(popc_registry_problems(reg), "plugin ABI 99");
+    ck_assert_int_eq(warnings, 1);
+    ASSERT_HAS(warned, "badabi");
+}
+END_TEST
+
+START_TEST(failing_init_leaves_nothing)
+{
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/failinit"),
+                     POPC_EPLUGIN);
+    ASSERT_HAS(popc_last_error(), "failinit");
+    ASSERT_HAS(popc_last_error(), "init failed (POPC_EINVAL)");
+    ASSERT_HAS(popc_last_error(), "deliberate failure after registering");
+    ck_assert_ptr_null(popc_registry_find_op(reg, NULL, "FailOp", 0));
+    ck_assert_ptr_null(popc_registry_find_optimizer(reg, "fail_sgd"));
+    ck_assert_int_eq(popc_registry_op_count(reg), 0);
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
+    ASSERT_HAS(popc_registry_problems(reg), "failinit");
+}
+END_TEST
+
+START_TEST(plugin_name_must_match_file)
+{
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/wrongname"),
+                     POPC_EPLUGIN);
+    ASSERT_HAS(popc_last_error(), "wrongname.so: plugin name 'rightname' "
+                                  "does not match the file name "
+                                  "'wrongname'");
+    ck_assert_ptr_null(popc_registry_find_op(reg, NULL, "WrongNameOp", 0));
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
+}
+END_TEST
+
+START_TEST(duplicate_op_first_wins_rest_kept)
+{
+    const popc_op_def *twice;
+    popc_plugin_record rec;
+
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good"));
+    ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/dupop"),
+                     POPC_EEXIST);
+    ASSERT_HAS(popc_last_error(), "op ai.onnx::Twice@1 is already registered");
+    ASSERT_HAS(popc_last_error(), "dupop");
+    twice = popc_registry_find_op(reg, NULL, "Twice", 1);
+    ck_assert_str_eq(twice->doc, "good v1");
+    ck_assert_str_eq(popc_registry_find_op(reg, NULL, "DupOnly", 0)->doc,
+                     "dupop");
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 2);
+    rec = popc_registry_plugin_at(reg, 1);
+    ck_assert_str_eq(rec.name, "dupop");
+    ck_assert_int_eq(rec.n_ops, 1);
+    ck_assert_str_eq(popc_registry_plugin_item(reg, 1, 0),
+                     "ai.onnx::DupOnly@1");
+    /* The same op twice in one plugin: the first of the two stays. */
+    ASSERT_HAS(popc_registry_problems(reg), "dupop.so: op "
+               "ai.onnx::DupOnly@1 is already registered by");
+    ck_assert_int_eq(warnings, 2);
+}
+END_TEST
+
+START_TEST(explicit_non_plugin_and_missing_files)
+{
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/notaplugin"),
+                     POPC_EPLUGIN);
+    ASSERT_HAS(popc_last_error(), "notaplugin");
+    ASSERT_HAS(popc_last_error(), "not a popc plugin");
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/nosuch"),
+                     POPC_ENOTFOUND);
+    ASSERT_HAS(popc_last_error(), "nosuch");
+    ck_assert_int_eq(popc_registry_load_path(reg, "/nonexistent/popc"),
+                     POPC_ENOTFOUND);
+    ASSERT_HAS(popc_last_error(), "/nonexistent/popc");
+    ck_assert_int_eq(popc_registry_load_file(NULL, "x"), POPC_EINVAL);
+    ck_assert_int_eq(popc_registry_load_path(reg, ""), POPC_EINVAL);
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
+}
+END_TEST
+
+/* ---- directories ------------------------------------------------------------ */
+
+START_TEST(build_dir_scan_loads_good_ones)
+{
+    const char *problems;
+
+    /* Sorted: badabi, dupop, failinit, good, notaplugin, wrongname. */
+    ck_assert_int_eq(popc_registry_load_path(reg, TEST_PLUGINS_DIR),
+                     POPC_EABI);
+    ASSERT_HAS(popc_last_error(), "badabi");
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 2);
+    ck_assert_str_eq(popc_registry_plugin_at(reg, 0).name, "dupop");
+    ck_assert_str_eq(popc_registry_plugin_at(reg, 1).name, "good");
+    ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
+    ck_assert_ptr_nonnull(popc_registry_find_op(reg, NULL, "DupOnly", 0));
+    /* dupop came first, so its Twice@1 won. */
+    ck_assert_str_eq(popc_registry_find_op(reg, NULL, "Twice", 1)->doc,
+                     "dupop");
+    problems = popc_registry_problems(reg);
+    ASSERT_HAS(problems, "badabi");
+    ASSERT_HAS(problems, "failinit");
+    ASSERT_HAS(problems, "rightname");
+    ASSERT_HAS(problems, "Twice@1 is already registered");
+    ck_assert_ptr_null(strstr(problems, "notaplugin"));
+    ck_assert_ptr_null(strstr(problems, "good.c"));
+    ck_assert_int_eq(warnings, 5);
+}
+END_TEST
+
+START_TEST(mixed_dir_skips_foreign_files)
+{
+    make_tmpdir();
+    link_module(NULL, "good");
+    link_module(NULL, "badabi");
+    link_module(NULL, "notaplugin");
+    link_module("ops", "dupop");
+    write_file("README.txt", "not a plugin\n");
+    write_file("notes", "plain text without extension\n");
+
+    ck_assert_int_eq(popc_registry_load_path(reg, tmpdir), POPC_EABI);
+    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 1");
+    ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
+    /* ops/ subdirectory scanned after the directory itself. */
+    ck_assert_ptr_nonnull(popc_registry_find_op(reg, NULL, "DupOnly", 0));
+    ck_assert_str_eq(popc_registry_find_op(reg, NULL, "Twice", 1)->doc,
+                     "good v1");
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 2);
+    ck_assert_ptr_null(strstr(popc_registry_problems(reg), "README"));
+    ck_assert_ptr_null(strstr(popc_registry_problems(reg), "notes"));
+    ck_assert_ptr_null(strstr(popc_registry_problems(reg), "notaplugin"));
+}
+END_TEST
+
+START_TEST(corrupt_module_is_reported_others_load)
+{
+    make_tmpdir();
+    link_module(NULL, "good");
+    write_file("garbage.so", "this is not an ELF file\n");
+    ck_assert_int_eq(popc_registry_load_path(reg, tmpdir), POPC_EPLUGIN);
+    ASSERT_HAS(popc_last_error(), "garbage");
+    ASSERT_HAS(popc_last_error(), "cannot load plugin");
+    ck_assert_ptr_nonnull(popc_registry_find_optimizer(reg, "test_sgd"));
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 1);
+}
+END_TEST
+
+START_TEST(relative_dir_is_made_absolute)
+{
+    char cwd[PATH_MAX];
+
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(TEST_PLUGINS_DIR "/.."), 0);
+    ck_assert_int_eq(popc_registry_load_path(reg, "plugins"), POPC_EABI);
+    ck_assert_int_eq(chdir(cwd), 0);
+    /* Opened by an absolute name, not "plugins/...". */
+    ck_assert_int_eq(popc_registry_plugin_at(reg, 1).path[0], '/');
+    ASSERT_HAS(popc_registry_plugin_at(reg, 1).path, "/tests/plugins/");
+}
+END_TEST
+
+/* ---- direct registration ---------------------------------------------------- */
+
+static popc_status nop_infer(popc_infer_ctx *ic)
+{
+    (void)ic;
+    return POPC_OK;
+}
+
+static popc_status nop_forward(const popc_kernel_ctx *kc)
+{
+    (void)kc;
+    return POPC_OK;
+}
+
+START_TEST(add_op_validates_and_refuses_duplicates)
+{
+    popc_op_def d = {.size = sizeof(popc_op_def), .name = "Embedded",
+                     .since_version = 3, .infer = nop_infer,
+                     .forward = nop_forward};
+    popc_op_def bad = d;
+
+    ASSERT_OK(popc_registry_add_op(reg, &d));
+    ck_assert_int_eq(popc_registry_add_op(reg, &d), POPC_EEXIST);
+    ASSERT_HAS(popc_last_error(), "ai.onnx::Embedded@3");
+    d.since_version = 5;
+    ASSERT_OK(popc_registry_add_op(reg, &d));
+    ck_assert_int_eq(popc_registry_op_count(reg), 2);
+    ck_assert_int_eq(popc_registry_op_at(reg, 1)->since_version, 5);
+    ck_assert_ptr_null(popc_registry_op_at(reg, 2));
+    ck_assert_ptr_null(popc_registry_op_at(reg, -1));
+    ck_assert_int_eq(popc_registry_find_op(reg, "ai.onnx", "Embedded", 4)
+                         ->since_version, 3);
+
+    bad.forward = NULL;
+    ck_assert_int_eq(popc_registry_add_op(reg, &bad), POPC_EINVAL);
+    ASSERT_HAS(popc_last_error(), "no forward function");
+    bad = d;
+    bad.since_version = 0;
+    ck_assert_int_eq(popc_registry_add_op(reg, &bad), POPC_EINVAL);
+    ASSERT_HAS(popc_last_error(), "since_version 0");
+    bad = d;
+    bad.size = 8;
+    ck_assert_int_eq(popc_registry_add_op(reg, &bad), POPC_EINVAL);
+    ASSERT_HAS(popc_last_error(), "size is 8");
+    bad = d;
+    bad.name = NULL;
+    ck_assert_int_eq(popc_registry_add_op(reg, &bad), POPC_EINVAL);
+    ck_assert_int_eq(popc_registry_add_op(reg, NULL), POPC_EINVAL);
+    ck_assert_int_eq(popc_registry_op_count(reg), 2);
+}
+END_TEST
+
+START_TEST(register_outside_init_is_refused)
+{
+    const popc_host *h = popc_registry_host();
+    popc_op_def d = {.size = sizeof(popc_op_def), .name = "Late",
+                     .since_version = 1, .infer = nop_infer,
+                     .forward = nop_forward};
+
+    ck_assert_uint_eq(h->abi_version, POPC_PLUGIN_ABI_VERSION);
+    ck_assert_uint_eq(h->size, sizeof(popc_host));
+    ck_assert_int_eq(h->register_op(NULL, &d), POPC_ESTATE);
+    ck_assert_ptr_nonnull(h->alloc);
+}
+END_TEST
+
+START_TEST(null_safety)
+{
+    popc_plugin_record rec = popc_registry_plugin_at(NULL, 0);
+
+    popc_registry_free(NULL);
+    ck_assert_ptr_null(rec.name);
+    ck_assert_ptr_null(popc_registry_find_op(NULL, NULL, "Twice", 0));
+    ck_assert_ptr_null(popc_registry_find_optimizer(NULL, "x"));
+    ck_assert_ptr_null(popc_registry_find_backend(NULL, "x"));
+    ck_assert_int_eq(popc_registry_op_count(NULL), 0);
+    ck_assert_int_eq(popc_registry_plugin_count(NULL), 0);
+    ck_assert_str_eq(popc_registry_problems(NULL), "");
+    ck_assert_int_eq(popc_registry_new(NULL), POPC_EINVAL);
+}
+END_TEST
+
+START_TEST(module_outlives_one_of_two_registries)
+{
+    popc_registry *other;
+    const popc_op_def *op;
+    float x = 4, y = 0;
+    popc_view in = {POPC_DTYPE_F32, 0, {0}, &x};
+    popc_view out = {POPC_DTYPE_F32, 0, {0}, &y};
+    popc_kernel_ctx kc;
+
+    ASSERT_OK(popc_registry_new(&other));
+    ASSERT_OK(popc_registry_load_file(other, TEST_PLUGINS_DIR "/good"));
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good"));
+    popc_registry_free(other);
+    op = popc_registry_find_op(reg, NULL, "Twice", 7);
+    ck_assert_ptr_nonnull(op);
+    memset(&kc, 0, sizeof kc);
+    kc.n_inputs = kc.n_outputs = 1;
+    kc.inputs = &in;
+    kc.outputs = &out;
+    kc.n_parts = 1;
+    ASSERT_OK(op->forward(&kc));
+    ck_assert_float_eq(y, 8.0f);
+}
+END_TEST
+
+/* ---- the global registry ---------------------------------------------------- */
+
+START_TEST(global_uses_plugin_path)
+{
+    char env[2 * PATH_MAX];
+    popc_registry *g1, *g2;
+
+    make_tmpdir();
+    link_module(NULL, "good");
+    link_module("backends", "dupop");
+    /* Empty entries (the cwd) are skipped; relative ones are refused. */
+    snprintf(env, sizeof env, "::relative/dir:%s:/nonexistent/popc:",
+             tmpdir);
+    setenv("POPC_PLUGIN_PATH", env, 1);
+    ASSERT_OK(popc_registry_global(&g1));
+    ASSERT_OK(popc_registry_global(&g2));
+    ck_assert_ptr_eq(g1, g2);
+    ck_assert_ptr_nonnull(popc_registry_find_backend(g1, "test_cpu"));
+    ck_assert_ptr_nonnull(popc_registry_find_op(g1, NULL, "DupOnly", 0));
+    ASSERT_HAS(popc_registry_problems(g1), "'relative/dir' is not an "
+                                           "absolute path");
+    ASSERT_HAS(popc_registry_problems(g1), "'/nonexistent/popc' is not a "
+                                           "directory");
+    ASSERT_HAS(warned, "relative/dir");
+}
+END_TEST
+
+static void *get_global(void *arg)
+{
+    popc_registry **out = arg;
+    return popc_registry_global(out) == POPC_OK ? arg : NULL;
+}
+
+START_TEST(global_is_loaded_once_across_threads)
+{
+    pthread_t th[4];
+    popc_registry *got[4];
+
+    make_tmpdir();
+    link_module(NULL, "good");
+    setenv("POPC_PLUGIN_PATH", tmpdir, 1);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, get_global, &got[i]),
+                         0);
+    for (int i = 0; i < 4; i++) {
+        void *ret;
+        ck_assert_int_eq(pthread_join(th[i], &ret), 0);
+        ck_assert_ptr_nonnull(ret);
+    }
+    for (int i = 1; i < 4; i++)
+        ck_assert_ptr_eq(got[i], got[0]);
+    ck_assert_ptr_nonnull(popc_registry_find_backend(got[0], "test_cpu"));
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+    Suite *s = suite_create("registry");
+    TCase *tc = tcase_create("load");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, good_plugin_registers_everything);
+    tcase_add_test(tc, op_versions_resolve_to_highest_not_above);
+    tcase_add_test(tc, loading_the_same_file_twice_is_quiet);
+    tcase_add_test(tc, same_plugin_name_from_another_file_is_eexist);
+    tcase_add_test(tc, future_abi_is_refused_with_both_versions);
+    tcase_add_test(tc, failing_init_leaves_nothing);
+    tcase_add_test(tc, plugin_name_must_match_file);
+    tcase_add_test(tc, duplicate_op_first_wins_rest_kept);
+    tcase_add_test(tc, explicit_non_plugin_and_missing_files);
+    tcase_add_test(tc, build_dir_scan_loads_good_ones);
+    tcase_add_test(tc, mixed_dir_skips_foreign_files);
+    tcase_add_test(tc, corrupt_module_is_reported_others_load);
+    tcase_add_test(tc, relative_dir_is_made_absolute);
+    tcase_add_test(tc, add_op_validates_and_refuses_duplicates);
+    tcase_add_test(tc, register_outside_init_is_refused);
+    tcase_add_test(tc, null_safety);
+    tcase_add_test(tc, module_outlives_one_of_two_registries);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("global");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, global_uses_plugin_path);
+    tcase_add_test(tc, global_is_loaded_once_across_threads);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(registry_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,620 @@
+/* check_run_ini.c - run INI files: good files and overrides, every kind of
+** bad file (messages must name the file, line or section, and key), the
+** graphs built from layer sections, and training with a checkpoint and
+** resume that ends bit-identical to an uninterrupted run (cpu backend).
+**
+** Each test writes its INI files and a synthetic dataset (tests/synth.h)
+** into a temporary directory. Plugins come from POPC_PLUGIN_PATH.
+*/
+#include "config.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <check.h>
+
+#include "popc/popc.h"
+#include "popc/run.h"
+#include "tests/synth.h"
+
+static char tmpdir[256];
+static char pathbuf[8][600];
+static int pathnext;
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+                  struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/popc-check-run-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    ck_assert_int_eq(synth_write(tmpdir, 256, 64, 7), 0);
+}
+
+static void teardown(void)
+{
+    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char *tmp(const char *name)
+{
+    char *p = pathbuf[pathnext++ % 8];
+
+    snprintf(p, 600, "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* The path stays valid for the test (tmp() reuses its buffers). */
+static const char *write_ini(const char *name, const char *text)
+{
+    static char saved[4][600];
+    static int next;
+    char *p = saved[next++ % 4];
+    FILE *f;
+
+    snprintf(p, 600, "%s", tmp(name));
+    f = fopen(p, "w");
+
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+#define OK(call)                                                              \
+    do {                                                                      \
+        popc_status st_ = (call);                                             \
+        ck_assert_msg(st_ == POPC_OK, "%s: %s", #call, popc_last_error());    \
+    } while (0)
+
+/* A small MLP over the synthetic data; the data paths are relative to
+** the INI file. */
+#define DATA                                                                  \
+    "[data]\n"                                                                \
+    "train = " SYNTH_TRAIN_IMAGES "\n"                                        \
+    "train_labels = " SYNTH_TRAIN_LABELS "\n"                                 \
+    "test = " SYNTH_TEST_IMAGES "\n"                                          \
+    "test_labels = " SYNTH_TEST_LABELS "\n"                                   \
+    "batch_size = 8\n"                                                        \
+    "shuffle = true\n"                                                        \
+    "seed = 3\n"
+
+#define MLP                                                                   \
+    "[options]\n"                                                             \
+    "backend = cpu\n"                                                         \
+    "\n" DATA "\n"                                                            \
+    "[optimizer]\n"                                                           \
+    "name = adam\n"                                                           \
+    "lr = 0.01\n"                                                             \
+    "\n"                                                                      \
+    "[train]\n"                                                               \
+    "epochs = 2\n"                                                            \
+    "\n"                                                                      \
+    "[model]\n"                                                               \
+    "input = 64\n"                                                            \
+    "classes = 4\n"                                                           \
+    "layers = fc1, relu, fc2\n"                                               \
+    "\n"                                                                      \
+    "[layer fc1]\n"                                                           \
+    "type = linear\n"                                                         \
+    "out_features = 16\n"                                                     \
+    "\n"                                                                      \
+    "[layer fc2]\n"                                                           \
+    "type = linear\n"                                                         \
+    "out_features = 4\n"
+
+static popc_run *load(const char *ini, const char *const *sets, int n)
+{
+    popc_run *r = NULL;
+
+    OK(popc_run_load(ini, sets, n, &r));
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+/* ---- good files --------------------------------------------------------- */
+
+START_TEST(good_mlp)
+{
+    popc_run *r = load(write_ini("mlp.ini", MLP), NULL, 0);
+    popc_graph *g = NULL;
+    popc_dataset *ds = NULL;
+    popc_dataloader *dl = NULL;
+    popc_view out;
+
+    ck_assert_str_eq(popc_run_path(r), tmp("mlp.ini"));
+    ck_assert_str_eq(popc_run_value(r, "data", "batch_size"), "8");
+    ck_assert_ptr_null(popc_run_value(r, "data", "mode"));
+    ck_assert_int_eq(popc_run_batch_size(r), 8);
+    ck_assert_str_eq(popc_options_get_string(popc_run_options(r), "backend"),
+                     "cpu");
+    ck_assert_ptr_nonnull(popc_run_optimizer(r));
+    ck_assert_double_eq(popc_optimizer_get(popc_run_optimizer(r), 0, "lr"),
+                        0.01);
+
+    OK(popc_run_build_graph(r, 0, 8, &g));
+    ck_assert_int_eq(popc_graph_n_inputs(g), 1);
+    ck_assert_int_eq(popc_graph_n_outputs(g), 1);
+    out = popc_graph_value_info(g, popc_graph_output(g, 0));
+    ck_assert_int_eq(out.rank, 2);
+    ck_assert_int_eq(out.dims[0], 8);
+    ck_assert_int_eq(out.dims[1], 4);
+    ck_assert_int_ge(popc_graph_find_value(g, "fc1.weight"), 0);
+    ck_assert_int_eq(popc_graph_value_info(g, popc_graph_find_value(
+                                                  g, "fc1.weight"))
+                         .dims[1],
+                     64);
+    popc_graph_free(g);
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_int_eq(popc_graph_n_inputs(g), 2);
+    ck_assert_int_eq(popc_graph_value_info(g, popc_graph_output(g, 0)).rank,
+                     0);
+    popc_graph_free(g);
+
+    /* relative data paths resolve against the INI's directory */
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds));
+    ck_assert_int_eq(popc_dataset_size(ds), 256);
+    ck_assert_int_eq(popc_dataset_sample_numel(ds), 64);
+    OK(popc_run_new_loader(r, POPC_SPLIT_TRAIN, ds, &dl));
+    ck_assert_int_eq(popc_dataloader_combined_batch_size(dl), 8);
+    ck_assert_int_eq(popc_dataloader_len(dl), 32);
+    popc_dataloader_free(dl);
+    popc_dataset_free(ds);
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TEST, &ds));
+    ck_assert_int_eq(popc_dataset_size(ds), 64);
+    popc_dataset_free(ds);
+    popc_run_free(r);
+}
+END_TEST
+
+START_TEST(overrides)
+{
+    const char *sets[] = {"data.batch_size=4", "options.deviceIterations=3",
+                          "layer.fc1.out_features=7", "optimizer.lr=0.5",
+                          "train.epochs=5", "data.test_limit=10"};
+    popc_run *r = load(write_ini("mlp.ini", MLP), sets, 6);
+    popc_graph *g = NULL;
+    popc_dataset *ds = NULL;
+    popc_dataloader *dl = NULL;
+    int w;
+
+    ck_assert_int_eq(popc_run_batch_size(r), 4);
+    ck_assert_str_eq(popc_run_value(r, "train", "epochs"), "5");
+    ck_assert_int_eq(popc_options_get_int(popc_run_options(r),
+                                          "deviceIterations"),
+                     3);
+    ck_assert_double_eq(popc_optimizer_get(popc_run_optimizer(r), 0, "lr"),
+                        0.5);
+    OK(popc_run_build_graph(r, 0, 4, &g));
+    w = popc_graph_find_value(g, "fc1.weight");
+    ck_assert_int_eq(popc_graph_value_info(g, w).dims[0], 7);
+    popc_graph_free(g);
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds));
+    OK(popc_run_new_loader(r, POPC_SPLIT_TRAIN, ds, &dl));
+    ck_assert_int_eq(popc_dataloader_combined_batch_size(dl), 12);
+    popc_dataloader_free(dl);
+    popc_dataset_free(ds);
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TEST, &ds));
+    ck_assert_int_eq(popc_dataset_size(ds), 10);
+    popc_dataset_free(ds);
+    popc_run_free(r);
+}
+END_TEST
+
+START_TEST(cnn_layers)
+{
+    static const char cnn[] =
+        "[options]\nbackend = cpu\n\n" DATA "mean = auto\nstd = auto\n"
+        "mode = async\nworkers = 2\n\n"
+        "[model]\ninput = 1, 8, 8\nclasses = 4\n"
+        "layers = conv, bn, relu, pool, flatten, drop, fc\n\n"
+        "[layer conv]\ntype = conv2d\nout_channels = 3\nkernel = 3\n"
+        "padding = 1\n\n"
+        "[layer bn]\ntype = batchnorm2d\n\n"
+        "[layer pool]\ntype = maxpool2d\nkernel = 2\n\n"
+        "[layer drop]\ntype = dropout\np = 0.25\n\n"
+        "[layer fc]\ntype = linear\nout_features = 4\n";
+    popc_run *r = load(write_ini("cnn.ini", cnn), NULL, 0);
+    popc_graph *g = NULL;
+    popc_dataset *ds = NULL;
+    int rank;
+
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_int_ge(popc_graph_find_value(g, "conv.weight"), 0);
+    ck_assert_int_ge(popc_graph_find_value(g, "bn.running_mean"), 0);
+    ck_assert_int_eq(popc_graph_value_info(g, popc_graph_find_value(
+                                                  g, "fc.weight"))
+                         .dims[1],
+                     3 * 4 * 4);
+    popc_graph_free(g);
+    /* the test split is normalised with the train statistics */
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TEST, &ds));
+    ck_assert_int_eq(popc_dataset_sample_shape(ds, &rank)[0], 1);
+    ck_assert_int_eq(rank, 3);
+    popc_dataset_free(ds);
+    popc_run_free(r);
+}
+END_TEST
+
+/* ---- bad files ------------------------------------------------------------ */
+
+typedef struct bad_case {
+    const char *ini;       /* whole file */
+    const char *set;       /* one override or NULL */
+    popc_status status;
+    const char *want[3];   /* fragments of the message */
+} bad_case;
+
+#define MODEL_OK                                                              \
+    "[model]\ninput = 64\nclasses = 4\nlayers = fc\n\n"                       \
+    "[layer fc]\ntype = linear\nout_features = 4\n"
+
+static const bad_case bad[] = {
+    /* 0 */ {"[trian]\nepochs = 1\n" MODEL_OK, NULL, POPC_ECONFIG,
+             {":1:", "unknown section [trian]", "did you mean [train]"}},
+    /* 1 */ {DATA "batch_sz = 4\n" MODEL_OK, NULL, POPC_ECONFIG,
+             {":9:", "[data] unknown key 'batch_sz'", "batch_size"}},
+    /* 2 */ {"[data]\nbatch_size = many\n" MODEL_OK, NULL, POPC_ECONFIG,
+             {":2:", "[data] batch_size", "integer"}},
+    /* 3 */ {"[model]\ninput = 64\nlayers = fc\n[layer fc]\ntype = linear\n"
+             "out_features = 4\n",
+             NULL, POPC_ECONFIG, {"[model]", "classes", "bad.ini"}},
+    /* 4 */ {"[model]\ninput = 64\nclasses = 4\nlayers = fc\n\n"
+             "[layer fc]\ntype = lineer\nout_features = 4\n",
+             NULL, POPC_ECONFIG,
+             {":7:", "unknown layer type 'lineer'", "did you mean 'linear'"}},
+    /* 5 */ {"[model]\ninput = 64\nclasses = 4\nlayers = p, fc\n\n"
+             "[layer p]\ntype = maxpool2d\nkernel = 2\nout_features = 3\n"
+             "[layer fc]\ntype = linear\nout_features = 4\n",
+             NULL, POPC_ECONFIG,
+             {":9:", "[layer p] unknown key 'out_features'", "kernel"}},
+    /* 6 */ {"[model]\ninput = 64\nclasses = 4\nlayers = fc, fc9\n\n"
+             "[layer fc]\ntype = linear\nout_features = 4\n",
+             NULL, POPC_ECONFIG,
+             {":4:", "[model] layers", "no [layer fc9] section"}},
+    /* 7 */ {MODEL_OK "[layer fc4]\ntype = linear\nout_features = 4\n", NULL,
+             POPC_ECONFIG, {":9:", "[layer fc4] is not used", "layers"}},
+    /* 8 */ {"[options]\ndeviceIterations = 0\n" MODEL_OK, NULL, POPC_ECONFIG,
+             {"bad.ini", "deviceIterations", NULL}},
+    /* 9 */ {"[optimizer]\nname = adam\nlrr = 0.1\n" MODEL_OK, NULL,
+             POPC_ECONFIG, {":3:", "[optimizer] lrr", NULL}},
+    /* 10 */ {"[optimizer]\nname = adamm\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[optimizer] name", "adamm"}},
+    /* 11 */ {MODEL_OK, "data.batch_size=x", POPC_ECONFIG,
+              {"--set data.batch_size", "[data] batch_size", "integer"}},
+    /* 12 */ {MODEL_OK, "batch_size=4", POPC_ECONFIG,
+              {"--set batch_size=4", "section.key=value", NULL}},
+    /* 13 */ {MODEL_OK, "dat.batch_size=4", POPC_ECONFIG,
+              {"--set dat.batch_size", "unknown section [dat]", "[data]"}},
+    /* 14 */ {MODEL_OK, "options.deviceIterations=zero", POPC_ECONFIG,
+              {"--set options.deviceIterations", NULL, NULL}},
+    /* 15 */ {"[data]\nworkers = 2\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[data] workers", "mode = async"}},
+    /* 16 */ {"[data]\nmean = 0.5\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[data] mean", "std"}},
+    /* 17 */ {"[data]\nbatch_size = 4\nbatch_size = 5\n" MODEL_OK, NULL,
+              POPC_ECONFIG, {"bad.ini", "line 3", NULL}},
+    /* 18 */ {"[model]\ninput = 64\nclasses = 4\nlayers = fc, relu, fc\n\n"
+              "[layer fc]\ntype = linear\nout_features = 4\n",
+              NULL, POPC_ECONFIG, {":4:", "'fc' is listed twice", NULL}},
+    /* 19 */ {MODEL_OK "[layer 1x]\ntype = relu\n", NULL, POPC_ECONFIG,
+              {":9:", "[layer 1x]", "layer name"}},
+    /* 20 */ {"[data]\nbatch_size = 4 ; four\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[data] batch_size", NULL}},
+    /* 21 */ {"[data]\ntrain = x.idx\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[data] train", "train_labels"}},
+    /* 22 */ {"[model]\ninput = 64\nclasses = 4\nlayers = fc\nloss = mse\n\n"
+              "[layer fc]\ntype = linear\nout_features = 4\n",
+              NULL, POPC_ECONFIG, {":5:", "[model] loss", "cross_entropy"}},
+    /* 23 */ {"[data]\nmode = async\nrebatched_worker_size = 2\n" MODEL_OK,
+              NULL, POPC_ECONFIG,
+              {":3:", "rebatched_worker_size", "async_rebatched"}},
+    /* 24 */ {MODEL_OK, "layer.fc.kernel=3", POPC_ECONFIG,
+              {"--set layer.fc.kernel", "[layer fc] unknown key 'kernel'",
+               NULL}},
+    /* 25 */ {"[train]\nepochs = 0\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[train] epochs", NULL}},
+    /* 26 */ {"[infer]\nsplit = validation\n" MODEL_OK, NULL, POPC_ECONFIG,
+              {":2:", "[infer] split", "test"}},
+};
+
+START_TEST(bad_files)
+{
+    const bad_case *c = &bad[_i];
+    const char *path = write_ini("bad.ini", c->ini);
+    popc_run *r = NULL;
+    popc_status st = popc_run_load(path, c->set ? &c->set : NULL,
+                                   c->set ? 1 : 0, &r);
+
+    ck_assert_msg(st == c->status, "case %d: status %s, want %s: %s", _i,
+                  popc_status_name(st), popc_status_name(c->status),
+                  popc_last_error());
+    ck_assert_ptr_null(r);
+    for (int k = 0; k < 3; k++)
+        if (c->want[k])
+            ck_assert_msg(strstr(popc_last_error(), c->want[k]),
+                          "case %d: '%s' not in '%s'", _i, c->want[k],
+                          popc_last_error());
+}
+END_TEST
+
+START_TEST(shape_errors_name_the_layer)
+{
+    static const char conv_flat[] =
+        "[model]\ninput = 64\nclasses = 4\nlayers = c, flatten, fc\n\n"
+        "[layer c]\ntype = conv2d\nout_channels = 2\nkernel = 3\n\n"
+        "[layer fc]\ntype = linear\nout_features = 4\n";
+    static const char wrong_classes[] =
+        "[model]\ninput = 64\nclasses = 4\nlayers = fc\n\n"
+        "[layer fc]\ntype = linear\nout_features = 5\n";
+    static const char bad_shape[] =
+        "[data]\ntrain = " SYNTH_TRAIN_IMAGES "\ntrain_labels = "
+        SYNTH_TRAIN_LABELS "\n\n"
+        "[model]\ninput = 1, 9, 9\nclasses = 4\nlayers = flatten, fc\n\n"
+        "[layer fc]\ntype = linear\nout_features = 4\n";
+    static const char few_classes[] =
+        "[data]\ntrain = " SYNTH_TRAIN_IMAGES "\ntrain_labels = "
+        SYNTH_TRAIN_LABELS "\n\n"
+        "[model]\ninput = 64\nclasses = 3\nlayers = fc\n\n"
+        "[layer fc]\ntype = linear\nout_features = 3\n";
+    popc_run *r;
+    popc_graph *g = NULL;
+    popc_dataset *ds = NULL;
+    popc_status st;
+
+    r = load(write_ini("a.ini", conv_flat), NULL, 0);
+    st = popc_run_build_graph(r, 0, 2, &g);
+    ck_assert_int_eq(st, POPC_ECONFIG);
+    ck_assert_msg(strstr(popc_last_error(), "a.ini:7: [layer c]"), "%s",
+                  popc_last_error());
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "[2, 64]"));
+    ck_assert_ptr_null(g);
+    popc_run_free(r);
+
+    r = load(write_ini("b.ini", wrong_classes), NULL, 0);
+    st = popc_run_build_graph(r, 0, 2, &g);
+    ck_assert_int_eq(st, POPC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "b.ini:3: [model] "
+                                                    "classes"));
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "[2, 5]"));
+    popc_run_free(r);
+
+    r = load(write_ini("c.ini", bad_shape), NULL, 0);
+    st = popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds);
+    ck_assert_int_eq(st, POPC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "c.ini:6: [model] "
+                                                    "input"));
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "[1, 9, 9]"));
+    popc_run_free(r);
+
+    r = load(write_ini("d.ini", few_classes), NULL, 0);
+    st = popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds);
+    ck_assert_int_eq(st, POPC_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "[model] classes"));
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), SYNTH_TRAIN_LABELS));
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "out of range"));
+    popc_run_free(r);
+
+    /* a missing file is a runtime error naming it */
+    r = load(write_ini("e.ini", "[data]\ntrain = nope.idx\ntrain_labels = "
+                                "nope2.idx\n" MODEL_OK),
+             NULL, 0);
+    st = popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds);
+    ck_assert_int_eq(st, POPC_EIO);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), tmp("nope.idx")));
+    popc_run_free(r);
+}
+END_TEST
+
+/* ---- training ---------------------------------------------------------------- */
+
+typedef struct stopper {
+    volatile sig_atomic_t stop;
+    int64_t after;
+    int64_t steps, epochs, checkpoints;
+} stopper;
+
+static void on_progress(const popc_train_progress *p, void *user)
+{
+    stopper *s = user;
+
+    if (p->event == POPC_TRAIN_STEP) {
+        s->steps++;
+        ck_assert_int_le(p->step, p->steps_per_epoch);
+        if (s->after && p->global_step == s->after)
+            s->stop = 1;
+    } else if (p->event == POPC_TRAIN_EPOCH_END) {
+        s->epochs++;
+        ck_assert(p->test_accuracy >= 0 && p->test_accuracy <= 1);
+    } else {
+        s->checkpoints++;
+    }
+}
+
+/* Every .npy file of two weights directories is bitwise equal. */
+static void same_weights(const char *a, const char *b)
+{
+    DIR *d = opendir(a);
+    struct dirent *e;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d))) {
+        char pa[1200], pb[1200];
+        popc_tensor *ta = NULL, *tb = NULL;
+
+        if (!strstr(e->d_name, ".npy"))
+            continue;
+        snprintf(pa, sizeof pa, "%s/%s", a, e->d_name);
+        snprintf(pb, sizeof pb, "%s/%s", b, e->d_name);
+        OK(popc_npy_load(pa, &ta));
+        OK(popc_npy_load(pb, &tb));
+        ck_assert_msg(popc_tensor_equal(ta, tb), "%s differs", e->d_name);
+        popc_tensor_free(ta);
+        popc_tensor_free(tb);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_eq(n, 4);
+}
+
+static popc_status train(const char *ini, const char *out, stopper *s,
+                         int64_t every, int resume, popc_train_result *res)
+{
+    char w[700], m[700], c[700];
+    const char *sets[3] = {w, m, c};
+    popc_run *r;
+    popc_train_hooks h;
+    popc_status st;
+
+    snprintf(w, sizeof w, "train.weights=%s.weights", tmp(out));
+    snprintf(m, sizeof m, "train.model=%s.model.ini", tmp(out));
+    snprintf(c, sizeof c, "train.checkpoint=%s.ckpt", tmp(out));
+    r = load(ini, sets, 3);
+    memset(&h, 0, sizeof h);
+    h.progress = on_progress;
+    h.user = s;
+    h.stop = &s->stop;
+    h.checkpoint_every = every;
+    h.resume = resume;
+    st = popc_run_train(r, &h, res);
+    popc_run_free(r);
+    return st;
+}
+
+START_TEST(train_checkpoint_resume_is_bitwise)
+{
+    const char *ini = write_ini("mlp.ini", MLP);
+    stopper s = {0};
+    popc_train_result res;
+    char a[700], b[700];
+
+    /* uninterrupted: 2 epochs of 32 steps */
+    OK(train(ini, "full", &s, 0, 0, &res));
+    ck_assert_int_eq(res.steps, 64);
+    ck_assert_int_eq(res.epochs, 2);
+    ck_assert_int_eq(s.steps, 64);
+    ck_assert_int_eq(s.epochs, 2);
+    ck_assert_int_eq(s.checkpoints, 0);
+    ck_assert(res.test_accuracy > 0.6);
+    ck_assert_ptr_null(res.checkpoint);
+
+    /* stopped after step 37 (in epoch 2), checkpoints every 5 steps */
+    memset(&s, 0, sizeof s);
+    s.after = 37;
+    ck_assert_int_eq(train(ini, "part", &s, 5, 0, &res), POPC_EINTERRUPTED);
+    ck_assert_int_eq(res.steps, 37);
+    ck_assert_int_eq(s.checkpoints, 8);
+    ck_assert_int_eq(access(tmp("part.weights"), F_OK), -1);
+
+    /* resumed: the rest of the run */
+    memset(&s, 0, sizeof s);
+    OK(train(ini, "part", &s, 5, 1, &res));
+    ck_assert_int_eq(res.resumed_step, 37);
+    ck_assert_int_eq(res.steps, 64);
+    ck_assert_int_eq(s.steps, 64 - 37);
+    ck_assert_int_eq(s.epochs, 1);
+    snprintf(a, sizeof a, "%s", tmp("full.weights"));
+    snprintf(b, sizeof b, "%s", tmp("part.weights"));
+    same_weights(a, b);
+
+    /* a checkpoint of other settings is refused */
+    {
+        char set[700];
+        const char *sets[2] = {set, "data.seed=4"};
+        popc_train_hooks h = {0};
+        popc_run *r;
+
+        snprintf(set, sizeof set, "train.checkpoint=%s", tmp("part.ckpt"));
+        r = load(ini, sets, 2);
+        h.resume = 1;
+        ck_assert_int_eq(popc_run_train(r, &h, &res), POPC_ECONFIG);
+        ck_assert_ptr_nonnull(strstr(popc_last_error(), "other settings"));
+        popc_run_free(r);
+    }
+}
+END_TEST
+
+START_TEST(model_ini_runs_inference)
+{
+    const char *ini = write_ini("mlp.ini", MLP);
+    stopper s = {0};
+    popc_train_result res;
+    popc_infer_result inf;
+    popc_run *r;
+    popc_tensor *pred = NULL;
+    char set[700];
+    const char *sets[] = {set};
+
+    OK(train(ini, "out", &s, 0, 0, &res));
+    /* the model INI written by training runs as it is */
+    snprintf(set, sizeof set, "infer.predictions=%s", tmp("pred.npy"));
+    r = load(tmp("out.model.ini"), sets, 1);
+    OK(popc_run_infer(r, NULL, &inf));
+    ck_assert_int_eq(inf.samples, 64);
+    ck_assert_double_eq_tol(inf.accuracy, res.test_accuracy, 1e-12);
+    ck_assert_int_eq(inf.correct, (int64_t)(inf.accuracy * 64 + 0.5));
+    OK(popc_npy_load(tmp("pred.npy"), &pred));
+    ck_assert_int_eq(popc_tensor_numel(pred), 64);
+    ck_assert_int_eq(popc_tensor_dtype(pred), POPC_DTYPE_I32);
+    popc_tensor_free(pred);
+    popc_run_free(r);
+
+    /* weights of another model are refused, naming the file */
+    {
+        const char *bigger[] = {set, "layer.fc1.out_features=9"};
+        popc_status st;
+
+        r = load(tmp("out.model.ini"), bigger, 2);
+        st = popc_run_infer(r, NULL, &inf);
+        ck_assert_int_eq(st, POPC_EIO);
+        ck_assert_ptr_nonnull(strstr(popc_last_error(), "fc1."));
+        ck_assert_ptr_nonnull(strstr(popc_last_error(), "another model"));
+        popc_run_free(r);
+    }
+}
+END_TEST
+
+static Suite *run_suite(void)
+{
+    Suite *s = suite_create("run_ini");
+    TCase *ini = tcase_create("ini");
+    TCase *tr = tcase_create("train");
+
+    tcase_add_checked_fixture(ini, setup, teardown);
+    tcase_add_test(ini, good_mlp);
+    tcase_add_test(ini, overrides);
+    tcase_add_test(ini, cnn_layers);
+    tcase_add_loop_test(ini, bad_files, 0,
+                        (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(ini, shape_errors_name_the_layer);
+    tcase_set_timeout(ini, 60);
+    suite_add_tcase(s, ini);
+
+    tcase_add_checked_fixture(tr, setup, teardown);
+    tcase_add_test(tr, train_checkpoint_resume_is_bitwise);
+    tcase_add_test(tr, model_ini_runs_inference);
+    tcase_set_timeout(tr, 300);
+    suite_add_tcase(s, tr);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(run_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

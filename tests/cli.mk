@@ -1,0 +1,14 @@
+# tests/cli.mk - the popc command line (tests/test_cli.sh): exit codes,
+# --set, --json, plugins, options, a small training run on a synthetic
+# dataset (written by make_idx) and the SIGKILL checkpoint/resume check.
+check_PROGRAMS += %reldir%/make_idx
+%canon_reldir%_make_idx_SOURCES = %reldir%/make_idx.c \
+    %reldir%/synth.c %reldir%/synth.h
+%canon_reldir%_make_idx_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
+%canon_reldir%_make_idx_LDADD = $(ZLIB_LIBS)
+
+TESTS += %reldir%/test_cli.sh
+EXTRA_DIST += %reldir%/test_cli.sh
+AM_TESTS_ENVIRONMENT += \
+    POPC='$(abs_top_builddir)/tools/popc'; export POPC; \
+    MAKE_IDX='$(abs_top_builddir)/tests/make_idx'; export MAKE_IDX;

@@ -1,0 +1,24 @@
+# tests/graph.mk - graph IR, autodiff (finite differences) and layer builders
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_graph %reldir%/check_autodiff \
+    %reldir%/check_layers
+TESTS += %reldir%/check_graph %reldir%/check_autodiff %reldir%/check_layers
+endif
+
+%canon_reldir%_check_graph_SOURCES = %reldir%/check_graph.c \
+    %reldir%/graph_testops.c %reldir%/graph_testops.h
+%canon_reldir%_check_graph_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_graph_LDADD = libpopc.la $(CHECK_LIBS)
+
+# differentiates every op of the build tree's plugins that has a gradient
+%canon_reldir%_check_autodiff_SOURCES = %reldir%/check_autodiff.c \
+    %reldir%/graph_testops.c %reldir%/graph_testops.h \
+    %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
+%canon_reldir%_check_autodiff_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_autodiff_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_autodiff_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES)
+
+%canon_reldir%_check_layers_SOURCES = %reldir%/check_layers.c
+%canon_reldir%_check_layers_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_layers_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_layers_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES)

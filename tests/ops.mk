@@ -1,0 +1,49 @@
+# tests/ops.mk - op plugin tests (run through tests/harness/op_harness)
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_op_math %reldir%/check_op_tensor
+TESTS += %reldir%/check_op_math %reldir%/check_op_tensor
+endif
+
+# plugins math and tensor against tests/ref/ops (gen_ops_math.py), and
+# their gradients against finite differences
+%canon_reldir%_check_op_math_SOURCES = %reldir%/check_op_math.c \
+    %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
+    %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
+%canon_reldir%_check_op_math_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_math_LDADD = libpopc.la $(CHECK_LIBS) -lm
+# the finite-difference checks also need popc::IdentityLoss (ops/popc.la)
+%canon_reldir%_check_op_math_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES)
+
+%canon_reldir%_check_op_tensor_SOURCES = %reldir%/check_op_tensor.c \
+    %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
+    %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
+%canon_reldir%_check_op_tensor_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_tensor_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_op_tensor_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES)
+
+# plugins nn, loss and popc against tests/ref/nn (gen_ops_nn.py); gradients
+# go through the graph (autodiff) and need math/tensor ops too
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_op_nn %reldir%/check_op_loss \
+    %reldir%/check_op_popc
+TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc
+endif
+NN_TEST_SOURCES = %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
+    %reldir%/harness/ref_check.c %reldir%/harness/ref_check.h \
+    %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
+NN_TEST_DEPS = libpopc.la ops/nn.la ops/loss.la ops/popc.la ops/math.la \
+    ops/tensor.la
+%canon_reldir%_check_op_nn_SOURCES = %reldir%/check_op_nn.c $(NN_TEST_SOURCES)
+%canon_reldir%_check_op_nn_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_nn_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_op_nn_DEPENDENCIES = $(NN_TEST_DEPS)
+%canon_reldir%_check_op_loss_SOURCES = %reldir%/check_op_loss.c \
+    $(NN_TEST_SOURCES)
+%canon_reldir%_check_op_loss_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_loss_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_op_loss_DEPENDENCIES = $(NN_TEST_DEPS)
+%canon_reldir%_check_op_popc_SOURCES = %reldir%/check_op_popc.c \
+    $(NN_TEST_SOURCES)
+%canon_reldir%_check_op_popc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_popc_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_op_popc_DEPENDENCIES = $(NN_TEST_DEPS)

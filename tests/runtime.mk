@@ -1,0 +1,30 @@
+# tests/runtime.mk - plans, the executor and the model wrapper, on the cpu
+# backend (references from tests/ref/gen_runtime.py in tests/ref/runtime/).
+runtime_test_plugins = backends/cpu.la $(ops_LTLIBRARIES) optim/sgd.la
+
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_model_infer %reldir%/check_model_train \
+    %reldir%/check_model_pipeline
+TESTS += %reldir%/check_model_infer %reldir%/check_model_train \
+    %reldir%/check_model_pipeline
+endif
+
+%canon_reldir%_check_model_infer_SOURCES = %reldir%/check_model_infer.c
+%canon_reldir%_check_model_infer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_model_infer_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_model_infer_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)
+
+%canon_reldir%_check_model_train_SOURCES = %reldir%/check_model_train.c
+%canon_reldir%_check_model_train_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_model_train_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_model_train_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)
+
+%canon_reldir%_check_model_pipeline_SOURCES = %reldir%/check_model_pipeline.c
+%canon_reldir%_check_model_pipeline_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_model_pipeline_LDADD = libpopc.la $(CHECK_LIBS)
+%canon_reldir%_check_model_pipeline_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)
+
+EXTRA_DIST += %reldir%/ref/gen_runtime.py %reldir%/ref/runtime

@@ -1,0 +1,299 @@
+#!/bin/sh
+# test_cli.sh - the popc command line: exit codes (0 ok, 1 runtime error,
+# 2 usage or configuration error, 128+N after signal N), --set, --json,
+# `popc plugins`, `popc options`, a small training run and inference on a
+# synthetic IDX dataset, and checkpoints: a run killed with SIGKILL (and
+# one stopped with SIGTERM) and resumed ends with weights bitwise equal to
+# an uninterrupted run's (cpu backend).
+#
+# Environment (set by make check): POPC (the built popc), MAKE_IDX (the
+# dataset writer), POPC_PLUGIN_PATH.
+set -u
+
+: "${POPC:?set POPC to the popc binary}"
+: "${MAKE_IDX:?set MAKE_IDX to tests/make_idx}"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/popc-test-cli-XXXXXX") || exit 99
+bg=
+cleanup() {
+    [ -n "$bg" ] && kill -9 "$bg" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+cd "$tmp" || exit 99
+
+failures=0
+checks=0
+
+pass() { checks=$((checks + 1)); echo "ok: $*"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+# expect CODE DESCRIPTION COMMAND...: exit status and captured output
+expect() {
+    want=$1 what=$2
+    shift 2
+    "$@" >out.txt 2>err.txt
+    got=$?
+    if [ "$got" -eq "$want" ]; then
+        pass "$what (exit $got)"
+    else
+        fail "$what: exit $got, want $want"
+        sed 's/^/    stderr: /' err.txt | head -5
+    fi
+}
+
+# contains FILE TEXT DESCRIPTION
+contains() {
+    if grep -qF -- "$2" "$1"; then
+        pass "$3"
+    else
+        fail "$3: '$2' not in $1"
+        sed 's/^/    | /' "$1" | head -5
+    fi
+}
+
+# The first value of "key": in a JSON file (numbers and strings).
+json_value() {
+    grep -o "\"$2\": [^,}]*" "$1" | head -n 1 | sed 's/^[^:]*: //; s/"//g'
+}
+
+"$MAKE_IDX" . 512 128 || { echo "make_idx failed"; exit 99; }
+
+cat >run.ini <<'EOF'
+# a small MLP on the synthetic 4-class 8x8 dataset
+[options]
+backend = cpu
+
+[data]
+train = train-images-idx3-ubyte
+train_labels = train-labels-idx1-ubyte
+test = t10k-images-idx3-ubyte.gz
+test_labels = t10k-labels-idx1-ubyte
+batch_size = 8
+shuffle = true
+seed = 1
+
+[optimizer]
+name = adam
+lr = 0.01
+
+[train]
+epochs = 2
+
+[model]
+input = 64
+classes = 4
+layers = fc1, relu, fc2
+
+[layer fc1]
+type = linear
+out_features = 16
+
+[layer fc2]
+type = linear
+out_features = 4
+EOF
+
+# ---- usage ------------------------------------------------------------------
+
+expect 0 "--version" "$POPC" --version
+contains out.txt "popc 0.1.0" "--version prints the version"
+expect 0 "--help" "$POPC" --help
+contains out.txt "Exit status" "--help documents the exit status"
+expect 0 "train --help" "$POPC" train --help
+contains out.txt "--checkpoint-every" "train --help lists its options"
+expect 0 "help infer" "$POPC" help infer
+expect 2 "no command" "$POPC"
+expect 2 "unknown command" "$POPC" trian run.ini
+contains err.txt "popc: unknown command 'trian'; did you mean 'train'?" \
+    "unknown command suggests a name"
+expect 2 "unknown option" "$POPC" train run.ini --frobnicate
+contains err.txt "popc: train: unknown option" "unknown option message"
+expect 2 "missing run file argument" "$POPC" train
+expect 2 "run file that does not exist" "$POPC" train missing.ini
+contains err.txt "missing.ini" "missing run file is named"
+expect 2 "bad --checkpoint-every" "$POPC" train run.ini --checkpoint-every x
+expect 2 "malformed --set" "$POPC" train run.ini --set batch_size=4
+contains err.txt "section.key=value" "malformed --set explains the form"
+
+# ---- plugins and options ------------------------------------------------------
+
+expect 0 "plugins" "$POPC" plugins --json plugins.json
+contains out.txt "backend:cpu" "plugins lists the cpu backend"
+contains out.txt "optim:adam" "plugins lists the adam optimizer"
+contains out.txt "path: " "plugins shows paths"
+contains out.txt "refused files:" "plugins reports refused files"
+contains plugins.json '"plugins": [{"name": ' "plugins JSON"
+expect 0 "options" "$POPC" options --json options.json
+contains out.txt "deviceIterations (int, default 1)" "options shows defaults"
+contains out.txt "Training.gradientAccumulation" "options lists dotted names"
+contains options.json '"supported": true' "options JSON"
+
+# ---- configuration errors are exit 2 and name file, line, section, key --------
+
+cp run.ini bad.ini
+sed -i 's/^batch_size = 8$/batch_sz = 8/' bad.ini
+expect 2 "unknown key" "$POPC" train bad.ini
+contains err.txt "popc: bad.ini:10: [data] unknown key 'batch_sz'; did you mean 'batch_size'?" \
+    "unknown key message"
+expect 2 "bad value by --set" "$POPC" train run.ini --set data.batch_size=lots
+contains err.txt "popc: --set data.batch_size: [data] batch_size: must be an integer" \
+    "bad --set value message"
+expect 2 "bad option by --set" "$POPC" train run.ini \
+    --set options.deviceIterations=0 --json err.json
+contains err.json '"status": "error"' "error JSON status"
+contains err.json '"exit_code": 2' "error JSON exit code"
+expect 2 "layer that does not fit" "$POPC" train run.ini \
+    --set layer.fc2.out_features=5
+contains err.txt "[model] classes" "shape mismatch names [model] classes"
+
+expect 2 "drop_last = false with an incomplete last batch" "$POPC" train \
+    run.ini --set data.drop_last=false --set data.batch_size=7
+contains err.txt "[data] drop_last = false: 512 training samples" \
+    "incomplete last training batch is refused early"
+
+# ---- runtime errors are exit 1 ---------------------------------------------------
+
+expect 1 "missing data file" "$POPC" train run.ini --set data.train=nope.idx
+contains err.txt "nope.idx: cannot open" "missing data file is named"
+printf 'not an idx file' >junk.idx
+expect 1 "corrupt data file" "$POPC" train run.ini --set data.train=junk.idx
+contains err.txt "junk.idx: not an IDX file" "corrupt data file is named"
+
+# ---- training, --set, --json, inference ---------------------------------------------
+
+expect 0 "train" "$POPC" train run.ini --json train.json
+contains out.txt "trained 2 epochs (128 steps)" "train summary"
+contains err.txt "epoch 2/2: loss" "progress lines when stderr is not a tty"
+contains train.json '"status": "ok"' "train JSON status"
+[ "$(json_value train.json steps)" = 128 ] && pass "JSON steps" ||
+    fail "JSON steps: $(json_value train.json steps)"
+acc=$(json_value train.json test_accuracy)
+case $acc in
+0.[6-9]* | 1) pass "test accuracy $acc" ;;
+*) fail "test accuracy '$acc' too low" ;;
+esac
+[ -f run.weights/fc1.weight.npy ] && pass "weights written" ||
+    fail "no run.weights/fc1.weight.npy"
+contains run.model.ini "weights = $tmp/run.weights" "model INI names the weights"
+
+expect 0 "train with --set" "$POPC" train run.ini --set data.batch_size=16 \
+    --set train.epochs=1 --set train.weights=b16.weights --json b16.json
+[ "$(json_value b16.json steps)" = 32 ] && pass "--set changes the batch" ||
+    fail "--set batch: steps $(json_value b16.json steps), want 32"
+
+expect 0 "infer the model INI" "$POPC" infer run.model.ini --json infer.json \
+    --set infer.predictions=pred.npy
+contains out.txt "classified 128 samples" "infer summary"
+[ "$(json_value infer.json accuracy)" = "$acc" ] &&
+    pass "infer accuracy equals the last evaluation" ||
+    fail "infer accuracy $(json_value infer.json accuracy), train $acc"
+[ -s pred.npy ] && pass "predictions written" || fail "no predictions"
+expect 1 "infer with weights of another shape" "$POPC" infer run.model.ini \
+    --set layer.fc1.out_features=9
+contains err.txt "fc1.weight.npy" "mismatched weights name the file"
+
+# ---- checkpoints: SIGKILL, SIGTERM, --resume ----------------------------------------
+
+# all .npy files of two weight directories are byte-identical
+same_weights() {
+    n=0
+    for f in "$1"/*.npy; do
+        cmp -s "$f" "$2/$(basename "$f")" || return 1
+        n=$((n + 1))
+    done
+    [ "$n" -eq 4 ]
+}
+
+# wait_for FILE PID: until FILE exists (0) or PID ends (1)
+wait_for() {
+    while [ ! -e "$1" ]; do
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.02
+    done
+    return 0
+}
+
+# A run long enough to be interrupted: batch 1, many epochs. If a machine
+# finishes it before the kill lands, the test retries a longer run.
+epochs=40
+killed=
+for attempt in 1 2 3 4; do
+    rm -rf part.* killed.*
+    "$POPC" train run.ini --set data.batch_size=1 --set train.epochs=$epochs \
+        --set train.weights=part.weights --set train.checkpoint=part.ckpt \
+        --set train.model=part.model.ini --checkpoint-every 1500 --quiet \
+        >killed.out 2>killed.err &
+    bg=$!
+    if wait_for part.ckpt/state.ini "$bg"; then
+        sleep 0.1
+        kill -9 "$bg" 2>/dev/null
+    fi
+    wait "$bg"
+    rc=$?
+    bg=
+    if [ "$rc" -eq 137 ]; then
+        killed=yes
+        break
+    fi
+    epochs=$((epochs * 4))
+done
+if [ -n "$killed" ]; then
+    pass "training killed with SIGKILL after a checkpoint ($epochs epochs)"
+    [ ! -e part.weights ] && pass "a killed run leaves no final weights" ||
+        fail "final weights of a killed run"
+    expect 0 "--resume after SIGKILL" "$POPC" train run.ini \
+        --set data.batch_size=1 --set train.epochs=$epochs \
+        --set train.weights=part.weights --set train.checkpoint=part.ckpt \
+        --set train.model=part.model.ini --checkpoint-every 1500 --resume \
+        --quiet --json resume.json
+    contains out.txt "resumed from step" "resume reports its step"
+    step=$(json_value resume.json resumed_step)
+    [ "${step:-0}" -gt 0 ] && pass "resumed from step $step" ||
+        fail "resumed_step '$step'"
+    expect 0 "uninterrupted run" "$POPC" train run.ini \
+        --set data.batch_size=1 --set train.epochs=$epochs \
+        --set train.weights=full.weights --set train.model=full.model.ini \
+        --quiet
+    same_weights full.weights part.weights &&
+        pass "resumed weights are bitwise equal to the uninterrupted run" ||
+        fail "resumed weights differ from the uninterrupted run"
+
+    # SIGTERM: stops after the step with a checkpoint, exit 143
+    rm -rf term.*
+    "$POPC" train run.ini --set data.batch_size=1 --set train.epochs=$epochs \
+        --set train.weights=term.weights --set train.checkpoint=term.ckpt \
+        --set train.model=term.model.ini --checkpoint-every 100000000 \
+        >term.out 2>term.err &
+    bg=$!
+    # the checkpoint directory appears only when the signal is handled
+    while ! grep -q "epoch 1/" term.err 2>/dev/null; do
+        kill -0 "$bg" 2>/dev/null || break
+        sleep 0.02
+    done
+    kill -TERM "$bg" 2>/dev/null
+    wait "$bg"
+    rc=$?
+    bg=
+    if [ "$rc" -eq 143 ]; then
+        pass "SIGTERM stops the run (exit 143)"
+        contains term.err "checkpoint written to term.ckpt" \
+            "SIGTERM writes a checkpoint"
+        expect 0 "--resume after SIGTERM" "$POPC" train run.ini \
+            --set data.batch_size=1 --set train.epochs=$epochs \
+            --set train.weights=term.weights --set train.checkpoint=term.ckpt \
+            --set train.model=term.model.ini --checkpoint-every 100000000 \
+            --resume --quiet
+        same_weights full.weights term.weights &&
+            pass "weights after SIGTERM and resume are bitwise equal" ||
+            fail "weights after SIGTERM and resume differ"
+    else
+        fail "SIGTERM: exit $rc, want 143"
+        sed 's/^/    | /' term.err | tail -3
+    fi
+else
+    fail "the training run always finished before it could be killed"
+fi
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]
