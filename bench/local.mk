@@ -1,1 +1,8 @@
 # bench/local.mk - see the top-level Makefile.am
+
+# bench_train_step: time training steps of the Fashion-MNIST models on one
+# backend (bench/bench_backends.sh compares cpu and ipumodel with it)
+noinst_PROGRAMS += %reldir%/bench_train_step
+%canon_reldir%_bench_train_step_SOURCES = %reldir%/bench_train_step.c
+%canon_reldir%_bench_train_step_LDADD = libpopc.la
+EXTRA_DIST += %reldir%/bench_backends.sh

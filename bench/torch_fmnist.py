@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-steps", type=int, default=0, help="stop each epoch early (timing only)")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--mean", type=float, default=0.2860, help="as the example INI files")
+    ap.add_argument("--std", type=float, default=0.3530)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -53,6 +55,8 @@ def main():
     ys = torch.from_numpy(read_idx(f"{a.data}/train-labels-idx1-ubyte.gz").astype(np.int64))
     xt = torch.from_numpy(read_idx(f"{a.data}/t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0).unsqueeze(1)
     yt = torch.from_numpy(read_idx(f"{a.data}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+    xs = (xs - a.mean) / a.std
+    xt = (xt - a.mean) / a.std
     model = model_for(a.model)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     g = torch.Generator().manual_seed(a.seed)

@@ -14,7 +14,9 @@
 #include "popc/tensor.h"
 #include "core/exec_priv.h"
 #include "core/optimizer_priv.h"
+#include "core/profile_priv.h"
 #include "core/rng.h"
+#include "core/txn_priv.h"
 
 typedef struct task {
     int r, p;          /* replica, phase */
@@ -213,18 +215,30 @@ static popc_status run_task(void *arg, int i)
     const task *k = &t->tasks[i];
     popci_exec *e = t->e;
     popc_frame *f = frame_of(e, k->r, k->mb);
+    popci_trace *tr = t->io->trace;
+    double ts[4] = {0};
     popc_status st;
 
+    if (tr)
+        ts[0] = popci_exec_now();
     if (k->p == 0)
         feed(e, t->io, f, k->r, k->mb);
+    if (tr)
+        ts[1] = popci_exec_now();
     st = e->be->run_nodes(e->bctx, e->exe, f, e->phase_first[k->p],
                           e->phase_first[k->p + 1]);
     if (st != POPC_OK)
         return st;
+    if (tr)
+        ts[2] = popci_exec_now();
     if (k->p == e->n_phases - 1) {
         collect(e, t->io, f, k->r, k->mb);
         if (e->cfg.training)
             accumulate(e, f, k->r, k->mb % e->cfg.grad_accum);
+    }
+    if (tr) {
+        ts[3] = popci_exec_now();
+        popci_trace_task(tr, k->r, k->p, k->mb, ts);
     }
     return POPC_OK;
 }
@@ -294,14 +308,25 @@ popc_status popci_exec_run(popci_exec *e, const popci_exec_io *io,
     if (!tasks)
         return popc_set_error(POPC_ENOMEM, "run: out of memory");
     if (c->training) {
+        popci_txn *txn = NULL;
+
         bind_state(e, io->state);
         popci_exec_set_loss_scaling(
             e, popci_optimizer_loss_scaling(io->optimizer));
+        /* a failing run leaves weights and optimizer state untouched */
+        st = popci_txn_begin(e, io->state, &txn);
         for (int64_t d = 0; d < c->device_iterations && st == POPC_OK; d++) {
             st = run_window(e, io, tasks, d * c->grad_accum, c->grad_accum);
-            if (st == POPC_OK)
+            if (st == POPC_OK) {
+                double s0 = io->trace ? popci_exec_now() : 0.0;
                 st = popci_exec_train_step(e, io);
+                if (io->trace)
+                    popci_trace_step(io->trace, d, s0, popci_exec_now());
+            }
         }
+        if (st != POPC_OK)
+            popci_txn_rollback(txn);
+        popci_txn_free(txn);
     } else {
         st = run_window(e, io, tasks, 0, e->micro_batches);
     }

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "popc/data.h"
 
-/* ---- datasets ------------------------------------------------------------ */
+/* ---- datasets ----------------------------------------------------------- */
 
 /* A dataset over data already in memory. Takes ownership of features
 ** (malloc'd, n x numel(dims) elements of storage: POPC_DTYPE_U8 or
@@ -39,13 +39,13 @@ popc_status popci_dataset_check_counts(const char *features_path,
                                        const char *labels_path,
                                        int64_t n_labels);
 
-/* ---- shuffle generator ----------------------------------------------------- */
+/* ---- shuffle generator -------------------------------------------------- */
 
 /* The shuffle generator state of the epoch after the one using `state`
 ** (states come from popc_data_rng_from_seed; draws use core/rng.h). */
 uint64_t popci_data_next_epoch_rng(uint64_t state);
 
-/* ---- sampler ----------------------------------------------------------------- */
+/* ---- sampler ------------------------------------------------------------ */
 
 typedef struct popci_sampler {
     int64_t n_total;      /* dataset rows */
@@ -86,7 +86,7 @@ popc_status popci_sampler_next(popci_sampler *s, int64_t *idx, int64_t *n,
 popc_status popci_sampler_seek(popci_sampler *s,
                                const popc_data_position *pos);
 
-/* ---- asynchronous engine ----------------------------------------------------- */
+/* ---- asynchronous engine ------------------------------------------------ */
 
 typedef struct popci_async popci_async;
 

@@ -32,7 +32,7 @@ struct popc_dataset {
     float *std;
 };
 
-/* ---- internal helpers ---------------------------------------------------- */
+/* ---- internal helpers --------------------------------------------------- */
 
 char *popci_dataset_source_name(const char *a, const char *b)
 {
@@ -100,7 +100,7 @@ popc_status popci_dataset_new(const char *source, int64_t n,
     return POPC_OK;
 }
 
-/* ---- public API ------------------------------------------------------------ */
+/* ---- public API --------------------------------------------------------- */
 
 void popc_dataset_free(popc_dataset *ds)
 {

@@ -105,7 +105,7 @@ static popc_status open_idx(const char *path, idx_file *f)
         return popc_set_error(POPC_EIO, "%s: cannot open: %s", path,
                               errno ? strerror(errno) : "out of memory");
     gzbuffer(f->gz, 1u << 17);
-    if ((st = read_exact(f, magic, 4, "4-byte IDX magic", NULL)) != POPC_OK)
+    if ((st = read_exact(f, magic, 4, "IDX magic", NULL)) != POPC_OK)
         return st;
     if (magic[0] != 0 || magic[1] != 0 || !type_name(magic[2]) ||
         magic[3] < 1 || magic[3] > IDX_MAX_DIMS)
@@ -119,7 +119,7 @@ static popc_status open_idx(const char *path, idx_file *f)
     f->type = magic[2];
     f->elem_size = type_size(f->type);
     f->ndims = magic[3];
-    if ((st = read_exact(f, raw, (size_t)f->ndims * 4, "IDX dimensions",
+    if ((st = read_exact(f, raw, (size_t)f->ndims * 4, "dimension list",
                          NULL)) != POPC_OK)
         return st;
     f->count = 1;

@@ -11,6 +11,11 @@
 ** accumulation, output sums, buffer updates, the cross-replica reduction)
 ** happens in a fixed order, so any backend gives the serial result
 ** bitwise. With one phase this is the plain loop over micro-batches.
+** A window is what flows through the pipeline between weight updates: the
+** GA micro-batches of one optimizer step when training (the step drains
+** the pipeline), all DI micro-batches for inference. Phases exist only
+** for multi-IPU PipelinedExecution; a backend's run_nodes may then be
+** called concurrently (from inside its own parallel()) on distinct frames.
 **
 ** Storage: trainable weights and constants have one device copy shared by
 ** every replica (read-only while micro-batches run; the optimizer updates
@@ -18,6 +23,10 @@
 ** buffer updates (BatchNorm running statistics) have one copy per replica,
 ** as on IPUs; the host reads replica 0's. Each replica has its own gradient
 ** accumulators and min(phases, window) frames with their activation arena.
+** A replica-grouped weight has one copy per group, shared by the group's
+** replicas, updated from the gradients reduced within the group only;
+** with broadcastBuffers, buffers take the values of their group's first
+** replica after every optimizer step.
 */
 #ifndef POPC_EXEC_PRIV_H
 #define POPC_EXEC_PRIV_H
@@ -31,6 +40,16 @@
 
 typedef struct popci_exec popci_exec;
 typedef struct popci_optstate popci_optstate;
+typedef struct popci_trace popci_trace; /* core/profile_priv.h */
+
+/* Replica grouping of one weight (PopTorch's replicaGrouping, helper
+** "strategies"): the weight has n_groups values; replica r holds value
+** r % n_groups (orthogonal) or r / (R / n_groups) (consecutive). */
+typedef struct popci_exec_grouping {
+    const char *name;              /* the weight (borrowed) */
+    int n_groups;                  /* divides R */
+    int orthogonal;
+} popci_exec_grouping;
 
 typedef struct popci_exec_config {
     int training;
@@ -45,6 +64,12 @@ typedef struct popci_exec_config {
     popc_mean_strategy strategy;   /* RUNNING or POST */
     uint64_t random_seed;
     int pipelined;                 /* stages overlap (wavefront) */
+    int broadcast_buffers;         /* after each optimizer step, buffers
+                                      take the first replica's values
+                                      (of their replica group) */
+    int n_groupings;               /* grouped weights (borrowed array, read
+                                      by popci_exec_new) */
+    const popci_exec_grouping *groupings;
 } popci_exec_config;
 
 /* What one run reads and writes. */
@@ -57,6 +82,8 @@ typedef struct popci_exec_io {
     const popc_optimizer *optimizer; /* training */
     popci_optstate *state;         /* training */
     void *user;                    /* kc->user (host callbacks) */
+    popci_trace *trace;            /* (optional) timestamps of every task
+                                      and optimizer step; NULL: none */
 } popci_exec_io;
 
 /* ---- executor.c ---------------------------------------------------------- */
@@ -81,6 +108,17 @@ popc_view popci_exec_output_view(const popci_exec *e, int i);
 void *popci_exec_weight(popci_exec *e, int w);
 /* Overwrite plan weight w on every replica (nbytes of the weight). */
 void popci_exec_write_weight(popci_exec *e, int w, const void *data);
+
+/* Replica groups of plan weight w (1: ungrouped), the group of replica r
+** and the first replica of group g (where the group's copy lives). */
+int popci_exec_n_groups(const popci_exec *e, int w);
+int popci_exec_group_of(const popci_exec *e, int w, int r);
+int popci_exec_group_leader(const popci_exec *e, int w, int g);
+/* Device copy of group g of weight w; borrowed. */
+void *popci_exec_group_weight(popci_exec *e, int w, int g);
+/* Overwrite group g of weight w on every replica of the group. */
+void popci_exec_write_group_weight(popci_exec *e, int w, int g,
+                                   const void *data);
 
 /* Monotonic clock in seconds (latency figures). */
 double popci_exec_now(void);
@@ -112,6 +150,12 @@ popc_status popci_optstate_get(const popci_optstate *s, int i,
 /* Overwrite state i from t (same shape; float32, or int64 for steps). */
 popc_status popci_optstate_set(popci_optstate *s, int i,
                                const popc_tensor *t);
+/* Replica groups of weight name (helper "strategies"): its state arrays
+** hold n_groups states, each group starting from group 0's; the named
+** state tensors become [n_groups, *shape]. No-op for an unknown name.
+** POPC_EINVAL (n_groups < 1), POPC_ENOMEM. */
+popc_status popci_optstate_set_groups(popci_optstate *s, const char *name,
+                                      int n_groups);
 /* Steps taken by the first trainable weight (0 without weights). */
 int64_t popci_optstate_steps(const popci_optstate *s);
 /* Arrays of the weight named name, or NULL. *n_state receives the count. */
@@ -146,6 +190,8 @@ struct popci_exec {
     void **wdata;                  /* [replica * n_weights + w] */
     unsigned char *w_own;          /* wdata entry allocated by this slot */
     float **accum;                 /* [replica * n_weights + w]; trained */
+    int *w_groups;                 /* per weight: replica groups (1) */
+    unsigned char *w_orth;         /* per weight: orthogonal groups */
     popc_view *out_views;          /* per graph output, as returned */
     size_t *out_item;              /* bytes of one micro-batch result */
     int64_t micro_batches;         /* DI x GA per replica */

@@ -52,6 +52,46 @@ void *popci_exec_weight(popci_exec *e, int w)
     return e->wdata[w];
 }
 
+int popci_exec_n_groups(const popci_exec *e, int w)
+{
+    return e->w_groups ? e->w_groups[w] : 1;
+}
+
+int popci_exec_group_of(const popci_exec *e, int w, int r)
+{
+    int g = popci_exec_n_groups(e, w);
+
+    if (g <= 1)
+        return 0;
+    return e->w_orth[w] ? r % g : r / ((int)e->cfg.replicas / g);
+}
+
+int popci_exec_group_leader(const popci_exec *e, int w, int g)
+{
+    int n = popci_exec_n_groups(e, w);
+
+    if (n <= 1)
+        return 0;
+    return e->w_orth[w] ? g : g * ((int)e->cfg.replicas / n);
+}
+
+void *popci_exec_group_weight(popci_exec *e, int w, int g)
+{
+    return e->wdata[popci_exec_group_leader(e, w, g) * e->plan->n_weights +
+                    w];
+}
+
+void popci_exec_write_group_weight(popci_exec *e, int w, int g,
+                                   const void *data)
+{
+    size_t n = popci_plan_slot_bytes(e->plan, e->plan->weights[w].slot);
+    int nw = e->plan->n_weights;
+
+    for (int r = 0; r < e->cfg.replicas; r++)
+        if (e->w_own[r * nw + w] && popci_exec_group_of(e, w, r) == g)
+            memcpy(e->wdata[r * nw + w], data, n);
+}
+
 void popci_exec_write_weight(popci_exec *e, int w, const void *data)
 {
     size_t n = popci_plan_slot_bytes(e->plan, e->plan->weights[w].slot);
@@ -69,8 +109,9 @@ double popci_exec_cycles(const popci_exec *e)
     return e->be->cycles(e->bctx, e->exe, 0, e->plan->pub.n_nodes);
 }
 
-/* Phases are the maximal runs of nodes in one stage. Without pipelining
-** the whole schedule is one phase. */
+/* Phases are the maximal runs of nodes on one IPU (consecutive stages on
+** one IPU merge, as PopART does). Without pipelining the whole schedule is
+** one phase. */
 static popc_status make_phases(popci_exec *e)
 {
     const popci_plan *p = e->plan;
@@ -80,9 +121,9 @@ static popc_status make_phases(popci_exec *e)
     if (!e->phase_first)
         return oom();
     e->phase_first[k++] = 0;
-    if (e->cfg.pipelined && p->pub.n_stages > 1)
+    if (e->cfg.pipelined && p->pub.n_ipus > 1)
         for (int i = 1; i < n; i++)
-            if (p->nodes[i].stage != p->nodes[i - 1].stage)
+            if (p->nodes[i].ipu != p->nodes[i - 1].ipu)
                 e->phase_first[k++] = i;
     e->phase_first[k] = n;
     e->n_phases = n > 0 ? k : 1;
@@ -126,18 +167,54 @@ static popc_status make_output_views(popci_exec *e)
     return POPC_OK;
 }
 
-/* Device weights: one shared copy, or one per replica for weights that
-** buffer updates write. Initial values are the plan graph's. */
+/* Replica groups of the grouped weights (1 for every other weight). */
+static popc_status make_groups(popci_exec *e)
+{
+    const popci_plan *p = e->plan;
+    int R = (int)e->cfg.replicas;
+
+    e->w_groups = malloc(sizeof(int) * (size_t)(p->n_weights + 1));
+    e->w_orth = calloc((size_t)p->n_weights + 1, 1);
+    if (!e->w_groups || !e->w_orth)
+        return oom();
+    for (int w = 0; w < p->n_weights; w++)
+        e->w_groups[w] = 1;
+    for (int i = 0; i < e->cfg.n_groupings; i++) {
+        const popci_exec_grouping *gr = &e->cfg.groupings[i];
+        int w = popci_plan_find_weight(p, gr->name);
+
+        if (w < 0)
+            continue;
+        if (gr->n_groups < 1 || R % gr->n_groups != 0)
+            return popc_set_error(POPC_EINVAL, "compile: weight '%s' has %d "
+                                  "replica groups, which does not divide "
+                                  "replicationFactor %d", gr->name,
+                                  gr->n_groups, R);
+        e->w_groups[w] = gr->n_groups;
+        e->w_orth[w] = gr->orthogonal != 0;
+    }
+    /* the copy may not be borrowed beyond popci_exec_new */
+    e->cfg.groupings = NULL;
+    e->cfg.n_groupings = 0;
+    return POPC_OK;
+}
+
+/* Device weights: one copy per replica group (one shared copy when
+** ungrouped), or one per replica for weights that buffer updates write.
+** Initial values are the plan graph's. */
 static popc_status make_weights(popci_exec *e)
 {
     const popci_plan *p = e->plan;
     int nw = p->n_weights, R = (int)e->cfg.replicas;
+    popc_status st;
 
     e->wdata = calloc((size_t)(R * nw) + 1, sizeof *e->wdata);
     e->w_own = calloc((size_t)(R * nw) + 1, 1);
     e->accum = calloc((size_t)(R * nw) + 1, sizeof *e->accum);
     if (!e->wdata || !e->w_own || !e->accum)
         return oom();
+    if ((st = make_groups(e)) != POPC_OK)
+        return st;
     for (int w = 0; w < nw; w++) {
         const popci_plan_weight *pw = &p->weights[w];
         size_t n = popci_plan_slot_bytes(p, pw->slot);
@@ -146,14 +223,16 @@ static popc_status make_weights(popci_exec *e)
 
         for (int r = 0; r < R; r++) {
             int i = r * nw + w;
-            if (r == 0 || per_replica) {
+            int lead = popci_exec_group_leader(e, w,
+                                               popci_exec_group_of(e, w, r));
+            if (r == lead || per_replica) {
                 if (!(e->wdata[i] = popci_alloc(n)))
                     return oom();
                 e->w_own[i] = 1;
                 if (t)
                     memcpy(e->wdata[i], popc_tensor_cdata(t), n);
             } else {
-                e->wdata[i] = e->wdata[w];
+                e->wdata[i] = e->wdata[lead * nw + w];
             }
             if (pw->accum_slot >= 0 && !(e->accum[i] = popci_alloc(
                                              popci_plan_slot_bytes(
@@ -267,6 +346,8 @@ void popci_exec_free(popci_exec *e)
     free(e->out_views);
     free(e->out_item);
     free(e->phase_first);
+    free(e->w_groups);
+    free(e->w_orth);
     popci_plan_free(e->plan);
     free(e);
 }

@@ -680,6 +680,12 @@ popc_status popc_graph_add_node(popc_graph *g, const char *domain,
     if (name && !name[0])
         return popc_set_error(POPC_EINVAL, "popc_graph_add_node: empty node "
                               "name (use NULL for a generated one)");
+    if (g->block_ended)
+        return popc_set_error(POPC_ESTATE, "No active Block, all the ops "
+                              "must belong to a Block (adding %s%s%s after "
+                              "popc_block_end; start one with "
+                              "popc_block_begin)", op ? op : "(null)",
+                              name ? " " : "", name ? name : "");
     current_annot(g, &a);
     if (name && a.scope) {
         size_t len = strlen(a.scope) + strlen(name) + 2;

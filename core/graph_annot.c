@@ -134,6 +134,7 @@ popc_status popc_graph_set_annotations(popc_graph *g,
         return popc_set_error(POPC_EINVAL, "popc_graph_set_annotations: "
                               "graph is NULL");
     if (!a) {
+        g->block_ended = 0;
         popci_annot_reset(&g->annot);
         popci_graph_clear_scopes(g);
         return POPC_OK;
@@ -156,6 +157,8 @@ popc_status popc_graph_set_annotations(popc_graph *g,
     }
     popci_annot_free(&g->annot);
     g->annot = na;
+    /* explicit annotations replace the Block context (core/blocks.c) */
+    g->block_ended = 0;
     return POPC_OK;
 }
 

@@ -27,3 +27,7 @@ include %reldir%/options.mk
 include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
 include %reldir%/data.mk
+include %reldir%/extend.mk
+include %reldir%/exe.mk
+include %reldir%/profile.mk
+include %reldir%/strategies.mk

@@ -12,9 +12,12 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
+#include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
+#include "core/strategy_priv.h"
+#include "core/profile_priv.h"
 
 #define RUNTIME_SUFFIX                                                       \
     "\nThis error occurred because the inputs passed at runtime don't "     \
@@ -208,8 +211,10 @@ void popc_model_free(popc_model *m)
         return;
     popci_model_unshare(m);
     popci_exec_free(m->exec);
+    popci_profile_free(m->profile);
     popci_callbacks_free(m->callbacks);
     popci_optstate_free(m->state);
+    popci_rgroups_free(m->groups);
     popc_optimizer_free(m->optimizer);
     popc_graph_free(m->graph);
     popc_options_free(m->opts);
@@ -462,11 +467,16 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     const popc_backend_def *be;
     popci_plan *plan = NULL;
     popci_exec *e = NULL;
+    popci_exe_cache *cache = NULL;
     double t0 = popci_exec_now();
+    popci_progress prog;
     popc_status st;
 
     if (!(micro = calloc((size_t)n + 1, sizeof *micro)))
         return oom("compile");
+    popci_progress_begin(&prog, m->opts, popc_graph_name(m->graph),
+                         m->training);
+    popci_progress_phase(&prog, POPCI_PHASE_VERIFY);
     memset(&ec, 0, sizeof ec);
     if ((st = check_inputs(m, &b, inputs, n, micro)) != POPC_OK ||
         (st = resolve_output_mode(m, b.di, &ec.mode, &ec.period)) !=
@@ -475,7 +485,9 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         goto fail;
     pc = (popci_plan_config){.training = m->training, .n_inputs = n,
                              .inputs = micro, .replicas = (int)b.r,
-                             .loss_scaling = 1.0};
+                             .loss_scaling = 1.0,
+                             .strategy = popci_strategy_from_options(
+                                 m->opts)};
     if (m->training) {
         pc.loss_scaling = popci_optimizer_loss_scaling(m->optimizer);
         if (pc.loss_scaling == 0.0) {
@@ -485,6 +497,10 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         if ((st = popci_model_ensure_state(m)) != POPC_OK)
             goto fail;
     }
+    /* executable cache / popc_load: may supply the compiled graph */
+    if ((st = popci_exe_cache_begin(m, inputs, n, &pc, &cache)) != POPC_OK)
+        goto fail;
+    popci_progress_phase(&prog, POPCI_PHASE_PLAN);
     if ((st = popci_plan_new(m->graph, &pc, &plan)) != POPC_OK)
         goto fail;
     if (m->training && (st = add_states(m, plan)) != POPC_OK)
@@ -505,7 +521,10 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         POPC_MEAN_POST);
     ec.random_seed = (uint64_t)opt_int(m->opts, "randomSeed", 0);
     ec.pipelined = pipelined(m, plan);
+    ec.broadcast_buffers = (int)opt_int(m->opts, "broadcastBuffers", 1);
+    ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);
     bc = backend_config(m);
+    popci_progress_phase(&prog, POPCI_PHASE_BACKEND);
     st = popci_exec_new(plan, be, &bc, &ec, &e);
     plan = NULL; /* owned by the executor now */
     if (st != POPC_OK)
@@ -528,10 +547,19 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         m->weight_plan[i] = popci_plan_find_weight(
             popci_exec_plan(e),
             popc_graph_value_name(m->graph, m->weight_values[i]));
+    popci_progress_end(&prog, 1);
+    if ((st = popci_profile_compiled(&m->profile, m, e, &prog)) != POPC_OK)
+        goto fail;
     m->exec = e;
     m->host_dirty = 0;
     m->device_dirty = 0;
+    /* replica groups: their values and optimizer states */
+    if ((st = popci_rgroups_compiled(m)) != POPC_OK) {
+        m->exec = NULL;
+        goto fail;
+    }
     m->compile_time = popci_exec_now() - t0;
+    popci_exe_cache_end(cache, m);
     free(micro);
     popc_log(POPC_LOG_INFO, "compiled '%s' for %s on backend %s in %.3f s: "
              "%d IPUs per replica, %d pipeline phases, activations %zu "
@@ -541,6 +569,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
              popci_exec_n_phases(e), popci_exec_plan(e)->arena_bytes);
     return POPC_OK;
 fail:
+    popci_progress_end(&prog, 0);
+    popci_exe_cache_free(cache);
     popci_plan_free(plan);
     popci_exec_free(e);
     free(micro);
@@ -690,10 +720,16 @@ popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
             goto done;
         out[i] = popc_tensor_view(outputs[i]);
     }
+    /* Training seeds follow the optimizer step count, which checkpoints
+    ** restore, so a resumed run draws the same Dropout masks. */
     io = (popci_exec_io){.inputs = in, .outputs = out,
-                         .run_index = m->runs, .optimizer = m->optimizer,
+                         .run_index = m->training
+                                          ? (uint64_t)popc_model_steps(m)
+                                          : m->runs,
+                         .optimizer = m->optimizer,
                          .state = m->state,
                          .user = popci_callbacks_user(m->callbacks)};
+    io.trace = popci_profile_trace(m->profile);
     popci_callbacks_take_seconds(m->callbacks);
     st = popci_exec_run(m->exec, &io, &compute);
     if (m->training)
@@ -707,6 +743,7 @@ popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
     m->lat_total = popci_exec_now() - t0;
     m->lat_compute = compute;
     m->lat_host = m->lat_total > compute ? m->lat_total - compute : 0.0;
+    popci_profile_ran(m->profile, m, t0);
 done:
     for (int i = 0; i < n_inputs && conv; i++)
         popc_tensor_free(conv[i]);

@@ -46,6 +46,17 @@ struct popc_model {
 
     popci_callbacks *callbacks;  /* CPU op callbacks (core/callbacks.c);
                                     NULL until one is registered */
+
+    /* executable file whose compiled graph the next compile reuses
+    ** (core/exe_load.c sets it around popc_model_compile); borrowed */
+    const struct popci_exe *exe_hint;
+
+    /* cycles, latencies, counters and enableProfiling files
+    ** (core/profile_stats.c); NULL until the first compile */
+    struct popci_profile *profile;
+
+    /* replica grouping of weights (core/replica_groups.c); NULL: none */
+    struct popci_rgroups *groups;
 };
 
 /* ---- model_weights.c ----------------------------------------------------- */

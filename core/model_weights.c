@@ -11,6 +11,7 @@
 #include "popc/log.h"
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
+#include "core/strategy_priv.h"
 
 static int find_weight(const popc_model *m, const char *name)
 {
@@ -41,6 +42,7 @@ static void copy_to_host(popc_model *m)
         memcpy(popc_tensor_data(t), popci_exec_weight(m->exec, pw),
                popc_tensor_nbytes(t));
     }
+    popci_rgroups_pull(m);
     m->host_dirty = 0;
     m->host_version++;
 }
@@ -60,6 +62,7 @@ void popci_model_push_weights(popc_model *m)
             popci_exec_write_weight(m->exec, m->weight_plan[i],
                                     popc_tensor_cdata(t));
     }
+    popci_rgroups_push(m);
     m->device_dirty = 0;
 }
 
@@ -122,7 +125,8 @@ popc_status popc_model_set_weight(popc_model *m, const char *name,
     if ((st = popci_model_sync_host(m)) != POPC_OK)
         return st;
     if ((st = popc_graph_set_initializer(m->graph, m->weight_values[i], t)) !=
-        POPC_OK)
+        POPC_OK ||
+        (st = popci_rgroups_set_all(m, i)) != POPC_OK)
         return st;
     m->host_version++;
     if (m->exec)

@@ -487,9 +487,8 @@ const popci_optdef popci_option_table[] = {
     {.info = {"setExecutionStrategy.tensorsLiveness", POPC_OPT_ENUM,
               "AlwaysLive", "Phased execution: when tensors leave the chip",
               "AlwaysLive | OffChipAfterFwd | OffChipAfterFwdNoOverlap | "
-              "OffChipAfterEachPhase", 0},
-     .flags = C, .enum_type = "Liveness", .members = livenesses,
-     .why = "it would move tensors off chip between phases"},
+              "OffChipAfterEachPhase", 1},
+     .flags = C, .enum_type = "Liveness", .members = livenesses},
     {.info = {"setExecutionStrategy.useSeparateBackwardPhase", POPC_OPT_BOOL,
               "false", "Phased execution: no phase shared by forward and "
               "backward", BOOLV, 0},

@@ -15,6 +15,7 @@
 #include "core/graph_priv.h"
 #include "core/host_priv.h"
 #include "core/plan_priv.h"
+#include "core/strategy_priv.h"
 
 #define ALIGN_UP(n) (((n) + POPC_TENSOR_ALIGN - 1) / POPC_TENSOR_ALIGN * \
                      POPC_TENSOR_ALIGN)
@@ -142,6 +143,31 @@ fail:
     free(wrt);
     free(grads);
     return st;
+}
+
+/* An earlier compile's graph (executable cache, popc_load; helper "exe"):
+** shapes, verification and gradients are already done. */
+static popc_status take_compiled(popci_plan *p, popci_plan_compiled *c,
+                                 int *n_fwd, int *loss, int **wrt_out,
+                                 int **grads_out, int *n_wrt_out)
+{
+    int n = p->pub.training ? c->n_wrt : 0;
+
+    *wrt_out = malloc(sizeof **wrt_out * (size_t)(n + 1));
+    *grads_out = malloc(sizeof **grads_out * (size_t)(n + 1));
+    if (!*wrt_out || !*grads_out)
+        return oom("gradients");
+    if (n) {
+        memcpy(*wrt_out, c->wrt, sizeof **wrt_out * (size_t)n);
+        memcpy(*grads_out, c->grads, sizeof **grads_out * (size_t)n);
+    }
+    p->graph = c->graph;
+    c->graph = NULL;
+    *n_fwd = c->n_forward;
+    *loss = p->pub.training ? c->loss : -1;
+    p->seed_value = p->pub.training ? c->seed : -1;
+    *n_wrt_out = n;
+    return POPC_OK;
 }
 
 /* ---- schedule ------------------------------------------------------------ */
@@ -684,6 +710,35 @@ static popc_status plan_memory(popci_plan *p)
     return POPC_OK;
 }
 
+/* The memory plan of an earlier compile of the same graph (helper "exe"):
+** the same slots get the same offsets, so only checked, not planned. */
+static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
+{
+    int ns = p->pub.n_slots;
+
+    if (!c->arena_offset || c->n_slots != ns)
+        return plan_memory(p);
+    for (int s = 0; s < ns; s++) {
+        int64_t off = c->arena_offset[s];
+        size_t end = (size_t)off + ALIGN_UP(popci_plan_slot_bytes(p, s));
+        int ok = p->slots[s].kind == POPC_SLOT_ACT
+                     ? off >= 0 && end <= c->arena_bytes
+                     : off == -1;
+        if (!ok)
+            return plan_memory(p);
+    }
+    if (!(p->arena_offset = malloc(sizeof(int64_t) * (size_t)(ns + 1))))
+        return oom("memory plan");
+    memcpy(p->arena_offset, c->arena_offset, sizeof(int64_t) * (size_t)ns);
+    p->arena_bytes = c->arena_bytes;
+    p->persistent_bytes = 0;
+    for (int s = 0; s < ns; s++)
+        if (p->slots[s].kind != POPC_SLOT_ACT &&
+            p->slots[s].kind != POPC_SLOT_INPUT)
+            p->persistent_bytes += popci_plan_slot_bytes(p, s);
+    return POPC_OK;
+}
+
 /* ---- public (core-internal) API ------------------------------------------ */
 
 void popci_plan_free(popci_plan *p)
@@ -705,6 +760,8 @@ void popci_plan_free(popci_plan *p)
     free(p->output_slots);
     free(p->weights);
     free(p->arena_offset);
+    free(p->offchip_from);
+    free(p->offchip_to);
     popc_graph_free(p->graph);
     free(p);
 }
@@ -733,6 +790,8 @@ popc_status popci_plan_add_state(popci_plan *p, int w, int n,
             return oom("state slots");
         p->arena_offset = off;
         p->arena_offset[s] = -1;
+        if ((st = popci_offchip_add_slot(p, s)) != POPC_OK)
+            return st;
         p->slots[s].info.dtype = POPC_DTYPE_F32;
         p->slots[s].first_use = 0;
         p->slots[s].last_use = p->pub.n_nodes;
@@ -749,7 +808,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
 {
     popci_plan *p = NULL;
     int *wrt = NULL, *grads = NULL, *order = NULL, n_wrt = 0;
-    int n_fwd, n_order = 0, n_forward = 0, loss = -1, cap = 0;
+    int n_fwd = 0, n_order = 0, n_forward = 0, loss = -1, cap = 0;
     char *keep = NULL, *keep_slot = NULL;
     popc_status st;
 
@@ -763,19 +822,33 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     p->loss_slot = -1;
     p->seed_slot = -1;
     p->seed_value = -1;
-    if ((st = popc_graph_clone(g, &p->graph)) != POPC_OK)
-        goto fail;
-    if ((st = set_input_shapes(p, cfg)) != POPC_OK)
-        goto fail;
-    if ((st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
-        goto fail;
-    n_fwd = popc_graph_n_nodes(p->graph);
-    if (cfg->training &&
-        (st = build_gradients(p, &loss, &wrt, &grads, &n_wrt)) != POPC_OK)
-        goto fail;
-    if (cfg->training &&
-        (st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
-        goto fail;
+    p->strategy = cfg->strategy;
+    if (cfg->compiled) {
+        if ((st = take_compiled(p, cfg->compiled, &n_fwd, &loss, &wrt,
+                                &grads, &n_wrt)) != POPC_OK)
+            goto fail;
+    } else {
+        if ((st = popc_graph_clone(g, &p->graph)) != POPC_OK)
+            goto fail;
+        if ((st = set_input_shapes(p, cfg)) != POPC_OK)
+            goto fail;
+        if ((st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
+            goto fail;
+        if ((st = popci_stages_resolve(p->graph, &p->strategy)) != POPC_OK)
+            goto fail;
+        n_fwd = popc_graph_n_nodes(p->graph);
+        if (cfg->training &&
+            (st = build_gradients(p, &loss, &wrt, &grads, &n_wrt)) !=
+                POPC_OK)
+            goto fail;
+        if (cfg->training &&
+            (st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
+            goto fail;
+        if (cfg->training &&
+            (st = popci_recompute(p->graph, n_fwd)) != POPC_OK)
+            goto fail;
+    }
+    p->n_recomputed = popci_recompute_count(p->graph, n_fwd);
 
     p->n_values = popc_graph_n_values(p->graph);
     p->n_inputs = popc_graph_n_inputs(p->graph);
@@ -798,7 +871,9 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             keep[p->graph->updates[i].value] = 1;
     }
     if ((st = schedule(p, n_fwd, keep, &order, &n_order, &n_forward)) !=
-        POPC_OK)
+        POPC_OK ||
+        (st = popci_stages_order(p->graph, &p->strategy, order, n_forward,
+                                 n_order)) != POPC_OK)
         goto fail;
     if ((st = make_slots(p, order, n_order, wrt, grads, n_wrt, &cap)) !=
         POPC_OK)
@@ -819,13 +894,18 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
         if (keep[v] && p->value_slot[v] >= 0)
             keep_slot[p->value_slot[v]] = 1;
     if ((st = liveness(p, keep_slot)) != POPC_OK ||
-        (st = plan_memory(p)) != POPC_OK)
+        (st = cfg->compiled ? reuse_memory(p, cfg->compiled)
+                            : plan_memory(p)) != POPC_OK ||
+        (st = popci_offchip_plan(p)) != POPC_OK)
         goto fail;
     popc_log(POPC_LOG_DEBUG, "compile '%s': %d nodes (%d forward), %d slots, "
              "%d trainable weights, activations %zu bytes per frame, "
-             "persistent %zu bytes", popc_graph_name(p->graph),
-             p->pub.n_nodes, p->pub.n_forward, p->pub.n_slots,
-             p->n_trainable, p->arena_bytes, p->persistent_bytes);
+             "persistent %zu bytes; stored for the backward pass %zu bytes "
+             "(%d nodes recomputed), off chip %zu bytes",
+             popc_graph_name(p->graph), p->pub.n_nodes, p->pub.n_forward,
+             p->pub.n_slots, p->n_trainable, p->arena_bytes,
+             p->persistent_bytes, p->stored_bytes, p->n_recomputed,
+             p->offchip_bytes);
     free(wrt);
     free(grads);
     free(order);

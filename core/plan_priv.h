@@ -40,6 +40,35 @@ typedef struct popci_plan_weight {
     int first_state, n_state;  /* STATE slots [first, first + n) */
 } popci_plan_weight;
 
+/* A plan graph from an earlier compile of the same graph and inputs (the
+** executable cache, popc_load; core/exe_cache.c checks that it fits):
+** already shaped for the micro-batch and differentiated, with g's weights
+** and the gradient seed holding cfg->loss_scaling. */
+typedef struct popci_plan_compiled {
+    popc_graph *graph;         /* taken by popci_plan_new (set to NULL) */
+    int n_forward;             /* nodes of the model's graph */
+    int loss;                  /* training: the final loss value */
+    int seed;                  /* the loss-gradient seed constant; -1 */
+    int n_wrt;                 /* trainable initializers, in value order */
+    const int *wrt, *grads;    /* their ids and gradient ids (-1: none) */
+    /* (optional) that compile's memory plan (popci_plan.arena_offset of
+    ** the slots before optimizer state): used when the slot count agrees,
+    ** else memory is planned again */
+    int n_slots;
+    const int64_t *arena_offset;
+    size_t arena_bytes;
+} popci_plan_compiled;
+
+/* The execution strategy a plan is compiled for (helper "strategies",
+** core/stages.c); all zero: PipelinedExecution, AutoStage SameAsIpu,
+** AlwaysLive. Values are popc_execution_strategy, popc_auto_stage and
+** popc_liveness. */
+typedef struct popci_strategy {
+    int kind;
+    int auto_stage;
+    int liveness;
+} popci_strategy;
+
 /* What to compile. inputs[i] gives dtype and the micro-batch shape of
 ** graph input i (data ignored). */
 typedef struct popci_plan_config {
@@ -48,6 +77,10 @@ typedef struct popci_plan_config {
     const popc_view *inputs;
     double loss_scaling;       /* gradient seed (training) */
     int replicas;
+    /* (optional) use this instead of shape inference, verification and
+    ** autodiff of g (helper "exe": executable cache and popc_load) */
+    popci_plan_compiled *compiled;
+    popci_strategy strategy;
 } popci_plan_config;
 
 typedef struct popci_plan {
@@ -76,6 +109,17 @@ typedef struct popci_plan {
     int64_t *arena_offset;     /* per slot; -1 when not in the arena */
     size_t arena_bytes;        /* peak activation bytes of one frame */
     size_t persistent_bytes;   /* weights + constants + grads + state */
+
+    /* strategies (core/stages.c, core/recompute.c, core/offchip.c) */
+    popci_strategy strategy;
+    int n_recomputed;          /* forward nodes cloned into the backward
+                                  pass (recomputation) */
+    int *offchip_from;         /* per slot, pub.offchip_from/to; NULL */
+    int *offchip_to;
+    size_t stored_bytes;       /* activations live across the forward /
+                                  backward boundary (training) */
+    size_t offchip_bytes;      /* activations sent off chip (liveness) */
+    size_t onchip_peak;        /* peak live activation bytes on chip */
 } popci_plan;
 
 /* Clone g, build gradients (training), verify, infer shapes, schedule,

@@ -9,7 +9,6 @@
 */
 #include "config.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,7 +30,7 @@ static const char *const train_keys[] = {
 static const char *const infer_keys[] = {"weights", "predictions", "split",
                                          NULL};
 
-/* ---- sources -------------------------------------------------------------- */
+/* ---- sources ------------------------------------------------------------ */
 
 const popci_config *popci_run_src(const popc_run *r, const char *section,
                                   const char *key)
@@ -76,7 +75,7 @@ static int has_section(const popc_run *r, const char *section)
     return 0;
 }
 
-/* ---- overrides ----------------------------------------------------------- */
+/* ---- overrides ---------------------------------------------------------- */
 
 /* "section.key=value"; "layer.NAME.key=value" names [layer NAME]. */
 static popc_status parse_set(const char *spec, popci_run_set *s)
@@ -134,7 +133,7 @@ static popc_status parse_set(const char *spec, popci_run_set *s)
     return POPC_OK;
 }
 
-/* ---- checks -------------------------------------------------------------- */
+/* ---- checks ------------------------------------------------------------- */
 
 static popc_status check_section_name(const char *where, const char *name)
 {
@@ -160,7 +159,7 @@ static popc_status check_section_name(const char *where, const char *name)
         return POPC_OK;
     }
     for (int i = 0; sections[i]; i++)
-        if (strcasecmp(name, sections[i]) == 0 && strcmp(name, "layer NAME"))
+        if (strcasecmp(name, sections[i]) == 0)
             return POPC_OK;
     close = popci_closest_name(name, sections, -1);
     return popc_set_error(POPC_ECONFIG,
@@ -206,7 +205,7 @@ popc_status popci_run_check_keys(const popc_run *r, const char *section,
     return POPC_OK;
 }
 
-/* ---- paths ------------------------------------------------------------------- */
+/* ---- paths -------------------------------------------------------------- */
 
 /* The path of (section, key), or NULL when absent. Input paths written in
 ** the file are relative to its directory. */
@@ -240,7 +239,7 @@ popc_status popci_run_path(const popc_run *r, const char *section,
     return POPC_OK;
 }
 
-/* ---- sections read here ------------------------------------------------------ */
+/* ---- sections read here ------------------------------------------------- */
 
 static popc_status parse_optimizer(popc_run *r)
 {
@@ -355,7 +354,7 @@ static popc_status parse_infer(popc_run *r)
                                  &r->infer_split);
 }
 
-/* ---- public API --------------------------------------------------------------- */
+/* ---- public API --------------------------------------------------------- */
 
 static popc_status apply_options(popc_run *r)
 {
@@ -398,7 +397,8 @@ static void tidy_override_message(const popc_run *r)
         const char *name = popci_config_path(r->sets[i].cfg);
         size_t n = name ? strlen(name) : 0;
 
-        if (n && strncmp(msg, name, n) == 0 && strncmp(msg + n, ":2:", 3) == 0) {
+        if (n && strncmp(msg, name, n) == 0 &&
+            strncmp(msg + n, ":2:", 3) == 0) {
             char copy[2048];
 
             snprintf(copy, sizeof copy, "%s:%s", name, msg + n + 3);
@@ -525,7 +525,7 @@ int64_t popc_run_batch_size(const popc_run *r)
     return r->batch_size;
 }
 
-/* ---- the model INI ------------------------------------------------------------- */
+/* ---- the model INI ------------------------------------------------------ */
 
 typedef struct sbuf {
     char *s;
@@ -677,7 +677,7 @@ popc_status popci_run_write_model_ini(const popc_run *r, const char *path,
     return st;
 }
 
-/* ---- fingerprint ------------------------------------------------------------- */
+/* ---- fingerprint -------------------------------------------------------- */
 
 uint64_t popci_run_fingerprint(const popc_run *r)
 {

@@ -18,6 +18,7 @@
 #include "popc/registry.h"
 #include "popc/run.h"
 #include "core/run_priv.h"
+#include "core/run_custom_priv.h"
 
 static const char *const model_keys[] = {"input", "classes", "loss",
                                          "layers", "seed", NULL};
@@ -60,6 +61,9 @@ static const layer_type types[] = {
     {"sigmoid", RUN_ACTIVATION, "Sigmoid", k_none, 0},
     {"tanh", RUN_ACTIVATION, "Tanh", k_none, 0},
     {"leaky_relu", RUN_ACTIVATION, "LeakyRelu", k_leaky, 0},
+    /* keys checked by core/run_custom.c */
+    {"custom", RUN_CUSTOM, NULL, NULL, 0},
+    {"foreign", RUN_FOREIGN, NULL, NULL, 0},
 };
 #define N_TYPES ((int)(sizeof types / sizeof types[0]))
 
@@ -71,7 +75,7 @@ static const layer_type *find_type(const char *name)
     return NULL;
 }
 
-/* ---- parsing ------------------------------------------------------------- */
+/* ---- parsing ------------------------------------------------------------ */
 
 typedef struct lctx {
     popc_run *r;
@@ -165,6 +169,11 @@ static popc_status parse_settings(lctx *c, popci_run_layer *L)
         if (strcmp(L->op, "LeakyRelu") == 0)
             st = lfloat(c, "negative_slope", 0.01, -1e6, 1e6, &L->alpha);
         break;
+    case RUN_CUSTOM:
+    case RUN_FOREIGN:
+        st = popci_run_parse_custom(c->r, c->section,
+                                    L->kind == RUN_FOREIGN);
+        break;
     default:
         break;
     }
@@ -237,7 +246,8 @@ static popc_status parse_layer(popc_run *r, const char *name,
                               tname, close ? "; did you mean '" : "",
                               close ? close : "", close ? "'?" : "", list);
     }
-    if ((st = popci_run_check_keys(r, section, t->keys)) != POPC_OK)
+    if (t->keys &&
+        (st = popci_run_check_keys(r, section, t->keys)) != POPC_OK)
         return st;
     L->kind = t->kind;
     L->type = t->name;
@@ -381,7 +391,7 @@ done:
     return st;
 }
 
-/* ---- building ------------------------------------------------------------ */
+/* ---- building ----------------------------------------------------------- */
 
 static const char *shape_str(popc_view v, char *buf, size_t size)
 {
@@ -468,6 +478,15 @@ static popc_status add_layer(const popc_run *r, popc_graph *g,
     case RUN_LOG_SOFTMAX:
         st = popc_nn_softmax(B, x, L->axis, L->kind == RUN_LOG_SOFTMAX, y);
         break;
+    case RUN_CUSTOM:
+    case RUN_FOREIGN: {
+        char section[300];
+
+        snprintf(section, sizeof section, "layer %s", L->name);
+        st = popci_run_add_custom(r, g, section, L->kind == RUN_FOREIGN, x,
+                                  y);
+        break;
+    }
     default:
         st = popc_nn_activation(B, L->op, x, L->alpha, y);
         break;

@@ -26,7 +26,9 @@ typedef enum run_layer_kind {
     RUN_DROPOUT,
     RUN_SOFTMAX,
     RUN_LOG_SOFTMAX,
-    RUN_ACTIVATION
+    RUN_ACTIVATION,
+    RUN_CUSTOM,               /* core/run_custom.c */
+    RUN_FOREIGN
 } run_layer_kind;
 
 typedef struct popci_run_layer {
@@ -148,7 +150,7 @@ popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
 popc_status popci_write_file_atomic(const char *path, const char *text,
                                     size_t len);
 
-/* ---- run_ini.c: outputs ---------------------------------------------------- */
+/* ---- run_ini.c: outputs ------------------------------------------------- */
 
 /* The model INI: [options], [model], the layers, the test data settings
 ** (normalisation as numbers) and [infer] weights = weights_dir. */

@@ -9,7 +9,6 @@
 */
 #include "config.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -106,7 +105,7 @@ static popc_status classify(popc_model *m, popc_dataloader *dl,
     }
 }
 
-/* ---- training -------------------------------------------------------------- */
+/* ---- training ----------------------------------------------------------- */
 
 typedef struct trainer {
     popc_run *r;
@@ -266,6 +265,21 @@ static popc_status evaluate(trainer *t, double *acc)
     return POPC_OK;
 }
 
+/* Stop between steps: checkpoint (when on) and report where. */
+static popc_status interrupted(trainer *t)
+{
+    popc_status st;
+
+    if (t->ckpt_every && (st = checkpoint(t)) != POPC_OK)
+        return st;
+    return popc_set_error(POPC_EINTERRUPTED, "interrupted after step %lld%s%s",
+                          (long long)t->ck.step,
+                          t->ckpt_every ? "; checkpoint written to "
+                                        : " (no checkpoint: checkpoints are "
+                                          "off)",
+                          t->ckpt_every ? t->r->checkpoint : "");
+}
+
 static popc_status train_loop(trainer *t, popc_train_result *res)
 {
     const volatile sig_atomic_t *stop = t->hooks ? t->hooks->stop : NULL;
@@ -275,6 +289,8 @@ static popc_status train_loop(trainer *t, popc_train_result *res)
         popc_batch b;
         popc_tensor *inputs[2], *loss = NULL;
 
+        if (stop && *stop)
+            return interrupted(t);
         if ((st = popc_dataloader_next(t->train_dl, &b)) != POPC_OK)
             return st;
         if (b.n == 0) {
@@ -302,19 +318,8 @@ static popc_status train_loop(trainer *t, popc_train_result *res)
         res->steps = t->ck.step;
         res->final_loss = t->loss;
         report(t, POPC_TRAIN_STEP, -1, NULL);
-        if (stop && *stop) {
-            if (t->ckpt_every && (st = checkpoint(t)) != POPC_OK)
-                return st;
-            return popc_set_error(POPC_EINTERRUPTED,
-                                  "interrupted after step %lld%s%s",
-                                  (long long)t->ck.step,
-                                  t->ckpt_every ? "; checkpoint written to "
-                                                : " (no checkpoint: "
-                                                  "checkpoints are off)",
-                                  t->ckpt_every ? t->r->checkpoint : "");
-        }
         if (t->ckpt_every && t->ck.step % t->ckpt_every == 0 &&
-            (st = checkpoint(t)) != POPC_OK)
+            !(stop && *stop) && (st = checkpoint(t)) != POPC_OK)
             return st;
     }
     return POPC_OK;
@@ -372,7 +377,7 @@ done:
     return st;
 }
 
-/* ---- inference ---------------------------------------------------------------- */
+/* ---- inference ---------------------------------------------------------- */
 
 popc_status popc_run_infer(popc_run *r, const volatile sig_atomic_t *stop,
                            popc_infer_result *res)

@@ -34,7 +34,7 @@
 
 #define STATE_VERSION 1
 
-/* ---- files ----------------------------------------------------------------- */
+/* ---- files -------------------------------------------------------------- */
 
 popc_status popci_write_file_atomic(const char *path, const char *text,
                                     size_t len)
@@ -176,7 +176,7 @@ static const char *tensor_file(const char *dir, const char *name, char *buf,
     return buf;
 }
 
-/* ---- weights --------------------------------------------------------------------- */
+/* ---- weights ------------------------------------------------------------ */
 
 static popc_status save_weights_into(popc_model *m, const char *dir)
 {
@@ -273,7 +273,7 @@ popc_status popc_weights_load(popc_model *m, const char *dir)
     return load_weights_from(m, dir);
 }
 
-/* ---- checkpoints -------------------------------------------------------------------- */
+/* ---- checkpoints -------------------------------------------------------- */
 
 static popc_status sub_dir(const char *dir, const char *name, char *buf,
                            size_t size, int create)
@@ -415,11 +415,10 @@ popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
     c->pos.epoch = (int64_t)epoch;
     c->pos.batch = (int64_t)batch;
     c->epoch_steps = (int64_t)epoch_steps;
-    if ((st = sub_dir(dir, "weights", sub, sizeof sub, 0)) ||
-        (st = load_weights_from(m, sub)) ||
-        (st = sub_dir(dir, "optimizer", sub, sizeof sub, 0)) ||
-        (st = load_optimizer_from(m, sub)))
-        goto done;
+    if ((st = sub_dir(dir, "weights", sub, sizeof sub, 0)) == POPC_OK &&
+        (st = load_weights_from(m, sub)) == POPC_OK &&
+        (st = sub_dir(dir, "optimizer", sub, sizeof sub, 0)) == POPC_OK)
+        st = load_optimizer_from(m, sub);
 done:
     popci_config_free(cfg);
     return st;

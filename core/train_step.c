@@ -31,6 +31,7 @@ typedef struct optw {
     int rank;             /* the weight's shape */
     int64_t dims[POPC_MAX_RANK];
     int n_state;
+    int n_groups;         /* replica groups: arr[j] holds n_groups x n */
     float **arr;
     int64_t step;         /* updates applied so far */
 } optw;
@@ -42,6 +43,8 @@ struct popci_optstate {
     char **names;         /* "<weight>/<state>" ... "<weight>/step" */
     int *name_w, *name_i; /* name -> weight, state index (-1: step) */
 };
+
+static optw *find_w(const popci_optstate *s, const char *name);
 
 /* ---- state --------------------------------------------------------------- */
 
@@ -110,6 +113,7 @@ popc_status popci_optstate_new(const popc_optimizer *o, const popc_graph *g,
         if (!(w->name = strdup(popc_graph_value_name(g, v))))
             goto nomem;
         w->n = popc_view_numel(&info);
+        w->n_groups = 1;
         w->rank = info.rank;
         memcpy(w->dims, info.dims, sizeof w->dims);
         group = popci_optimizer_group_of(o, w->name);
@@ -165,11 +169,18 @@ popc_status popci_optstate_get(const popci_optstate *s, int i,
                                popc_tensor **out)
 {
     const optw *w = &s->w[s->name_w[i]];
+    int64_t dims[POPC_MAX_RANK];
 
     if (s->name_i[i] < 0)
         return popc_tensor_from_data(POPC_DTYPE_I64, w->dims, 0, &w->step,
                                      out);
-    return popc_tensor_from_data(POPC_DTYPE_F32, w->dims, w->rank,
+    if (w->n_groups == 1)
+        return popc_tensor_from_data(POPC_DTYPE_F32, w->dims, w->rank,
+                                     w->arr[s->name_i[i]], out);
+    /* grouped weight: one state per replica group, stacked */
+    dims[0] = w->n_groups;
+    memcpy(dims + 1, w->dims, sizeof(int64_t) * (size_t)w->rank);
+    return popc_tensor_from_data(POPC_DTYPE_F32, dims, w->rank + 1,
                                  w->arr[s->name_i[i]], out);
 }
 
@@ -192,13 +203,49 @@ popc_status popci_optstate_set(popci_optstate *s, int i, const popc_tensor *t)
             w->step = *(const int32_t *)popc_tensor_cdata(t);
         return POPC_OK;
     }
-    if (popc_tensor_dtype(t) != POPC_DTYPE_F32 || popc_tensor_numel(t) != w->n)
+    if (popc_tensor_dtype(t) != POPC_DTYPE_F32 ||
+        popc_tensor_numel(t) != w->n * w->n_groups)
         return popc_set_error(POPC_EINVAL, "optimizer state '%s': expected "
                               "%lld float32 values but got %s", s->names[i],
-                              (long long)w->n,
+                              (long long)(w->n * w->n_groups),
                               popc_tensor_describe(t, have, sizeof have));
     memcpy(w->arr[s->name_i[i]], popc_tensor_cdata(t),
-           sizeof(float) * (size_t)w->n);
+           sizeof(float) * (size_t)(w->n * w->n_groups));
+    return POPC_OK;
+}
+
+popc_status popci_optstate_set_groups(popci_optstate *s, const char *name,
+                                      int n_groups)
+{
+    optw *w = find_w(s, name);
+    float **arr;
+
+    if (!w || n_groups == w->n_groups)
+        return POPC_OK;
+    if (n_groups < 1 || (n_groups > 1 && w->rank + 1 > POPC_MAX_RANK))
+        return popc_set_error(POPC_EINVAL, "optimizer state of '%s': %d "
+                              "replica groups of a rank-%d weight are not "
+                              "possible", name, n_groups, w->rank);
+    if (!(arr = calloc((size_t)w->n_state + 1, sizeof *arr)))
+        return oom();
+    for (int j = 0; j < w->n_state; j++) {
+        size_t one = sizeof(float) * (size_t)w->n;
+
+        if (!(arr[j] = popci_alloc(one * (size_t)n_groups))) {
+            for (int k = 0; k < j; k++)
+                popci_free(arr[k]);
+            free(arr);
+            return oom();
+        }
+        /* every group starts from group 0's state */
+        for (int g = 0; g < n_groups; g++)
+            memcpy((char *)arr[j] + one * (size_t)g, w->arr[j], one);
+    }
+    for (int j = 0; j < w->n_state; j++)
+        popci_free(w->arr[j]);
+    free(w->arr);
+    w->arr = arr;
+    w->n_groups = n_groups;
     return POPC_OK;
 }
 
@@ -267,46 +314,102 @@ typedef struct step_ctx {
     popci_exec *e;
     const popci_exec_io *io;
     const int *trained;    /* plan weight indices with a gradient */
-    double scale;          /* 1 / (ls x af x rf) */
 } step_ctx;
 
-/* Sum replica accumulators into replica 0's, in replica order, and
-** scale. */
+/* 1 / (ls x af x rf), rf being the replicas the gradient is reduced over
+** (a replica group of a grouped weight). */
+static float grad_scale(const popci_exec *e, int w)
+{
+    const popci_exec_config *cfg = &e->cfg;
+    double scale = 1.0 / e->loss_scaling;
+
+    if (cfg->reduction == POPC_REDUCTION_MEAN) {
+        scale /= (double)(cfg->replicas / popci_exec_n_groups(e, w));
+        if (cfg->strategy == POPC_MEAN_POST)
+            scale /= (double)cfg->grad_accum;
+    }
+    return (float)scale;
+}
+
+/* The all-reduce: sum the accumulators of each replica group into its
+** first replica's, in replica order, and scale. */
 static popc_status reduce_one(void *arg, int i)
 {
     const step_ctx *c = arg;
     popci_exec *e = c->e;
     int nw = e->plan->n_weights, w = c->trained[i];
+    int R = (int)e->cfg.replicas, G = popci_exec_n_groups(e, w);
     const popci_plan_weight *pw = &e->plan->weights[w];
     int64_t n = popc_view_numel(&e->plan->slots[pw->accum_slot].info);
-    float *g = e->accum[w], scale = (float)c->scale;
+    float scale = grad_scale(e, w);
 
-    for (int r = 1; r < e->cfg.replicas; r++) {
-        const float *o = e->accum[r * nw + w];
-        for (int64_t j = 0; j < n; j++)
-            g[j] += o[j];
+    for (int grp = 0; grp < G; grp++) {
+        int lead = popci_exec_group_leader(e, w, grp);
+        float *g = e->accum[lead * nw + w];
+
+        for (int r = lead + 1; r < R; r++) {
+            const float *o = e->accum[r * nw + w];
+            if (popci_exec_group_of(e, w, r) != grp)
+                continue;
+            for (int64_t j = 0; j < n; j++)
+                g[j] += o[j];
+        }
+        if (scale != 1.0f)
+            for (int64_t j = 0; j < n; j++)
+                g[j] *= scale;
     }
-    if (scale != 1.0f)
-        for (int64_t j = 0; j < n; j++)
-            g[j] *= scale;
     return POPC_OK;
 }
 
+/* The optimizer on each group's copy with that group's state. */
 static popc_status apply_one(void *arg, int i)
 {
     const step_ctx *c = arg;
     popci_exec *e = c->e;
-    int w = c->trained[i];
+    int nw = e->plan->n_weights, w = c->trained[i];
+    int G = popci_exec_n_groups(e, w);
     const popci_plan_weight *pw = &e->plan->weights[w];
     optw *ow = find_w(c->io->state, pw->name);
     int64_t n = popc_view_numel(&e->plan->slots[pw->slot].info);
+    float *arr[64];
+    popc_status st = POPC_OK;
 
-    if (!ow || ow->n != n)
+    if (!ow || ow->n != n || ow->n_groups != G || ow->n_state > 64)
         return popc_set_error(POPC_EINTERNAL, "optimizer step: no state "
-                              "for weight '%s'", pw->name);
+                              "for weight '%s' (%d replica groups)", pw->name,
+                              G);
     ow->step++;
-    return popci_optimizer_apply(c->io->optimizer, pw->name, ow->step,
-                                 e->wdata[w], e->accum[w], ow->arr, n);
+    for (int grp = 0; grp < G && st == POPC_OK; grp++) {
+        int lead = popci_exec_group_leader(e, w, grp);
+
+        for (int j = 0; j < ow->n_state; j++)
+            arr[j] = ow->arr[j] + (size_t)grp * (size_t)n;
+        st = popci_optimizer_apply(c->io->optimizer, pw->name, ow->step,
+                                   e->wdata[lead * nw + w],
+                                   e->accum[lead * nw + w], arr, n);
+    }
+    return st;
+}
+
+/* broadcastBuffers: every replica's buffers take the values of its
+** group's first replica (replica 0 when ungrouped). */
+static void broadcast_buffers(popci_exec *e)
+{
+    const popci_plan *p = e->plan;
+    int nw = p->n_weights;
+
+    for (int w = 0; w < nw; w++) {
+        size_t bytes = popci_plan_slot_bytes(p, p->weights[w].slot);
+
+        if (p->weights[w].update_slot < 0)
+            continue;
+        for (int r = 0; r < e->cfg.replicas; r++) {
+            int lead = popci_exec_group_leader(
+                e, w, popci_exec_group_of(e, w, r));
+            if (lead != r && e->w_own[r * nw + w])
+                memcpy(e->wdata[r * nw + w], e->wdata[lead * nw + w], bytes);
+        }
+    }
 }
 
 static popc_status for_each(popci_exec *e, int n,
@@ -323,9 +426,9 @@ static popc_status for_each(popci_exec *e, int n,
 
 popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
 {
-    const popci_exec_config *cfg = &e->cfg;
     const popci_plan *p = e->plan;
-    double max_norm, scale = 1.0 / e->loss_scaling;
+    double max_norm;
+    int grouped = 0;
     int *trained = malloc(sizeof(int) * (size_t)(p->n_weights + 1));
     float **grads = malloc(sizeof(float *) * (size_t)(p->n_weights + 1));
     int64_t *sizes = malloc(sizeof(int64_t) * (size_t)(p->n_weights + 1));
@@ -341,20 +444,28 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
         if (p->weights[w].accum_slot >= 0) {
             grads[n] = e->accum[w];
             sizes[n] = popc_view_numel(&p->slots[p->weights[w].slot].info);
+            grouped |= popci_exec_n_groups(e, w) > 1;
             trained[n++] = w;
         }
-    if (cfg->reduction == POPC_REDUCTION_MEAN) {
-        scale /= (double)cfg->replicas;
-        if (cfg->strategy == POPC_MEAN_POST)
-            scale /= (double)cfg->grad_accum;
+    max_norm = popci_optimizer_max_grad_norm(io->optimizer);
+    /* one norm per replica would mix groups: grouped weights would make
+    ** ungrouped ones differ between replicas */
+    if (isfinite(max_norm) && grouped) {
+        st = popc_set_error(POPC_EUNSUPPORTED, "optimizer step: "
+                            "max_grad_norm with replica-grouped weights is "
+                            "not supported; remove max_grad_norm or the "
+                            "replica grouping");
+        goto done;
     }
-    c = (step_ctx){e, io, trained, scale};
+    c = (step_ctx){e, io, trained};
     if ((st = for_each(e, n, reduce_one, &c)) != POPC_OK)
         goto done;
-    max_norm = popci_optimizer_max_grad_norm(io->optimizer);
     if (isfinite(max_norm))
         popci_clip_by_global_norm(grads, sizes, n, max_norm);
-    st = for_each(e, n, apply_one, &c);
+    if ((st = for_each(e, n, apply_one, &c)) != POPC_OK)
+        goto done;
+    if (e->cfg.broadcast_buffers && e->cfg.training)
+        broadcast_buffers(e);
 done:
     free(trained);
     free(grads);

@@ -12,7 +12,8 @@ TESTS += %reldir%/check_backend_parity %reldir%/check_ipumodel \
     %reldir%/check_offline
 endif
 
-%canon_reldir%_check_backend_parity_SOURCES = %reldir%/check_backend_parity.c
+%canon_reldir%_check_backend_parity_SOURCES = %reldir%/check_backend_parity.c \
+    %reldir%/parity_cases.c %reldir%/parity_cases.h
 %canon_reldir%_check_backend_parity_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_backend_parity_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_backend_parity_DEPENDENCIES = $(backend_test_deps)

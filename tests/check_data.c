@@ -77,7 +77,7 @@ static void expect(popc_status st, popc_status want, const char *a,
         ck_assert_msg(st_ == POPC_OK, "%s: %s", #call, popc_last_error());    \
     } while (0)
 
-/* ---- writing IDX files ------------------------------------------------- */
+/* ---- writing IDX files -------------------------------------------------- */
 
 static void put_bytes(const char *path, int gz, const void *buf, size_t n)
 {
@@ -498,7 +498,7 @@ START_TEST(csv_errors)
 }
 END_TEST
 
-/* ---- loader ------------------------------------------------------------ */
+/* ---- loader ------------------------------------------------------------- */
 
 /* n samples of 2 features; label = row, features = (row, -row). */
 static popc_dataset *rows(int64_t n)
@@ -911,6 +911,26 @@ static void check_shares(int64_t n, int procs, int64_t batch, int shuffle,
 
 START_TEST(distributed_shares)
 {
+    /* without auto partitioning every process reads everything */
+    {
+        popc_dataset *ds = rows(12);
+        popc_options *o = process(1, 3);
+        popc_loader_config c;
+        popc_dataloader *dl;
+
+        popc_loader_config_init(&c);
+        c.batch_size = 4;
+        c.auto_distributed_partitioning = 0;
+        dl = loader(ds, o, &c);
+        ck_assert_int_eq(popc_dataloader_len(dl), 3);
+        popc_dataloader_free(dl);
+        c.auto_distributed_partitioning = 1;
+        dl = loader(ds, o, &c);
+        ck_assert_int_eq(popc_dataloader_len(dl), 1);
+        popc_dataloader_free(dl);
+        popc_options_free(o);
+        popc_dataset_free(ds);
+    }
     check_shares(100, 3, 4, 0, 0);
     check_shares(100, 3, 4, 1, 0);
     check_shares(101, 4, 5, 1, 1);

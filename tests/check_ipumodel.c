@@ -3,8 +3,9 @@
 ** report (persistent tensors, activations at their live ranges,
 ** temporaries bounded by the available-memory proportion), device
 ** options, the thread count (option and POPC_THREADS), node splitting,
-** the JSON report, cycle estimates growing with the batch, worker errors
-** reaching the caller, and replicas sharing the workers.
+** the JSON report (directly and in enableProfiling's profile.json), cycle
+** estimates growing with the batch (cycleCount), worker errors reaching
+** the caller, and replicas sharing the workers.
 **
 ** Hand-made plans drive the backend directly (popc_backend_def) where the
 ** device must be tiny; the rest goes through popc_model.
@@ -19,6 +20,8 @@
 
 #include "popc/popc.h"
 #include "popc/layers.h"
+#include "popc/log.h"
+#include "popc/profile.h"
 #include "popc/registry.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
@@ -27,7 +30,7 @@
     ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
                   (needle), (hay))
 
-/* ---- hand-made plans ------------------------------------------------------------ */
+/* ---- hand-made plans ---------------------------------------------------- */
 
 typedef struct hplan {
     popc_plan plan;
@@ -182,8 +185,6 @@ static void remove_dir(char *dir)
 {
     char path[512];
 
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    unlink(path);
     snprintf(path, sizeof path, "%s/r.json", dir);
     unlink(path);
     rmdir(dir);
@@ -214,7 +215,7 @@ static popc_status compile_plan(const popc_backend_config *cfg, hplan *h,
     return st;
 }
 
-/* ---- the tile map ------------------------------------------------------------------ */
+/* ---- the tile map ------------------------------------------------------- */
 
 START_TEST(oom_names_tile_and_tensors)
 {
@@ -285,6 +286,51 @@ START_TEST(activations_count_at_live_ranges)
                      2 * 4096);
     free(json);
     remove_dir(dir);
+}
+END_TEST
+
+/* a1 is made at 0 and read at 3: kept off chip in between (phased
+** execution), the peak is two activations instead of three. */
+static int64_t offchip_peak(int offchip)
+{
+    popc_backend_config cfg = device(16, 65536);
+    char *dir = temp_dir(), *json, path[512];
+    int off_from[6], off_to[6];
+    int64_t acts;
+    hplan h;
+    int x, a1, a2, a3, a4;
+
+    hplan_init(&h);
+    x = slot(&h, "x", POPC_SLOT_INPUT, 4, 256, 0, 4);
+    a1 = slot(&h, "a1", POPC_SLOT_ACT, 4, 256, 0, 3);
+    a2 = slot(&h, "a2", POPC_SLOT_ACT, 4, 256, 1, 2);
+    a3 = slot(&h, "a3", POPC_SLOT_ACT, 4, 256, 2, 2);
+    a4 = slot(&h, "a4", POPC_SLOT_ACT, 4, 256, 3, 3);
+    relu(&h, "r1", x, a1, 0.0);
+    relu(&h, "r2", x, a2, 0.0);
+    relu(&h, "r3", a2, a3, 0.0);
+    relu(&h, "r4", a1, a4, 0.0);
+    for (int s = 0; s < 6; s++)
+        off_from[s] = off_to[s] = -1;
+    off_from[a1] = 0;
+    off_to[a1] = 3;
+    if (offchip) {
+        h.plan.offchip_from = off_from;
+        h.plan.offchip_to = off_to;
+    }
+    OK(compile_plan(&cfg, &h, dir, NULL));
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    json = read_file(path);
+    acts = (int64_t)json_num(json, "\"totals\"", "activations");
+    free(json);
+    remove_dir(dir);
+    return acts;
+}
+
+START_TEST(offchip_activations_leave_the_tiles)
+{
+    ck_assert_int_eq(offchip_peak(0), 3 * 4096);
+    ck_assert_int_eq(offchip_peak(1), 2 * 4096);
 }
 END_TEST
 
@@ -364,7 +410,7 @@ START_TEST(bad_device_config_is_refused)
 }
 END_TEST
 
-/* ---- through popc_model ------------------------------------------------------------ */
+/* ---- through popc_model ------------------------------------------------- */
 
 /* 784 -> 256 -> ReLU -> 10 with cross entropy on batch rows. */
 static popc_graph *mlp(int64_t batch)
@@ -417,85 +463,118 @@ static popc_options *opts(const char *backend, int threads, const char *dir)
     return o;
 }
 
-/* Inference on 32 rows; the report written when the model goes. */
-static char *profile_run(int threads)
+/* The statistics line ipumodel logs (DEBUG) when a compiled model goes. */
+static char stats_line[512];
+
+static void on_log(int level, const char *msg, void *user)
 {
-    char *dir = temp_dir(), path[512], *json;
-    popc_options *o = opts("ipumodel", threads, dir);
+    (void)level;
+    (void)user;
+    if (strstr(msg, "ipumodel: ") == msg && strstr(msg, " split over "))
+        snprintf(stats_line, sizeof stats_line, "%s", msg);
+}
+
+typedef struct run_stats {
+    long long nodes, splits, parallel;
+    int threads;
+} run_stats;
+
+/* Inference on 32 rows with these options (freed). */
+static run_stats stats_of_run(popc_options *o)
+{
     popc_graph *g = mlp(32);
     popc_model *m = NULL;
     popc_tensor *in[2], *out[2];
+    run_stats s = {-1, -1, -1, -1};
 
+    stats_line[0] = '\0';
+    popc_log_set_callback(on_log, NULL);
+    popc_log_set_level(POPC_LOG_DEBUG);
     OK(popc_model_new_inference(g, o, &m));
     mlp_inputs(32, in);
     OK(popc_model_run(m, in, 2, out, 2));
     popc_model_free(m);
+    popc_log_set_callback(NULL, NULL);
     for (int i = 0; i < 2; i++) {
         popc_tensor_free(in[i]);
         popc_tensor_free(out[i]);
     }
     popc_graph_free(g);
     popc_options_free(o);
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    json = read_file(path);
-    remove_dir(dir);
-    return json;
+    ck_assert_int_eq(sscanf(stats_line, "ipumodel: %lld nodes run, %lld "
+                            "split over workers, %lld parallel calls, %d "
+                            "threads", &s.nodes, &s.splits, &s.parallel,
+                            &s.threads), 4);
+    return s;
 }
 
 START_TEST(thread_option_sets_workers_and_splits)
 {
-    char *json = profile_run(3);
+    run_stats s = stats_of_run(opts("ipumodel", 3, NULL));
 
-    ck_assert_int_eq((int)json_num(json, "\"runtime\"", "threads"), 3);
-    ck_assert_int_gt((int)json_num(json, "\"runtime\"", "split_runs"), 0);
-    ck_assert_int_gt((int)json_num(json, "\"runtime\"", "nodes_run"), 0);
-    free(json);
-    json = profile_run(1);
-    ck_assert_int_eq((int)json_num(json, "\"runtime\"", "threads"), 1);
-    ck_assert_int_eq((int)json_num(json, "\"runtime\"", "split_runs"), 0);
-    free(json);
+    ck_assert_int_eq(s.threads, 3);
+    ck_assert_int_gt(s.nodes, 0);
+    ck_assert_int_gt(s.splits, 0);
+    s = stats_of_run(opts("ipumodel", 1, NULL));
+    ck_assert_int_eq(s.threads, 1);
+    ck_assert_int_eq(s.splits, 0);
 }
 END_TEST
 
 START_TEST(popc_threads_env_is_the_default)
 {
-    char *json;
+    run_stats s;
 
     setenv("POPC_THREADS", "2", 1);
-    json = profile_run(-1);
+    s = stats_of_run(opts("ipumodel", -1, NULL));
     unsetenv("POPC_THREADS");
-    ck_assert_int_eq((int)json_num(json, "\"runtime\"", "threads"), 2);
-    free(json);
+    ck_assert_int_eq(s.threads, 2);
 }
 END_TEST
 
-/* Per-micro-batch cycles, from the report written at compile. */
-static double compiled_cycles(int64_t batch)
+/* enableProfiling's profile.json carries the backend's report. */
+START_TEST(profile_has_the_tile_report)
 {
     char *dir = temp_dir(), path[512], *json;
-    popc_options *o = opts("ipumodel", 2, dir);
+    run_stats s = stats_of_run(opts("ipumodel", 2, dir));
+
+    ck_assert_int_gt(s.nodes, 0);
+    snprintf(path, sizeof path, "%s/profile.json", dir);
+    json = read_file(path);
+    ck_assert_int_eq((int)json_num(json, "\"device\"", "tiles_per_ipu"),
+                     1472);
+    ck_assert_int_gt((int)json_num(json, "\"totals\"", "weights"),
+                     (784 * 256 + 256 * 10) * 4);
+    ASSERT_HAS(json, "\"temporaries\": ");
+    free(json);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/profile.html", dir);
+    unlink(path);
+    remove_dir(dir);
+}
+END_TEST
+
+/* Cycles of a run of one micro-batch of `batch` rows (logCycleCount). */
+static double run_cycles(int64_t batch)
+{
+    popc_options *o = opts("ipumodel", 2, NULL);
     popc_graph *g = mlp(batch);
     popc_model *m = NULL;
-    popc_tensor *in[2];
-    double cycles, stage;
+    popc_tensor *in[2], *out[2];
+    double cycles = 0.0;
 
-    OK(popc_model_new_training(g, o, NULL, &m));
+    OK(popc_options_set(o, "logCycleCount", "true"));
+    OK(popc_model_new_inference(g, o, &m));
     mlp_inputs(batch, in);
-    OK(popc_model_compile(m, in, 2));
-    snprintf(path, sizeof path, "%s/report.json", dir);
-    json = read_file(path);
-    /* one stage; the total adds streaming the inputs from the host */
-    stage = json_num(json, "\"stages\"", "cycles");
-    cycles = json_num(json, "\n \"cycles\"", "cycles");
-    ck_assert_msg(stage > 0.0 && stage < cycles, "stage %g, total %g",
-                  stage, cycles);
-    free(json);
+    OK(popc_model_run(m, in, 2, out, 2));
+    OK(popc_model_cycle_count(m, &cycles));
+    for (int i = 0; i < 2; i++) {
+        popc_tensor_free(in[i]);
+        popc_tensor_free(out[i]);
+    }
     popc_model_free(m);
-    popc_tensor_free(in[0]);
-    popc_tensor_free(in[1]);
     popc_graph_free(g);
     popc_options_free(o);
-    remove_dir(dir);
     return cycles;
 }
 
@@ -504,7 +583,7 @@ START_TEST(cycles_grow_with_batch)
     double prev = 0.0;
 
     for (int64_t b = 1; b <= 256; b *= 4) {
-        double c = compiled_cycles(b);
+        double c = run_cycles(b);
         ck_assert_msg(c > prev, "batch %lld: %g cycles, not more than %g",
                       (long long)b, c, prev);
         prev = c;
@@ -616,6 +695,7 @@ static Suite *ipumodel_suite(void)
     tcase_add_test(map, oom_names_tile_and_tensors);
     tcase_add_test(map, memory_counts_in_report);
     tcase_add_test(map, activations_count_at_live_ranges);
+    tcase_add_test(map, offchip_activations_leave_the_tiles);
     tcase_add_test(map, temporaries_follow_available_memory);
     tcase_add_test(map, mk1_device_is_smaller);
     tcase_add_test(map, bad_device_config_is_refused);
@@ -623,6 +703,7 @@ static Suite *ipumodel_suite(void)
     tcase_set_timeout(run, 300);
     tcase_add_test(run, thread_option_sets_workers_and_splits);
     tcase_add_test(run, popc_threads_env_is_the_default);
+    tcase_add_test(run, profile_has_the_tile_report);
     tcase_add_test(run, cycles_grow_with_batch);
     tcase_add_test(run, worker_error_reaches_caller);
     tcase_add_test(run, replicas_share_workers);

@@ -15,22 +15,22 @@
 #include "tests/harness/op_harness.h"
 #include "tests/harness/ref_check.h"
 
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
+#define ASSERT_OK(expr)                                                        \
+    do {                                                                       \
+        popc_status st_ = (expr);                                              \
+        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),         \
+                      popc_last_error());                                      \
     } while (0)
 
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
+#define ASSERT_HAS(hay, needle)                                                \
+    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",          \
                   (needle), (hay))
 
-#define ASSERT_CLOSE(got, want, what)                                        \
-    do {                                                                     \
-        char m_[512];                                                        \
-        ck_assert_msg(rc_close((got), (want), 1e-5, 1e-6, m_, sizeof m_),    \
-                      "%s: %s", (what), m_);                                 \
+#define ASSERT_CLOSE(got, want, what)                                          \
+    do {                                                                       \
+        char m_[512];                                                          \
+        ck_assert_msg(rc_close((got), (want), 1e-5, 1e-6, m_, sizeof m_),      \
+                      "%s: %s", (what), m_);                                   \
     } while (0)
 
 static const char *const reds[] = {"mean", "sum", "none"};
@@ -89,8 +89,8 @@ static void fd_ok(const char *domain, const char *op, popc_tensor **in,
 {
     char why[1024];
 
-    ck_assert_msg(fd_check_op_ex(domain, op, in, n_in, wrt, n_wrt, a, na,
-                                 n_out, 1, tol, why, sizeof why) == POPC_OK,
+    ck_assert_msg(fd_check_op_ex(domain, op, in, n_in, wrt, n_wrt, a, na, n_out,
+                                 1, tol, why, sizeof why) == POPC_OK,
                   "%s", why);
 }
 
@@ -114,12 +114,12 @@ START_TEST(losses_are_flagged)
 }
 END_TEST
 
-/* ---- SoftmaxCrossEntropyLoss ------------------------------------------------ */
+/* ---- SoftmaxCrossEntropyLoss --------------------------------------------- */
 
 START_TEST(cross_entropy_matches_torch)
 {
-    popc_tensor *scores = load("xent", "scores"), *labels = load("xent",
-                                                                 "labels");
+    popc_tensor *scores = load("xent", "scores"),
+                *labels = load("xent", "labels");
     popc_tensor *weights = load("xent", "weights");
 
     for (int w = 0; w < 2; w++)
@@ -133,8 +133,8 @@ START_TEST(cross_entropy_matches_torch)
             in[0] = scores;
             in[1] = labels;
             in[2] = w ? weights : NULL;
-            ASSERT_OK(harness_run_op(NULL, "SoftmaxCrossEntropyLoss", in, 3,
-                                     a, w ? 2 : 1, out, 2, 0));
+            ASSERT_OK(harness_run_op(NULL, "SoftmaxCrossEntropyLoss", in, 3, a,
+                                     w ? 2 : 1, out, 2, 0));
             expect_ref(out[0], c, "loss");
             expect_ref(out[1], "xent", "logprob");
             /* the gradient op directly, then through the graph */
@@ -144,8 +144,8 @@ START_TEST(cross_entropy_matches_torch)
             in[2] = labels;
             in[3] = w ? weights : NULL;
             free_all(out, 2);
-            ASSERT_OK(harness_run_op("popc", "SoftmaxCrossEntropyLossGrad",
-                                     in, 4, a, w ? 2 : 1, out, 1, 1));
+            ASSERT_OK(harness_run_op("popc", "SoftmaxCrossEntropyLossGrad", in,
+                                     4, a, w ? 2 : 1, out, 1, 1));
             expect_ref(out[0], c, "dscores");
             in[0] = scores;
             in[1] = labels;
@@ -254,14 +254,13 @@ START_TEST(cross_entropy_finite_differences)
         fd_ok(NULL, "SoftmaxCrossEntropyLoss", in, 3, wrt, 1, a, 2, 1, 1e-3);
         /* with the log_prob output in the loss too */
         fd_ok(NULL, "SoftmaxCrossEntropyLoss", in, 3, wrt, 1, a, 2, 2, 1e-3);
-        fd_ok(NULL, "NegativeLogLikelihoodLoss", in, 3, wrt, 1, a, 2, 1,
-              1e-3);
+        fd_ok(NULL, "NegativeLogLikelihoodLoss", in, 3, wrt, 1, a, 2, 1, 1e-3);
     }
     free_all(in, 3);
 }
 END_TEST
 
-/* ---- NegativeLogLikelihoodLoss ---------------------------------------------------- */
+/* ---- NegativeLogLikelihoodLoss ------------------------------------------- */
 
 START_TEST(nll_matches_torch)
 {
@@ -270,29 +269,31 @@ START_TEST(nll_matches_torch)
 
     for (int r = 0; r < 3; r++) {
         char c[32];
-        popc_attr a[3] = {as("reduction", reds[r]), ai("ignore_index", 2),
-                          {.name = "input_shape", .type = POPC_ATTR_INTS,
-                           .n = 2, .ints = popc_tensor_dims(x)}};
+        popc_attr a[3] = {as("reduction", reds[r]),
+                          ai("ignore_index", 2),
+                          {.name = "input_shape",
+                           .type = POPC_ATTR_INTS,
+                           .n = 2,
+                           .ints = popc_tensor_dims(x)}};
         popc_tensor *in[3] = {x, labels, weights}, *out[1] = {0},
                     *grads[1] = {0}, *dl;
         static const int wrt[] = {0};
 
         snprintf(c, sizeof c, "nll_%s", reds[r]);
-        ASSERT_OK(harness_run_op(NULL, "NegativeLogLikelihoodLoss", in, 3, a,
-                                 2, out, 1, 0));
+        ASSERT_OK(harness_run_op(NULL, "NegativeLogLikelihoodLoss", in, 3, a, 2,
+                                 out, 1, 0));
         expect_ref(out[0], c, "loss");
         free_all(out, 1);
         dl = upstream(c, reds[r]);
         in[0] = dl;
         in[1] = labels;
         in[2] = weights;
-        ASSERT_OK(harness_run_op("popc", "NegativeLogLikelihoodLossGrad", in,
-                                 3, a, 3, out, 1, 1));
+        ASSERT_OK(harness_run_op("popc", "NegativeLogLikelihoodLossGrad", in, 3,
+                                 a, 3, out, 1, 1));
         expect_ref(out[0], c, "dinput");
         in[0] = x;
-        ASSERT_OK(rc_graph_grads(NULL, "NegativeLogLikelihoodLoss", in, 3,
-                                 wrt, 1, a, 2, 1, r == 2 ? dl : NULL, 1,
-                                 grads));
+        ASSERT_OK(rc_graph_grads(NULL, "NegativeLogLikelihoodLoss", in, 3, wrt,
+                                 1, a, 2, 1, r == 2 ? dl : NULL, 1, grads));
         expect_ref(grads[0], c, "dinput");
         free_all(grads, 1);
         free_all(out, 1);
@@ -304,7 +305,7 @@ START_TEST(nll_matches_torch)
 }
 END_TEST
 
-/* ---- MseLoss / L1Loss ------------------------------------------------------------ */
+/* ---- MseLoss / L1Loss ---------------------------------------------------- */
 
 START_TEST(mse_l1_match_torch)
 {
@@ -317,21 +318,19 @@ START_TEST(mse_l1_match_torch)
         for (int r = 0; r < 3; r++) {
             char c[32];
             popc_attr a = as("reduction", reds[r]);
-            popc_tensor *in[3] = {x, t, NULL}, *out[1] = {0},
-                        *grads[2] = {0}, *dl;
+            popc_tensor *in[3] = {x, t, NULL}, *out[1] = {0}, *grads[2] = {0},
+                        *dl;
             static const int wrt[] = {0, 1};
 
             snprintf(c, sizeof c, "%s_%s", names[k], reds[r]);
-            ASSERT_OK(harness_run_op("popc", ops[k], in, 2, &a, 1, out, 1,
-                                     0));
+            ASSERT_OK(harness_run_op("popc", ops[k], in, 2, &a, 1, out, 1, 0));
             expect_ref(out[0], c, "loss");
             free_all(out, 1);
             dl = upstream(c, reds[r]);
             in[0] = dl;
             in[1] = x;
             in[2] = t;
-            ASSERT_OK(harness_run_op("popc", gops[k], in, 3, &a, 1, out, 1,
-                                     1));
+            ASSERT_OK(harness_run_op("popc", gops[k], in, 3, &a, 1, out, 1, 1));
             expect_ref(out[0], c, "dx");
             in[0] = x;
             in[1] = t;
@@ -368,9 +367,9 @@ START_TEST(mse_l1_errors_and_fd)
         fd_ok("popc", "L1Loss", in, 2, wrt, 2, &a, 1, 1, 1e-3);
     }
     in[1] = tb;
-    ck_assert_int_eq(harness_run_op("popc", "MseLoss", in, 2, NULL, 0, out, 1,
-                                    0),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        harness_run_op("popc", "MseLoss", in, 2, NULL, 0, out, 1, 0),
+        POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "MseLoss 'MseLoss'");
     ASSERT_HAS(popc_last_error(), "[3, 4]");
     ASSERT_HAS(popc_last_error(), "[4, 3]");
@@ -378,9 +377,9 @@ START_TEST(mse_l1_errors_and_fd)
         popc_attr a = as("reduction", "average");
 
         in[1] = t;
-        ck_assert_int_eq(harness_run_op("popc", "L1Loss", in, 2, &a, 1, out,
-                                        1, 0),
-                         POPC_EINVAL);
+        ck_assert_int_eq(
+            harness_run_op("popc", "L1Loss", in, 2, &a, 1, out, 1, 0),
+            POPC_EINVAL);
         ASSERT_HAS(popc_last_error(), "reduction 'average'");
     }
     popc_tensor_free(x);

@@ -799,6 +799,26 @@ START_TEST(dropout_training_drops_and_scales)
 }
 END_TEST
 
+/* Without the mask output the backward pass could not drop the same
+** elements: differentiating must fail and say how to fix it. */
+START_TEST(dropout_grad_needs_mask)
+{
+    popc_graph *g;
+    const int64_t d[2] = {2, 3};
+    int x, y, grad;
+
+    ASSERT_OK(popc_graph_new("drop", &g));
+    ASSERT_OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x));
+    ASSERT_OK(popc_graph_add_node(g, NULL, "Dropout", 0, &x, 1, &y, 1, NULL,
+                                  0, "drop1", NULL));
+    ck_assert_int_eq(popc_graph_gradients(g, y, &x, 1, 1.0, &grad),
+                     POPC_EUNSUPPORTED);
+    ASSERT_HAS(popc_last_error(), "drop1");
+    ASSERT_HAS(popc_last_error(), "mask");
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(dropout_bad_ratio)
 {
     popc_tensor *in[2] = {scalar_f32(1.0f), scalar_f32(1.5f)};
@@ -958,6 +978,7 @@ static Suite *math_suite(void)
     tcase_add_test(misc, dropout_inference_is_identity);
     tcase_add_test(misc, dropout_training_drops_and_scales);
     tcase_add_test(misc, dropout_bad_ratio);
+    tcase_add_test(misc, dropout_grad_needs_mask);
     suite_add_tcase(s, misc);
     {
         TCase *fdc = tcase_create("finite_differences");

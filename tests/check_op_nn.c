@@ -18,29 +18,29 @@
 #include "tests/harness/op_harness.h"
 #include "tests/harness/ref_check.h"
 
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
+#define ASSERT_OK(expr)                                                        \
+    do {                                                                       \
+        popc_status st_ = (expr);                                              \
+        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),         \
+                      popc_last_error());                                      \
     } while (0)
 
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
+#define ASSERT_HAS(hay, needle)                                                \
+    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",          \
                   (needle), (hay))
 
-#define ASSERT_CLOSE(got, want, rtol, atol, what)                            \
-    do {                                                                     \
-        char m_[512];                                                        \
-        ck_assert_msg(rc_close((got), (want), (rtol), (atol), m_, sizeof m_),\
-                      "%s: %s", (what), m_);                                 \
+#define ASSERT_CLOSE(got, want, rtol, atol, what)                              \
+    do {                                                                       \
+        char m_[512];                                                          \
+        ck_assert_msg(rc_close((got), (want), (rtol), (atol), m_, sizeof m_),  \
+                      "%s: %s", (what), m_);                                   \
     } while (0)
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* forward tolerances: 1e-5 relative / 1e-6 absolute, GEMMs a bit looser */
-#define RTOL 1e-5
-#define ATOL 1e-6
+#define RTOL    1e-5
+#define ATOL    1e-6
 #define RTOL_MM 1e-4
 #define ATOL_MM 1e-5
 
@@ -93,8 +93,8 @@ static void check_op(const char *domain, const char *op, popc_tensor **in,
 {
     popc_tensor *out[8] = {0};
 
-    ASSERT_OK(harness_run_op(domain, op, in, n_in, a, na, out, n_out,
-                             training));
+    ASSERT_OK(
+        harness_run_op(domain, op, in, n_in, a, na, out, n_out, training));
     for (int k = 0; k < n_out; k++) {
         char what[160];
         popc_tensor *want;
@@ -102,8 +102,7 @@ static void check_op(const char *domain, const char *op, popc_tensor **in,
         if (!refs[k])
             continue;
         want = load(c, refs[k]);
-        snprintf(what, sizeof what, "%s %s output %d (%s)", c, op, k,
-                 refs[k]);
+        snprintf(what, sizeof what, "%s %s output %d (%s)", c, op, k, refs[k]);
         ASSERT_CLOSE(out[k], want, rtol, atol, what);
         popc_tensor_free(want);
     }
@@ -120,8 +119,8 @@ static void check_graph_grads(const char *domain, const char *op,
 {
     popc_tensor *grads[8] = {0}, *g = load(c, "g");
 
-    ASSERT_OK(rc_graph_grads(domain, op, in, n_in, wrt, n_wrt, a, na, n_out,
-                             g, training, grads));
+    ASSERT_OK(rc_graph_grads(domain, op, in, n_in, wrt, n_wrt, a, na, n_out, g,
+                             training, grads));
     for (int j = 0; j < n_wrt; j++) {
         char what[160], ref[64];
         popc_tensor *want;
@@ -152,8 +151,7 @@ static popc_status run_expect_fail(const char *domain, const char *op,
                                    const popc_attr *a, int na, int n_out)
 {
     popc_tensor *out[8] = {0};
-    popc_status st = harness_run_op(domain, op, in, n_in, a, na, out, n_out,
-                                    0);
+    popc_status st = harness_run_op(domain, op, in, n_in, a, na, out, n_out, 0);
 
     free_all(out, n_out);
     return st;
@@ -167,7 +165,7 @@ static popc_tensor *tensor(const int64_t *dims, int rank, const float *v)
     return t;
 }
 
-/* ---- MatMul / Gemm --------------------------------------------------------- */
+/* ---- MatMul / Gemm ------------------------------------------------------- */
 
 static const char *const mm_cases[] = {"matmul_2d", "matmul_bcast",
                                        "matmul_vecmat", "matmul_matvec",
@@ -220,8 +218,8 @@ START_TEST(matmul_large_split_tiles)
         in[0] = rc_random(da, 3, 11 + (uint64_t)s);
         in[1] = rc_random(db, 2, 23 + (uint64_t)s);
         ASSERT_OK(harness_run_op(NULL, "MatMul", in, 2, NULL, 0, &out, 1, 0));
-        naive_mm(popc_tensor_cdata(in[0]), popc_tensor_cdata(in[1]), want, B,
-                 M, N, K, 1);
+        naive_mm(popc_tensor_cdata(in[0]), popc_tensor_cdata(in[1]), want, B, M,
+                 N, K, 1);
         y = popc_tensor_cdata(out);
         for (int64_t i = 0; i < B * M * N; i++)
             ck_assert_msg(fabs(y[i] - want[i]) <= 1e-4 * (1 + fabs(want[i])),
@@ -317,8 +315,7 @@ START_TEST(gemm_large_split_and_errors)
             for (int k = 0; k < 70; k++)
                 s += (double)A[i * 70 + k] * B[j * 70 + k];
             ck_assert_msg(fabs(y[i * 90 + j] - s) <= 1e-4 * (1 + fabs(s)),
-                          "(%d, %d): %g vs %g", i, j, (double)y[i * 90 + j],
-                          s);
+                          "(%d, %d): %g vs %g", i, j, (double)y[i * 90 + j], s);
         }
     popc_tensor_free(out);
     popc_tensor_free(in[2]);
@@ -359,9 +356,10 @@ END_TEST
 
 START_TEST(matmul_gemm_finite_differences)
 {
-    static const int64_t shapes[][2][4] = {
-        {{2, 1, 3, 4}, {3, 4, 2}}, {{4}, {2, 4, 3}}, {{2, 3, 4}, {4}},
-        {{5}, {5}}};
+    static const int64_t shapes[][2][4] = {{{2, 1, 3, 4}, {3, 4, 2}},
+                                           {{4}, {2, 4, 3}},
+                                           {{2, 3, 4}, {4}},
+                                           {{5}, {5}}};
     static const int ranks[][2] = {{4, 3}, {1, 3}, {3, 1}, {1, 1}};
     static const int w2[] = {0, 1}, w3[] = {0, 1, 2};
 
@@ -379,16 +377,22 @@ START_TEST(matmul_gemm_finite_differences)
         int na = gemm_attrs(&gemm_cases[c], a);
 
         fd_ok(NULL, "Gemm", in, 3, w3, 3, a, na, 1, 1, 2e-3);
+        /* without C, and with a scalar C */
+        popc_tensor_free(in[2]);
+        in[2] = NULL;
+        fd_ok(NULL, "Gemm", in, 3, w3, 2, a, na, 1, 1, 2e-3);
+        in[2] = rc_random(NULL, 0, 60 + (uint64_t)c);
+        fd_ok(NULL, "Gemm", in, 3, w3, 3, a, na, 1, 1, 2e-3);
         free_all(in, 3);
     }
 }
 END_TEST
 
-/* ---- Conv -------------------------------------------------------------------- */
+/* ---- Conv ---------------------------------------------------------------- */
 
 typedef struct conv_case {
     const char *name;
-    int sp;                  /* spatial rank */
+    int sp; /* spatial rank */
     int64_t strides[2], pads[4], dil[2], group;
     int bias;
 } conv_case;
@@ -442,16 +446,16 @@ START_TEST(conv_grad_ops_match_torch)
         static const char *const dwb[] = {"dw", "dbias"};
 
         a[na] = aints("kernel_shape", k, cc->sp);
-        a[na + 1] = aints("input_shape", popc_tensor_dims(x),
-                          popc_tensor_rank(x));
+        a[na + 1] =
+            aints("input_shape", popc_tensor_dims(x), popc_tensor_rank(x));
         in[0] = g;
         in[1] = w;
-        check_op("popc", "ConvGradInput", in, 2, a, na + 2, 1, 1, cc->name,
-                 dx, RTOL_MM, ATOL_MM);
+        check_op("popc", "ConvGradInput", in, 2, a, na + 2, 1, 1, cc->name, dx,
+                 RTOL_MM, ATOL_MM);
         in[0] = x;
         in[1] = g;
-        check_op("popc", "ConvGradWeight", in, 2, a, na + 1,
-                 cc->bias ? 2 : 1, 1, cc->name, dwb, RTOL_MM, ATOL_MM);
+        check_op("popc", "ConvGradWeight", in, 2, a, na + 1, cc->bias ? 2 : 1,
+                 1, cc->name, dwb, RTOL_MM, ATOL_MM);
         popc_tensor_free(x);
         popc_tensor_free(w);
         popc_tensor_free(g);
@@ -472,8 +476,8 @@ START_TEST(conv_graph_grads_match_torch)
         popc_attr a[4];
         int na = conv_attrs(cc, a);
 
-        check_graph_grads(NULL, "Conv", in, 3, wrt, names, cc->bias ? 3 : 2,
-                          a, na, 1, 1, cc->name, RTOL_MM, ATOL_MM);
+        check_graph_grads(NULL, "Conv", in, 3, wrt, names, cc->bias ? 3 : 2, a,
+                          na, 1, 1, cc->name, RTOL_MM, ATOL_MM);
         free_all(in, 3);
     }
 }
@@ -483,8 +487,8 @@ typedef struct naive_conv {
     int64_t N, C, H, W, M, kh, kw, sh, sw, pt, pl, dh, dw, G, OH, OW;
 } naive_conv;
 
-static void naive_conv_fwd(const naive_conv *p, const float *x,
-                           const float *w, double *y)
+static void naive_conv_fwd(const naive_conv *p, const float *x, const float *w,
+                           double *y)
 {
     int64_t Cg = p->C / p->G, Mg = p->M / p->G;
 
@@ -504,8 +508,10 @@ static void naive_conv_fwd(const naive_conv *p, const float *x,
                                 if (ih < 0 || ih >= p->H || iw < 0 ||
                                     iw >= p->W)
                                     continue;
-                                s += (double)x[((n * p->C + g * Cg + c) *
-                                                    p->H + ih) * p->W + iw] *
+                                s += (double)x[((n * p->C + g * Cg + c) * p->H +
+                                                ih) *
+                                                   p->W +
+                                               iw] *
                                      w[((m * Cg + c) * p->kh + i) * p->kw + j];
                             }
                     y[((n * p->M + m) * p->OH + oh) * p->OW + ow] = s;
@@ -513,9 +519,8 @@ static void naive_conv_fwd(const naive_conv *p, const float *x,
 }
 
 /* dx and dw of sum(y * g), the adjoint loops of naive_conv_fwd. */
-static void naive_conv_bwd(const naive_conv *p, const float *x,
-                           const float *w, const float *g, double *dx,
-                           double *dw)
+static void naive_conv_bwd(const naive_conv *p, const float *x, const float *w,
+                           const float *g, double *dx, double *dw)
 {
     int64_t Cg = p->C / p->G, Mg = p->M / p->G;
 
@@ -533,8 +538,10 @@ static void naive_conv_bwd(const naive_conv *p, const float *x,
                             for (int64_t j = 0; j < p->kw; j++) {
                                 int64_t ih = oh * p->sh - p->pt + i * p->dh;
                                 int64_t iw = ow * p->sw - p->pl + j * p->dw;
-                                int64_t xi = ((n * p->C + gr * Cg + c) * p->H +
-                                              ih) * p->W + iw;
+                                int64_t xi =
+                                    ((n * p->C + gr * Cg + c) * p->H + ih) *
+                                        p->W +
+                                    iw;
                                 int64_t wi =
                                     ((m * Cg + c) * p->kh + i) * p->kw + j;
 
@@ -573,12 +580,12 @@ START_TEST(conv_large_split_tiles)
         int64_t dy_[4] = {p->N, p->M, p->OH, p->OW};
         int64_t st[2] = {p->sh, p->sw}, pd[4] = {p->pt, p->pl, p->pt, p->pl};
         int64_t dl[2] = {p->dh, p->dw}, ks[2] = {p->kh, p->kw};
-        popc_attr a[6] = {aints("strides", st, 2), aints("pads", pd, 4),
-                          aints("dilations", dl, 2), ai("group", p->G),
-                          aints("kernel_shape", ks, 2),
-                          aints("input_shape", dx_, 4)};
-        popc_tensor *x = rc_random(dx_, 4, 100 + s), *w = rc_random(dw_, 4,
-                                                                    200 + s);
+        popc_attr a[6] = {
+            aints("strides", st, 2),      aints("pads", pd, 4),
+            aints("dilations", dl, 2),    ai("group", p->G),
+            aints("kernel_shape", ks, 2), aints("input_shape", dx_, 4)};
+        popc_tensor *x = rc_random(dx_, 4, 100 + s),
+                    *w = rc_random(dw_, 4, 200 + s);
         popc_tensor *g = rc_random(dy_, 4, 300 + s), *in[2], *y = NULL,
                     *dx = NULL, *dw = NULL;
         int64_t ny = p->N * p->M * p->OH * p->OW;
@@ -598,13 +605,13 @@ START_TEST(conv_large_split_tiles)
                        popc_tensor_cdata(g), rdx, rdw);
         in[0] = g;
         in[1] = w;
-        ASSERT_OK(harness_run_op("popc", "ConvGradInput", in, 2, a, 6, &dx, 1,
-                                 1));
+        ASSERT_OK(
+            harness_run_op("popc", "ConvGradInput", in, 2, a, 6, &dx, 1, 1));
         expect_near(popc_tensor_cdata(dx), rdx, nx, "ConvGradInput");
         in[0] = x;
         in[1] = g;
-        ASSERT_OK(harness_run_op("popc", "ConvGradWeight", in, 2, a, 5, &dw,
-                                 1, 1));
+        ASSERT_OK(
+            harness_run_op("popc", "ConvGradWeight", in, 2, a, 5, &dw, 1, 1));
         expect_near(popc_tensor_cdata(dw), rdw, nw, "ConvGradWeight");
         free(ry);
         free(rdx);
@@ -697,7 +704,7 @@ START_TEST(conv_finite_differences)
 }
 END_TEST
 
-/* ---- pools --------------------------------------------------------------------- */
+/* ---- pools --------------------------------------------------------------- */
 
 START_TEST(maxpool_matches_torch)
 {
@@ -740,8 +747,10 @@ START_TEST(avgpool_matches_torch)
     for (int c = 0; c < 2; c++) {
         int64_t k[2] = {3, 2}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1};
         popc_tensor *x = load(cases[c], "x"), *g = load(cases[c], "g");
-        popc_attr a[6] = {aints("kernel_shape", k, 2), aints("strides", s, 2),
-                          aints("pads", p, 4), ai("ceil_mode", 1),
+        popc_attr a[6] = {aints("kernel_shape", k, 2),
+                          aints("strides", s, 2),
+                          aints("pads", p, 4),
+                          ai("ceil_mode", 1),
                           ai("count_include_pad", c),
                           aints("input_shape", popc_tensor_dims(x), 4)};
 
@@ -749,8 +758,8 @@ START_TEST(avgpool_matches_torch)
                  ATOL);
         check_op("popc", "AveragePoolGrad", &g, 1, a, 6, 1, 1, cases[c], dx,
                  RTOL, ATOL);
-        check_graph_grads(NULL, "AveragePool", &x, 1, wrt, names, 1, a, 5, 1,
-                          1, cases[c], RTOL, ATOL);
+        check_graph_grads(NULL, "AveragePool", &x, 1, wrt, names, 1, a, 5, 1, 1,
+                          cases[c], RTOL, ATOL);
         popc_tensor_free(x);
         popc_tensor_free(g);
     }
@@ -769,8 +778,8 @@ START_TEST(global_avgpool_matches_torch)
              ATOL);
     check_op("popc", "GlobalAveragePoolGrad", &g, 1, &a, 1, 1, 1, "gap", dx,
              RTOL, ATOL);
-    check_graph_grads(NULL, "GlobalAveragePool", &x, 1, wrt, names, 1, NULL,
-                      0, 1, 1, "gap", RTOL, ATOL);
+    check_graph_grads(NULL, "GlobalAveragePool", &x, 1, wrt, names, 1, NULL, 0,
+                      1, 1, "gap", RTOL, ATOL);
     popc_tensor_free(x);
     popc_tensor_free(g);
 }
@@ -819,7 +828,7 @@ START_TEST(pool_finite_differences)
 }
 END_TEST
 
-/* ---- BatchNormalization -------------------------------------------------------- */
+/* ---- BatchNormalization -------------------------------------------------- */
 
 START_TEST(batchnorm_training_matches_torch)
 {
@@ -827,9 +836,8 @@ START_TEST(batchnorm_training_matches_torch)
     static const char *const dxsb[] = {"dx", "dscale", "db"};
     static const char *const names[] = {"x", "scale", "b"};
     static const int wrt[] = {0, 1, 2};
-    popc_tensor *in[5] = {load("bn", "x"), load("bn", "scale"),
-                          load("bn", "b"), load("bn", "mean"),
-                          load("bn", "var")};
+    popc_tensor *in[5] = {load("bn", "x"), load("bn", "scale"), load("bn", "b"),
+                          load("bn", "mean"), load("bn", "var")};
     popc_tensor *gin[3];
     popc_attr a[2] = {af("epsilon", 1e-5), af("momentum", 0.9)};
 
@@ -838,10 +846,10 @@ START_TEST(batchnorm_training_matches_torch)
     gin[0] = load("bn_train", "g");
     gin[1] = in[0];
     gin[2] = in[1];
-    check_op("popc", "BatchNormalizationGrad", gin, 3, a, 1, 3, 1,
-             "bn_train", dxsb, 1e-4, 1e-5);
-    check_graph_grads(NULL, "BatchNormalization", in, 5, wrt, names, 3, a, 2,
-                      1, 1, "bn_train", 1e-4, 1e-5);
+    check_op("popc", "BatchNormalizationGrad", gin, 3, a, 1, 3, 1, "bn_train",
+             dxsb, 1e-4, 1e-5);
+    check_graph_grads(NULL, "BatchNormalization", in, 5, wrt, names, 3, a, 2, 1,
+                      1, "bn_train", 1e-4, 1e-5);
     popc_tensor_free(gin[0]);
     free_all(in, 5);
 }
@@ -850,15 +858,14 @@ END_TEST
 START_TEST(batchnorm_inference_uses_running_stats)
 {
     static const char *const outs[] = {"y", NULL, NULL};
-    popc_tensor *in[5] = {load("bn", "x"), load("bn", "scale"),
-                          load("bn", "b"), load("bn", "mean"),
-                          load("bn", "var")};
+    popc_tensor *in[5] = {load("bn", "x"), load("bn", "scale"), load("bn", "b"),
+                          load("bn", "mean"), load("bn", "var")};
     popc_tensor *out[3] = {0};
 
-    check_op(NULL, "BatchNormalization", in, 5, NULL, 0, 3, 0, "bn_eval",
-             outs, RTOL, 1e-5);
-    ASSERT_OK(harness_run_op(NULL, "BatchNormalization", in, 5, NULL, 0, out,
-                             3, 0));
+    check_op(NULL, "BatchNormalization", in, 5, NULL, 0, 3, 0, "bn_eval", outs,
+             RTOL, 1e-5);
+    ASSERT_OK(
+        harness_run_op(NULL, "BatchNormalization", in, 5, NULL, 0, out, 3, 0));
     /* running statistics pass through unchanged */
     ck_assert(popc_tensor_equal(out[1], in[3]));
     ck_assert(popc_tensor_equal(out[2], in[4]));
@@ -882,24 +889,24 @@ START_TEST(batchnorm_errors_and_fd)
     fd_ok(NULL, "BatchNormalization", in, 5, wrt, 3, NULL, 0, 1, 1, 2e-3);
     popc_tensor_free(in[1]);
     in[1] = rc_random(bad, 1, 6);
-    ck_assert_int_eq(run_expect_fail(NULL, "BatchNormalization", in, 5, NULL,
-                                     0, 1),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        run_expect_fail(NULL, "BatchNormalization", in, 5, NULL, 0, 1),
+        POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "scale [3]");
     ASSERT_HAS(popc_last_error(), "[3, 2, 2, 3]");
     popc_tensor_free(in[1]);
     in[1] = rc_random(cd, 1, 6);
     popc_tensor_free(in[0]);
     in[0] = rc_random(one, 2, 7);
-    ck_assert_int_eq(harness_run_op(NULL, "BatchNormalization", in, 5, NULL,
-                                    0, out, 1, 1),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        harness_run_op(NULL, "BatchNormalization", in, 5, NULL, 0, out, 1, 1),
+        POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "more than 1 value per channel");
     free_all(in, 5);
 }
 END_TEST
 
-/* ---- LayerNormalization ------------------------------------------------------------ */
+/* ---- LayerNormalization -------------------------------------------------- */
 
 START_TEST(layernorm_matches_torch)
 {
@@ -919,13 +926,13 @@ START_TEST(layernorm_matches_torch)
     gin[2] = in[1];
     gin[3] = load("ln", "mean");
     gin[4] = load("ln", "invstd");
-    check_op("popc", "LayerNormalizationGrad", gin, 5, a, 1, 3, 1, "ln",
-             douts, 1e-4, 1e-5);
+    check_op("popc", "LayerNormalizationGrad", gin, 5, a, 1, 3, 1, "ln", douts,
+             1e-4, 1e-5);
     /* the graph gradient with and without Mean/InvStdDev outputs */
-    check_graph_grads(NULL, "LayerNormalization", in, 3, wrt, names, 3, a, 2,
-                      1, 1, "ln", 1e-4, 1e-5);
-    check_graph_grads(NULL, "LayerNormalization", in, 3, wrt, names, 3, a, 2,
-                      3, 1, "ln", 1e-4, 1e-5);
+    check_graph_grads(NULL, "LayerNormalization", in, 3, wrt, names, 3, a, 2, 1,
+                      1, "ln", 1e-4, 1e-5);
+    check_graph_grads(NULL, "LayerNormalization", in, 3, wrt, names, 3, a, 2, 3,
+                      1, "ln", 1e-4, 1e-5);
     popc_tensor_free(gin[0]);
     popc_tensor_free(gin[3]);
     popc_tensor_free(gin[4]);
@@ -942,22 +949,22 @@ START_TEST(layernorm_errors_and_fd)
     popc_attr ax = ai("axis", 3);
 
     fd_ok(NULL, "LayerNormalization", in, 3, wrt, 3, NULL, 0, 1, 1, 2e-3);
-    ck_assert_int_eq(run_expect_fail(NULL, "LayerNormalization", in, 3, &ax,
-                                     1, 1),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        run_expect_fail(NULL, "LayerNormalization", in, 3, &ax, 1, 1),
+        POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "axis 3 is out of range");
     popc_tensor_free(in[1]);
     in[1] = rc_random(bad, 1, 4);
-    ck_assert_int_eq(run_expect_fail(NULL, "LayerNormalization", in, 3, NULL,
-                                     0, 1),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        run_expect_fail(NULL, "LayerNormalization", in, 3, NULL, 0, 1),
+        POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "Scale [3]");
     ASSERT_HAS(popc_last_error(), "[2, 3, 4]");
     free_all(in, 3);
 }
 END_TEST
 
-/* ---- Softmax / LogSoftmax --------------------------------------------------------- */
+/* ---- Softmax / LogSoftmax ------------------------------------------------ */
 
 START_TEST(softmax_matches_torch)
 {
@@ -976,8 +983,7 @@ START_TEST(softmax_matches_torch)
         check_op(NULL, ops[c], &x, 1, &a, 1, 1, 0, cases[c], y, RTOL, ATOL);
         in[0] = load(cases[c], "g");
         in[1] = load(cases[c], "y");
-        check_op("popc", gops[c], in, 2, &a, 1, 1, 1, cases[c], dx, 1e-4,
-                 1e-6);
+        check_op("popc", gops[c], in, 2, &a, 1, 1, 1, cases[c], dx, 1e-4, 1e-6);
         check_graph_grads(NULL, ops[c], &x, 1, wrt, names, 1, &a, 1, 1, 1,
                           cases[c], 1e-4, 1e-6);
         fd_ok(NULL, ops[c], &x, 1, wrt, 1, &a, 1, 1, 1, 1e-3);
@@ -1016,7 +1022,7 @@ START_TEST(softmax_wide_inner_split)
 }
 END_TEST
 
-/* ---- costs ---------------------------------------------------------------------- */
+/* ---- costs --------------------------------------------------------------- */
 
 START_TEST(costs_count_flops)
 {
@@ -1026,9 +1032,13 @@ START_TEST(costs_count_flops)
                        {.dtype = POPC_DTYPE_F32, .rank = 2, .dims = {6, 7}}};
     popc_view out[1];
     popc_attrs none = {0, NULL};
-    popc_infer_ctx ic = {.host = popc_registry_host(), .node_name = "n",
-                         .n_inputs = 2, .inputs = in, .n_outputs = 1,
-                         .outputs = out, .attrs = &none};
+    popc_infer_ctx ic = {.host = popc_registry_host(),
+                         .node_name = "n",
+                         .n_inputs = 2,
+                         .inputs = in,
+                         .n_outputs = 1,
+                         .outputs = out,
+                         .attrs = &none};
     popc_cost c;
 
     ASSERT_OK(popc_registry_global(&reg));
@@ -1041,10 +1051,10 @@ START_TEST(costs_count_flops)
     ASSERT_OK(mm->cost(&ic, &c));
     ck_assert(c.flops == 2.0 * 4 * 5 * 6 * 7);
     ck_assert(c.bytes == 4.0 * (120 + 42 + 140));
-    in[0] = (popc_view){.dtype = POPC_DTYPE_F32, .rank = 4,
-                        .dims = {2, 3, 8, 8}};
-    in[1] = (popc_view){.dtype = POPC_DTYPE_F32, .rank = 4,
-                        .dims = {4, 3, 3, 3}};
+    in[0] =
+        (popc_view){.dtype = POPC_DTYPE_F32, .rank = 4, .dims = {2, 3, 8, 8}};
+    in[1] =
+        (popc_view){.dtype = POPC_DTYPE_F32, .rank = 4, .dims = {4, 3, 3, 3}};
     ASSERT_OK(conv->infer(&ic));
     ASSERT_OK(conv->cost(&ic, &c));
     /* 2 * N * M * OH * OW * C * kh * kw, im2col buffer of one image */

@@ -14,15 +14,15 @@
 #include "tests/harness/op_harness.h"
 #include "tests/harness/ref_check.h"
 
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
+#define ASSERT_OK(expr)                                                        \
+    do {                                                                       \
+        popc_status st_ = (expr);                                              \
+        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),         \
+                      popc_last_error());                                      \
     } while (0)
 
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
+#define ASSERT_HAS(hay, needle)                                                \
+    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",          \
                   (needle), (hay))
 
 static popc_attr ai(const char *name, int64_t v)
@@ -59,12 +59,12 @@ static void fd_ok(const char *op, popc_tensor **in, int n_in, const int *wrt,
 {
     char why[1024];
 
-    ck_assert_msg(fd_check_op_ex("popc", op, in, n_in, wrt, n_wrt, a, na,
-                                 n_out, 1, 1e-3, why, sizeof why) == POPC_OK,
+    ck_assert_msg(fd_check_op_ex("popc", op, in, n_in, wrt, n_wrt, a, na, n_out,
+                                 1, 1e-3, why, sizeof why) == POPC_OK,
                   "%s", why);
 }
 
-/* ---- IdentityLoss -------------------------------------------------------------- */
+/* ---- IdentityLoss -------------------------------------------------------- */
 
 START_TEST(identity_loss_reductions)
 {
@@ -75,29 +75,26 @@ START_TEST(identity_loss_reductions)
 
     ck_assert(find("IdentityLoss")->flags & POPC_OP_LOSS);
     a = ai("reduction", 0);
-    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1,
-                             0));
+    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0));
     ck_assert_float_eq(scalar(out), 21.5f);
     popc_tensor_free(out);
     a = ai("reduction", 1);
-    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1,
-                             0));
+    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0));
     ck_assert_float_eq_tol(scalar(out), 21.5f / 6, 1e-6f);
     popc_tensor_free(out);
     a = as("reduction", "none");
-    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1,
-                             0));
+    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0));
     ck_assert(popc_tensor_equal(out, x));
     popc_tensor_free(out);
     /* default: mean */
-    ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, NULL, 0, &out, 1,
-                             0));
+    ASSERT_OK(
+        harness_run_op("popc", "IdentityLoss", &x, 1, NULL, 0, &out, 1, 0));
     ck_assert_float_eq_tol(scalar(out), 21.5f / 6, 1e-6f);
     popc_tensor_free(out);
     a = ai("reduction", 3);
-    ck_assert_int_eq(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1,
-                                    &out, 1, 0),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0),
+        POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "Unsupported reduction type!");
     ASSERT_HAS(popc_last_error(), "IdentityLoss 'IdentityLoss'");
     popc_tensor_free(x);
@@ -129,7 +126,7 @@ START_TEST(identity_loss_gradients)
 }
 END_TEST
 
-/* ---- IpuPrintTensor ------------------------------------------------------------- */
+/* ---- IpuPrintTensor ------------------------------------------------------ */
 
 static char logged[8192];
 
@@ -175,8 +172,8 @@ START_TEST(print_tensor_logs_and_passes_through)
 
     ck_assert(def->flags & POPC_OP_NOFOLD);
     capture_on();
-    ASSERT_OK(harness_run_op("popc", "IpuPrintTensor", &x, 1, &t, 1, &out, 1,
-                             0));
+    ASSERT_OK(
+        harness_run_op("popc", "IpuPrintTensor", &x, 1, &t, 1, &out, 1, 0));
     capture_off();
     ck_assert(popc_tensor_equal(out, x));
     ASSERT_HAS(logged, "summation: float32[2, 3] [[1, 2, 3], [4, 5, 6]]");
@@ -186,8 +183,8 @@ START_TEST(print_tensor_logs_and_passes_through)
     /* long tensors are summarised with their edge items */
     y = rc_random(big, 1, 3);
     capture_on();
-    ASSERT_OK(harness_run_op("popc", "IpuPrintTensor", &y, 1, NULL, 0, &out,
-                             1, 0));
+    ASSERT_OK(
+        harness_run_op("popc", "IpuPrintTensor", &y, 1, NULL, 0, &out, 1, 0));
     capture_off();
     ASSERT_HAS(logged, "float32[2000] [");
     ASSERT_HAS(logged, "..., ");
@@ -228,7 +225,7 @@ START_TEST(print_tensor_prints_its_gradient)
 }
 END_TEST
 
-/* ---- Nop / RecomputationCheckpoint ------------------------------------------------ */
+/* ---- Nop / RecomputationCheckpoint --------------------------------------- */
 
 START_TEST(nop_and_checkpoint_are_identities)
 {
@@ -247,8 +244,8 @@ START_TEST(nop_and_checkpoint_are_identities)
     popc_tensor_free(out[0]);
     in[0] = x;
     in[1] = l;
-    ASSERT_OK(harness_run_op("popc", "RecomputationCheckpoint", in, 2, NULL,
-                             0, out, 2, 0));
+    ASSERT_OK(harness_run_op("popc", "RecomputationCheckpoint", in, 2, NULL, 0,
+                             out, 2, 0));
     ck_assert(popc_tensor_equal(out[0], x));
     ck_assert(popc_tensor_equal(out[1], l));
     popc_tensor_free(out[0]);

@@ -188,7 +188,9 @@ START_TEST(supported_flags)
         "outputReturnPeriod", "randomSeed", "useIpuModel",
         "useOfflineIpuTarget", "connectionType", "ipuVersion",
         "autoRoundNumIPUs", "setExecutionStrategy",
-        "setExecutionStrategy.autoStage", "setAvailableMemoryProportion",
+        "setExecutionStrategy.autoStage",
+        "setExecutionStrategy.tensorsLiveness",
+        "setAvailableMemoryProportion",
         "logCycleCount", "enableProfiling", "enableExecutableCaching",
         "showCompilationProgressBar", "maxRepeatLogs", "logDir", "modelName",
         "Training.gradientAccumulation",
@@ -206,7 +208,7 @@ START_TEST(supported_flags)
     }
     for (int i = 0; i < popc_options_count(); i++)
         n_sup += popc_options_info(i)->supported;
-    ck_assert_int_eq(n_sup, 34);
+    ck_assert_int_eq(n_sup, 35);
 }
 END_TEST
 
@@ -247,7 +249,7 @@ START_TEST(unsupported_options_are_refused)
         ck_assert(!popc_options_is_set(opts, info->name));
         refused++;
     }
-    ck_assert_int_eq(refused, popc_options_count() - 34);
+    ck_assert_int_eq(refused, popc_options_count() - 35);
     /* and a supported option's unsupported value */
     expect(popc_options_set(opts, "Precision.setPartialsType", "torch.half"),
            POPC_EUNSUPPORTED, "option Precision.setPartialsType = half is "

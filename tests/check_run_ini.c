@@ -245,7 +245,70 @@ START_TEST(cnn_layers)
 }
 END_TEST
 
-/* ---- bad files ------------------------------------------------------------ */
+START_TEST(csv_and_npy_data)
+{
+    static const char csv[] =
+        "[options]\nbackend = cpu\n\n"
+        "[data]\ntrain = d.csv\ntest = u.csv\nlabel_column = label\n"
+        "batch_size = 2\n\n"
+        "[infer]\npredictions = pred.npy\n\n"
+        "[model]\ninput = 3\nclasses = 2\nlayers = fc\n\n"
+        "[layer fc]\ntype = linear\nout_features = 2\n";
+    popc_run *r;
+    popc_dataset *ds = NULL;
+    popc_infer_result inf;
+    popc_tensor *f = NULL, *l = NULL, *pred = NULL;
+    const int64_t fd[2] = {4, 3}, ld[1] = {4};
+    char set[700];
+    const char *sets[3] = {"data.train=x.npy", "data.train_labels=y.npy",
+                           set};
+
+    write_ini("d.csv", "a,label,b,c\n1,0,2,3\n4,1,5,6\n7,0,8,9\n1,1,1,1\n");
+    write_ini("u.csv", "a,label,b,c\n1,0,2,3\n4,1,5,6\n7,0,8,9\n");
+    r = load(write_ini("csv.ini", csv), NULL, 0);
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds));
+    ck_assert_int_eq(popc_dataset_size(ds), 4);
+    ck_assert_int_eq(popc_dataset_label_count(ds), 2);
+    popc_dataset_free(ds);
+    popc_run_free(r);
+
+    /* unlabelled data and no weights: predictions, no accuracy */
+    {
+        const char *none[2] = {"data.label_column=none", set};
+
+        write_ini("u.csv", "1,2,3\n4,5,6\n7,8,9\n");
+        snprintf(set, sizeof set, "infer.predictions=%s", tmp("pred.npy"));
+        r = load(tmp("csv.ini"), none, 2);
+        OK(popc_run_infer(r, NULL, &inf));
+        ck_assert_int_eq(inf.samples, 3);
+        ck_assert_int_eq(inf.correct, -1);
+        ck_assert(inf.accuracy < 0);
+        OK(popc_npy_load(tmp("pred.npy"), &pred));
+        ck_assert_int_eq(popc_tensor_numel(pred), 3);
+        popc_tensor_free(pred);
+        popc_run_free(r);
+    }
+
+    /* NumPy files given by --set are relative to the current directory */
+    OK(popc_tensor_new(POPC_DTYPE_F32, fd, 2, &f));
+    OK(popc_tensor_new(POPC_DTYPE_I64, ld, 1, &l));
+    ((int64_t *)popc_tensor_data(l))[2] = 1;
+    ck_assert_int_eq(chdir(tmpdir), 0);
+    OK(popc_npy_save("x.npy", f));
+    OK(popc_npy_save("y.npy", l));
+    snprintf(set, sizeof set, "data.format=npy");
+    r = load(tmp("csv.ini"), sets, 3);
+    OK(popc_run_load_dataset(r, POPC_SPLIT_TRAIN, &ds));
+    ck_assert_int_eq(popc_dataset_size(ds), 4);
+    ck_assert_int_eq(popc_dataset_label_count(ds), 2);
+    popc_dataset_free(ds);
+    popc_run_free(r);
+    popc_tensor_free(f);
+    popc_tensor_free(l);
+}
+END_TEST
+
+/* ---- bad files ---------------------------------------------------------- */
 
 typedef struct bad_case {
     const char *ini;       /* whole file */
@@ -415,7 +478,7 @@ START_TEST(shape_errors_name_the_layer)
 }
 END_TEST
 
-/* ---- training ---------------------------------------------------------------- */
+/* ---- training ----------------------------------------------------------- */
 
 typedef struct stopper {
     volatile sig_atomic_t stop;
@@ -467,11 +530,13 @@ static void same_weights(const char *a, const char *b)
     ck_assert_int_eq(n, 4);
 }
 
+/* async: load with worker threads (the same batches as sync mode). */
 static popc_status train(const char *ini, const char *out, stopper *s,
-                         int64_t every, int resume, popc_train_result *res)
+                         int64_t every, int resume, int async,
+                         popc_train_result *res)
 {
     char w[700], m[700], c[700];
-    const char *sets[3] = {w, m, c};
+    const char *sets[5] = {w, m, c, "data.mode=async", "data.workers=2"};
     popc_run *r;
     popc_train_hooks h;
     popc_status st;
@@ -479,7 +544,7 @@ static popc_status train(const char *ini, const char *out, stopper *s,
     snprintf(w, sizeof w, "train.weights=%s.weights", tmp(out));
     snprintf(m, sizeof m, "train.model=%s.model.ini", tmp(out));
     snprintf(c, sizeof c, "train.checkpoint=%s.ckpt", tmp(out));
-    r = load(ini, sets, 3);
+    r = load(ini, sets, async ? 5 : 3);
     memset(&h, 0, sizeof h);
     h.progress = on_progress;
     h.user = s;
@@ -499,7 +564,7 @@ START_TEST(train_checkpoint_resume_is_bitwise)
     char a[700], b[700];
 
     /* uninterrupted: 2 epochs of 32 steps */
-    OK(train(ini, "full", &s, 0, 0, &res));
+    OK(train(ini, "full", &s, 0, 0, 0, &res));
     ck_assert_int_eq(res.steps, 64);
     ck_assert_int_eq(res.epochs, 2);
     ck_assert_int_eq(s.steps, 64);
@@ -511,14 +576,15 @@ START_TEST(train_checkpoint_resume_is_bitwise)
     /* stopped after step 37 (in epoch 2), checkpoints every 5 steps */
     memset(&s, 0, sizeof s);
     s.after = 37;
-    ck_assert_int_eq(train(ini, "part", &s, 5, 0, &res), POPC_EINTERRUPTED);
+    ck_assert_int_eq(train(ini, "part", &s, 5, 0, 0, &res),
+                     POPC_EINTERRUPTED);
     ck_assert_int_eq(res.steps, 37);
     ck_assert_int_eq(s.checkpoints, 8);
     ck_assert_int_eq(access(tmp("part.weights"), F_OK), -1);
 
-    /* resumed: the rest of the run */
+    /* resumed, loading asynchronously: the rest of the run */
     memset(&s, 0, sizeof s);
-    OK(train(ini, "part", &s, 5, 1, &res));
+    OK(train(ini, "part", &s, 5, 1, 1, &res));
     ck_assert_int_eq(res.resumed_step, 37);
     ck_assert_int_eq(res.steps, 64);
     ck_assert_int_eq(s.steps, 64 - 37);
@@ -555,7 +621,7 @@ START_TEST(model_ini_runs_inference)
     char set[700];
     const char *sets[] = {set};
 
-    OK(train(ini, "out", &s, 0, 0, &res));
+    OK(train(ini, "out", &s, 0, 0, 0, &res));
     /* the model INI written by training runs as it is */
     snprintf(set, sizeof set, "infer.predictions=%s", tmp("pred.npy"));
     r = load(tmp("out.model.ini"), sets, 1);
@@ -594,6 +660,7 @@ static Suite *run_suite(void)
     tcase_add_test(ini, good_mlp);
     tcase_add_test(ini, overrides);
     tcase_add_test(ini, cnn_layers);
+    tcase_add_test(ini, csv_and_npy_data);
     tcase_add_loop_test(ini, bad_files, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(ini, shape_errors_name_the_layer);

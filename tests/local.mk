@@ -12,3 +12,8 @@ include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
 include %reldir%/data.mk
 include %reldir%/cli.mk
+include %reldir%/backends.mk
+include %reldir%/extend.mk
+include %reldir%/exe.mk
+include %reldir%/profile.mk
+include %reldir%/strategies.mk

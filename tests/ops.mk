@@ -47,3 +47,4 @@ NN_TEST_DEPS = libpopc.la ops/nn.la ops/loss.la ops/popc.la ops/math.la \
 %canon_reldir%_check_op_popc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_op_popc_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_op_popc_DEPENDENCIES = $(NN_TEST_DEPS)
+EXTRA_DIST += %reldir%/ref/gen_ops_nn.py %reldir%/ref/nn

@@ -295,5 +295,13 @@ else
     fail "the training run always finished before it could be killed"
 fi
 
+# every JSON document parses (when a JSON parser is at hand)
+if command -v python3 >/dev/null 2>&1; then
+    for f in *.json; do
+        python3 -m json.tool "$f" >/dev/null 2>&1 && pass "$f is valid JSON" ||
+            fail "$f is not valid JSON"
+    done
+fi
+
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]

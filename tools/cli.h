@@ -17,7 +17,7 @@
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
-/* ---- common arguments (cli.c) ------------------------------------------ */
+/* ---- common arguments (cli.c) ------------------------------------------- */
 
 typedef struct cli_args {
     const char *ini;            /* the run file, NULL when not given */
@@ -59,7 +59,7 @@ extern volatile sig_atomic_t cli_stop;
 extern volatile sig_atomic_t cli_signal;
 void cli_catch_signals(void);
 
-/* ---- JSON (json.c) -------------------------------------------------------- */
+/* ---- JSON (json.c) ------------------------------------------------------ */
 
 /* A JSON document built in memory and written atomically. */
 typedef struct json {
@@ -80,10 +80,13 @@ void json_bool(json *j, int v);
 ** on failure, EXIT_OK otherwise. Frees the buffer. */
 int json_write(json *j, const char *path);
 
-/* ---- commands ------------------------------------------------------------- */
+/* ---- commands ----------------------------------------------------------- */
 
 int cmd_train(int argc, char **argv);
 int cmd_infer(int argc, char **argv);
+int cmd_compile(int argc, char **argv);  /* cmd_compile.c */
+int cmd_run(int argc, char **argv);      /* cmd_run.c */
+int cmd_inspect(int argc, char **argv);  /* cmd_inspect.c */
 int cmd_plugins(int argc, char **argv);
 int cmd_options(int argc, char **argv);
 

@@ -6,5 +6,8 @@ bin_PROGRAMS += %reldir%/popc
     %reldir%/json.c \
     %reldir%/cmd_train.c \
     %reldir%/cmd_infer.c \
-    %reldir%/cmd_info.c
+    %reldir%/cmd_info.c \
+    %reldir%/cmd_compile.c \
+    %reldir%/cmd_run.c \
+    %reldir%/cmd_inspect.c
 %canon_reldir%_popc_LDADD = libpopc.la

@@ -2,6 +2,9 @@
 **
 **   popc train RUN.ini    train as the run file says
 **   popc infer RUN.ini    classify with trained weights
+**   popc compile RUN.ini -o FILE   compile and export an executable
+**   popc run FILE         run an exported executable
+**   popc inspect FILE     what an executable holds
 **   popc plugins          loaded plugins and refused files
 **   popc options          every option with its default and meaning
 */
@@ -22,6 +25,10 @@ static const char usage[] =
     "Commands:\n"
     "  train RUN.ini    train the model described by a run file\n"
     "  infer RUN.ini    classify a dataset with trained weights\n"
+    "  compile RUN.ini -o FILE\n"
+    "                   compile the model and export the executable\n"
+    "  run FILE         load an exported executable and run it\n"
+    "  inspect FILE     show what an executable holds\n"
     "  plugins          list the plugins (ops, optimizers, backends) and\n"
     "                   the files that were refused\n"
     "  options          list every option with its default and meaning\n"
@@ -47,6 +54,9 @@ typedef struct command {
 static const command commands[] = {
     {"train", cmd_train},
     {"infer", cmd_infer},
+    {"compile", cmd_compile},
+    {"run", cmd_run},
+    {"inspect", cmd_inspect},
     {"plugins", cmd_plugins},
     {"options", cmd_options},
 };
@@ -123,7 +133,7 @@ int main(int argc, char **argv)
         }
         if (!(c = find(argv[2]))) {
             cli_error("help: unknown command '%s' (commands: train, infer, "
-                      "plugins, options)",
+                      "compile, run, inspect, plugins, options)",
                       argv[2]);
             return EXIT_USAGE;
         }

@@ -1,5 +1,6 @@
 /* report.c - the JSON memory and cycle report of a mapped plan (the
-** backends' report() and enableProfiling).
+** backends' report(); the core copies it into enableProfiling's
+** profile.json).
 **
 ** Layout:
 **   {"backend", "device": {...},
@@ -208,24 +209,4 @@ popc_status ipum_report_write(const ipum_map *m, const char *backend,
     }
     free(tmp);
     return POPC_OK;
-}
-
-popc_status ipum_report_to_dir(const ipum_map *m, const char *backend,
-                               const ipum_run_stats *stats, const char *dir)
-{
-    size_t len = strlen(dir) + sizeof "/report.json";
-    char *path;
-    popc_status st;
-
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ipum_host->set_error(POPC_EIO, "%s backend: enableProfiling: "
-                                    "cannot create the directory '%s': %s",
-                                    backend, dir, strerror(errno));
-    if (!(path = malloc(len)))
-        return ipum_host->set_error(POPC_ENOMEM, "%s backend: report: out "
-                                    "of memory", backend);
-    snprintf(path, len, "%s/report.json", dir);
-    st = ipum_report_write(m, backend, stats, path);
-    free(path);
-    return st;
 }

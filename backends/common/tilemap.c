@@ -3,10 +3,10 @@
 ** tilemap.h).
 **
 ** The peak of a tile is found with one sweep over the schedule: slots are
-** added to the live bytes of their tiles when they become live and removed
-** after their last use. A tile's peak can only rise where something was
-** added or where a node puts temporaries, so only those tiles are looked
-** at per step.
+** added to the live bytes of their tiles when they come on chip (live, or
+** back from streaming memory) and removed after their last use on chip. A
+** tile's peak can only rise where something was added or where a node
+** puts temporaries, so only those tiles are looked at per step.
 */
 #include "config.h"
 
@@ -25,7 +25,7 @@
 
 const popc_host *ipum_host;
 
-/* ---- devices ----------------------------------------------------------------- */
+/* ---- devices ------------------------------------------------------------ */
 
 popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
                              ipum_device *dev)
@@ -85,7 +85,7 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
     return POPC_OK;
 }
 
-/* ---- shares ------------------------------------------------------------------ */
+/* ---- shares ------------------------------------------------------------- */
 
 /* Position of tile t in a run of n tiles starting at first; -1 outside. */
 static int64_t run_index(int tiles, int first, int n, int t)
@@ -109,6 +109,28 @@ int64_t ipum_slot_bytes_on(const ipum_map *m, int s, int t)
         return 0;
     i = run_index(m->dev.tiles, sm->first, sm->n, t);
     return i < 0 ? 0 : share(sm->bytes, sm->n, i);
+}
+
+int ipum_slot_intervals(const ipum_map *m, int s, int *from, int *to)
+{
+    const ipum_slot_map *sm = &m->slots[s];
+    int n = 0;
+
+    if (sm->live_from < 0 || sm->live_to < sm->live_from)
+        return 0;
+    if (sm->off_from < sm->live_from || sm->off_from >= sm->live_to ||
+        sm->off_to <= sm->off_from) {
+        from[0] = sm->live_from;
+        to[0] = sm->live_to;
+        return 1;
+    }
+    from[n] = sm->live_from;
+    to[n++] = sm->off_from;
+    if (sm->off_to <= sm->live_to && sm->off_to < m->plan->n_nodes) {
+        from[n] = sm->off_to;
+        to[n++] = sm->live_to;
+    }
+    return n;
 }
 
 static int tiles_for(const ipum_device *d, double bytes)
@@ -139,7 +161,7 @@ static int category(popc_slot_kind k)
     }
 }
 
-/* ---- mapping ----------------------------------------------------------------- */
+/* ---- mapping ------------------------------------------------------------ */
 
 void ipum_map_free(ipum_map *m)
 {
@@ -164,6 +186,8 @@ static popc_status place_ranges(ipum_map *m, const char *who)
 {
     const popc_plan *p = m->plan;
     int n_ipus = m->dev.n_ipus > p->n_ipus ? m->dev.n_ipus : p->n_ipus;
+    int offchip = POPC_HAS_FIELD(popc_plan, p->size, offchip_to) &&
+                  p->offchip_from && p->offchip_to;
 
     for (int s = 0; s < p->n_slots; s++) {
         const popc_plan_slot *sl = &p->slots[s];
@@ -172,6 +196,8 @@ static popc_status place_ranges(ipum_map *m, const char *who)
         sm->ipu = sl->ipu;
         sm->live_from = sl->kind == POPC_SLOT_ACT ? sl->first_use : -1;
         sm->live_to = sl->kind == POPC_SLOT_ACT ? sl->last_use : -1;
+        sm->off_from = offchip ? p->offchip_from[s] : -1;
+        sm->off_to = offchip ? p->offchip_to[s] : -1;
     }
     /* An input is streamed to the IPU that first reads it and held until
     ** its last reader. */
@@ -182,12 +208,21 @@ static popc_status place_ranges(ipum_map *m, const char *who)
             return bad_plan(who, "node", pn->name, pn->ipu);
         if (pn->ipu >= n_ipus)
             n_ipus = pn->ipu + 1;
+        for (int j = 0; j < pn->n_inputs + pn->n_outputs; j++) {
+            int s = j < pn->n_inputs ? pn->inputs[j]
+                                     : pn->outputs[j - pn->n_inputs];
+            if (s < -1 || s >= p->n_slots || (s < 0 && j >= pn->n_inputs))
+                return ipum_host->set_error(POPC_EBACKEND, "%s backend: "
+                                            "node '%s' refers to slot %d "
+                                            "of %d", who, pn->name ?
+                                                pn->name : "(unnamed)",
+                                            s, p->n_slots);
+        }
         for (int j = 0; j < pn->n_inputs; j++) {
             int s = pn->inputs[j];
             ipum_slot_map *sm;
 
-            if (s < 0 || s >= p->n_slots ||
-                p->slots[s].kind != POPC_SLOT_INPUT)
+            if (s < 0 || p->slots[s].kind != POPC_SLOT_INPUT)
                 continue;
             sm = &m->slots[s];
             if (sm->live_from < 0) {
@@ -276,11 +311,13 @@ static int64_t node_temp_on(const ipum_map *m, int k, int ipu, int t)
     return nm->temp_per_tile;
 }
 
+/* Buckets of on-chip intervals by the position where they start and end;
+** interval e is the (e / n_slots)-th of slot e % n_slots. */
 typedef struct sweep {
     int64_t *live;             /* [ipu * T + t] live activation bytes */
     int64_t *peak;             /* peak of live + temporaries */
-    int *from_head, *to_head;  /* per position: first slot of the bucket */
-    int *from_next, *to_next;  /* next slot in the bucket */
+    int *from_head, *to_head;  /* per position: first interval */
+    int *from_next, *to_next;  /* next interval in the bucket */
 } sweep;
 
 static void add_slot(ipum_map *m, sweep *w, int s, int sign)
@@ -317,29 +354,34 @@ static void check_run(ipum_map *m, sweep *w, int k, int ipu, int first,
 static void run_sweep(ipum_map *m, sweep *w)
 {
     const popc_plan *p = m->plan;
+    int ns = p->n_slots;
 
-    for (int s = p->n_slots - 1; s >= 0; s--) {
-        const ipum_slot_map *sm = &m->slots[s];
-        if (sm->live_from < 0 || sm->live_from >= p->n_nodes || sm->n == 0)
-            continue;
-        w->from_next[s] = w->from_head[sm->live_from];
-        w->from_head[sm->live_from] = s;
-        if (sm->live_to >= sm->live_from && sm->live_to < p->n_nodes) {
-            w->to_next[s] = w->to_head[sm->live_to];
-            w->to_head[sm->live_to] = s;
+    for (int s = ns - 1; s >= 0; s--) {
+        int from[2], to[2], n = ipum_slot_intervals(m, s, from, to);
+
+        for (int i = 0; i < n && m->slots[s].n > 0; i++) {
+            int e = i * ns + s;
+            if (from[i] >= p->n_nodes)
+                continue;
+            w->from_next[e] = w->from_head[from[i]];
+            w->from_head[from[i]] = e;
+            if (to[i] < p->n_nodes) {
+                w->to_next[e] = w->to_head[to[i]];
+                w->to_head[to[i]] = e;
+            }
         }
     }
     for (int k = 0; k < p->n_nodes; k++) {
         const ipum_node_map *nm = &m->nodes[k];
 
-        for (int s = w->from_head[k]; s >= 0; s = w->from_next[s])
-            add_slot(m, w, s, 1);
-        for (int s = w->from_head[k]; s >= 0; s = w->from_next[s])
-            check_run(m, w, k, m->slots[s].ipu, m->slots[s].first,
-                      m->slots[s].n);
+        for (int e = w->from_head[k]; e >= 0; e = w->from_next[e])
+            add_slot(m, w, e % ns, 1);
+        for (int e = w->from_head[k]; e >= 0; e = w->from_next[e])
+            check_run(m, w, k, m->slots[e % ns].ipu, m->slots[e % ns].first,
+                      m->slots[e % ns].n);
         check_run(m, w, k, nm->ipu, nm->first, nm->n);
-        for (int s = w->to_head[k]; s >= 0; s = w->to_next[s])
-            add_slot(m, w, s, -1);
+        for (int e = w->to_head[k]; e >= 0; e = w->to_next[e])
+            add_slot(m, w, e % ns, -1);
     }
 }
 
@@ -347,7 +389,7 @@ static popc_status measure(ipum_map *m)
 {
     const popc_plan *p = m->plan;
     size_t nt = (size_t)m->n_ipus * (size_t)m->dev.tiles;
-    size_t ns = (size_t)p->n_slots + 1, nk = (size_t)p->n_nodes + 1;
+    size_t ns = 2 * (size_t)p->n_slots + 1, nk = (size_t)p->n_nodes + 1;
     sweep w = {0};
     popc_status st = POPC_OK;
 
@@ -398,7 +440,7 @@ done:
     return st;
 }
 
-/* ---- the out-of-memory report ------------------------------------------------- */
+/* ---- the out-of-memory report ------------------------------------------- */
 
 typedef struct named {
     const char *what;          /* slot name, or node name for temporaries */
@@ -433,10 +475,11 @@ static popc_status oom_error(const ipum_map *m, int ipu, int t,
 
     for (int s = 0; s < p->n_slots; s++) {
         const ipum_slot_map *sm = &m->slots[s];
-        int live = is_persistent(p->slots[s].kind) ||
-                   (k >= 0 && sm->live_from >= 0 && sm->live_from <= k &&
-                    k <= sm->live_to);
+        int from[2], to[2], spans = ipum_slot_intervals(m, s, from, to);
+        int live = is_persistent(p->slots[s].kind);
 
+        for (int i = 0; i < spans && k >= 0; i++)
+            live |= from[i] <= k && k <= to[i];
         if (sm->ipu == ipu && live)
             keep_largest(top, &n, (named){p->slots[s].name, 0,
                                           ipum_slot_bytes_on(m, s, t)});

@@ -17,8 +17,10 @@
 **   - weights and constants, gradient accumulators and optimizer state
 **     hold their bytes for the whole run;
 **   - activations and streamed inputs hold theirs over their live range
-**     (first_use..last_use of the plan, inclusive): a tile needs the peak
-**     over the schedule of the live bytes on it;
+**     (first_use..last_use of the plan, inclusive), except while the plan
+**     keeps them off chip (popc_plan.offchip_from/offchip_to, phased
+**     execution): a tile needs the peak over the schedule of the live
+**     bytes on it;
 **   - a node's temporaries (cost.temp_bytes) are spread over the tiles the
 **     node computes on, but at most available-memory-proportion x tile
 **     bytes per tile: like Poplar's planner, a node that wants more is
@@ -77,6 +79,7 @@ typedef struct ipum_slot_map {
     int first, n;
     int64_t bytes;
     int live_from, live_to;    /* schedule positions, inclusive; -1: never */
+    int off_from, off_to;      /* off chip after off_from until off_to; -1 */
 } ipum_slot_map;
 
 typedef struct ipum_node_map {
@@ -113,8 +116,11 @@ void ipum_map_free(ipum_map *m); /* NULL-safe */
 
 /* Bytes slot s has on tile t of its IPU (0 when it is elsewhere). */
 int64_t ipum_slot_bytes_on(const ipum_map *m, int s, int t);
+/* The on-chip intervals [from[i], to[i]] (inclusive) of a live slot: 0, 1
+** or 2 of them. */
+int ipum_slot_intervals(const ipum_map *m, int s, int *from, int *to);
 
-/* ---- cost.c ---------------------------------------------------------------- */
+/* ---- cost.c ------------------------------------------------------------- */
 
 /* Fill nodes[k].cycles from the plan's costs (see cost.c). */
 void ipum_cost_fill(ipum_map *m);
@@ -123,7 +129,7 @@ double ipum_cost_cycles(const ipum_map *m, int first, int last);
 /* Planned parts of node k when up to max_parts workers are free. */
 int ipum_cost_parts(const ipum_map *m, int k, int max_parts);
 
-/* ---- report.c -------------------------------------------------------------- */
+/* ---- report.c ----------------------------------------------------------- */
 
 /* Write the JSON report (device, per-tile memory by category, per-op and
 ** per-stage cycles) to path, through a temporary file renamed into place.
@@ -135,9 +141,5 @@ typedef struct ipum_run_stats {
 } ipum_run_stats;
 popc_status ipum_report_write(const ipum_map *m, const char *backend,
                               const ipum_run_stats *stats, const char *path);
-/* Write the report to <dir>/report.json, creating dir (one level) if it is
-** missing. */
-popc_status ipum_report_to_dir(const ipum_map *m, const char *backend,
-                               const ipum_run_stats *stats, const char *dir);
 
 #endif /* POPC_BACKENDS_TILEMAP_H */

@@ -27,13 +27,14 @@
 
 #define MAX_IO 64
 #define WHO "ipumodel"
+/* Parts per worker at most: smaller parts even out the load when a worker
+** is slow or descheduled (parts are taken, not assigned). */
+#define PARTS_PER_WORKER 4
 
 typedef struct ctx {
     ipum_device dev;
     ipum_pool *pool;
     int threads;
-    int log_cycles;
-    char *profile_dir;         /* owned copy, or NULL */
     pthread_mutex_t host_ops;
     atomic_llong parallel_calls;
 } ctx;
@@ -75,7 +76,7 @@ static void blas_release(void)
     pthread_mutex_unlock(&blas_mu);
 }
 
-/* ---- open / close -------------------------------------------------------------- */
+/* ---- open / close ------------------------------------------------------- */
 
 static void ipm_close(void *vctx)
 {
@@ -88,7 +89,6 @@ static void ipm_close(void *vctx)
         blas_release();
     }
     pthread_mutex_destroy(&c->host_ops);
-    ipum_host->free(c->profile_dir);
     ipum_host->free(c);
 }
 
@@ -108,8 +108,6 @@ static popc_status ipm_open(const popc_backend_config *cfg, void **out)
         goto fail;
     if (POPC_HAS_FIELD(popc_backend_config, size, threads))
         c->threads = cfg->threads;
-    if (POPC_HAS_FIELD(popc_backend_config, size, log_cycles))
-        c->log_cycles = cfg->log_cycles;
     if (c->threads < 0) {
         st = ipum_host->set_error(POPC_ECONFIG, WHO " backend: threads "
                                   "must be 0 (one per core) or more, got "
@@ -119,16 +117,6 @@ static popc_status ipm_open(const popc_backend_config *cfg, void **out)
     if (c->threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         c->threads = n > 0 ? (int)n : 1;
-    }
-    if (POPC_HAS_FIELD(popc_backend_config, size, profile_dir) &&
-        cfg->profile_dir && *cfg->profile_dir) {
-        size_t n = strlen(cfg->profile_dir) + 1;
-        if (!(c->profile_dir = ipum_host->alloc(n))) {
-            st = ipum_host->set_error(POPC_ENOMEM, WHO " backend: out of "
-                                      "memory");
-            goto fail;
-        }
-        memcpy(c->profile_dir, cfg->profile_dir, n);
     }
     if ((st = ipum_pool_new(c->threads, &c->pool)) != POPC_OK)
         goto fail;
@@ -140,8 +128,9 @@ fail:
     return st;
 }
 
-/* ---- compile ------------------------------------------------------------------- */
+/* ---- compile ------------------------------------------------------------ */
 
+/* Slot references are checked by the tile map. */
 static popc_status check_node(const popc_plan *plan, int k)
 {
     const popc_plan_node *n = &plan->nodes[k];
@@ -155,13 +144,6 @@ static popc_status check_node(const popc_plan *plan, int k)
                                     "has %d inputs and %d outputs; at most "
                                     "%d each are supported", name,
                                     n->n_inputs, n->n_outputs, MAX_IO);
-    for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
-        int s = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
-        if (s < -1 || s >= plan->n_slots || (s < 0 && j >= n->n_inputs))
-            return ipum_host->set_error(POPC_EBACKEND, WHO " backend: node "
-                                        "'%s' refers to slot %d of %d", name,
-                                        s, plan->n_slots);
-    }
     return POPC_OK;
 }
 
@@ -191,18 +173,8 @@ static popc_status ipm_compile(void *vctx, const popc_plan *plan,
     if ((st = ipum_map_build(&c->dev, plan, WHO, &e->map)) != POPC_OK)
         goto fail;
     for (int k = 0; k < plan->n_nodes; k++)
-        e->parts[k] = ipum_cost_parts(e->map, k, c->threads);
-    if (c->profile_dir &&
-        (st = ipum_report_to_dir(e->map, WHO, NULL, c->profile_dir)) !=
-            POPC_OK)
-        goto fail;
-    if (c->log_cycles) {
-        double cy = ipum_cost_cycles(e->map, 0, plan->n_nodes);
-        ipum_host->log_msg(POPC_LOG_INFO, WHO ": about %.0f cycles per "
-                           "micro-batch and replica (%.3f ms on %s at %.2f "
-                           "GHz)", cy, cy / c->dev.clock_hz * 1e3,
-                           c->dev.name, c->dev.clock_hz * 1e-9);
-    }
+        e->parts[k] = ipum_cost_parts(e->map, k,
+                                      c->threads * PARTS_PER_WORKER);
     *out = e;
     return POPC_OK;
 fail:
@@ -225,21 +197,19 @@ static void ipm_exe_free(void *vctx, void *vexe)
 
     if (!e)
         return;
-    /* The profile gets what was run, when something was. */
-    if (c && c->profile_dir && e->map && atomic_load(&e->nodes_run) > 0) {
-        ipum_run_stats s;
-        write_stats(c, e, &s);
-        if (ipum_report_to_dir(e->map, WHO, &s, c->profile_dir) != POPC_OK)
-            ipum_host->log_msg(POPC_LOG_WARN, WHO ": the profile in '%s' "
-                               "keeps the compile-time report: could not "
-                               "add the run statistics", c->profile_dir);
-    }
+    if (c)
+        ipum_host->log_msg(POPC_LOG_DEBUG, WHO ": %lld nodes run, %lld split "
+                           "over workers, %lld parallel calls, %d threads",
+                           (long long)atomic_load(&e->nodes_run),
+                           (long long)atomic_load(&e->split_runs),
+                           (long long)atomic_load(&c->parallel_calls),
+                           c->threads);
     ipum_map_free(e->map);
     ipum_host->free(e->parts);
     ipum_host->free(e);
 }
 
-/* ---- run ------------------------------------------------------------------------ */
+/* ---- run ---------------------------------------------------------------- */
 
 static popc_status run_part(void *arg, int part)
 {
@@ -257,12 +227,13 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
     ctx *c = vctx;
     exe *e = vexe;
     const popc_plan *plan = e->plan;
-    int width = ipum_pool_width(c->pool);
+    int workers = ipum_pool_width(c->pool);
+    int max_parts = workers > 1 ? workers * PARTS_PER_WORKER : 1;
     popc_view in[MAX_IO], out[MAX_IO];
 
     for (int k = first; k < last; k++) {
         const popc_plan_node *n = &plan->nodes[k];
-        int parts = e->parts[k] < width ? e->parts[k] : width;
+        int parts = e->parts[k] < max_parts ? e->parts[k] : max_parts;
         popc_kernel_ctx kc;
         popc_status st;
 

@@ -1,14 +1,24 @@
 /* pool.c - persistent workers, groups, the split barrier and nested
 ** parallel tasks (contract in pool.h).
 **
-** A group hands out one job at a time: the leader stores the job, bumps
-** the generation and runs member 0's share itself; every other member
-** runs its share when it sees the new generation, then counts down
-** `pending`; the leader returns when that reaches zero. Waiting spins for
-** a few microseconds (a BSP step is short) and then blocks on the group's
-** condition variables. Sleepers and a sleeping leader announce themselves
-** with sequentially consistent atomics before re-checking, so a wake-up is
-** never lost and nobody takes the mutex when nobody sleeps.
+** A group hands out one job at a time; the generation word says which and
+** of what kind (low bits). Jobs for every member (a parallel call's
+** roles, leaving the group): the leader stores the job, bumps the
+** generation and does member 0's share; each member does its share when it
+** sees the generation and counts down `pending`; the leader returns at
+** zero. Split jobs are claimed instead: the parts are taken one at a time
+** from one 64-bit word holding (job sequence, part count, next part), by
+** the leader and by whichever members are awake, and the leader returns
+** when `parts_done` reaches the count. A member that is descheduled or
+** asleep therefore never holds up a split; it finds the parts taken and
+** waits for the next job. Whatever a member reads about a split job it
+** reads after claiming a part, when the job cannot change under it.
+**
+** Waiting spins for some tens of microseconds (a BSP step is short) and
+** then blocks on the group's condition variables. Sleepers and a sleeping
+** leader announce themselves with sequentially consistent atomics before
+** re-checking, so a wake-up is never lost and nobody takes the mutex when
+** nobody sleeps.
 **
 ** A subgroup made by ipum_pool_parallel lives in the parallel call's job
 ** and is freed only after the parent group's barrier, which every member
@@ -18,6 +28,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -27,21 +38,37 @@
 
 #include "backends/ipumodel/pool.h"
 
-#define SPIN 4000
+#define SPIN 2000
 #define MSG_SIZE 2048
+
+/* Generation word: sequence << 1 | kind. */
+#define KIND_ALL 0u
+#define KIND_SPLIT 1u
+
+/* Claim word of split jobs: sequence (24 bits), parts (20), next (20). */
+#define FIELD 20
+#define FIELD_MASK ((1ull << FIELD) - 1)
+#define MAX_PARTS ((int)FIELD_MASK)
 
 typedef struct group group;
 typedef void (*job_fn)(group *g, void *arg, int member);
+
+typedef struct failure failure;
 
 struct group {
     ipum_pool *pool;
     int n;                     /* members; member 0 is the leader */
     atomic_uint gen;
-    atomic_int pending;
+    atomic_int pending;        /* members still on an all-member job */
     atomic_int sleepers;
     atomic_int leader_asleep;
-    job_fn job;                /* NULL: leave the group */
+    job_fn job;                /* all-member job; NULL: leave the group */
     void *arg;
+    atomic_uint_least64_t claim; /* split job: sequence, parts, next */
+    atomic_int parts_done;
+    ipum_task_fn split_fn;
+    void *split_arg;
+    failure *split_fail;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
 };
@@ -59,12 +86,12 @@ typedef struct helper_arg {
 } helper_arg;
 
 /* Where the first failure of a split or parallel call is kept. */
-typedef struct failure {
+struct failure {
     pthread_mutex_t mu;
     atomic_int index;          /* lowest failing index; INT_MAX: none */
     popc_status st;
     char msg[MSG_SIZE];
-} failure;
+};
 
 static const popc_host *host;
 static popc_host kernel_host;
@@ -74,7 +101,7 @@ static _Thread_local group *current;
 /* Where set_error on this thread also copies the message, or NULL. */
 static _Thread_local char *sink;
 
-/* ---- error transport --------------------------------------------------------- */
+/* ---- error transport ---------------------------------------------------- */
 
 static popc_status kernel_set_error(popc_status st, const char *fmt, ...)
 {
@@ -159,10 +186,17 @@ static popc_status failure_end(failure *f)
     return kernel_host.set_error(st, "%s", f->msg);
 }
 
-/* ---- groups ------------------------------------------------------------------ */
+/* ---- groups ------------------------------------------------------------- */
 
-static inline void relax(void)
+/* One step of a spin-wait. Every 64th step gives the core away, so that
+** on a machine with more runnable threads than cores the thread being
+** waited for gets to run. */
+static inline void relax(int i)
 {
+    if ((i & 63) == 63) {
+        sched_yield();
+        return;
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
@@ -178,6 +212,8 @@ static void group_init(group *g, ipum_pool *p, int n)
     atomic_init(&g->pending, 0);
     atomic_init(&g->sleepers, 0);
     atomic_init(&g->leader_asleep, 0);
+    atomic_init(&g->claim, 0);
+    atomic_init(&g->parts_done, 0);
     g->job = NULL;
     g->arg = NULL;
     pthread_mutex_init(&g->mu, NULL);
@@ -199,7 +235,7 @@ static unsigned wait_go(group *g, unsigned seen)
     for (int i = 0; i < SPIN; i++) {
         if ((v = atomic_load(&g->gen)) != seen)
             return v;
-        relax();
+        relax(i);
     }
     pthread_mutex_lock(&g->mu);
     atomic_fetch_add(&g->sleepers, 1);
@@ -210,32 +246,71 @@ static unsigned wait_go(group *g, unsigned seen)
     return v;
 }
 
-static void wait_done(group *g)
+/* Leader: wait until *count reaches target. */
+static void wait_count(group *g, atomic_int *count, int target)
 {
     for (int i = 0; i < SPIN; i++) {
-        if (atomic_load(&g->pending) == 0)
+        if (atomic_load(count) == target)
             return;
-        relax();
+        relax(i);
     }
     pthread_mutex_lock(&g->mu);
     atomic_store(&g->leader_asleep, 1);
-    while (atomic_load(&g->pending) != 0)
+    while (atomic_load(count) != target)
         pthread_cond_wait(&g->done, &g->mu);
     atomic_store(&g->leader_asleep, 0);
     pthread_mutex_unlock(&g->mu);
 }
 
-static void finish(group *g)
+static void wake_leader(group *g)
 {
-    if (atomic_fetch_sub(&g->pending, 1) == 1 &&
-        atomic_load(&g->leader_asleep)) {
+    if (atomic_load(&g->leader_asleep)) {
         pthread_mutex_lock(&g->mu);
         pthread_cond_signal(&g->done);
         pthread_mutex_unlock(&g->mu);
     }
 }
 
-/* A member's life in g: run each job it is given until told to leave. */
+static void finish(group *g)
+{
+    if (atomic_fetch_sub(&g->pending, 1) == 1)
+        wake_leader(g);
+}
+
+static void publish(group *g, unsigned kind)
+{
+    unsigned seq = (atomic_load(&g->gen) >> 1) + 1;
+
+    atomic_store(&g->gen, seq << 1 | kind);
+    if (atomic_load(&g->sleepers) > 0) {
+        pthread_mutex_lock(&g->mu);
+        pthread_cond_broadcast(&g->go);
+        pthread_mutex_unlock(&g->mu);
+    }
+}
+
+static void run_one(failure *f, ipum_task_fn fn, void *arg, int i);
+
+/* Take parts of the current split job until none is left. */
+static void take_parts(group *g)
+{
+    for (;;) {
+        uint_least64_t c = atomic_load(&g->claim);
+        int n = (int)(c >> FIELD & FIELD_MASK), next = (int)(c & FIELD_MASK);
+
+        if (next >= n)
+            return;
+        if (!atomic_compare_exchange_weak(&g->claim, &c, c + 1))
+            continue;
+        run_one(g->split_fail, g->split_fn, g->split_arg, next);
+        if (atomic_fetch_add(&g->parts_done, 1) + 1 == n)
+            wake_leader(g);
+    }
+}
+
+/* A member's life in g: help with split jobs and run each all-member job
+** until told to leave. All-member jobs wait for every member, so their
+** fields hold still until this member has finished. */
 static void serve(group *g, int member)
 {
     unsigned seen = 0;
@@ -245,6 +320,10 @@ static void serve(group *g, int member)
         void *arg;
 
         seen = wait_go(g, seen);
+        if ((seen & 1u) == KIND_SPLIT) {
+            take_parts(g);
+            continue;
+        }
         job = g->job;
         arg = g->arg;
         if (job)
@@ -262,17 +341,12 @@ static void run_job(group *g, job_fn job, void *arg)
         g->job = job;
         g->arg = arg;
         atomic_store(&g->pending, g->n - 1);
-        atomic_fetch_add(&g->gen, 1);
-        if (atomic_load(&g->sleepers) > 0) {
-            pthread_mutex_lock(&g->mu);
-            pthread_cond_broadcast(&g->go);
-            pthread_mutex_unlock(&g->mu);
-        }
+        publish(g, KIND_ALL);
     }
     if (job)
         job(g, arg, 0);
     if (g->n > 1)
-        wait_done(g);
+        wait_count(g, &g->pending, 0);
 }
 
 static group *group_of(const ipum_pool *p)
@@ -282,7 +356,7 @@ static group *group_of(const ipum_pool *p)
     return g && g->pool == p ? g : (group *)&p->root;
 }
 
-/* ---- the pool ---------------------------------------------------------------- */
+/* ---- the pool ----------------------------------------------------------- */
 
 static void *helper_main(void *arg)
 {
@@ -368,35 +442,33 @@ int ipum_pool_width(const ipum_pool *p)
     return group_of(p)->n;
 }
 
-/* ---- split ------------------------------------------------------------------- */
-
-typedef struct split_job {
-    ipum_task_fn fn;
-    void *arg;
-    int n;
-    failure fail;
-} split_job;
-
-static void split_member(group *g, void *arg, int member)
-{
-    split_job *j = arg;
-
-    (void)g;
-    if (member < j->n)
-        run_one(&j->fail, j->fn, j->arg, member);
-}
+/* ---- split -------------------------------------------------------------- */
 
 popc_status ipum_pool_split(ipum_pool *p, int n, ipum_task_fn fn, void *arg)
 {
     group *g = group_of(p);
-    split_job j = {.fn = fn, .arg = arg, .n = n < g->n ? n : g->n};
+    failure fail;
+    uint_least64_t seq;
 
-    failure_init(&j.fail);
-    run_job(g, split_member, &j);
-    return failure_end(&j.fail);
+    failure_init(&fail);
+    if (g->n == 1 || n <= 1 || n > MAX_PARTS) {
+        for (int i = 0; i < n; i++)
+            run_one(&fail, fn, arg, i);
+        return failure_end(&fail);
+    }
+    g->split_fn = fn;
+    g->split_arg = arg;
+    g->split_fail = &fail;
+    atomic_store(&g->parts_done, 0);
+    seq = ((atomic_load(&g->claim) >> (2 * FIELD)) + 1) & 0xFFFFFFu;
+    atomic_store(&g->claim, seq << (2 * FIELD) | (uint_least64_t)n << FIELD);
+    publish(g, KIND_SPLIT);
+    take_parts(g);
+    wait_count(g, &g->parts_done, n);
+    return failure_end(&fail);
 }
 
-/* ---- parallel ---------------------------------------------------------------- */
+/* ---- parallel ----------------------------------------------------------- */
 
 typedef struct par_job {
     ipum_task_fn fn;

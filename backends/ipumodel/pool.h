@@ -43,8 +43,11 @@ int ipum_pool_threads(const ipum_pool *p);
 /* Workers of the calling thread's group (the whole pool from outside). */
 int ipum_pool_width(const ipum_pool *p);
 
-/* fn(arg, part) for part in [0, n), n <= ipum_pool_width(p), one part per
-** worker of the caller's group; returns when all are done. */
+/* fn(arg, part) for part in [0, n) on the caller's group: the caller and
+** the workers that are free take parts one at a time; returns when all
+** are done. n may exceed the width (smaller parts balance the load when a
+** worker is slow or descheduled). Above 2^20 - 1 parts, or on a group of
+** one, the parts run in order on the caller. */
 popc_status ipum_pool_split(ipum_pool *p, int n, ipum_task_fn fn, void *arg);
 
 /* fn(arg, i) for i in [0, n), concurrently over subgroups. */

@@ -9,7 +9,6 @@
 */
 #include "config.h"
 
-#include <string.h>
 
 #include "backends/common/tilemap.h"
 
@@ -17,16 +16,12 @@
 
 typedef struct ctx {
     ipum_device dev;
-    char *profile_dir;         /* owned copy, or NULL */
 } ctx;
 
 static void off_close(void *vctx)
 {
     ctx *c = vctx;
 
-    if (!c)
-        return;
-    ipum_host->free(c->profile_dir);
     ipum_host->free(c);
 }
 
@@ -47,23 +42,12 @@ static popc_status off_open(const popc_backend_config *cfg, void **out)
     if (!(c = ipum_host->alloc(sizeof *c)))
         return ipum_host->set_error(POPC_ENOMEM, WHO " backend: out of "
                                     "memory");
-    if ((st = ipum_device_init(cfg, WHO, &c->dev)) != POPC_OK)
-        goto fail;
-    if (POPC_HAS_FIELD(popc_backend_config, size, profile_dir) &&
-        cfg->profile_dir && *cfg->profile_dir) {
-        size_t n = strlen(cfg->profile_dir) + 1;
-        if (!(c->profile_dir = ipum_host->alloc(n))) {
-            st = ipum_host->set_error(POPC_ENOMEM, WHO " backend: out of "
-                                      "memory");
-            goto fail;
-        }
-        memcpy(c->profile_dir, cfg->profile_dir, n);
+    if ((st = ipum_device_init(cfg, WHO, &c->dev)) != POPC_OK) {
+        off_close(c);
+        return st;
     }
     *out = c;
     return POPC_OK;
-fail:
-    off_close(c);
-    return st;
 }
 
 static popc_status off_compile(void *vctx, const popc_plan *plan,
@@ -83,11 +67,6 @@ static popc_status off_compile(void *vctx, const popc_plan *plan,
                                             "(unnamed)");
     if ((st = ipum_map_build(&c->dev, plan, WHO, &m)) != POPC_OK)
         return st;
-    if (c->profile_dir &&
-        (st = ipum_report_to_dir(m, WHO, NULL, c->profile_dir)) != POPC_OK) {
-        ipum_map_free(m);
-        return st;
-    }
     *out = m;
     return POPC_OK;
 }

@@ -20,9 +20,9 @@ enum { PW_MSE = 0, PW_L1 = 1 };
 static const char *const pw_names[] = {"MseLoss", "L1Loss"};
 static const char *const pw_grad_names[] = {"MseLossGrad", "L1LossGrad"};
 
-static popc_status same_shape(const char *op, const char *node,
-                              const char *an, const popc_view *a,
-                              const char *bn, const popc_view *b)
+static popc_status same_shape(const char *op, const char *node, const char *an,
+                              const popc_view *a, const char *bn,
+                              const popc_view *b)
 {
     char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
 
@@ -44,8 +44,8 @@ static popc_status pw_infer(popc_infer_ctx *ic, int kind)
 
     if ((st = opsu_want_f32(ic, op, 0, "input x")) != POPC_OK ||
         (st = opsu_want_f32(ic, op, 1, "target")) != POPC_OK ||
-        (st = same_shape(op, ic->node_name, "input x", &ic->inputs[0],
-                         "target", &ic->inputs[1])) != POPC_OK ||
+        (st = same_shape(op, ic->node_name, "input x", &ic->inputs[0], "target",
+                         &ic->inputs[1])) != POPC_OK ||
         (st = opsu_reduction(op, ic->node_name, ic->attrs, &red)) != POPC_OK)
         return st;
     if (red == OPSU_RED_NONE)
@@ -64,8 +64,8 @@ static popc_status pw_forward(const popc_kernel_ctx *kc, int kind)
     int red;
     popc_status st;
 
-    if ((st = opsu_reduction(pw_names[kind], kc->node_name, kc->attrs,
-                             &red)) != POPC_OK)
+    if ((st = opsu_reduction(pw_names[kind], kc->node_name, kc->attrs, &red)) !=
+        POPC_OK)
         return st;
     for (int64_t i = 0; i < n; i++) {
         float d = x[i] - t[i];
@@ -95,9 +95,8 @@ static popc_status pw_cost(const popc_infer_ctx *ic, popc_cost *c)
 
 static popc_status pw_grad(popc_grad_ctx *gc, int kind)
 {
-    popc_attr a = opsu_attr_string("reduction",
-                                   popc_attr_string(gc->attrs, "reduction",
-                                                    "mean"));
+    popc_attr a = opsu_attr_string(
+        "reduction", popc_attr_string(gc->attrs, "reduction", "mean"));
     int in[3];
     popc_status st;
 
@@ -113,7 +112,7 @@ static popc_status pw_grad(popc_grad_ctx *gc, int kind)
                       &gc->input_grads[1]);
 }
 
-/* ---- MseLossGrad / L1LossGrad: (dL, x, target) -> dx ------------------------- */
+/* ---- MseLossGrad / L1LossGrad: (dL, x, target) -> dx --------------------- */
 
 static popc_status pwg_infer(popc_infer_ctx *ic, int kind)
 {
@@ -163,8 +162,8 @@ static popc_status pwg_forward(const popc_kernel_ctx *kc, int kind)
         float norm = red == OPSU_RED_MEAN ? (float)(2.0 / (double)n) : 2.0f;
 
         for (int64_t i = lo; i < hi; i++)
-            dx[i] = norm * (x[i] - t[i]) *
-                    (red == OPSU_RED_NONE ? dl[i] : dl[0]);
+            dx[i] =
+                norm * (x[i] - t[i]) * (red == OPSU_RED_NONE ? dl[i] : dl[0]);
     } else {
         /* torch: sign(x - t) * (g / numel for mean, else g) */
         float g0 = red == OPSU_RED_MEAN ? dl[0] / (float)n : dl[0];
@@ -239,13 +238,12 @@ static popc_status l1g_forward(const popc_kernel_ctx *kc)
     return pwg_forward(kc, PW_L1);
 }
 
-#define PW_DEF(NAME, N_IN, FLAGS, INFER, FWD, GRAD, COST, DOC)               \
-    {                                                                       \
-        .size = sizeof(popc_op_def), .domain = "popc", .name = NAME,        \
-        .since_version = 1, .min_inputs = N_IN, .max_inputs = N_IN,         \
-        .min_outputs = 1, .max_outputs = 1, .flags = FLAGS,                 \
-        .infer = INFER, .forward = FWD, .grad = GRAD, .cost = COST,         \
-        .doc = DOC,                                                         \
+#define PW_DEF(NAME, N_IN, FLAGS, INFER, FWD, GRAD, COST, DOC)                 \
+    {                                                                          \
+        .size = sizeof(popc_op_def), .domain = "popc", .name = NAME,           \
+        .since_version = 1, .min_inputs = N_IN, .max_inputs = N_IN,            \
+        .min_outputs = 1, .max_outputs = 1, .flags = FLAGS, .infer = INFER,    \
+        .forward = FWD, .grad = GRAD, .cost = COST, .doc = DOC,                \
     }
 
 static const popc_op_def pointwise_ops[] = {
@@ -263,8 +261,7 @@ popc_status loss_register_pointwise(const popc_host *h, popc_registrar *r)
 {
     popc_status st;
 
-    for (size_t i = 0; i < sizeof pointwise_ops / sizeof pointwise_ops[0];
-         i++)
+    for (size_t i = 0; i < sizeof pointwise_ops / sizeof pointwise_ops[0]; i++)
         if ((st = h->register_op(r, &pointwise_ops[i])) != POPC_OK)
             return st;
     return POPC_OK;

@@ -31,8 +31,7 @@ typedef struct xent_p {
 } xent_p;
 
 static popc_status xent_params(const char *op, const char *node,
-                               const popc_view *scores,
-                               const popc_view *labels,
+                               const popc_view *scores, const popc_view *labels,
                                const popc_view *weights,
                                const popc_attrs *attrs, xent_p *p)
 {
@@ -93,8 +92,8 @@ static int64_t label_at(const popc_view *labels, int64_t i)
 ** is out of range. */
 static popc_status lane_weight(const char *op, const char *node,
                                const xent_p *p, const popc_view *labels,
-                               const float *weights, int64_t l,
-                               int64_t *label, float *w)
+                               const float *weights, int64_t l, int64_t *label,
+                               float *w)
 {
     int64_t lab = label_at(labels, l);
 
@@ -178,9 +177,8 @@ static void loss_store(const xent_p *p, float *out, double sum, double tw)
 static popc_attr *grad_attrs(const popc_grad_ctx *gc, popc_attr *a, int *n)
 {
     *n = 0;
-    a[(*n)++] = opsu_attr_string("reduction",
-                                 popc_attr_string(gc->attrs, "reduction",
-                                                  "mean"));
+    a[(*n)++] = opsu_attr_string(
+        "reduction", popc_attr_string(gc->attrs, "reduction", "mean"));
     if (popc_attrs_find(gc->attrs, "ignore_index"))
         a[(*n)++] = opsu_attr_int("ignore_index",
                                   popc_attr_int(gc->attrs, "ignore_index", 0));
@@ -193,21 +191,20 @@ static int has_weights(const popc_grad_ctx *gc, int i)
            gc->input_info[i].dtype != POPC_DTYPE_UNDEFINED;
 }
 
-/* ---- SoftmaxCrossEntropyLoss ------------------------------------------------- */
+/* ---- SoftmaxCrossEntropyLoss --------------------------------------------- */
 
 #define SCE "SoftmaxCrossEntropyLoss"
 
 static popc_status sce_infer(popc_infer_ctx *ic)
 {
-    const popc_view *w = opsu_present(ic->inputs, ic->n_inputs, 2)
-                             ? &ic->inputs[2]
-                             : NULL;
+    const popc_view *w =
+        opsu_present(ic->inputs, ic->n_inputs, 2) ? &ic->inputs[2] : NULL;
     xent_p p;
     popc_status st;
 
     if ((st = opsu_want_f32(ic, SCE, 0, "scores")) != POPC_OK ||
-        (st = xent_params(SCE, ic->node_name, &ic->inputs[0], &ic->inputs[1],
-                          w, ic->attrs, &p)) != POPC_OK)
+        (st = xent_params(SCE, ic->node_name, &ic->inputs[0], &ic->inputs[1], w,
+                          ic->attrs, &p)) != POPC_OK)
         return st;
     loss_out_shape(&p, &ic->inputs[1], &ic->outputs[0]);
     if (ic->n_outputs > 1)
@@ -219,9 +216,8 @@ static popc_status sce_forward(const popc_kernel_ctx *kc)
 {
     const popc_view *labels = &kc->inputs[1];
     const float *x = kc->inputs[0].data;
-    const float *wt = opsu_present(kc->inputs, kc->n_inputs, 2)
-                          ? kc->inputs[2].data
-                          : NULL;
+    const float *wt =
+        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *out = kc->outputs[0].data;
     float *lp = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     double sum = 0.0, tw = 0.0;
@@ -293,8 +289,8 @@ static popc_status sce_grad(popc_grad_ctx *gc)
         a[0] = opsu_attr_int("axis", 1);
         in[0] = dlp;
         in[1] = gc->outputs[1];
-        if ((st = opsu_node1(gc, "popc", "LogSoftmaxGrad", in, 2, a, 1,
-                             &t)) != POPC_OK)
+        if ((st = opsu_node1(gc, "popc", "LogSoftmaxGrad", in, 2, a, 1, &t)) !=
+            POPC_OK)
             return st;
         if (ds >= 0) {
             sum[0] = ds;
@@ -310,15 +306,14 @@ static popc_status sce_grad(popc_grad_ctx *gc)
     return POPC_OK;
 }
 
-/* ---- SoftmaxCrossEntropyLossGrad: (dL, scores, labels[, weights]) -> dS ----- */
+/* ---- SoftmaxCrossEntropyLossGrad: (dL, scores, labels[, w]) -> dScores --- */
 
 #define SCEG "SoftmaxCrossEntropyLossGrad"
 
 static popc_status sceg_infer(popc_infer_ctx *ic)
 {
-    const popc_view *w = opsu_present(ic->inputs, ic->n_inputs, 3)
-                             ? &ic->inputs[3]
-                             : NULL;
+    const popc_view *w =
+        opsu_present(ic->inputs, ic->n_inputs, 3) ? &ic->inputs[3] : NULL;
     char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
     popc_view want;
     xent_p p;
@@ -347,9 +342,8 @@ static popc_status sceg_forward(const popc_kernel_ctx *kc)
 {
     const float *dl = kc->inputs[0].data, *x = kc->inputs[1].data;
     const popc_view *labels = &kc->inputs[2];
-    const float *wt = opsu_present(kc->inputs, kc->n_inputs, 3)
-                          ? kc->inputs[3].data
-                          : NULL;
+    const float *wt =
+        opsu_present(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data : NULL;
     float *dx = kc->outputs[0].data;
     double tw = 1.0;
     int64_t lo, hi;
@@ -379,7 +373,7 @@ static popc_status sceg_forward(const popc_kernel_ctx *kc)
                 dxl[c * p.inner] = 0.0f;
             continue;
         }
-        g = p.red == OPSU_RED_NONE ? dl[l]
+        g = p.red == OPSU_RED_NONE  ? dl[l]
             : p.red == OPSU_RED_SUM ? dl[0]
                                     : (float)(dl[0] / tw);
         lane_lse(xl, p.C, p.inner, &mx, &s);
@@ -401,21 +395,20 @@ static popc_status sceg_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* ---- NegativeLogLikelihoodLoss ------------------------------------------------- */
+/* ---- NegativeLogLikelihoodLoss ------------------------------------------- */
 
 #define NLL "NegativeLogLikelihoodLoss"
 
 static popc_status nll_infer(popc_infer_ctx *ic)
 {
-    const popc_view *w = opsu_present(ic->inputs, ic->n_inputs, 2)
-                             ? &ic->inputs[2]
-                             : NULL;
+    const popc_view *w =
+        opsu_present(ic->inputs, ic->n_inputs, 2) ? &ic->inputs[2] : NULL;
     xent_p p;
     popc_status st;
 
     if ((st = opsu_want_f32(ic, NLL, 0, "input")) != POPC_OK ||
-        (st = xent_params(NLL, ic->node_name, &ic->inputs[0], &ic->inputs[1],
-                          w, ic->attrs, &p)) != POPC_OK)
+        (st = xent_params(NLL, ic->node_name, &ic->inputs[0], &ic->inputs[1], w,
+                          ic->attrs, &p)) != POPC_OK)
         return st;
     loss_out_shape(&p, &ic->inputs[1], &ic->outputs[0]);
     return POPC_OK;
@@ -425,9 +418,8 @@ static popc_status nll_forward(const popc_kernel_ctx *kc)
 {
     const popc_view *labels = &kc->inputs[1];
     const float *x = kc->inputs[0].data;
-    const float *wt = opsu_present(kc->inputs, kc->n_inputs, 2)
-                          ? kc->inputs[2].data
-                          : NULL;
+    const float *wt =
+        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *out = kc->outputs[0].data;
     double sum = 0.0, tw = 0.0;
     xent_p p;
@@ -469,18 +461,18 @@ static popc_status nll_grad(popc_grad_ctx *gc)
         in[n_in++] = gc->inputs[2];
     grad_attrs(gc, a, &na);
     a[na++] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
-    return opsu_node1(gc, "popc", "NegativeLogLikelihoodLossGrad", in, n_in,
-                      a, na, &gc->input_grads[0]);
+    return opsu_node1(gc, "popc", "NegativeLogLikelihoodLossGrad", in, n_in, a,
+                      na, &gc->input_grads[0]);
 }
 
-/* ---- NegativeLogLikelihoodLossGrad: (dL, labels[, weights]) -> dInput ---------
+/* ---- NegativeLogLikelihoodLossGrad: (dL, labels[, weights]) -> dInput -------
 ** attr input_shape gives the input's shape. */
 
 #define NLLG "NegativeLogLikelihoodLossGrad"
 
-static popc_status nllg_params(const char *node, const popc_view *in,
-                               int n_in, const popc_attrs *attrs,
-                               popc_view *xshape, xent_p *p, int check_w)
+static popc_status nllg_params(const char *node, const popc_view *in, int n_in,
+                               const popc_attrs *attrs, popc_view *xshape,
+                               xent_p *p, int check_w)
 {
     int64_t d[POPC_MAX_RANK];
     int64_t r = popc_attr_ints(attrs, "input_shape", d, POPC_MAX_RANK);
@@ -524,9 +516,8 @@ static popc_status nllg_forward(const popc_kernel_ctx *kc)
 {
     const float *dl = kc->inputs[0].data;
     const popc_view *labels = &kc->inputs[1];
-    const float *wt = opsu_present(kc->inputs, kc->n_inputs, 2)
-                          ? kc->inputs[2].data
-                          : NULL;
+    const float *wt =
+        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *dx = kc->outputs[0].data;
     double tw = 1.0;
     int64_t lo, hi;
@@ -554,7 +545,7 @@ static popc_status nllg_forward(const popc_kernel_ctx *kc)
             dxl[c * p.inner] = 0.0f;
         if (p.has_ignore && lab == p.ignore)
             continue;
-        g = p.red == OPSU_RED_NONE ? dl[l]
+        g = p.red == OPSU_RED_NONE  ? dl[l]
             : p.red == OPSU_RED_SUM ? dl[0]
                                     : (float)(dl[0] / tw);
         dxl[lab * p.inner] = -w * g;
@@ -568,8 +559,10 @@ static const popc_op_def xent_ops[] = {
         .domain = "ai.onnx",
         .name = SCE,
         .since_version = 13,
-        .min_inputs = 2, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 2,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 2,
         .flags = POPC_OP_LOSS,
         .infer = sce_infer,
         .forward = sce_forward,
@@ -582,8 +575,10 @@ static const popc_op_def xent_ops[] = {
         .domain = "ai.onnx",
         .name = NLL,
         .since_version = 13,
-        .min_inputs = 2, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_LOSS,
         .infer = nll_infer,
         .forward = nll_forward,
@@ -595,8 +590,10 @@ static const popc_op_def xent_ops[] = {
         .domain = "popc",
         .name = SCEG,
         .since_version = 1,
-        .min_inputs = 3, .max_inputs = 4,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 3,
+        .max_inputs = 4,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = sceg_infer,
         .forward = sceg_forward,
@@ -608,8 +605,10 @@ static const popc_op_def xent_ops[] = {
         .domain = "popc",
         .name = NLLG,
         .since_version = 1,
-        .min_inputs = 2, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = nllg_infer,
         .forward = nllg_forward,

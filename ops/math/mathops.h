@@ -51,8 +51,6 @@ popc_status mop_infer_ew(popc_infer_ctx *ic, const char *op, int n_in,
 #define MOP_F (1u << POPC_DTYPE_F32 | 1u << POPC_DTYPE_F16)
 #define MOP_I (1u << POPC_DTYPE_I32 | 1u << POPC_DTYPE_I64)
 #define MOP_B (1u << POPC_DTYPE_BOOL)
-#define MOP_ANY                                                              \
-    (MOP_F | MOP_I | MOP_B | 1u << POPC_DTYPE_U8)
 
 /* Unsigned twins for wrapping integer arithmetic (no signed overflow). */
 #define MOP_U_int32_t uint32_t

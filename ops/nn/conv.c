@@ -22,16 +22,16 @@
 
 typedef struct conv_p {
     nn_window w;
-    int64_t N, C, M;        /* batch, input channels, output channels */
-    int64_t G, Cg, Mg;      /* groups, channels per group in and out */
-    int64_t HW, P, KK, Kc;  /* input plane, output plane, kh*kw, Cg*kh*kw */
-    int direct;             /* 1x1, stride 1, no pads: x is its own im2col */
+    int64_t N, C, M;       /* batch, input channels, output channels */
+    int64_t G, Cg, Mg;     /* groups, channels per group in and out */
+    int64_t HW, P, KK, Kc; /* input plane, output plane, kh*kw, Cg*kh*kw */
+    int direct;            /* 1x1, stride 1, no pads: x is its own im2col */
 } conv_p;
 
 /* Geometry from X's dims, W's dims and the attributes. */
 static popc_status conv_geom(const char *op, const char *node,
-                             const popc_attrs *attrs, const int64_t *xd,
-                             int xr, const int64_t *wd, int wr, conv_p *p)
+                             const popc_attrs *attrs, const int64_t *xd, int xr,
+                             const int64_t *wd, int wr, conv_p *p)
 {
     char sx[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
     int64_t group = popc_attr_int(attrs, "group", 1);
@@ -228,8 +228,7 @@ static int64_t chan_block(int64_t Cg, int64_t outer)
     return (Cg + want - 1) / want;
 }
 
-static void *scratch(const popc_kernel_ctx *kc, int64_t floats,
-                     popc_status *st)
+static void *scratch(const popc_kernel_ctx *kc, int64_t floats, popc_status *st)
 {
     void *buf;
 
@@ -246,13 +245,13 @@ static void *scratch(const popc_kernel_ctx *kc, int64_t floats,
 
 /* ---- Conv ---------------------------------------------------------------- */
 
-static popc_status conv_params(const char *node, const popc_view *in,
-                               int n_in, const popc_attrs *attrs, conv_p *p)
+static popc_status conv_params(const char *node, const popc_view *in, int n_in,
+                               const popc_attrs *attrs, conv_p *p)
 {
     popc_status st;
 
-    if ((st = conv_geom("Conv", node, attrs, in[0].dims, in[0].rank,
-                        in[1].dims, in[1].rank, p)) != POPC_OK)
+    if ((st = conv_geom("Conv", node, attrs, in[0].dims, in[0].rank, in[1].dims,
+                        in[1].rank, p)) != POPC_OK)
         return st;
     if (opsu_present(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->M)) {
@@ -327,10 +326,9 @@ static popc_status conv_forward(const popc_kernel_ctx *kc)
             ldb = p1 - p0;
         }
         if (p.Kc > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                        (int)p.Mg, (int)(p1 - p0), (int)p.Kc, 1.0f,
-                        wt + g * p.Mg * p.Kc, (int)p.Kc, B, (int)ldb, 0.0f,
-                        yg, (int)p.P);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p.Mg,
+                        (int)(p1 - p0), (int)p.Kc, 1.0f, wt + g * p.Mg * p.Kc,
+                        (int)p.Kc, B, (int)ldb, 0.0f, yg, (int)p.P);
         else
             for (int64_t m = 0; m < p.Mg; m++)
                 memset(yg + m * p.P, 0, sizeof *yg * (size_t)(p1 - p0));
@@ -393,9 +391,8 @@ static popc_status conv_grad(popc_grad_ctx *gc)
         return st;
     in[0] = gc->inputs[0];
     in[1] = dy;
-    if ((st = gc->host->grad_add_node(gc, "popc", "ConvGradWeight", in, 2,
-                                      out, has_bias ? 2 : 1, a, na)) !=
-        POPC_OK)
+    if ((st = gc->host->grad_add_node(gc, "popc", "ConvGradWeight", in, 2, out,
+                                      has_bias ? 2 : 1, a, na)) != POPC_OK)
         return st;
     gc->input_grads[1] = out[0];
     if (has_bias)
@@ -403,7 +400,7 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     return POPC_OK;
 }
 
-/* ---- ConvGradInput: dX from dY and W --------------------------------------- */
+/* ---- ConvGradInput: dX from dY and W ------------------------------------- */
 
 static popc_status gi_params(const char *node, const popc_view *in,
                              const popc_attrs *attrs, conv_p *p)
@@ -505,7 +502,7 @@ static popc_status gi_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* ---- ConvGradWeight: dW (and dB) from X and dY ---------------------------- */
+/* ---- ConvGradWeight: dW (and dB) from X and dY --------------------------- */
 
 static popc_status gw_params(const char *node, const popc_view *in,
                              const popc_attrs *attrs, conv_p *p)
@@ -599,8 +596,8 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p.Mg,
                         (int)((c1 - c0) * p.KK), (int)p.P, 1.0f,
-                        dy + (n * p.M + g * p.Mg) * p.P, (int)p.P, B,
-                        (int)p.P, 1.0f, dwg, (int)p.Kc);
+                        dy + (n * p.M + g * p.Mg) * p.P, (int)p.P, B, (int)p.P,
+                        1.0f, dwg, (int)p.Kc);
         }
         if (db && c0 == 0)
             for (int64_t m = g * p.Mg; m < (g + 1) * p.Mg; m++) {
@@ -640,8 +637,10 @@ static const popc_op_def conv_ops[] = {
         .domain = "ai.onnx",
         .name = "Conv",
         .since_version = 11,
-        .min_inputs = 2, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = conv_infer,
         .forward = conv_forward,
@@ -654,8 +653,10 @@ static const popc_op_def conv_ops[] = {
         .domain = "popc",
         .name = "ConvGradInput",
         .since_version = 1,
-        .min_inputs = 2, .max_inputs = 2,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 2,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = gi_infer,
         .forward = gi_forward,
@@ -667,8 +668,10 @@ static const popc_op_def conv_ops[] = {
         .domain = "popc",
         .name = "ConvGradWeight",
         .since_version = 1,
-        .min_inputs = 2, .max_inputs = 2,
-        .min_outputs = 1, .max_outputs = 2,
+        .min_inputs = 2,
+        .max_inputs = 2,
+        .min_outputs = 1,
+        .max_outputs = 2,
         .flags = POPC_OP_SPLIT,
         .infer = gw_infer,
         .forward = gw_forward,

@@ -21,12 +21,12 @@
 
 typedef struct mm_shape {
     int64_t M, N, K;
-    int nb;                          /* broadcast batch rank */
-    int64_t bdims[POPC_MAX_RANK];    /* broadcast batch dims */
-    int64_t astr[POPC_MAX_RANK];     /* A's matrix stride per batch dim */
-    int64_t bstr[POPC_MAX_RANK];     /* B's matrix stride per batch dim */
+    int nb;                       /* broadcast batch rank */
+    int64_t bdims[POPC_MAX_RANK]; /* broadcast batch dims */
+    int64_t astr[POPC_MAX_RANK];  /* A's matrix stride per batch dim */
+    int64_t bstr[POPC_MAX_RANK];  /* B's matrix stride per batch dim */
     int64_t batch;
-    int rank;                        /* of the output */
+    int rank; /* of the output */
     int64_t dims[POPC_MAX_RANK];
 } mm_shape;
 
@@ -148,7 +148,7 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
     if ((st = mm_parse(kc->node_name, &kc->inputs[0], &kc->inputs[1], &s)) !=
         POPC_OK)
         return st;
-    nn_tiles_plan(s.batch, s.M, s.N, s.K, TILE_TARGET, 32, NN_TILE_AUTO, &t);
+    nn_tiles_plan(s.batch, s.M, s.N, s.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
     opsu_range(s.batch * t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t b = u / t.n, oa, ob;
@@ -169,8 +169,7 @@ static popc_status matmul_cost(const popc_infer_ctx *ic, popc_cost *c)
     if ((st = mm_parse(ic->node_name, &ic->inputs[0], &ic->inputs[1], &s)) !=
         POPC_OK)
         return st;
-    c->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N *
-               (double)s.K;
+    c->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N * (double)s.K;
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) +
                       (double)s.batch * (double)s.M * (double)s.N);
@@ -179,8 +178,7 @@ static popc_status matmul_cost(const popc_infer_ctx *ic, popc_cost *c)
 }
 
 /* Transpose of the last two dims of value (rank r >= 2). */
-static popc_status transpose_last(popc_grad_ctx *gc, int value, int r,
-                                  int *out)
+static popc_status transpose_last(popc_grad_ctx *gc, int value, int r, int *out)
 {
     int64_t perm[POPC_MAX_RANK];
     popc_attr a;
@@ -301,7 +299,7 @@ typedef struct gemm_p {
     float alpha, beta;
     int64_t M, N, K;
     int has_c;
-    int64_t cm, cn;      /* C's dims as [cm, cn] after broadcasting rules */
+    int64_t cm, cn; /* C's dims as [cm, cn] after broadcasting rules */
 } gemm_p;
 
 static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
@@ -353,8 +351,8 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
             return opsu_host->set_error(POPC_EINVAL,
                                         "Gemm '%s': C %s does not broadcast "
                                         "to the result [%lld, %lld]",
-                                        node, opsu_dims(c, sa),
-                                        (long long)p->M, (long long)p->N);
+                                        node, opsu_dims(c, sa), (long long)p->M,
+                                        (long long)p->N);
     }
     return POPC_OK;
 }
@@ -398,7 +396,7 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
         Cin = kc->inputs[2].data;
         beta = 1.0f;
     }
-    nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 32, NN_TILE_AUTO, &t);
+    nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
     opsu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         if (Cin) {
@@ -504,8 +502,10 @@ static const popc_op_def matmul_ops[] = {
         .domain = "ai.onnx",
         .name = "MatMul",
         .since_version = 13,
-        .min_inputs = 2, .max_inputs = 2,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 2,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = matmul_infer,
         .forward = matmul_forward,
@@ -518,8 +518,10 @@ static const popc_op_def matmul_ops[] = {
         .domain = "ai.onnx",
         .name = "Gemm",
         .since_version = 13,
-        .min_inputs = 2, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = gemm_infer,
         .forward = gemm_forward,

@@ -27,9 +27,9 @@ popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
 ** that depends only on the shape; the whole run and every split run issue
 ** exactly the same sgemm calls, one per tile, and parts take whole tiles. */
 typedef struct nn_tiles {
-    int by_cols;   /* tiles are column blocks of C (else row blocks) */
-    int64_t blk;   /* rows or columns per tile (last may be short) */
-    int64_t n;     /* tiles per matrix */
+    int by_cols; /* tiles are column blocks of C (else row blocks) */
+    int64_t blk; /* rows or columns per tile (last may be short) */
+    int64_t n;   /* tiles per matrix */
 } nn_tiles;
 
 enum { NN_TILE_AUTO = -1, NN_TILE_ROWS = 0, NN_TILE_COLS = 1 };
@@ -43,21 +43,21 @@ void nn_tiles_plan(int64_t batch, int64_t M, int64_t N, int64_t K,
 /* C[tile] = alpha * op(A) op(B) + beta * C[tile] for tile t (row-major,
 ** cblas conventions; lda/ldb/ldc as for the whole product). */
 void nn_sgemm_tile(const nn_tiles *t, int64_t tile, int trans_a, int trans_b,
-                   int64_t M, int64_t N, int64_t K, float alpha,
-                   const float *A, int64_t lda, const float *B, int64_t ldb,
-                   float beta, float *C, int64_t ldc);
+                   int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc);
 
-/* ---- window geometry (Conv, pools) ---------------------------------------- */
+/* ---- window geometry (Conv, pools) --------------------------------------- */
 
 /* Spatial rank 1 is handled as 2-D with height 1. */
 typedef struct nn_window {
-    int sp;                     /* spatial rank of the op: 1 or 2 */
-    int64_t H, W;               /* input spatial size */
-    int64_t kh, kw;             /* kernel */
-    int64_t sh, sw;             /* strides */
-    int64_t dh, dw;             /* dilations */
-    int64_t pt, pl, pb, pr;     /* pads: top, left, bottom, right */
-    int64_t OH, OW;             /* output spatial size */
+    int sp;                 /* spatial rank of the op: 1 or 2 */
+    int64_t H, W;           /* input spatial size */
+    int64_t kh, kw;         /* kernel */
+    int64_t sh, sw;         /* strides */
+    int64_t dh, dw;         /* dilations */
+    int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
+    int64_t OH, OW;         /* output spatial size */
 } nn_window;
 
 /* Reads kernel_shape (or takes kernel from kdims when kdims != NULL),
@@ -66,9 +66,9 @@ typedef struct nn_window {
 ** name op and node: bad pads (count, negative, not smaller than the
 ** dilated kernel for pools), a kernel that does not fit, bad auto_pad. */
 popc_status nn_window_parse(const char *op, const char *node,
-                            const popc_attrs *attrs, int sp,
-                            const int64_t *in, const int64_t *kdims,
-                            int ceil_ok, int is_pool, nn_window *w);
+                            const popc_attrs *attrs, int sp, const int64_t *in,
+                            const int64_t *kdims, int ceil_ok, int is_pool,
+                            nn_window *w);
 
 /* The window's attributes in the form nn_window_parse reads back, for the
 ** nodes a grad builder adds (explicit pads, auto_pad NOTSET). Fills up to

@@ -22,10 +22,10 @@
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/util.h"
 
-/* ---- BatchNormalization ---------------------------------------------------- */
+/* ---- BatchNormalization -------------------------------------------------- */
 
 typedef struct bn_p {
-    int64_t N, C, inner;   /* X viewed as [N, C, inner] */
+    int64_t N, C, inner; /* X viewed as [N, C, inner] */
     double eps, momentum;
 } bn_p;
 
@@ -54,8 +54,8 @@ static popc_status bn_params(const char *op, const char *node,
                                         "%s '%s': %s %s must be [%lld], one "
                                         "value per channel of X %s",
                                         op, node, names[i - 1],
-                                        opsu_dims(&in[i], s1),
-                                        (long long)p->C, opsu_dims(x, s2));
+                                        opsu_dims(&in[i], s1), (long long)p->C,
+                                        opsu_dims(x, s2));
     p->eps = popc_attr_float(attrs, "epsilon", 1e-5);
     p->momentum = popc_attr_float(attrs, "momentum", 0.9);
     return POPC_OK;
@@ -93,8 +93,8 @@ static popc_status bn_infer(popc_infer_ctx *ic)
                         ic->attrs, &p)) != POPC_OK)
         return st;
     if (bn_training(ic->training, ic->attrs) &&
-        (st = bn_need_two("BatchNormalization", ic->node_name,
-                          &ic->inputs[0], &p)) != POPC_OK)
+        (st = bn_need_two("BatchNormalization", ic->node_name, &ic->inputs[0],
+                          &p)) != POPC_OK)
         return st;
     opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
     for (int i = 1; i < ic->n_outputs && i < 3; i++)
@@ -158,8 +158,8 @@ static popc_status bn_forward(const popc_kernel_ctx *kc)
 
             bn_stats(x, &p, c, &mean, &var);
             if (rm_out)
-                rm_out[c] = (float)(rm[c] * p.momentum +
-                                    mean * (1.0 - p.momentum));
+                rm_out[c] =
+                    (float)(rm[c] * p.momentum + mean * (1.0 - p.momentum));
             if (rv_out)
                 rv_out[c] = (float)(rv[c] * p.momentum +
                                     var * S / (S - 1.0) * (1.0 - p.momentum));
@@ -198,8 +198,8 @@ static popc_status bn_cost(const popc_infer_ctx *ic, popc_cost *c)
 
 static popc_status bn_grad(popc_grad_ctx *gc)
 {
-    popc_attr a = opsu_attr_float("epsilon",
-                                  popc_attr_float(gc->attrs, "epsilon", 1e-5));
+    popc_attr a =
+        opsu_attr_float("epsilon", popc_attr_float(gc->attrs, "epsilon", 1e-5));
     int in[3], out[3];
     popc_status st;
 
@@ -213,8 +213,8 @@ static popc_status bn_grad(popc_grad_ctx *gc)
     in[0] = gc->output_grads[0];
     in[1] = gc->inputs[0];
     in[2] = gc->inputs[1];
-    if ((st = gc->host->grad_add_node(gc, "popc", "BatchNormalizationGrad",
-                                      in, 3, out, 3, &a, 1)) != POPC_OK)
+    if ((st = gc->host->grad_add_node(gc, "popc", "BatchNormalizationGrad", in,
+                                      3, out, 3, &a, 1)) != POPC_OK)
         return st;
     for (int i = 0; i < 3; i++)
         gc->input_grads[i] = out[i];
@@ -243,9 +243,8 @@ static popc_status bng_infer(popc_infer_ctx *ic)
         memcmp(ic->inputs[0].dims, ic->inputs[1].dims,
                sizeof ic->inputs[0].dims[0] * (size_t)ic->inputs[1].rank))
         return ic->host->set_error(POPC_EINVAL,
-                                   "%s '%s': dY %s must have X's shape %s",
-                                   op, ic->node_name,
-                                   opsu_dims(&ic->inputs[0], s1),
+                                   "%s '%s': dY %s must have X's shape %s", op,
+                                   ic->node_name, opsu_dims(&ic->inputs[0], s1),
                                    opsu_dims(&ic->inputs[1], s2));
     opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
     for (int i = 1; i < ic->n_outputs && i < 3; i++)
@@ -315,11 +314,11 @@ static popc_status bng_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* ---- LayerNormalization ------------------------------------------------------ */
+/* ---- LayerNormalization -------------------------------------------------- */
 
 typedef struct ln_p {
     int axis;
-    int64_t R, D;          /* rows, normalised size */
+    int64_t R, D; /* rows, normalised size */
     double eps;
 } ln_p;
 
@@ -349,8 +348,8 @@ static popc_status ln_params(const char *op, const char *node,
     for (int i = 0; ok && i < param->rank; i++) {
         int xi = x->rank - param->rank + i;
 
-        ok = xi >= p->axis ? param->dims[i] == x->dims[xi]
-                           : param->dims[i] == 1;
+        ok =
+            xi >= p->axis ? param->dims[i] == x->dims[xi] : param->dims[i] == 1;
     }
     if (!ok)
         return opsu_host->set_error(POPC_EINVAL,
@@ -383,9 +382,9 @@ static popc_status ln_infer(popc_infer_ctx *ic)
         return st;
     if ((st = ln_params(op, ic->node_name, &ic->inputs[0], &ic->inputs[1],
                         "Scale", ic->attrs, &p)) != POPC_OK ||
-        (has_b && (st = ln_params(op, ic->node_name, &ic->inputs[0],
-                                  &ic->inputs[2], "B", ic->attrs, &p)) !=
-                      POPC_OK))
+        (has_b &&
+         (st = ln_params(op, ic->node_name, &ic->inputs[0], &ic->inputs[2], "B",
+                         ic->attrs, &p)) != POPC_OK))
         return st;
     if (popc_attr_int(ic->attrs, "stash_type", 1) != 1)
         return ic->host->set_error(POPC_EUNSUPPORTED,
@@ -418,9 +417,8 @@ static void ln_row_stats(const float *xr, int64_t D, double eps, double *mean,
 static popc_status ln_forward(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *g = kc->inputs[1].data;
-    const float *b = opsu_present(kc->inputs, kc->n_inputs, 2)
-                         ? kc->inputs[2].data
-                         : NULL;
+    const float *b =
+        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *y = kc->outputs[0].data;
     float *mo = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     float *io = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
@@ -474,14 +472,14 @@ static popc_status ln_grad(popc_grad_ctx *gc)
 
     if ((st = opsu_no_grad_output(gc, "LayerNormalization", 1, "Mean")) !=
             POPC_OK ||
-        (st = opsu_no_grad_output(gc, "LayerNormalization", 2,
-                                  "InvStdDev")) != POPC_OK)
+        (st = opsu_no_grad_output(gc, "LayerNormalization", 2, "InvStdDev")) !=
+            POPC_OK)
         return st;
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     a[0] = opsu_attr_int("axis", popc_attr_int(gc->attrs, "axis", -1));
-    a[1] = opsu_attr_float("epsilon",
-                           popc_attr_float(gc->attrs, "epsilon", 1e-5));
+    a[1] =
+        opsu_attr_float("epsilon", popc_attr_float(gc->attrs, "epsilon", 1e-5));
     if (gc->n_outputs >= 3 && gc->outputs[1] >= 0 && gc->outputs[2] >= 0) {
         stats[1] = gc->outputs[1];
         stats[2] = gc->outputs[2];
@@ -497,9 +495,8 @@ static popc_status ln_grad(popc_grad_ctx *gc)
     in[2] = gc->inputs[1];
     in[3] = stats[1];
     in[4] = stats[2];
-    if ((st = gc->host->grad_add_node(gc, "popc", "LayerNormalizationGrad",
-                                      in, 5, out, has_b ? 3 : 2, a, 1)) !=
-        POPC_OK)
+    if ((st = gc->host->grad_add_node(gc, "popc", "LayerNormalizationGrad", in,
+                                      5, out, has_b ? 3 : 2, a, 1)) != POPC_OK)
         return st;
     gc->input_grads[0] = out[0];
     gc->input_grads[1] = out[1];
@@ -509,7 +506,7 @@ static popc_status ln_grad(popc_grad_ctx *gc)
 }
 
 /* ---- LayerNormalizationGrad: (dY, X, Scale, Mean, InvStdDev) -> dX, dScale,
-** dB ------------------------------------------------------------------------ */
+** dB --------------------------------------------------------------------- */
 
 static popc_status lng_infer(popc_infer_ctx *ic)
 {
@@ -528,11 +525,9 @@ static popc_status lng_infer(popc_infer_ctx *ic)
     if (ic->inputs[0].rank != x->rank ||
         memcmp(ic->inputs[0].dims, x->dims,
                sizeof x->dims[0] * (size_t)x->rank))
-        return ic->host->set_error(POPC_EINVAL,
-                                   "%s '%s': dY %s must have X's shape %s",
-                                   op, ic->node_name,
-                                   opsu_dims(&ic->inputs[0], s1),
-                                   opsu_dims(x, s2));
+        return ic->host->set_error(
+            POPC_EINVAL, "%s '%s': dY %s must have X's shape %s", op,
+            ic->node_name, opsu_dims(&ic->inputs[0], s1), opsu_dims(x, s2));
     for (int i = 3; i < 5; i++)
         if (popc_view_numel(&ic->inputs[i]) != p.R)
             return ic->host->set_error(POPC_EINVAL,
@@ -561,8 +556,8 @@ static popc_status lng_forward(const popc_kernel_ctx *kc)
     int64_t lo, hi;
     popc_status st;
 
-    if ((st = ln_params("LayerNormalizationGrad", kc->node_name,
-                        &kc->inputs[1], NULL, NULL, kc->attrs, &p)) != POPC_OK)
+    if ((st = ln_params("LayerNormalizationGrad", kc->node_name, &kc->inputs[1],
+                        NULL, NULL, kc->attrs, &p)) != POPC_OK)
         return st;
     /* rows of dX */
     opsu_range(p.R, kc->part, kc->n_parts, &lo, &hi);
@@ -629,8 +624,10 @@ static const popc_op_def norm_ops[] = {
         .domain = "ai.onnx",
         .name = "BatchNormalization",
         .since_version = 15,
-        .min_inputs = 5, .max_inputs = 5,
-        .min_outputs = 1, .max_outputs = 3,
+        .min_inputs = 5,
+        .max_inputs = 5,
+        .min_outputs = 1,
+        .max_outputs = 3,
         .flags = POPC_OP_SPLIT,
         .infer = bn_infer,
         .forward = bn_forward,
@@ -643,8 +640,10 @@ static const popc_op_def norm_ops[] = {
         .domain = "ai.onnx",
         .name = "LayerNormalization",
         .since_version = 17,
-        .min_inputs = 2, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 3,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 3,
         .flags = POPC_OP_SPLIT,
         .infer = ln_infer,
         .forward = ln_forward,
@@ -657,8 +656,10 @@ static const popc_op_def norm_ops[] = {
         .domain = "popc",
         .name = "BatchNormalizationGrad",
         .since_version = 1,
-        .min_inputs = 3, .max_inputs = 3,
-        .min_outputs = 1, .max_outputs = 3,
+        .min_inputs = 3,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 3,
         .flags = POPC_OP_SPLIT,
         .infer = bng_infer,
         .forward = bng_forward,
@@ -670,8 +671,10 @@ static const popc_op_def norm_ops[] = {
         .domain = "popc",
         .name = "LayerNormalizationGrad",
         .since_version = 1,
-        .min_inputs = 5, .max_inputs = 5,
-        .min_outputs = 1, .max_outputs = 3,
+        .min_inputs = 5,
+        .max_inputs = 5,
+        .min_outputs = 1,
+        .max_outputs = 3,
         .flags = POPC_OP_SPLIT,
         .infer = lng_infer,
         .forward = lng_forward,

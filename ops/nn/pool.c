@@ -22,8 +22,8 @@ typedef struct pool_p {
 } pool_p;
 
 static popc_status pool_geom(const char *op, const char *node,
-                             const popc_attrs *attrs, const int64_t *xd,
-                             int xr, int is_max, pool_p *p)
+                             const popc_attrs *attrs, const int64_t *xd, int xr,
+                             int is_max, pool_p *p)
 {
     char sx[OPSU_DIMS_LEN];
     int64_t d[2];
@@ -125,7 +125,7 @@ static int64_t window_argmax(const nn_window *w, const float *xp, int64_t oh,
     return at;
 }
 
-/* ---- MaxPool -------------------------------------------------------------- */
+/* ---- MaxPool ------------------------------------------------------------- */
 
 static popc_status maxpool_infer(popc_infer_ctx *ic)
 {
@@ -136,9 +136,8 @@ static popc_status maxpool_infer(popc_infer_ctx *ic)
 
     if ((st = opsu_want_f32(ic, "MaxPool", 0, "input X")) != POPC_OK)
         return st;
-    if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs,
-                        ic->inputs[0].dims, ic->inputs[0].rank, 1, &p)) !=
-        POPC_OK)
+    if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs, ic->inputs[0].dims,
+                        ic->inputs[0].rank, 1, &p)) != POPC_OK)
         return st;
     pool_out_dims(&p, d, &r);
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
@@ -156,9 +155,8 @@ static popc_status maxpool_forward(const popc_kernel_ctx *kc)
     int64_t lo, hi;
     popc_status st;
 
-    if ((st = pool_geom("MaxPool", kc->node_name, kc->attrs,
-                        kc->inputs[0].dims, kc->inputs[0].rank, 1, &p)) !=
-        POPC_OK)
+    if ((st = pool_geom("MaxPool", kc->node_name, kc->attrs, kc->inputs[0].dims,
+                        kc->inputs[0].rank, 1, &p)) != POPC_OK)
         return st;
     opsu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
@@ -196,9 +194,8 @@ static popc_status maxpool_cost(const popc_infer_ctx *ic, popc_cost *c)
     pool_p p;
     popc_status st;
 
-    if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs,
-                        ic->inputs[0].dims, ic->inputs[0].rank, 1, &p)) !=
-        POPC_OK)
+    if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs, ic->inputs[0].dims,
+                        ic->inputs[0].rank, 1, &p)) != POPC_OK)
         return st;
     return pool_cost_common(ic, &p, c);
 }
@@ -215,8 +212,8 @@ static popc_status maxpool_grad(popc_grad_ctx *gc)
         return st;
     if (gc->output_grads[0] < 0)
         return POPC_OK;
-    if ((st = pool_geom("MaxPool", gc->node_name, gc->attrs, xi->dims,
-                        xi->rank, 1, &p)) != POPC_OK)
+    if ((st = pool_geom("MaxPool", gc->node_name, gc->attrs, xi->dims, xi->rank,
+                        1, &p)) != POPC_OK)
         return st;
     na = nn_window_attrs_make(&p.w, p.ceil_mode, &wa);
     in[0] = gc->inputs[0];
@@ -225,7 +222,7 @@ static popc_status maxpool_grad(popc_grad_ctx *gc)
                       &gc->input_grads[0]);
 }
 
-/* ---- MaxPoolGrad: dX from X and dY ----------------------------------------- */
+/* ---- MaxPoolGrad: dX from X and dY --------------------------------------- */
 
 static popc_status mpg_infer(popc_infer_ctx *ic)
 {
@@ -290,7 +287,7 @@ static popc_status mpg_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* ---- AveragePool ------------------------------------------------------------ */
+/* ---- AveragePool --------------------------------------------------------- */
 
 /* One window's clipped span and torch's divisor. */
 static void avg_window(const nn_window *w, int cip, int64_t oh, int64_t ow,
@@ -357,9 +354,9 @@ static popc_status avgpool_forward(const popc_kernel_ctx *kc)
                 for (int64_t ih = h0; ih < h1; ih++)
                     for (int64_t iw = w0; iw < w1; iw++)
                         s += xp[ih * p.w.W + iw];
-                yp[oh * p.w.OW + ow] =
-                    div > 0 && h0 < h1 && w0 < w1 ? (float)(s / (double)div)
-                                                  : 0.0f;
+                yp[oh * p.w.OW + ow] = div > 0 && h0 < h1 && w0 < w1
+                                           ? (float)(s / (double)div)
+                                           : 0.0f;
             }
     }
     return POPC_OK;
@@ -396,11 +393,11 @@ static popc_status avgpool_grad(popc_grad_ctx *gc)
     a[na++] = opsu_attr_int("count_include_pad",
                             popc_attr_int(gc->attrs, "count_include_pad", 0));
     a[na++] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
-    return opsu_node1(gc, "popc", "AveragePoolGrad", &gc->output_grads[0], 1,
-                      a, na, &gc->input_grads[0]);
+    return opsu_node1(gc, "popc", "AveragePoolGrad", &gc->output_grads[0], 1, a,
+                      na, &gc->input_grads[0]);
 }
 
-/* ---- AveragePoolGrad: dX from dY (attr input_shape) ------------------------- */
+/* ---- AveragePoolGrad: dX from dY (attr input_shape) ---------------------- */
 
 static popc_status apg_params(const char *node, const popc_view *dy,
                               const popc_attrs *attrs, int64_t *xd, int *xr,
@@ -483,14 +480,14 @@ static popc_status apg_cost(const popc_infer_ctx *ic, popc_cost *c)
     if ((st = apg_params(ic->node_name, &ic->inputs[0], ic->attrs, xd, &xr,
                          &p)) != POPC_OK)
         return st;
-    c->flops = (double)p.N * (double)p.C * (double)p.P *
-               (double)(p.w.kh * p.w.kw);
+    c->flops =
+        (double)p.N * (double)p.C * (double)p.P * (double)(p.w.kh * p.w.kw);
     c->bytes = 4.0 * (double)p.N * (double)p.C * (double)(p.P + p.HW);
     c->temp_bytes = 0;
     return POPC_OK;
 }
 
-/* ---- GlobalAveragePool ---------------------------------------------------- */
+/* ---- GlobalAveragePool --------------------------------------------------- */
 
 static popc_status gap_infer(popc_infer_ctx *ic)
 {
@@ -499,8 +496,7 @@ static popc_status gap_infer(popc_infer_ctx *ic)
     int64_t d[POPC_MAX_RANK];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "GlobalAveragePool", 0, "input X")) !=
-        POPC_OK)
+    if ((st = opsu_want_f32(ic, "GlobalAveragePool", 0, "input X")) != POPC_OK)
         return st;
     if (x->rank < 3)
         return ic->host->set_error(POPC_EINVAL,
@@ -541,11 +537,11 @@ static popc_status gap_grad(popc_grad_ctx *gc)
 
     if (gc->output_grads[0] < 0)
         return POPC_OK;
-    return opsu_node1(gc, "popc", "GlobalAveragePoolGrad",
-                      &gc->output_grads[0], 1, &a, 1, &gc->input_grads[0]);
+    return opsu_node1(gc, "popc", "GlobalAveragePoolGrad", &gc->output_grads[0],
+                      1, &a, 1, &gc->input_grads[0]);
 }
 
-/* ---- GlobalAveragePoolGrad: dX from dY (attr input_shape) -------------------- */
+/* ---- GlobalAveragePoolGrad: dX from dY (attr input_shape) ---------------- */
 
 static popc_status gapg_infer(popc_infer_ctx *ic)
 {
@@ -598,8 +594,10 @@ static const popc_op_def pool_ops[] = {
         .domain = "ai.onnx",
         .name = "MaxPool",
         .since_version = 12,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 2,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 2,
         .flags = POPC_OP_SPLIT,
         .infer = maxpool_infer,
         .forward = maxpool_forward,
@@ -612,8 +610,10 @@ static const popc_op_def pool_ops[] = {
         .domain = "ai.onnx",
         .name = "AveragePool",
         .since_version = 11,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = avgpool_infer,
         .forward = avgpool_forward,
@@ -626,8 +626,10 @@ static const popc_op_def pool_ops[] = {
         .domain = "ai.onnx",
         .name = "GlobalAveragePool",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = gap_infer,
         .forward = gap_forward,
@@ -639,8 +641,10 @@ static const popc_op_def pool_ops[] = {
         .domain = "popc",
         .name = "MaxPoolGrad",
         .since_version = 1,
-        .min_inputs = 2, .max_inputs = 2,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 2,
+        .max_inputs = 2,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = mpg_infer,
         .forward = mpg_forward,
@@ -652,8 +656,10 @@ static const popc_op_def pool_ops[] = {
         .domain = "popc",
         .name = "AveragePoolGrad",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = apg_infer,
         .forward = apg_forward,
@@ -665,8 +671,10 @@ static const popc_op_def pool_ops[] = {
         .domain = "popc",
         .name = "GlobalAveragePoolGrad",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = gapg_infer,
         .forward = gapg_forward,

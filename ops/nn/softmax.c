@@ -143,8 +143,8 @@ static popc_status sm_infer_common(popc_infer_ctx *ic, const char *op)
     return POPC_OK;
 }
 
-static popc_status sm_forward_common(const popc_kernel_ctx *kc,
-                                     const char *op, int mode)
+static popc_status sm_forward_common(const popc_kernel_ctx *kc, const char *op,
+                                     int mode)
 {
     const float *x = kc->inputs[0].data;
     float *y = kc->outputs[0].data;
@@ -220,7 +220,7 @@ static popc_status logsoftmax_grad(popc_grad_ctx *gc)
     return sm_grad_common(gc, "LogSoftmaxGrad");
 }
 
-/* ---- SoftmaxGrad / LogSoftmaxGrad: (dY, Y) -> dX ------------------------------ */
+/* ---- SoftmaxGrad / LogSoftmaxGrad: (dY, Y) -> dX ------------------------- */
 
 static popc_status smg_infer_common(popc_infer_ctx *ic, const char *op)
 {
@@ -235,16 +235,15 @@ static popc_status smg_infer_common(popc_infer_ctx *ic, const char *op)
         return st;
     if (g->rank != y->rank ||
         memcmp(g->dims, y->dims, sizeof g->dims[0] * (size_t)g->rank))
-        return ic->host->set_error(POPC_EINVAL,
-                                   "%s '%s': dY %s must have Y's shape %s",
-                                   op, ic->node_name, opsu_dims(g, s1),
-                                   opsu_dims(y, s2));
+        return ic->host->set_error(
+            POPC_EINVAL, "%s '%s': dY %s must have Y's shape %s", op,
+            ic->node_name, opsu_dims(g, s1), opsu_dims(y, s2));
     opsu_set_like(&ic->outputs[0], y);
     return POPC_OK;
 }
 
-static void smg_block(const float *g, const float *y, float *dx,
-                      const sm_p *p, int64_t l0, int64_t w, int mode)
+static void smg_block(const float *g, const float *y, float *dx, const sm_p *p,
+                      int64_t l0, int64_t w, int mode)
 {
     int64_t o = l0 / p->inner, i0 = l0 % p->inner;
     int64_t base = o * p->n * p->inner + i0;
@@ -265,14 +264,13 @@ static void smg_block(const float *g, const float *y, float *dx,
         float *dr = dx + base + k * p->inner;
 
         for (int64_t i = 0; i < w; i++)
-            dr[i] = mode == SM_SOFTMAX
-                        ? yr[i] * (gr[i] - (float)sum[i])
-                        : gr[i] - expf(yr[i]) * (float)sum[i];
+            dr[i] = mode == SM_SOFTMAX ? yr[i] * (gr[i] - (float)sum[i])
+                                       : gr[i] - expf(yr[i]) * (float)sum[i];
     }
 }
 
-static popc_status smg_forward_common(const popc_kernel_ctx *kc,
-                                      const char *op, int mode)
+static popc_status smg_forward_common(const popc_kernel_ctx *kc, const char *op,
+                                      int mode)
 {
     const float *g = kc->inputs[0].data, *y = kc->inputs[1].data;
     float *dx = kc->outputs[0].data;
@@ -326,24 +324,22 @@ static popc_status smg_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-#define SM_DEF(NAME, DOMAIN, VER, N_IN, INFER, FWD, GRAD, COST, DOC)         \
-    {                                                                       \
-        .size = sizeof(popc_op_def), .domain = DOMAIN, .name = NAME,        \
-        .since_version = VER, .min_inputs = N_IN, .max_inputs = N_IN,       \
-        .min_outputs = 1, .max_outputs = 1, .flags = POPC_OP_SPLIT,         \
-        .infer = INFER, .forward = FWD, .grad = GRAD, .cost = COST,         \
-        .doc = DOC,                                                         \
+#define SM_DEF(NAME, DOMAIN, VER, N_IN, INFER, FWD, GRAD, COST, DOC)           \
+    {                                                                          \
+        .size = sizeof(popc_op_def), .domain = DOMAIN, .name = NAME,           \
+        .since_version = VER, .min_inputs = N_IN, .max_inputs = N_IN,          \
+        .min_outputs = 1, .max_outputs = 1, .flags = POPC_OP_SPLIT,            \
+        .infer = INFER, .forward = FWD, .grad = GRAD, .cost = COST,            \
+        .doc = DOC,                                                            \
     }
 
 static const popc_op_def softmax_ops[] = {
     SM_DEF("Softmax", "ai.onnx", 13, 1, softmax_infer, softmax_forward,
            softmax_grad, sm_cost, "softmax along one axis"),
-    SM_DEF("LogSoftmax", "ai.onnx", 13, 1, logsoftmax_infer,
-           logsoftmax_forward, logsoftmax_grad, sm_cost,
-           "log-softmax along one axis"),
-    SM_DEF("SoftmaxGrad", "popc", 1, 2, softmaxgrad_infer,
-           softmaxgrad_forward, NULL, smg_cost,
-           "Softmax input gradient (dY, Y)"),
+    SM_DEF("LogSoftmax", "ai.onnx", 13, 1, logsoftmax_infer, logsoftmax_forward,
+           logsoftmax_grad, sm_cost, "log-softmax along one axis"),
+    SM_DEF("SoftmaxGrad", "popc", 1, 2, softmaxgrad_infer, softmaxgrad_forward,
+           NULL, smg_cost, "Softmax input gradient (dY, Y)"),
     SM_DEF("LogSoftmaxGrad", "popc", 1, 2, logsoftmaxgrad_infer,
            logsoftmaxgrad_forward, NULL, smg_cost,
            "LogSoftmax input gradient (dY, Y)"),

@@ -47,9 +47,9 @@ void nn_tiles_plan(int64_t batch, int64_t M, int64_t N, int64_t K,
 }
 
 void nn_sgemm_tile(const nn_tiles *t, int64_t tile, int trans_a, int trans_b,
-                   int64_t M, int64_t N, int64_t K, float alpha,
-                   const float *A, int64_t lda, const float *B, int64_t ldb,
-                   float beta, float *C, int64_t ldc)
+                   int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
 {
     int64_t lo = tile * t->blk;
     int64_t hi = lo + t->blk;

@@ -75,8 +75,8 @@ void opsu_set_like(popc_view *dst, const popc_view *src)
     opsu_set(dst, src->dtype, src->dims, src->rank);
 }
 
-popc_status opsu_axis(const char *op, const char *node, int64_t axis,
-                      int rank, int *out)
+popc_status opsu_axis(const char *op, const char *node, int64_t axis, int rank,
+                      int *out)
 {
     int64_t a = axis < 0 ? axis + rank : axis;
 
@@ -163,8 +163,7 @@ popc_status opsu_node1(popc_grad_ctx *gc, const char *domain, const char *op,
                                    attrs, n_attrs);
 }
 
-popc_status opsu_const_i64(popc_grad_ctx *gc, const int64_t *v, int n,
-                           int *out)
+popc_status opsu_const_i64(popc_grad_ctx *gc, const int64_t *v, int n, int *out)
 {
     popc_view view;
     int64_t copy[POPC_MAX_RANK];
@@ -241,8 +240,8 @@ popc_status opsu_scale(popc_grad_ctx *gc, int value, double s, int *out)
     return opsu_node1(gc, NULL, "Mul", in, 2, NULL, 0, out);
 }
 
-popc_status opsu_no_grad_output(const popc_grad_ctx *gc, const char *op,
-                                int j, const char *what)
+popc_status opsu_no_grad_output(const popc_grad_ctx *gc, const char *op, int j,
+                                const char *what)
 {
     if (j >= gc->n_outputs || gc->output_grads[j] < 0)
         return POPC_OK;
@@ -265,7 +264,7 @@ void opsu_copy_share(const popc_kernel_ctx *kc)
         nb = popc_view_nbytes(x);
         opsu_range((int64_t)nb, kc->part, kc->n_parts, &lo, &hi);
         if (hi > lo && kc->outputs[i].data != x->data)
-            memcpy((char *)kc->outputs[i].data + lo,
-                   (const char *)x->data + lo, (size_t)(hi - lo));
+            memcpy((char *)kc->outputs[i].data + lo, (const char *)x->data + lo,
+                   (size_t)(hi - lo));
     }
 }

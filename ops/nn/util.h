@@ -46,8 +46,8 @@ void opsu_set(popc_view *dst, popc_dtype dt, const int64_t *dims, int rank);
 
 /* Normalises axis into [0, rank) (ONNX negative axes); POPC_EINVAL naming
 ** op, node and the bad value otherwise. */
-popc_status opsu_axis(const char *op, const char *node, int64_t axis,
-                      int rank, int *out);
+popc_status opsu_axis(const char *op, const char *node, int64_t axis, int rank,
+                      int *out);
 
 /* Loss reductions, as torch.nn.functional spells them. */
 enum { OPSU_RED_NONE = 0, OPSU_RED_SUM, OPSU_RED_MEAN };
@@ -87,8 +87,8 @@ popc_status opsu_scale(popc_grad_ctx *gc, int value, double s, int *out);
 
 /* Refuses a gradient flowing into output j of a node whose grad builder
 ** cannot propagate it. */
-popc_status opsu_no_grad_output(const popc_grad_ctx *gc, const char *op,
-                                int j, const char *what);
+popc_status opsu_no_grad_output(const popc_grad_ctx *gc, const char *op, int j,
+                                const char *what);
 
 /* Identity kernel share: copies input i to output i for every output,
 ** bytes split over the parts. */

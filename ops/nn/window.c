@@ -14,9 +14,8 @@
 
 /* Reads an ints attribute of exactly n values (default def when absent). */
 static popc_status read_ints(const char *op, const char *node,
-                             const popc_attrs *attrs, const char *name,
-                             int n, int sp, int64_t def, int64_t min,
-                             int64_t *out)
+                             const popc_attrs *attrs, const char *name, int n,
+                             int sp, int64_t def, int64_t min, int64_t *out)
 {
     int64_t got = popc_attr_ints(attrs, name, out, n);
 
@@ -45,8 +44,7 @@ static popc_status read_ints(const char *op, const char *node,
 /* Output length of one spatial dim; 0 with a message when impossible. */
 static popc_status out_len(const char *op, const char *node, const char *dim,
                            int64_t in, int64_t k, int64_t s, int64_t d,
-                           int64_t p0, int64_t p1, int ceil_mode,
-                           int64_t *out)
+                           int64_t p0, int64_t p1, int ceil_mode, int64_t *out)
 {
     int64_t dk = d * (k - 1) + 1;
     int64_t num = in + p0 + p1 - dk;
@@ -59,10 +57,10 @@ static popc_status out_len(const char *op, const char *node, const char *dim,
                                     "but the padded input has only %lld "
                                     "(size %lld, pads %lld + %lld); use a "
                                     "smaller kernel or more padding",
-                                    op, node, dim, (long long)dk,
-                                    (long long)k, (long long)d,
-                                    (long long)(in + p0 + p1), (long long)in,
-                                    (long long)p0, (long long)p1);
+                                    op, node, dim, (long long)dk, (long long)k,
+                                    (long long)d, (long long)(in + p0 + p1),
+                                    (long long)in, (long long)p0,
+                                    (long long)p1);
     if (ceil_mode) {
         n = (num + s - 1) / s + 1;
         if ((n - 1) * s >= in + p0)
@@ -75,9 +73,9 @@ static popc_status out_len(const char *op, const char *node, const char *dim,
 }
 
 popc_status nn_window_parse(const char *op, const char *node,
-                            const popc_attrs *attrs, int sp,
-                            const int64_t *in, const int64_t *kdims,
-                            int ceil_ok, int is_pool, nn_window *w)
+                            const popc_attrs *attrs, int sp, const int64_t *in,
+                            const int64_t *kdims, int ceil_ok, int is_pool,
+                            nn_window *w)
 {
     int64_t k[2], s[2], d[2], p[4];
     const char *auto_pad = popc_attr_string(attrs, "auto_pad", "NOTSET");
@@ -106,8 +104,7 @@ popc_status nn_window_parse(const char *op, const char *node,
                     POPC_EINVAL,
                     "%s '%s': kernel_shape %s disagrees with the weight's "
                     "spatial shape %s; drop kernel_shape or fix it",
-                    op, node, opsu_dims_n(k, sp, a),
-                    opsu_dims_n(kdims, sp, b));
+                    op, node, opsu_dims_n(k, sp, a), opsu_dims_n(kdims, sp, b));
             }
         for (int i = 0; i < sp; i++)
             k[i] = kdims[i];
@@ -124,7 +121,8 @@ popc_status nn_window_parse(const char *op, const char *node,
                                         "%s '%s': kernel_shape[%d] is %lld; "
                                         "it must be at least 1",
                                         op, node, i, (long long)k[i]);
-    if ((st = read_ints(op, node, attrs, "strides", sp, sp, 1, 1, s)) != POPC_OK)
+    if ((st = read_ints(op, node, attrs, "strides", sp, sp, 1, 1, s)) !=
+        POPC_OK)
         return st;
     if ((st = read_ints(op, node, attrs, "dilations", sp, sp, 1, 1, d)) !=
         POPC_OK)
@@ -196,12 +194,11 @@ popc_status nn_window_parse(const char *op, const char *node,
     if ((st = out_len(op, node, "height", w->H, w->kh, w->sh, w->dh, w->pt,
                       w->pb, (int)ceil_mode, &w->OH)) != POPC_OK)
         return st;
-    return out_len(op, node, "width", w->W, w->kw, w->sw, w->dw, w->pl,
-                   w->pr, (int)ceil_mode, &w->OW);
+    return out_len(op, node, "width", w->W, w->kw, w->sw, w->dw, w->pl, w->pr,
+                   (int)ceil_mode, &w->OW);
 }
 
-int nn_window_attrs_make(const nn_window *w, int ceil_mode,
-                         nn_window_attrs *st)
+int nn_window_attrs_make(const nn_window *w, int ceil_mode, nn_window_attrs *st)
 {
     int sp = w->sp;
     int n = 0;

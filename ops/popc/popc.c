@@ -54,7 +54,7 @@ static popc_status il_reduction(const char *op, const char *node,
     return POPC_OK;
 }
 
-/* ---- IdentityLoss ----------------------------------------------------------- */
+/* ---- IdentityLoss -------------------------------------------------------- */
 
 static popc_status il_infer(popc_infer_ctx *ic)
 {
@@ -116,7 +116,7 @@ static popc_status il_grad(popc_grad_ctx *gc)
                       a, 2, &gc->input_grads[0]);
 }
 
-/* ---- IdentityLossGrad: scalar dL -> dx of attr shape ---------------------- */
+/* ---- IdentityLossGrad: scalar dL -> dx of attr shape --------------------- */
 
 static popc_status ilg_infer(popc_infer_ctx *ic)
 {
@@ -136,8 +136,7 @@ static popc_status ilg_infer(popc_infer_ctx *ic)
                                    "IdentityLossGrad '%s': needs a scalar dL "
                                    "(got %s), attribute shape and reduction "
                                    "sum or mean",
-                                   ic->node_name,
-                                   opsu_dims(&ic->inputs[0], s));
+                                   ic->node_name, opsu_dims(&ic->inputs[0], s));
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, (int)r);
     return POPC_OK;
 }
@@ -161,7 +160,7 @@ static popc_status ilg_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
-/* ---- identities ---------------------------------------------------------------- */
+/* ---- identities ---------------------------------------------------------- */
 
 static popc_status id_infer(popc_infer_ctx *ic)
 {
@@ -169,8 +168,7 @@ static popc_status id_infer(popc_infer_ctx *ic)
         return ic->host->set_error(POPC_EINVAL,
                                    "'%s': %d inputs but %d outputs; an "
                                    "identity needs one output per input",
-                                   ic->node_name, ic->n_inputs,
-                                   ic->n_outputs);
+                                   ic->node_name, ic->n_inputs, ic->n_outputs);
     for (int i = 0; i < ic->n_inputs; i++)
         opsu_set_like(&ic->outputs[i], &ic->inputs[i]);
     return POPC_OK;
@@ -199,7 +197,7 @@ static popc_status id_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* ---- IpuPrintTensor ----------------------------------------------------------- */
+/* ---- IpuPrintTensor ------------------------------------------------------ */
 
 /* Plugins cannot call popc_f16_to_f32; this is the same conversion. */
 static float half_to_float(uint16_t h)
@@ -303,8 +301,8 @@ static popc_status print_forward(const popc_kernel_ctx *kc)
         if (x->rank == 0)
             put_elem(&b, x, 0, digits);
         else
-            put_dim(&b, x, 0, 0, popc_view_numel(x) > thr,
-                    edge > 0 ? edge : 1, digits);
+            put_dim(&b, x, 0, 0, popc_view_numel(x) > thr, edge > 0 ? edge : 1,
+                    digits);
         if (b.len + 1 >= b.cap)
             memcpy(text + sizeof text - 5, "...", 4);
         kc->host->log_msg(POPC_LOG_INFO, "%s", text);
@@ -328,8 +326,8 @@ static popc_status print_grad(popc_grad_ctx *gc)
     snprintf(gtitle, sizeof gtitle, "%s_gradient",
              title[0] ? title : gc->node_name);
     a = opsu_attr_string("title", gtitle);
-    return opsu_node1(gc, "popc", "IpuPrintTensor", &gc->output_grads[0], 1,
-                      &a, 1, &gc->input_grads[0]);
+    return opsu_node1(gc, "popc", "IpuPrintTensor", &gc->output_grads[0], 1, &a,
+                      1, &gc->input_grads[0]);
 }
 
 static const popc_op_def popc_ops[] = {
@@ -338,8 +336,10 @@ static const popc_op_def popc_ops[] = {
         .domain = "popc",
         .name = "IdentityLoss",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_LOSS,
         .infer = il_infer,
         .forward = il_forward,
@@ -351,8 +351,10 @@ static const popc_op_def popc_ops[] = {
         .domain = "popc",
         .name = "IdentityLossGrad",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT,
         .infer = ilg_infer,
         .forward = ilg_forward,
@@ -363,8 +365,10 @@ static const popc_op_def popc_ops[] = {
         .domain = "popc",
         .name = "IpuPrintTensor",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT | POPC_OP_NOFOLD,
         .infer = id_infer,
         .forward = print_forward,
@@ -377,8 +381,10 @@ static const popc_op_def popc_ops[] = {
         .domain = "popc",
         .name = "Nop",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 1,
-        .min_outputs = 1, .max_outputs = 1,
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
         .flags = POPC_OP_SPLIT | POPC_OP_NOFOLD,
         .infer = id_infer,
         .forward = id_forward,
@@ -391,8 +397,10 @@ static const popc_op_def popc_ops[] = {
         .domain = "popc",
         .name = "RecomputationCheckpoint",
         .since_version = 1,
-        .min_inputs = 1, .max_inputs = 64,
-        .min_outputs = 1, .max_outputs = 64,
+        .min_inputs = 1,
+        .max_inputs = 64,
+        .min_outputs = 1,
+        .max_outputs = 64,
         .flags = POPC_OP_SPLIT,
         .infer = id_infer,
         .forward = id_forward,

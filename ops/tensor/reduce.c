@@ -16,8 +16,27 @@
 
 /* ---- geometry ------------------------------------------------------------- */
 
-void top_reduce_geom_init(top_reduce_geom *g, const popc_view *in,
-                          const uint8_t *reduce)
+/* An input seen as alternating kept and reduced dims: size-1 dims dropped,
+** neighbours of the same kind merged. */
+typedef struct reduce_geom {
+    int n_keep, n_red;
+    int64_t keep_dims[POPC_MAX_RANK], keep_stride[POPC_MAX_RANK];
+    int64_t red_dims[POPC_MAX_RANK], red_stride[POPC_MAX_RANK];
+    int inner_reduced;          /* the innermost input dim is reduced */
+    int64_t n_out, n_red_elems;
+} reduce_geom;
+
+/* Resolved reduction axes: reduce[d] for d < in->rank, and the output
+** shape (keepdims or not). *noop when the op is the identity
+** (noop_with_empty_axes with no axes). */
+typedef struct reduce_spec {
+    uint8_t reduce[POPC_MAX_RANK];
+    int keepdims, noop;
+    int64_t count;              /* elements reduced into each output */
+} reduce_spec;
+
+static void geom_init(reduce_geom *g, const popc_view *in,
+                      const uint8_t *reduce)
 {
     int last_kind = -1;
 
@@ -57,11 +76,12 @@ void top_reduce_geom_init(top_reduce_geom *g, const popc_view *in,
     g->inner_reduced = last_kind == 1;
 }
 
-popc_status top_reduce_spec_init(const popc_host *h, const char *op,
-                                 const char *node, const popc_view *in,
-                                 const int64_t *axes, int n, int keepdims,
-                                 int noop_with_empty, top_reduce_spec *spec,
-                                 popc_view *out)
+/* axes: an explicit list (n >= 0), or n < 0 when none is given. */
+static popc_status spec_init(const popc_host *h, const char *op,
+                             const char *node, const popc_view *in,
+                             const int64_t *axes, int n, int keepdims,
+                             int noop_with_empty, reduce_spec *spec,
+                             popc_view *out)
 {
     memset(spec, 0, sizeof *spec);
     spec->keepdims = keepdims;
@@ -126,7 +146,7 @@ static inline double combine(int kind, double acc, double v)
 }
 
 /* Offset of the input element of output index o (row-major over kept). */
-static int64_t keep_offset(const top_reduce_geom *g, int64_t o)
+static int64_t keep_offset(const reduce_geom *g, int64_t o)
 {
     int64_t off = 0;
 
@@ -138,7 +158,7 @@ static int64_t keep_offset(const top_reduce_geom *g, int64_t o)
 }
 
 /* Next reduced multi-index; returns the offset step, 0 at the end. */
-static int red_next(const top_reduce_geom *g, int64_t *idx, int64_t *off,
+static int red_next(const reduce_geom *g, int64_t *idx, int64_t *off,
                     int upto)
 {
     for (int d = upto - 1; d >= 0; d--) {
@@ -153,7 +173,7 @@ static int red_next(const top_reduce_geom *g, int64_t *idx, int64_t *off,
 }
 
 /* Reduce outputs [s, e) of in into out (float32 or float16). */
-static void reduce_range(const top_reduce_geom *g, int kind, double scale,
+static void reduce_range(const reduce_geom *g, int kind, double scale,
                          const popc_view *in, const popc_view *out, int64_t s,
                          int64_t e)
 {
@@ -250,7 +270,7 @@ static popc_status red_axes(const popc_host *h, const char *op,
 
 static popc_status red_spec(const popc_host *h, int kind, const char *node,
                             const popc_view *in, int n_in,
-                            const popc_attrs *attrs, top_reduce_spec *spec,
+                            const popc_attrs *attrs, reduce_spec *spec,
                             popc_view *out)
 {
     const char *op = red_names[kind];
@@ -264,7 +284,7 @@ static popc_status red_spec(const popc_host *h, int kind, const char *node,
                          popc_dtype_name(in[0].dtype));
     if ((st = red_axes(h, op, node, in, n_in, attrs, axes, &n)) != POPC_OK)
         return st;
-    return top_reduce_spec_init(
+    return spec_init(
         h, op, node, &in[0], axes, n,
         (int)popc_attr_int(attrs, "keepdims", 1),
         (int)popc_attr_int(attrs, "noop_with_empty_axes", 0), spec, out);
@@ -272,7 +292,7 @@ static popc_status red_spec(const popc_host *h, int kind, const char *node,
 
 static popc_status red_infer(popc_infer_ctx *ic, int kind)
 {
-    top_reduce_spec spec;
+    reduce_spec spec;
 
     return red_spec(ic->host, kind, ic->node_name, ic->inputs, ic->n_inputs,
                     ic->attrs, &spec, &ic->outputs[0]);
@@ -280,8 +300,8 @@ static popc_status red_infer(popc_infer_ctx *ic, int kind)
 
 static popc_status red_forward(const popc_kernel_ctx *kc, int kind)
 {
-    top_reduce_spec spec;
-    top_reduce_geom g;
+    reduce_spec spec;
+    reduce_geom g;
     popc_view shape;
     int64_t s, e;
     popc_status st;
@@ -294,7 +314,7 @@ static popc_status red_forward(const popc_kernel_ctx *kc, int kind)
         top_copy_share(kc, &kc->inputs[0], &kc->outputs[0]);
         return POPC_OK;
     }
-    top_reduce_geom_init(&g, &kc->inputs[0], spec.reduce);
+    geom_init(&g, &kc->inputs[0], spec.reduce);
     opu_range(g.n_out, kc->part, kc->n_parts, &s, &e);
     reduce_range(&g, kind, kind == RED_MEAN ? 1.0 / (double)spec.count : 1.0,
                  &kc->inputs[0], &kc->outputs[0], s, e);
@@ -331,50 +351,53 @@ static popc_status reduce_max_forward(const popc_kernel_ctx *kc)
     return red_forward(kc, RED_MAX);
 }
 
+/* The forward's reduction and its output shape with keepdims=1. */
+static popc_status grad_spec(popc_grad_ctx *gc, int kind, reduce_spec *spec,
+                             popc_view *kept)
+{
+    popc_view views[2];
+    int64_t axes[POPC_MAX_RANK];
+    int n;
+    popc_status st;
+
+    memset(kept, 0, sizeof *kept);
+    views[0] = gc->input_info[0];
+    memset(&views[1], 0, sizeof views[1]);
+    if (gc->n_inputs > 1 && gc->inputs[1] >= 0 &&
+        (st = gc->host->value_info(gc, gc->inputs[1], &views[1])) != POPC_OK)
+        return st;
+    if ((st = red_axes(gc->host, red_names[kind], gc->node_name, views,
+                       gc->n_inputs > 1 ? 2 : 1, gc->attrs, axes, &n)) !=
+        POPC_OK)
+        return st;
+    return spec_init(gc->host, red_names[kind], gc->node_name, &views[0],
+                     axes, n, 1,
+                     (int)popc_attr_int(gc->attrs, "noop_with_empty_axes", 0),
+                     spec, kept);
+}
+
 /* Sum and Mean: dY (times 1/count) reshaped to keepdims form and expanded
 ** back to the input's shape. */
 static popc_status red_sum_mean_grad(popc_grad_ctx *gc, int kind)
 {
-    top_reduce_spec spec;
+    reduce_spec spec;
     popc_view kept;
     int g = gc->output_grads[0], in[2];
     popc_status st;
 
     if (g < 0)
         return POPC_OK;
-    memset(&kept, 0, sizeof kept);
-    {
-        popc_view views[2];
-        int64_t axes[POPC_MAX_RANK];
-        int n;
-
-        views[0] = gc->input_info[0];
-        memset(&views[1], 0, sizeof views[1]);
-        if (gc->n_inputs > 1 && gc->inputs[1] >= 0 &&
-            (st = gc->host->value_info(gc, gc->inputs[1], &views[1])) !=
-                POPC_OK)
-            return st;
-        if ((st = red_axes(gc->host, red_names[kind], gc->node_name, views,
-                           gc->n_inputs > 1 ? 2 : 1, gc->attrs, axes, &n)) !=
-            POPC_OK)
-            return st;
-        if ((st = top_reduce_spec_init(
-                 gc->host, red_names[kind], gc->node_name, &views[0], axes, n,
-                 1, (int)popc_attr_int(gc->attrs, "noop_with_empty_axes", 0),
-                 &spec, &kept)) != POPC_OK)
-            return st;
-    }
+    if ((st = grad_spec(gc, kind, &spec, &kept)) != POPC_OK)
+        return st;
     if (kind == RED_MEAN && spec.count != 1) {
-        int scale, pair[2];
+        int pair[2];
 
-        if ((st = opu_grad_scalar(gc, gc->output_info[0].dtype,
-                                  1.0 / (double)spec.count, &scale)) !=
-            POPC_OK)
-            return st;
         pair[0] = g;
-        pair[1] = scale;
-        if ((st = opu_grad_node(gc, NULL, "Mul", pair, 2, NULL, 0, &g)) !=
-            POPC_OK)
+        if ((st = opu_grad_scalar(gc, gc->output_info[0].dtype,
+                                  1.0 / (double)spec.count, &pair[1])) !=
+                POPC_OK ||
+            (st = opu_grad_node(gc, NULL, "Mul", pair, 2, NULL, 0, &g)) !=
+                POPC_OK)
             return st;
     }
     if ((st = opu_grad_reshape(gc, g, &kept, &in[0])) != POPC_OK)
@@ -424,7 +447,7 @@ static popc_status reduce_max_grad(popc_grad_ctx *gc)
 static popc_status max_grad_spec(const popc_host *h, const char *node,
                                  const popc_view *in, int n_in,
                                  const popc_attrs *attrs,
-                                 top_reduce_spec *spec, popc_view *y)
+                                 reduce_spec *spec, popc_view *y)
 {
     popc_view views[2];
 
@@ -437,7 +460,7 @@ static popc_status max_grad_spec(const popc_host *h, const char *node,
 
 static popc_status reduce_max_grad_infer(popc_infer_ctx *ic)
 {
-    top_reduce_spec spec;
+    reduce_spec spec;
     popc_view y;
     const popc_view *in = ic->inputs;
     char a[160], b[160];
@@ -468,8 +491,8 @@ static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
     const popc_view *dy = &kc->inputs[0], *x = &kc->inputs[1];
     const popc_view *y = &kc->inputs[2], *dx = &kc->outputs[0];
     int half = x->dtype == POPC_DTYPE_F16;
-    top_reduce_spec spec;
-    top_reduce_geom g;
+    reduce_spec spec;
+    reduce_geom g;
     popc_view shape;
     int64_t s, e;
     popc_status st;
@@ -483,7 +506,7 @@ static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
         top_copy_share(kc, dy, dx);
         return POPC_OK;
     }
-    top_reduce_geom_init(&g, x, spec.reduce);
+    geom_init(&g, x, spec.reduce);
     opu_range(g.n_out, kc->part, kc->n_parts, &s, &e);
     for (int64_t o = s; o < e; o++) {
         int64_t base = keep_offset(&g, o), idx[POPC_MAX_RANK] = {0}, off = 0;
@@ -559,7 +582,7 @@ static popc_status sum_to_shape_infer(popc_infer_ctx *ic)
 static popc_status sum_to_shape_forward(const popc_kernel_ctx *kc)
 {
     uint8_t reduce[POPC_MAX_RANK] = {0};
-    top_reduce_geom g;
+    reduce_geom g;
     popc_view target;
     int64_t s, e;
     popc_status st;
@@ -567,7 +590,7 @@ static popc_status sum_to_shape_forward(const popc_kernel_ctx *kc)
     if ((st = sum_to_spec(kc->host, kc->node_name, &kc->inputs[0], kc->attrs,
                           &target, reduce)) != POPC_OK)
         return st;
-    top_reduce_geom_init(&g, &kc->inputs[0], reduce);
+    geom_init(&g, &kc->inputs[0], reduce);
     opu_range(g.n_out, kc->part, kc->n_parts, &s, &e);
     reduce_range(&g, RED_SUM, 1.0, &kc->inputs[0], &kc->outputs[0], s, e);
     return POPC_OK;

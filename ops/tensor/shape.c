@@ -23,7 +23,7 @@ void top_copy_share(const popc_kernel_ctx *kc, const popc_view *in,
                (const char *)in->data + (size_t)s * es, (size_t)(e - s) * es);
 }
 
-popc_status top_copy_forward(const popc_kernel_ctx *kc)
+static popc_status copy_forward(const popc_kernel_ctx *kc)
 {
     top_copy_share(kc, &kc->inputs[0], &kc->outputs[0]);
     return POPC_OK;
@@ -40,8 +40,9 @@ popc_status top_copy_forward(const popc_kernel_ctx *kc)
                 o[i] = x[0];                                                \
     } while (0)
 
-void top_broadcast_copy(const popc_kernel_ctx *kc, const popc_view *in,
-                        const popc_view *out)
+/* in broadcast to out over this part's share (Expand) */
+static void broadcast_copy(const popc_kernel_ctx *kc, const popc_view *in,
+                           const popc_view *out)
 {
     opu_bcast b;
     opu_bcast_iter it;
@@ -305,7 +306,7 @@ static popc_status expand_infer(popc_infer_ctx *ic)
 
 static popc_status expand_forward(const popc_kernel_ctx *kc)
 {
-    top_broadcast_copy(kc, &kc->inputs[0], &kc->outputs[0]);
+    broadcast_copy(kc, &kc->inputs[0], &kc->outputs[0]);
     return POPC_OK;
 }
 
@@ -363,10 +364,10 @@ static popc_status shape_forward(const popc_kernel_ctx *kc)
 
 /* ---- table ------------------------------------------------------------------ */
 
-#define reshape_forward top_copy_forward
-#define flatten_forward top_copy_forward
-#define squeeze_forward top_copy_forward
-#define unsqueeze_forward top_copy_forward
+#define reshape_forward copy_forward
+#define flatten_forward copy_forward
+#define squeeze_forward copy_forward
+#define unsqueeze_forward copy_forward
 
 const popc_op_def top_shape_ops[] = {
     OPU_DEF("ai.onnx", "Reshape", 14, 2, 2, 1, 1, POPC_OP_SPLIT, reshape,

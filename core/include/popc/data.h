@@ -40,7 +40,7 @@
 extern "C" {
 #endif
 
-/* ---- datasets ------------------------------------------------------------ */
+/* ---- datasets ----------------------------------------------------------- */
 
 typedef struct popc_dataset popc_dataset; /* opaque */
 
@@ -129,12 +129,12 @@ POPC_API POPC_NODISCARD popc_status popc_dataset_gather(
     const popc_dataset *ds, const int64_t *indices, int64_t n,
     float *features, int32_t *labels);
 
-/* ---- data loader --------------------------------------------------------- */
+/* ---- data loader -------------------------------------------------------- */
 
 typedef struct popc_dataloader popc_dataloader; /* opaque */
 
 typedef enum popc_loader_mode {
-    POPC_LOADER_SYNC = 0,           /* batches prepared in popc_dataloader_next */
+    POPC_LOADER_SYNC = 0,           /* prepared in popc_dataloader_next */
     POPC_LOADER_ASYNC = 1,          /* worker threads fill a ring buffer */
     POPC_LOADER_ASYNC_REBATCHED = 2 /* as Async, workers load chunks of
                                     ** rebatched_worker_size samples */
@@ -150,7 +150,8 @@ typedef struct popc_loader_config {
     popc_loader_mode mode;     /* default POPC_LOADER_SYNC */
     int workers;               /* worker threads for Async modes; default 1 */
     int buffer_size;           /* ring buffer batches (>= 1); default 3 */
-    int load_indefinitely;     /* Async: prefetch across epoch ends; default 1 */
+    int load_indefinitely;     /* Async: prefetch across epoch ends;
+                               ** default 1 */
     int early_preload;         /* Async: fill the ring before the first
                                ** popc_dataloader_next; default 0 */
     int64_t rebatched_worker_size; /* AsyncRebatched: samples per worker
@@ -174,9 +175,9 @@ typedef struct popc_data_position {
 } popc_data_position;
 
 /* One combined batch (n rows, or the full combined batch with pad_last).
-** Tensors are borrowed: valid until the next
-** popc_dataloader_next, popc_dataloader_set_position or
-** popc_dataloader_free on the same loader. */
+** Tensors are borrowed: valid until the next popc_dataloader_next,
+** popc_dataloader_set_position or popc_dataloader_free on the same
+** loader. */
 typedef struct popc_batch {
     popc_tensor *features;     /* float32 [n, sample shape...] */
     popc_tensor *labels;       /* int32 [n]; NULL for an unlabelled set */
@@ -194,7 +195,8 @@ typedef struct popc_batch {
 ** pad_last is set. Returns
 ** POPC_EINVAL for bad settings (message names the setting and the valid
 ** range: batch_size < 1, rebatched_worker_size > combined batch, a
-** share smaller than one combined batch with drop_last), POPC_ENOMEM,
+** share smaller than one combined batch with drop_last, pad_last with
+** drop_last), POPC_ENOMEM,
 ** POPC_EINTERNAL (a worker thread cannot start). */
 POPC_API POPC_NODISCARD popc_status popc_dataloader_new(popc_dataset *ds,
     const popc_options *opts, const popc_loader_config *cfg,

@@ -141,6 +141,13 @@ POPC_API popc_attrs popc_graph_node_attrs(const popc_graph *g, int node);
 POPC_API popc_annotations popc_graph_node_annotations(const popc_graph *g,
                                                       int node);
 
+/* Buffer updates (popc_graph_add_update), in the order added: update i
+** copies *value into the initializer *weight after each training step.
+** POPC_EINVAL for a bad index. */
+POPC_API int popc_graph_n_updates(const popc_graph *g);
+POPC_API POPC_NODISCARD popc_status popc_graph_update(const popc_graph *g,
+    int i, int *weight, int *value);
+
 /* Replace an initializer's tensor (same dtype and shape; copied). */
 POPC_API POPC_NODISCARD popc_status popc_graph_set_initializer(popc_graph *g,
     int value, const popc_tensor *t);

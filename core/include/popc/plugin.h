@@ -305,6 +305,13 @@ typedef struct popc_plan {
     int n_stages;
     int replicas;
     int training;
+    /* Phased execution with tensorsLiveness OffChip*: per slot, the
+    ** activation leaves the chip after schedule position offchip_from[s]
+    ** and is back on chip from position offchip_to[s] (n_nodes: only at the
+    ** end of the micro-batch); -1: it stays on chip. NULL: every slot stays
+    ** on chip. Read only when POPC_HAS_FIELD(popc_plan, size, offchip_to). */
+    const int *offchip_from;
+    const int *offchip_to;
 } popc_plan;
 
 /* The data of every slot for one replica during one micro-batch. */

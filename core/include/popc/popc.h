@@ -13,7 +13,12 @@
 #include "popc/options.h"
 #include "popc/optimizer.h"
 #include "popc/model.h"
+#include "popc/profile.h"
 #include "popc/data.h"
+#include "popc/custom.h"
+#include "popc/executable.h"
+#include "popc/blocks.h"
+#include "popc/strategy.h"
 
 #define POPC_VERSION_STRING "0.1.0"
 

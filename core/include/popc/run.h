@@ -74,8 +74,8 @@ POPC_API const char *popc_run_value(const popc_run *r, const char *section,
 /* The model as a new graph, for micro-batches of batch_size samples:
 ** input "x" float32 [batch_size, input...]. Inference: one output, the
 ** last layer's [batch_size, classes] (logits). Training: a second input
-** "labels" int32 [batch_size] and the loss as the only output. Weights are initialised
-** from [model] seed. POPC_ECONFIG when the layers do not fit together
+** "labels" int32 [batch_size] and the loss as the only output. Weights
+** are initialised from [model] seed. POPC_ECONFIG when the layers do not fit together
 ** (message names the layer section and the shapes). */
 POPC_API POPC_NODISCARD popc_status popc_run_build_graph(const popc_run *r,
     int training, int64_t batch_size, popc_graph **out);
@@ -92,7 +92,7 @@ POPC_API POPC_NODISCARD popc_status popc_run_new_loader(const popc_run *r,
 /* [data] batch_size. */
 POPC_API int64_t popc_run_batch_size(const popc_run *r);
 
-/* ---- weights and checkpoints ------------------------------------------- */
+/* ---- weights and checkpoints -------------------------------------------- */
 
 /* A weights directory holds one NumPy file per model tensor
 ** ("fc1.weight.npy"; characters other than letters, digits, '.', '_' and
@@ -105,7 +105,7 @@ POPC_API POPC_NODISCARD popc_status popc_weights_save(popc_model *m,
 POPC_API POPC_NODISCARD popc_status popc_weights_load(popc_model *m,
     const char *dir);
 
-/* ---- training and inference ---------------------------------------------- */
+/* ---- training and inference --------------------------------------------- */
 
 typedef enum popc_train_event {
     POPC_TRAIN_STEP = 0,        /* a combined batch was trained */

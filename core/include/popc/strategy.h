@@ -1,0 +1,106 @@
+/* strategy.h - what an execution strategy made of a compiled model, and
+** replica grouping of weights (PopTorch's replicaGrouping,
+** VariableRetrievalMode).
+**
+** Replica grouping: with replicationFactor R, a weight may hold different
+** values on groups of replicas (popc_comm_group_type, options.h):
+**   All          one value for every replica (the default; size ignored)
+**   Consecutive  groups of `shards` consecutive replicas: {0..k-1}, {k..}
+**   Orthogonal   m = R / shards groups: replica r is in group r % m
+**   NoGrouping   every replica its own value (R groups)
+** Replicas of a group hold the same value; training all-reduces a grouped
+** weight's gradients within its group only (a Mean reduction divides by
+** the group's replica count) and keeps one optimizer state per group, so
+** the groups stay apart. Each group can be given its own value; a new
+** grouping starts every group from the weight's host value. Grouped
+** optimizer state tensors are [groups, *shape]
+** (popc_model_get_optimizer_state). max_grad_norm with grouped weights is
+** refused (POPC_EUNSUPPORTED) when the optimizer steps. Executables and
+** weight files hold group 0's values.
+**
+** broadcastBuffers (option): true, buffers (BatchNorm running statistics)
+** take replica 0's values (their group's first replica's) on every
+** replica after each optimizer step; false, each replica keeps its own.
+** The host copy is replica 0's either way.
+*/
+#ifndef POPC_STRATEGY_H
+#define POPC_STRATEGY_H
+
+#include <stdint.h>
+#include "popc/status.h"
+#include "popc/tensor.h"
+#include "popc/options.h"
+#include "popc/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the compiled plan ---------------------------------------------------- */
+
+typedef struct popc_plan_info {
+    int n_ipus;                /* IPUs per replica */
+    int pipeline_stages;       /* forward stages F: 1 + IPU changes */
+    int pipelined;             /* micro-batches overlap across stages */
+    int n_phases;              /* phased strategies: phases; else 0 */
+    int n_nodes, n_forward;    /* scheduled nodes, forward ones first */
+    int recomputed_nodes;      /* forward nodes cloned into the backward
+                                  pass (recomputation checkpoints) */
+    int64_t activation_bytes;  /* activation memory of one micro-batch
+                                  (peak of the planned arena) */
+    int64_t stored_bytes;      /* training: activations kept from the
+                                  forward to the backward pass */
+    int64_t onchip_peak_bytes; /* peak live activation bytes, time spent
+                                  off chip excluded */
+    int64_t offchip_bytes;     /* activations sent to streaming memory
+                                  between phases (tensorsLiveness) */
+    int64_t persistent_bytes;  /* weights, constants, accumulators and
+                                  optimizer state */
+} popc_plan_info;
+
+/* Figures of the compiled model. POPC_EINVAL for NULL arguments,
+** POPC_ESTATE "Model has not been compiled or has been destroyed.". */
+POPC_API POPC_NODISCARD popc_status popc_model_get_plan_info(
+    const popc_model *m, popc_plan_info *out);
+
+/* ---- replica grouping ----------------------------------------------------- */
+
+/* Values are PopTorch's. */
+typedef enum { POPC_RETRIEVE_ONE_PER_GROUP = 0,
+               POPC_RETRIEVE_ALL_REPLICAS = 2 } popc_variable_retrieval_mode;
+
+/* replicaGrouping(comm_group_type, shards, variable_retrieval_mode) on a
+** weight or buffer, before the model is compiled (or after
+** popc_model_destroy). POPC_ENOTFOUND (no such weight), POPC_EINVAL (bad
+** type or mode, shards < 1 or not dividing replicationFactor for
+** Consecutive and Orthogonal), POPC_ESTATE (compiled), POPC_ENOMEM. */
+POPC_API POPC_NODISCARD popc_status popc_model_set_replica_grouping(
+    popc_model *m, const char *weight, popc_comm_group_type type,
+    int shards, popc_variable_retrieval_mode mode);
+
+/* Groups of a weight: 1 when ungrouped, 0 for an unknown name. */
+POPC_API int popc_model_n_replica_groups(const popc_model *m,
+                                         const char *weight);
+
+/* Set group g's value (copied; the weight's dtype and shape). Reaches the
+** device on the next run, like popc_model_set_weight (which sets every
+** group). POPC_ENOTFOUND, POPC_EINVAL (g out of range, other shape). */
+POPC_API POPC_NODISCARD popc_status popc_model_set_group_weight(
+    popc_model *m, const char *weight, int group, const popc_tensor *t);
+
+/* A new tensor (owned by the caller) with group g's current value. */
+POPC_API POPC_NODISCARD popc_status popc_model_get_group_weight(
+    popc_model *m, const char *weight, int group, popc_tensor **out);
+
+/* Per the weight's retrieval mode, a new tensor (owned by the caller):
+** OnePerGroup [groups, *shape] (the first replica of each group),
+** AllReplicas [replicationFactor, *shape]. An ungrouped weight gives
+** [1, *shape]. POPC_ENOTFOUND, POPC_EINVAL (the weight already has the
+** largest rank), POPC_ENOMEM. */
+POPC_API POPC_NODISCARD popc_status popc_model_get_grouped_weight(
+    popc_model *m, const char *weight, popc_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_STRATEGY_H */

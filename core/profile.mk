@@ -1,0 +1,11 @@
+# core/profile.mk - cycle estimates, latencies and performance counters of
+# a model, the enableProfiling files (profile.json and the self-contained
+# profile.html) and the compile progress bar.
+libpopc_la_SOURCES += \
+    %reldir%/profile_priv.h \
+    %reldir%/profile_stats.c \
+    %reldir%/profile.c \
+    %reldir%/profile_html.c \
+    %reldir%/progress.c
+
+pkginclude_HEADERS += %reldir%/include/popc/profile.h

@@ -1,0 +1,1028 @@
+/* check_strategies.c - execution strategies (poptorch-semantics.md §6):
+** Block / Stage / Phase annotations and their errors, pipelined, sharded
+** and phased runs equal to the single-IPU model, tensor liveness,
+** recomputation, replica grouping of weights, inputReplicaGrouping and
+** broadcastBuffers. Runs on the cpu backend, and on ipumodel where the
+** brief asks for both. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <check.h>
+
+#include "popc/popc.h"
+
+#define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
+
+static void expect(popc_status got, popc_status want, const char *text)
+{
+    ck_assert_msg(got == want, "status %d, want %d: %s", (int)got,
+                  (int)want, popc_last_error());
+    ck_assert_msg(strstr(popc_last_error(), text), "'%s' does not contain "
+                  "'%s'", popc_last_error(), text);
+}
+
+/* ---- models ------------------------------------------------------------- */
+
+/* Three layers: fc1 (4 -> H) + ReLU, fc2 (H -> H) + ReLU, fc3 (H -> 3) and
+** an MSE loss. Outputs: the prediction and the loss. */
+typedef struct spec {
+    int blocks;               /* popc_block_begin before each layer */
+    const char *ids[3];       /* block ids (NULL: automatic) */
+    int ipus[3];              /* -1: none */
+    int ckpt;                 /* 1: a RecomputationCheckpoint node after the
+                                 second ReLU, 2: a recompute annotation on
+                                 it */
+    int hidden;               /* H, 8 when 0 */
+} spec;
+
+static const spec plain = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 0};
+
+static void begin_layer(popc_graph *g, const spec *s, int i)
+{
+    if (s->blocks)
+        OK(popc_block_begin(g, s->ids[i], s->ipus[i]));
+}
+
+static int checkpoint(popc_graph *g, const spec *s, int v)
+{
+    int out;
+
+    if (s->ckpt == 1) {
+        OK(popc_graph_add_node(g, "popc", "RecomputationCheckpoint", 1, &v, 1,
+                               &out, 1, NULL, 0, NULL, NULL));
+        return out;
+    }
+    if (s->ckpt == 2) {
+        int node = popc_graph_value_producer(g, v);
+        popc_annotations a = popc_graph_node_annotations(g, node);
+        a.recompute = 1;
+        OK(popc_graph_set_node_annotations(g, node, &a));
+    }
+    return v;
+}
+
+static popc_graph *make_graph(const spec *s)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t h = s->hidden ? s->hidden : 8, xd[2] = {1, 4}, yd[2] = {1, 3};
+    int x, y, a, b, o, loss;
+
+    OK(popc_graph_new("mlp", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_graph_add_input(g, "y", POPC_DTYPE_F32, yd, 2, &y));
+    OK(popc_layers_new(g, 7, &L));
+    begin_layer(g, s, 0);
+    OK(popc_nn_linear(L, "fc1", x, 4, h, 1, &a));
+    OK(popc_nn_activation(L, "Relu", a, 0.0, &a));
+    begin_layer(g, s, 1);
+    OK(popc_nn_linear(L, "fc2", a, h, h, 1, &b));
+    OK(popc_nn_activation(L, "Relu", b, 0.0, &b));
+    b = checkpoint(g, s, b);
+    begin_layer(g, s, 2);
+    OK(popc_nn_linear(L, "fc3", b, h, 3, 1, &o));
+    OK(popc_nn_mse_loss(L, o, y, "mean", &loss));
+    OK(popc_graph_add_output(g, o));
+    OK(popc_graph_add_output(g, loss));
+    popc_layers_free(L);
+    return g;
+}
+
+static void make_data(int64_t n, popc_tensor **x, popc_tensor **y)
+{
+    int64_t xd[2] = {n, 4}, yd[2] = {n, 3};
+    float *p;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, x));
+    OK(popc_tensor_new(POPC_DTYPE_F32, yd, 2, y));
+    p = popc_tensor_data(*x);
+    for (int64_t i = 0; i < 4 * n; i++)
+        p[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+    p = popc_tensor_data(*y);
+    for (int64_t i = 0; i < 3 * n; i++)
+        p[i] = (float)((i * 13) % 17) / 8.0f - 1.0f;
+}
+
+typedef struct cfg {
+    const char *backend;
+    int64_t di, ga, r;
+    const char *strategy, *auto_stage, *liveness;
+} cfg;
+
+static popc_options *options(const cfg *c)
+{
+    popc_options *o = NULL;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", c->backend ? c->backend : "cpu"));
+    OK(popc_options_set_int(o, "deviceIterations", c->di ? c->di : 1));
+    OK(popc_options_set_int(o, "replicationFactor", c->r ? c->r : 1));
+    if (c->ga > 1)
+        OK(popc_options_set_int(o, "Training.gradientAccumulation", c->ga));
+    OK(popc_options_set(o, "outputMode", "All"));
+    if (c->strategy)
+        OK(popc_options_set(o, "setExecutionStrategy", c->strategy));
+    if (c->auto_stage)
+        OK(popc_options_set(o, "setExecutionStrategy.autoStage",
+                            c->auto_stage));
+    if (c->liveness)
+        OK(popc_options_set(o, "setExecutionStrategy.tensorsLiveness",
+                            c->liveness));
+    return o;
+}
+
+static popc_model *training_model(popc_graph *g, const cfg *c)
+{
+    popc_options *o = options(c);
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.05));
+    OK(popc_optimizer_set(opt, "momentum", 0.9));
+    OK(popc_model_new_training(g, o, opt, &m));
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    return m;
+}
+
+static popc_model *inference_model(popc_graph *g, const cfg *c)
+{
+    popc_options *o = options(c);
+    popc_model *m = NULL;
+
+    OK(popc_model_new_inference(g, o, &m));
+    popc_options_free(o);
+    return m;
+}
+
+static int64_t rows(const cfg *c, int training)
+{
+    return (c->di ? c->di : 1) * (training && c->ga ? c->ga : 1) *
+           (c->r ? c->r : 1);
+}
+
+static void run(popc_model *m, popc_tensor *x, popc_tensor *y,
+                popc_tensor **out)
+{
+    popc_tensor *in[2] = {x, y};
+
+    OK(popc_model_run(m, in, 2, out, 2));
+}
+
+static popc_status try_run(popc_model *m, int64_t n)
+{
+    popc_tensor *x, *y, *out[2];
+    popc_tensor *in[2];
+    popc_status st;
+
+    make_data(n, &x, &y);
+    in[0] = x;
+    in[1] = y;
+    st = popc_model_run(m, in, 2, out, 2);
+    if (st == POPC_OK) {
+        popc_tensor_free(out[0]);
+        popc_tensor_free(out[1]);
+    }
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    return st;
+}
+
+static void same(const popc_tensor *a, const popc_tensor *b, double tol)
+{
+    if (tol == 0.0)
+        ck_assert(popc_tensor_equal(a, b));
+    else
+        ck_assert_msg(popc_tensor_max_abs_diff(a, b) <= tol, "diff %g",
+                      popc_tensor_max_abs_diff(a, b));
+}
+
+static void same_weights(popc_model *a, popc_model *b, double tol)
+{
+    ck_assert_int_eq(popc_model_n_tensors(a), popc_model_n_tensors(b));
+    for (int i = 0; i < popc_model_n_tensors(a); i++) {
+        const char *name = popc_model_tensor_name(a, i);
+        const popc_tensor *ta = NULL, *tb = NULL;
+
+        OK(popc_model_get_weight(a, name, &ta));
+        OK(popc_model_get_weight(b, name, &tb));
+        same(ta, tb, tol);
+    }
+}
+
+/* Train a (spec sa, options ca) and b (sb, cb) side by side for `runs`
+** runs on the same data, micro-batches of mb rows: outputs and weights
+** must agree within tol. */
+static void compare_mb(const spec *sa, const cfg *ca, const spec *sb,
+                       const cfg *cb, int runs, double tol, int64_t mb)
+{
+    popc_graph *ga = make_graph(sa), *gb = make_graph(sb);
+    popc_model *a = training_model(ga, ca), *b = training_model(gb, cb);
+    popc_tensor *x, *y, *oa[2], *ob[2];
+
+    ck_assert_int_eq(rows(ca, 1), rows(cb, 1));
+    make_data(mb * rows(ca, 1), &x, &y);
+    for (int k = 0; k < runs; k++) {
+        run(a, x, y, oa);
+        run(b, x, y, ob);
+        for (int i = 0; i < 2; i++) {
+            same(oa[i], ob[i], tol);
+            popc_tensor_free(oa[i]);
+            popc_tensor_free(ob[i]);
+        }
+    }
+    same_weights(a, b, tol);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(a);
+    popc_model_free(b);
+    popc_graph_free(ga);
+    popc_graph_free(gb);
+}
+
+static void compare_training(const spec *sa, const cfg *ca, const spec *sb,
+                             const cfg *cb, int runs, double tol)
+{
+    compare_mb(sa, ca, sb, cb, runs, tol, 2);
+}
+
+static popc_plan_info info_of(popc_model *m)
+{
+    popc_plan_info pi;
+
+    OK(popc_model_get_plan_info(m, &pi));
+    return pi;
+}
+
+/* ---- blocks ------------------------------------------------------------- */
+
+START_TEST(block_context)
+{
+    popc_graph *g = NULL;
+    int64_t d[2] = {1, 4};
+    int x, a, b, c;
+    popc_annotations an;
+
+    OK(popc_graph_new("blocks", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x));
+    expect(popc_block_end(g), POPC_ESTATE, "no active Block");
+    /* ops before any block are fine */
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &x, 1, &a, 1, NULL, 0, NULL,
+                           NULL));
+    OK(popc_block_begin(g, NULL, 1));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &a, 1, &b, 1, NULL, 0, NULL,
+                           NULL));
+    an = popc_graph_node_annotations(g, popc_graph_value_producer(g, b));
+    ck_assert_str_eq(an.block, "0");
+    ck_assert_int_eq(an.ipu, 1);
+    ck_assert_int_eq(an.stage, -1);
+    OK(popc_block_end(g));
+    expect(popc_graph_add_node(g, NULL, "Relu", 0, &b, 1, &c, 1, NULL, 0,
+                               NULL, NULL),
+           POPC_ESTATE, "No active Block, all the ops must belong to a "
+           "Block");
+    OK(popc_block_begin(g, NULL, -1));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &b, 1, &c, 1, NULL, 0, NULL,
+                           NULL));
+    an = popc_graph_node_annotations(g, popc_graph_value_producer(g, c));
+    ck_assert_str_eq(an.block, "1");
+    ck_assert_int_eq(an.ipu, -1);
+    popc_block_use_auto_id(g);
+    OK(popc_block_begin(g, NULL, 0));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &c, 1, &a, 1, NULL, 0, NULL,
+                           NULL));
+    an = popc_graph_node_annotations(g, popc_graph_value_producer(g, a));
+    ck_assert_str_eq(an.block, "0");
+    OK(popc_block_end(g));
+    /* explicit annotations leave the block context */
+    OK(popc_graph_set_annotations(g, NULL));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &a, 1, &b, 1, NULL, 0, NULL,
+                           NULL));
+    expect(popc_block_begin(g, "", 0), POPC_EINVAL, "empty block id");
+    expect(popc_block_begin(g, "A", -2), POPC_EINVAL, "ipu_id -2");
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(explicit_stage_lists)
+{
+    spec s = {1, {"A", "B", "C"}, {-1, -1, -1}, 0, 0};
+    popc_graph *g = make_graph(&s);
+    const char *ab[] = {"A", "B"}, *b[] = {"B"}, *c[] = {"C"}, *a[] = {"A"};
+    popc_stage_spec dup[2] = {{ab, 2, -1, -1}, {b, 1, -1, -1}};
+    popc_stage_spec missing[1] = {{ab, 2, -1, -1}};
+    popc_stage_spec good[2] = {{ab, 2, 0, -1}, {c, 1, 1, -1}};
+    popc_stage_spec three[3] = {{a, 1, -1, -1}, {b, 1, -1, -1},
+                                {c, 1, -1, -1}};
+    cfg one = {"cpu", 1, 3, 1, NULL, NULL, NULL};
+    popc_model *m;
+
+    expect(popc_graph_set_stages(g, dup, 2), POPC_EINVAL,
+           "B associated with more than one stage");
+    expect(popc_graph_set_stages(g, missing, 1), POPC_EINVAL,
+           "Unknown Block 'C' list of expected Blocks: ['A', 'B']");
+    expect(popc_graph_set_stages(g, NULL, 0), POPC_EINVAL, "no stages");
+    /* without stages or IPUs, SameAsIpu cannot place the blocks */
+    m = training_model(g, &one);
+    expect(try_run(m, 3), POPC_EINVAL,
+           "poptorch.AutoStage.SameAsIpu was selected but no IPU was "
+           "specified for block A");
+    popc_model_free(m);
+    /* PipelinedExecution("A", "B", ...): stage = position, IPU = stage id
+    ** when the stage gives none */
+    OK(popc_graph_set_stages(g, three, 3));
+    m = training_model(g, &one);
+    expect(try_run(m, 3), POPC_EINVAL,
+           "poptorch.Options().Training.gradientAccumulation must be "
+           "greater than or equal to the number of pipeline stages (5) when "
+           "using poptorch.PipelinedExecution. Please note that a model "
+           "with 3 pipeline stages in PopTorch will have an additional 2 "
+           "stages when training.");
+    popc_model_free(m);
+    /* Stage("A", "B").ipu(0), Stage("C").ipu(1): two stages */
+    OK(popc_graph_set_stages(g, good, 2));
+    m = training_model(g, &one);
+    OK(try_run(m, 3));
+    ck_assert_int_eq(info_of(m).pipeline_stages, 2);
+    ck_assert_int_eq(info_of(m).n_ipus, 2);
+    ck_assert(info_of(m).pipelined);
+    popc_model_free(m);
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(auto_stages_and_depth)
+{
+    /* AutoIncrement: blocks A, B get stages 1, 2 and, without IPUs, those
+    ** IPUs: two forward stages */
+    spec s = {1, {"A", "B", "B"}, {-1, -1, -1}, 0, 0};
+    cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL};
+    popc_graph *g = make_graph(&s);
+    popc_model *m = training_model(g, &inc);
+    /* SameAsIpu, A on IPU 0, B on 1, C back on 0: three forward stages */
+    spec back = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
+    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL};
+    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL};
+    /* two blocks on one IPU merge */
+    spec merged = {1, {"A", "B", "C"}, {0, 0, 1}, 0, 0};
+    cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL};
+
+    expect(try_run(m, 2), POPC_EINVAL, "number of pipeline stages (3) when "
+           "using poptorch.PipelinedExecution. Please note that a model "
+           "with 2 pipeline stages in PopTorch will have an additional 1 "
+           "stages when training.");
+    popc_model_free(m);
+    m = training_model(g, &inc3);
+    OK(try_run(m, 3));
+    ck_assert_int_eq(info_of(m).n_ipus, 3); /* IPUs 1 and 2 used */
+    ck_assert_int_eq(info_of(m).pipeline_stages, 2);
+    popc_model_free(m);
+    popc_graph_free(g);
+
+    g = make_graph(&back);
+    m = training_model(g, &ga4);
+    expect(try_run(m, 4), POPC_EINVAL, "number of pipeline stages (5) when "
+           "using poptorch.PipelinedExecution. Please note that a model "
+           "with 3 pipeline stages");
+    popc_model_free(m);
+    m = inference_model(g, &di2);
+    expect(try_run(m, 2), POPC_EINVAL, "poptorch.Options().deviceIterations "
+           "must be greater than or equal to the number of pipeline stages "
+           "(3) when using PopTorch.PipelinedExecution.");
+    popc_model_free(m);
+    popc_graph_free(g);
+
+    g = make_graph(&merged);
+    m = training_model(g, &inc3);
+    OK(try_run(m, 3));
+    ck_assert_int_eq(info_of(m).pipeline_stages, 2);
+    ck_assert_int_eq(info_of(m).n_ipus, 2);
+    popc_model_free(m);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* ---- pipelined, sharded ------------------------------------------------- */
+
+static const spec three_ipus = {1, {"A", "B", "C"}, {0, 1, 2}, 0, 0};
+
+START_TEST(pipelined_equals_single_ipu_cpu)
+{
+    cfg c = {"cpu", 2, 5, 2, NULL, NULL, NULL};
+
+    compare_training(&three_ipus, &c, &plain, &c, 3, 0.0);
+}
+END_TEST
+
+START_TEST(pipelined_equals_single_ipu_ipumodel)
+{
+    cfg c = {"ipumodel", 2, 5, 2, NULL, NULL, NULL};
+
+    compare_training(&three_ipus, &c, &plain, &c, 3, 1e-5);
+}
+END_TEST
+
+START_TEST(pipelined_ipumodel_equals_cpu)
+{
+    cfg i = {"ipumodel", 1, 6, 1, NULL, NULL, NULL};
+    cfg c = {"cpu", 1, 6, 1, NULL, NULL, NULL};
+
+    compare_training(&three_ipus, &i, &plain, &c, 2, 1e-5);
+}
+END_TEST
+
+START_TEST(sharded_equals_single_ipu)
+{
+    /* no DI / GA constraint: one micro-batch at a time */
+    cfg sh = {"cpu", 1, 1, 1, "ShardedExecution", NULL, NULL};
+    cfg one = {"cpu", 1, 1, 1, NULL, NULL, NULL};
+    popc_graph *g = make_graph(&three_ipus);
+    popc_model *m = training_model(g, &sh);
+
+    compare_training(&three_ipus, &sh, &plain, &one, 3, 0.0);
+    OK(try_run(m, 1));
+    ck_assert_int_eq(info_of(m).n_ipus, 3);
+    ck_assert_int_eq(info_of(m).pipeline_stages, 3);
+    ck_assert(!info_of(m).pipelined);
+    popc_model_free(m);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* ---- phased ------------------------------------------------------------- */
+
+/* Blocks A, B, C in phases 0, 1, 2 on IPUs 0, 1, 0 (good parity) or all
+** on IPU 0 (bad parity for phase 1). */
+static popc_graph *phased_graph(int ipu_b)
+{
+    spec s = {1, {"A", "B", "C"}, {-1, -1, -1}, 0, 0};
+    popc_graph *g = make_graph(&s);
+    const char *a[] = {"A"}, *b[] = {"B"}, *c[] = {"C"};
+    popc_stage_spec st[3] = {{a, 1, 0, 0}, {b, 1, ipu_b, 1}, {c, 1, 0, 2}};
+
+    OK(popc_graph_set_stages(g, st, 3));
+    return g;
+}
+
+START_TEST(phased_errors)
+{
+    spec s = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
+    popc_graph *g = make_graph(&s), *bad = phased_graph(0);
+    cfg serial = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL};
+    cfg par = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL, NULL};
+    cfg par_each = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
+                    "OffChipAfterEachPhase"};
+    cfg par_noov = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
+                    "OffChipAfterFwdNoOverlap"};
+    cfg pipe_live = {"cpu", 1, 1, 1, NULL, NULL, "OffChipAfterFwd"};
+    popc_model *m;
+
+    m = training_model(g, &serial);
+    expect(try_run(m, 1), POPC_EINVAL, "There is currently no AutoStage for "
+           "PhasedExecution, please explicitly specify the phases");
+    popc_model_free(m);
+    m = training_model(bad, &par);
+    expect(try_run(m, 1), POPC_EINVAL, "When phases are executed in "
+           "parallel: even phases must run on even IPUs and odd phases on "
+           "odd IPUs");
+    popc_model_free(m);
+    m = training_model(bad, &par_each);
+    expect(try_run(m, 1), POPC_EINVAL, "This is only supported for serial "
+           "phase execution");
+    popc_model_free(m);
+    m = training_model(bad, &par_noov);
+    expect(try_run(m, 1), POPC_EINVAL, "This is only supported for serial "
+           "phase execution");
+    popc_model_free(m);
+    m = training_model(g, &pipe_live);
+    expect(try_run(m, 1), POPC_EINVAL, "tensor liveness applies to "
+           "SerialPhasedExecution and ParallelPhasedExecution only");
+    popc_model_free(m);
+    popc_graph_free(g);
+    popc_graph_free(bad);
+}
+END_TEST
+
+/* Train the phased graph and the plain one side by side. */
+static void phased_equal(popc_graph *ph, const cfg *c, popc_plan_info *pi)
+{
+    cfg one = {"cpu", c->di, c->ga, c->r, NULL, NULL, NULL};
+    popc_graph *pg = make_graph(&plain);
+    popc_model *a = training_model(ph, c), *b = training_model(pg, &one);
+    popc_tensor *x, *y, *oa[2], *ob[2];
+
+    make_data(2 * rows(c, 1), &x, &y);
+    for (int k = 0; k < 3; k++) {
+        run(a, x, y, oa);
+        run(b, x, y, ob);
+        for (int i = 0; i < 2; i++) {
+            same(oa[i], ob[i], 0.0);
+            popc_tensor_free(oa[i]);
+            popc_tensor_free(ob[i]);
+        }
+    }
+    same_weights(a, b, 0.0);
+    *pi = info_of(a);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(a);
+    popc_model_free(b);
+    popc_graph_free(pg);
+}
+
+START_TEST(phased_results_equal)
+{
+    popc_graph *g = phased_graph(1);
+    cfg serial = {"cpu", 2, 2, 1, "SerialPhasedExecution", NULL, NULL};
+    cfg par = {"cpu", 2, 2, 2, "ParallelPhasedExecution", NULL, NULL};
+    cfg each = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL,
+                "OffChipAfterEachPhase"};
+    cfg fwd = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
+               "OffChipAfterFwd"};
+    cfg live = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL};
+    popc_plan_info pi, pe, pf, pl;
+
+    phased_equal(g, &serial, &pi);
+    ck_assert_int_eq(pi.n_phases, 3);
+    ck_assert(!pi.pipelined);
+    ck_assert_int_eq(pi.offchip_bytes, 0);
+    phased_equal(g, &par, &pi);
+    ck_assert_int_eq(pi.n_phases, 3);
+    /* liveness: activations of finished phases are off chip */
+    phased_equal(g, &live, &pl);
+    phased_equal(g, &each, &pe);
+    phased_equal(g, &fwd, &pf);
+    ck_assert_int_eq(pl.offchip_bytes, 0);
+    ck_assert_int_gt(pe.offchip_bytes, 0);
+    ck_assert_int_gt(pf.offchip_bytes, 0);
+    ck_assert_int_ge(pe.offchip_bytes, pf.offchip_bytes);
+    ck_assert_int_lt(pe.onchip_peak_bytes, pl.onchip_peak_bytes);
+    ck_assert_int_le(pf.onchip_peak_bytes, pl.onchip_peak_bytes);
+    /* the host-side arena is not affected: only the on-chip accounting */
+    ck_assert_int_eq(pe.activation_bytes, pl.activation_bytes);
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(phased_on_ipumodel)
+{
+    popc_graph *g = phased_graph(1);
+    cfg each = {"ipumodel", 1, 1, 1, "SerialPhasedExecution", NULL,
+                "OffChipAfterEachPhase"};
+    popc_model *m = training_model(g, &each);
+
+    OK(try_run(m, 1));
+    ck_assert_int_gt(info_of(m).offchip_bytes, 0);
+    popc_model_free(m);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* ---- recomputation ------------------------------------------------------ */
+
+static void recompute_case(const char *backend, int ckpt)
+{
+    spec none = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 64};
+    spec rc = {0, {NULL, NULL, NULL}, {-1, -1, -1}, ckpt, 64};
+    cfg c = {backend, 2, 2, 2, NULL, NULL, NULL};
+    popc_graph *ga = make_graph(&none), *gb = make_graph(&rc);
+    popc_model *a = training_model(ga, &c), *b = training_model(gb, &c);
+    popc_plan_info pa, pb;
+
+    compare_mb(&none, &c, &rc, &c, 3, 0.0, 32);
+    OK(try_run(a, 32 * rows(&c, 1)));
+    OK(try_run(b, 32 * rows(&c, 1)));
+    pa = info_of(a);
+    pb = info_of(b);
+    ck_assert_int_eq(pa.recomputed_nodes, 0);
+    ck_assert_int_gt(pb.recomputed_nodes, 0);
+    ck_assert_int_lt(pb.stored_bytes, pa.stored_bytes);
+    fprintf(stderr, "recomputation (%s, %s): stored activations %lld -> "
+            "%lld bytes, activation arena %lld -> %lld bytes, %d nodes "
+            "recomputed\n", backend, ckpt == 1 ? "checkpoint nodes" :
+            "annotations", (long long)pa.stored_bytes,
+            (long long)pb.stored_bytes, (long long)pa.activation_bytes,
+            (long long)pb.activation_bytes, pb.recomputed_nodes);
+    popc_model_free(a);
+    popc_model_free(b);
+    popc_graph_free(ga);
+    popc_graph_free(gb);
+}
+
+START_TEST(recomputation_cpu)
+{
+    recompute_case("cpu", 1);
+    recompute_case("cpu", 2);
+}
+END_TEST
+
+START_TEST(recomputation_ipumodel)
+{
+    recompute_case("ipumodel", 1);
+}
+END_TEST
+
+START_TEST(recomputation_pipelined)
+{
+    spec rc = {1, {"A", "B", "C"}, {0, 1, 2}, 1, 16};
+    spec none = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 16};
+    cfg c = {"cpu", 1, 5, 1, NULL, NULL, NULL};
+
+    compare_training(&rc, &c, &none, &c, 2, 0.0);
+}
+END_TEST
+
+/* ---- replica grouping ----------------------------------------------------- */
+
+/* y = x W^T (W [1, 2], no bias), MSE loss against t: with B = 1 row per
+** replica, dL/dW = 2 (x.W - t) x. */
+static popc_graph *linear_graph(void)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t xd[2] = {1, 2}, td[2] = {1, 1};
+    int x, t, o, loss;
+
+    OK(popc_graph_new("lin", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_graph_add_input(g, "t", POPC_DTYPE_F32, td, 2, &t));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_linear(L, "fc", x, 2, 1, 0, &o));
+    OK(popc_nn_mse_loss(L, o, t, "mean", &loss));
+    OK(popc_graph_add_output(g, o));
+    OK(popc_graph_add_output(g, loss));
+    popc_layers_free(L);
+    return g;
+}
+
+static popc_tensor *vec2(float a, float b)
+{
+    int64_t d[2] = {1, 2};
+    popc_tensor *t = NULL;
+    float *p;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 2, &t));
+    p = popc_tensor_data(t);
+    p[0] = a;
+    p[1] = b;
+    return t;
+}
+
+static popc_model *grouped_model(popc_graph *g, const char *backend,
+                                 int64_t r, double momentum)
+{
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", backend));
+    OK(popc_options_set_int(o, "replicationFactor", r));
+    OK(popc_options_set(o, "outputMode", "All"));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.1));
+    if (momentum > 0.0)
+        OK(popc_optimizer_set(opt, "momentum", momentum));
+    OK(popc_model_new_training(g, o, opt, &m));
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    return m;
+}
+
+/* One step by hand: replica r has row x_r, target t_r and the weight of
+** its group; the group's gradient is the mean over its replicas. */
+static void hand_step(int R, int G, int orth, float w[][2],
+                      const float *x, const float *t, float lr)
+{
+    float g[8][2] = {{0}};
+    int cnt[8] = {0};
+
+    for (int r = 0; r < R; r++) {
+        int k = orth ? r % G : r / (R / G);
+        float e = x[2 * r] * w[k][0] + x[2 * r + 1] * w[k][1] - t[r];
+        g[k][0] += 2.0f * e * x[2 * r];
+        g[k][1] += 2.0f * e * x[2 * r + 1];
+        cnt[k]++;
+    }
+    for (int k = 0; k < G; k++)
+        for (int j = 0; j < 2; j++)
+            w[k][j] -= lr * g[k][j] / (float)cnt[k];
+}
+
+static void grouping_case(const char *backend, popc_comm_group_type type,
+                          int shards, int G, int orth)
+{
+    enum { R = 4 };
+    popc_graph *g = linear_graph();
+    popc_model *m = grouped_model(g, backend, R, 0.0);
+    float w[8][2], xs[2 * R], ts[R];
+    int64_t xd[2] = {R, 2}, td[2] = {R, 1};
+    popc_tensor *x, *t, *out[2], *all = NULL, *one = NULL;
+    popc_tensor *in[2];
+
+    OK(popc_model_set_replica_grouping(m, "fc.weight", type, shards,
+                                       POPC_RETRIEVE_ALL_REPLICAS));
+    ck_assert_int_eq(popc_model_n_replica_groups(m, "fc.weight"), G);
+    for (int k = 0; k < G; k++) {
+        popc_tensor *v = vec2(0.5f + (float)k, -0.25f * (float)(k + 1));
+        w[k][0] = 0.5f + (float)k;
+        w[k][1] = -0.25f * (float)(k + 1);
+        OK(popc_model_set_group_weight(m, "fc.weight", k, v));
+        popc_tensor_free(v);
+    }
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_tensor_new(POPC_DTYPE_F32, td, 2, &t));
+    for (int i = 0; i < 2 * R; i++)
+        xs[i] = ((float*)popc_tensor_data(x))[i] =
+            (float)((i * 5) % 7) / 3.0f - 1.0f;
+    for (int i = 0; i < R; i++)
+        ts[i] = ((float*)popc_tensor_data(t))[i] = (float)i * 0.5f - 0.7f;
+    in[0] = x;
+    in[1] = t;
+    for (int step = 0; step < 3; step++) {
+        OK(popc_model_run(m, in, 2, out, 2));
+        /* replica r's prediction used its group's weight */
+        for (int r = 0; r < R; r++) {
+            int k = orth ? r % G : r / (R / G);
+            float want = xs[2 * r] * w[k][0] + xs[2 * r + 1] * w[k][1];
+            ck_assert(fabsf(((float *)popc_tensor_data(out[0]))[r] - want) <
+                      1e-5f);
+        }
+        popc_tensor_free(out[0]);
+        popc_tensor_free(out[1]);
+        hand_step(R, G, orth, w, xs, ts, 0.1f);
+    }
+    /* AllReplicas: one row per replica, equal within groups */
+    OK(popc_model_get_grouped_weight(m, "fc.weight", &all));
+    ck_assert_int_eq(popc_tensor_dims(all)[0], R);
+    for (int r = 0; r < R; r++) {
+        int k = orth ? r % G : r / (R / G);
+        const float *p = (const float *)popc_tensor_cdata(all) + 2 * r;
+        ck_assert(fabsf(p[0] - w[k][0]) < 1e-5f);
+        ck_assert(fabsf(p[1] - w[k][1]) < 1e-5f);
+    }
+    if (G > 1) {
+        const float *p = popc_tensor_cdata(all);
+        int other = orth ? 1 : R - 1;
+        ck_assert(p[0] != p[2 * other]);
+    }
+    OK(popc_model_get_group_weight(m, "fc.weight", G - 1, &one));
+    ck_assert(fabsf(((const float *)popc_tensor_cdata(one))[0] -
+                    w[G - 1][0]) < 1e-5f);
+    popc_tensor_free(one);
+    popc_tensor_free(all);
+    popc_tensor_free(x);
+    popc_tensor_free(t);
+    popc_model_free(m);
+    popc_graph_free(g);
+}
+
+START_TEST(replica_grouping_hand_computed)
+{
+    grouping_case("cpu", POPC_COMM_CONSECUTIVE, 2, 2, 0);
+    grouping_case("cpu", POPC_COMM_ORTHOGONAL, 2, 2, 1);
+    grouping_case("cpu", POPC_COMM_NO_GROUPING, 0, 4, 0);
+    grouping_case("cpu", POPC_COMM_ALL, 0, 1, 0);
+    grouping_case("ipumodel", POPC_COMM_CONSECUTIVE, 2, 2, 0);
+}
+END_TEST
+
+START_TEST(replica_grouping_api)
+{
+    popc_graph *g = linear_graph();
+    popc_model *m = grouped_model(g, "cpu", 4, 0.9);
+    popc_tensor *x, *t, *out[2], *st = NULL, *v = vec2(1.0f, 2.0f);
+    popc_tensor *in[2], *one = NULL;
+    int64_t xd[2] = {4, 2}, td[2] = {4, 1};
+
+    expect(popc_model_set_replica_grouping(m, "fc.nope",
+                                           POPC_COMM_CONSECUTIVE, 2,
+                                           POPC_RETRIEVE_ONE_PER_GROUP),
+           POPC_ENOTFOUND, "no weight or buffer named 'fc.nope'");
+    expect(popc_model_set_replica_grouping(m, "fc.weight",
+                                           POPC_COMM_CONSECUTIVE, 3,
+                                           POPC_RETRIEVE_ONE_PER_GROUP),
+           POPC_EINVAL, "must be a factor of replicationFactor (4)");
+    expect(popc_model_set_replica_grouping(m, "fc.weight",
+                                           POPC_COMM_CONSECUTIVE, 2,
+                                           (popc_variable_retrieval_mode)1),
+           POPC_EINVAL, "not a VariableRetrievalMode");
+    OK(popc_model_set_replica_grouping(m, "fc.weight", POPC_COMM_ORTHOGONAL,
+                                       2, POPC_RETRIEVE_ONE_PER_GROUP));
+    expect(popc_model_set_group_weight(m, "fc.weight", 2, v), POPC_EINVAL,
+           "group 2 does not exist");
+    OK(popc_model_set_group_weight(m, "fc.weight", 1, v));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_tensor_new(POPC_DTYPE_F32, td, 2, &t));
+    for (int i = 0; i < 8; i++)
+        ((float *)popc_tensor_data(x))[i] = (float)i * 0.1f;
+    in[0] = x;
+    in[1] = t;
+    OK(popc_model_run(m, in, 2, out, 2));
+    popc_tensor_free(out[0]);
+    popc_tensor_free(out[1]);
+    expect(popc_model_set_replica_grouping(m, "fc.weight", POPC_COMM_ALL, 0,
+                                           POPC_RETRIEVE_ONE_PER_GROUP),
+           POPC_ESTATE, "the model is compiled");
+    /* one momentum state per group, stacked */
+    OK(popc_model_get_optimizer_state(m, "fc.weight/momentum_buffer", &st));
+    ck_assert_int_eq(popc_tensor_rank(st), 3);
+    ck_assert_int_eq(popc_tensor_dims(st)[0], 2);
+    popc_tensor_free(st);
+    /* OnePerGroup: [groups, 1, 2] */
+    OK(popc_model_get_grouped_weight(m, "fc.weight", &one));
+    ck_assert_int_eq(popc_tensor_rank(one), 3);
+    ck_assert_int_eq(popc_tensor_dims(one)[0], 2);
+    popc_tensor_free(one);
+    /* set_weight sets every group */
+    OK(popc_model_set_weight(m, "fc.weight", v));
+    OK(popc_model_get_grouped_weight(m, "fc.weight", &one));
+    ck_assert(memcmp(popc_tensor_cdata(one),
+                     (const float *)popc_tensor_cdata(one) + 2,
+                     2 * sizeof(float)) == 0);
+    popc_tensor_free(one);
+    /* after destroy the grouping may change again */
+    OK(popc_model_destroy(m));
+    OK(popc_model_set_replica_grouping(m, "fc.weight", POPC_COMM_ALL, 0,
+                                       POPC_RETRIEVE_ONE_PER_GROUP));
+    OK(popc_model_run(m, in, 2, out, 2));
+    popc_tensor_free(out[0]);
+    popc_tensor_free(out[1]);
+    OK(popc_model_get_optimizer_state(m, "fc.weight/momentum_buffer", &st));
+    ck_assert_int_eq(popc_tensor_rank(st), 2);
+    popc_tensor_free(st);
+    popc_tensor_free(v);
+    popc_tensor_free(x);
+    popc_tensor_free(t);
+    popc_model_free(m);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* ---- inputReplicaGrouping --------------------------------------------------- */
+
+/* Output = the input (popc::Nop): each replica shows the slice it got. */
+static void input_groups(int64_t di, int64_t r, int64_t size,
+                         const char *type)
+{
+    popc_graph *g = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    int64_t groups = r / size, n = di * groups, xd[2] = {1, 2}, nd[2];
+    int x, y;
+    popc_tensor *in = NULL, *out = NULL;
+
+    OK(popc_graph_new("id", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_graph_add_node(g, "popc", "Nop", 1, &x, 1, &y, 1, NULL, 0, NULL,
+                           NULL));
+    OK(popc_graph_add_output(g, y));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_options_set_int(o, "deviceIterations", di));
+    OK(popc_options_set_int(o, "replicationFactor", r));
+    OK(popc_options_set_int(o, "inputReplicaGrouping.size", size));
+    OK(popc_options_set(o, "inputReplicaGrouping.type", type));
+    OK(popc_model_new_inference(g, o, &m));
+    nd[0] = n;
+    nd[1] = 2;
+    OK(popc_tensor_new(POPC_DTYPE_F32, nd, 2, &in));
+    for (int64_t i = 0; i < 2 * n; i++)
+        ((float *)popc_tensor_data(in))[i] = (float)i;
+    OK(popc_model_run(m, &in, 1, &out, 1));
+    ck_assert_int_eq(popc_tensor_dims(out)[0], di * r);
+    /* host layout [DI][R / G][B] in, [DI][R][B] out: group k gets slice k */
+    for (int64_t d = 0; d < di; d++)
+        for (int64_t rep = 0; rep < r; rep++) {
+            int64_t k = strcmp(type, "Orthogonal") == 0 ? rep % groups
+                                                        : rep / size;
+            const float *got = (const float *)popc_tensor_cdata(out) +
+                               2 * (d * r + rep);
+            ck_assert(got[0] == (float)(2 * (d * groups + k)));
+            ck_assert(got[1] == (float)(2 * (d * groups + k) + 1));
+        }
+    popc_tensor_free(in);
+    popc_tensor_free(out);
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_graph_free(g);
+}
+
+START_TEST(input_replica_grouping)
+{
+    input_groups(1, 4, 2, "Consecutive");
+    input_groups(3, 4, 2, "Consecutive");
+    input_groups(1, 4, 2, "Orthogonal");
+    input_groups(2, 6, 3, "Orthogonal");
+    input_groups(2, 4, 1, "NoGrouping");
+}
+END_TEST
+
+/* ---- broadcastBuffers ------------------------------------------------------- */
+
+/* BatchNorm over [2, 2, 1, 1] inputs; a second output reads the running
+** mean buffer (popc::Nop), so each replica shows the buffer it holds. */
+static void bn_buffers(int broadcast, float *r0, float *r1)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    int64_t xd[4] = {2, 2, 1, 1}, nd[4] = {2 * 2 * 2, 2, 1, 1};
+    int x, y, loss, rm, seen, outs[1];
+    popc_tensor *in = NULL, *out[3];
+
+    OK(popc_graph_new("bn", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 4, &x));
+    OK(popc_layers_new(g, 3, &L));
+    OK(popc_nn_batchnorm2d(L, "bn", x, 2, 1e-5, 0.1, &y));
+    OK(popc_nn_identity_loss(L, y, "sum", &loss));
+    rm = popc_graph_find_value(g, "bn.running_mean");
+    OK(popc_graph_add_node(g, "popc", "Nop", 1, &rm, 1, outs, 1, NULL, 0,
+                           NULL, NULL));
+    seen = outs[0];
+    OK(popc_graph_add_output(g, loss));
+    OK(popc_graph_add_output(g, seen));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_options_set_int(o, "deviceIterations", 2));
+    OK(popc_options_set_int(o, "replicationFactor", 2));
+    OK(popc_options_set(o, "outputMode", "All"));
+    OK(popc_options_set_bool(o, "broadcastBuffers", broadcast));
+    OK(popc_model_new_training(g, o, NULL, &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, nd, 4, &in));
+    for (int64_t i = 0; i < 16; i++)
+        ((float *)popc_tensor_data(in))[i] = (float)(i * i % 11);
+    OK(popc_model_run(m, &in, 1, out, 2));
+    /* rows [DI][R]: device iteration 1 shows the buffers after step 0 */
+    ck_assert_int_eq(popc_tensor_dims(out[1])[0], 4 * 2);
+    memcpy(r0, (const float *)popc_tensor_cdata(out[1]) + 2 * 2,
+           2 * sizeof(float));
+    memcpy(r1, (const float *)popc_tensor_cdata(out[1]) + 3 * 2,
+           2 * sizeof(float));
+    popc_tensor_free(out[0]);
+    popc_tensor_free(out[1]);
+    popc_tensor_free(in);
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_layers_free(L);
+    popc_graph_free(g);
+}
+
+START_TEST(broadcast_buffers)
+{
+    float a0[2], a1[2], b0[2], b1[2];
+
+    bn_buffers(1, a0, a1);
+    bn_buffers(0, b0, b1);
+    /* replica 0's statistics are the same either way */
+    ck_assert(memcmp(a0, b0, sizeof a0) == 0);
+    ck_assert(a0[0] != 0.0f);
+    /* broadcast: replica 1 took replica 0's; else it kept its own */
+    ck_assert(memcmp(a0, a1, sizeof a0) == 0);
+    ck_assert(memcmp(b0, b1, sizeof b0) != 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("strategies");
+    TCase *blocks = tcase_create("blocks");
+    TCase *run_tc = tcase_create("strategies");
+    TCase *rep = tcase_create("replication");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(blocks, 60);
+    tcase_set_timeout(run_tc, 300);
+    tcase_set_timeout(rep, 120);
+    tcase_add_test(blocks, block_context);
+    tcase_add_test(blocks, explicit_stage_lists);
+    tcase_add_test(blocks, auto_stages_and_depth);
+    tcase_add_test(run_tc, pipelined_equals_single_ipu_cpu);
+    tcase_add_test(run_tc, pipelined_equals_single_ipu_ipumodel);
+    tcase_add_test(run_tc, pipelined_ipumodel_equals_cpu);
+    tcase_add_test(run_tc, sharded_equals_single_ipu);
+    tcase_add_test(run_tc, phased_errors);
+    tcase_add_test(run_tc, phased_results_equal);
+    tcase_add_test(run_tc, phased_on_ipumodel);
+    tcase_add_test(run_tc, recomputation_cpu);
+    tcase_add_test(run_tc, recomputation_ipumodel);
+    tcase_add_test(run_tc, recomputation_pipelined);
+    tcase_add_test(rep, replica_grouping_hand_computed);
+    tcase_add_test(rep, replica_grouping_api);
+    tcase_add_test(rep, input_replica_grouping);
+    tcase_add_test(rep, broadcast_buffers);
+    suite_add_tcase(s, blocks);
+    suite_add_tcase(s, run_tc);
+    suite_add_tcase(s, rep);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,25 @@
+# tests/exe.mk - graph serialization, exported executables (save, load,
+# loadExecutable, corrupt files, offline targets), the executable cache and
+# the popc compile / run / inspect commands (test_exe_cli.sh).
+exe_test_deps = libpopc.la backends/cpu.la backends/ipumodel.la \
+    backends/offline.la $(ops_LTLIBRARIES) optim/sgd.la optim/adam.la
+
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_serialize %reldir%/check_executable
+TESTS += %reldir%/check_serialize %reldir%/check_executable
+endif
+
+%canon_reldir%_check_serialize_SOURCES = %reldir%/check_serialize.c
+%canon_reldir%_check_serialize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_serialize_LDADD = libpopc.la $(CHECK_LIBS)
+%canon_reldir%_check_serialize_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES)
+
+%canon_reldir%_check_executable_SOURCES = %reldir%/check_executable.c
+%canon_reldir%_check_executable_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
+    $(ZLIB_CFLAGS)
+%canon_reldir%_check_executable_LDADD = libpopc.la $(CHECK_LIBS) \
+    $(ZLIB_LIBS) -lm
+%canon_reldir%_check_executable_DEPENDENCIES = $(exe_test_deps)
+
+TESTS += %reldir%/test_exe_cli.sh
+EXTRA_DIST += %reldir%/test_exe_cli.sh

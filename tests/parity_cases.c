@@ -1,0 +1,640 @@
+/* parity_cases.c - the graphs of the backend parity test (contract in
+** parity_cases.h). Each builder makes a small graph around one op family;
+** training cases route a trainable weight through the ops so that autodiff
+** adds their gradient ops too, and end in a loss. Shapes are chosen so
+** that most nodes are large enough for ipumodel to split them.
+*/
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <check.h>
+
+#include "tests/parity_cases.h"
+
+#define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
+#define B PC_B
+
+/* ---- building graphs ---------------------------------------------------- */
+
+static int input(bld *b, popc_dtype dt, const int64_t *dims, int rank,
+                 double lo, double hi)
+{
+    char name[16];
+    int v;
+
+    ck_assert_int_lt(b->n_in, PC_MAX_IN);
+    snprintf(name, sizeof name, "in%d", b->n_in);
+    OK(popc_graph_add_input(b->g, name, dt, dims, rank, &v));
+    b->lo[b->n_in] = lo;
+    b->hi[b->n_in] = hi;
+    b->coarse[b->n_in] = 0;
+    b->n_in++;
+    return v;
+}
+
+/* A float input [B, 64, 64]. */
+int pc_in3(bld *b, double lo, double hi)
+{
+    int64_t d[3] = {B, 64, 64};
+    return input(b, POPC_DTYPE_F32, d, 3, lo, hi);
+}
+
+uint64_t pc_mix(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double pc_uniform(uint64_t key, int64_t i)
+{
+    return (double)(pc_mix(key ^ pc_mix((uint64_t)i)) >> 11) * 0x1.0p-53;
+}
+
+static popc_tensor *filled(const int64_t *dims, int rank, double lo,
+                           double hi, uint64_t key)
+{
+    popc_tensor *t = NULL;
+    float *p;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, dims, rank, &t));
+    p = popc_tensor_data(t);
+    for (int64_t i = 0; i < popc_tensor_numel(t); i++)
+        p[i] = (float)(lo + (hi - lo) * pc_uniform(key, i));
+    return t;
+}
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int weight(bld *b, const char *name, const int64_t *dims, int rank,
+                  double lo, double hi)
+{
+    popc_tensor *t = filled(dims, rank, lo, hi, hash(name));
+    int v;
+
+    OK(popc_graph_add_initializer(b->g, name, t, 1, &v));
+    popc_tensor_free(t);
+    return v;
+}
+
+static int const_i64(bld *b, const int64_t *vals, int64_t n)
+{
+    popc_tensor *t = NULL;
+    int v;
+
+    OK(popc_tensor_from_data(POPC_DTYPE_I64, &n, 1, vals, &t));
+    OK(popc_graph_add_constant(b->g, NULL, t, &v));
+    popc_tensor_free(t);
+    return v;
+}
+
+static int const_f32(bld *b, float x)
+{
+    popc_tensor *t = NULL;
+    int v;
+
+    OK(popc_tensor_from_data(POPC_DTYPE_F32, NULL, 0, &x, &t));
+    OK(popc_graph_add_constant(b->g, NULL, t, &v));
+    popc_tensor_free(t);
+    return v;
+}
+
+static popc_attr attr_i(const char *name, int64_t v)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_INT;
+    a.i = v;
+    return a;
+}
+
+static popc_attr attr_f(const char *name, double v)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_FLOAT;
+    a.f = v;
+    return a;
+}
+
+static popc_attr attr_ints(const char *name, const int64_t *v, int64_t n)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_INTS;
+    a.ints = v;
+    a.n = n;
+    return a;
+}
+
+static popc_attr attr_s(const char *name, const char *s)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_STRING;
+    a.s = s;
+    return a;
+}
+
+int pc_nodes_n(bld *b, const char *domain, const char *op,
+                   const int *in, int n_in, const popc_attr *attrs,
+                   int n_attrs, int *out, int n_out)
+{
+    return popc_graph_add_node(b->g, domain, op, 0, in, n_in, out, n_out,
+                               attrs, n_attrs, NULL, NULL) == POPC_OK;
+}
+
+static int node(bld *b, const char *domain, const char *op, const int *in,
+                int n_in, const popc_attr *attrs, int n_attrs)
+{
+    int y = -1;
+
+    ck_assert_msg(pc_nodes_n(b, domain, op, in, n_in, attrs, n_attrs, &y, 1),
+                  "%s: %s", op, popc_last_error());
+    return y;
+}
+
+static int node1(bld *b, const char *op, int x)
+{
+    return node(b, NULL, op, &x, 1, NULL, 0);
+}
+
+static int node2(bld *b, const char *op, int x, int y)
+{
+    int in[2] = {x, y};
+    return node(b, NULL, op, in, 2, NULL, 0);
+}
+
+void pc_output(bld *b, int v)
+{
+    OK(popc_graph_add_output(b->g, v));
+}
+
+/* y is an output and its mean the loss. */
+static void mean_loss(bld *b, int y)
+{
+    pc_output(b, y);
+    OK(popc_nn_identity_loss(b->L, y, "mean", &b->loss));
+    pc_output(b, b->loss);
+}
+
+/* h = x + w (w broadcast over the batch, trainable): gradients flow into
+** w through whatever follows. */
+static int trained(bld *b, double lo, double hi)
+{
+    int64_t d[2] = {64, 64};
+    int x = pc_in3(b, lo, hi);
+    int w = weight(b, "w", d, 2, 0.0, 0.1);
+
+    return node2(b, "Add", x, w);
+}
+
+/* ---- cases: math -------------------------------------------------------- */
+
+const char *const pc_binary_ops[] = {"Add", "Sub", "Mul", "Div", "Pow"};
+const char *const pc_unary_ops[] = {
+    "Neg", "Abs", "Sqrt", "Exp", "Log", "Relu", "Sigmoid", "Tanh",
+    "Identity", "Gelu"};
+const char *const pc_compare_ops[] = {
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+
+int pc_case_arg; /* which op of a table the generic builders take */
+
+void pc_b_binary(bld *b)
+{
+    int h = trained(b, 0.5, 1.5);
+    int z = pc_in3(b, 0.5, 2.0);
+
+    mean_loss(b, node2(b, pc_binary_ops[pc_case_arg], h, z));
+}
+
+static void b_sum(bld *b)
+{
+    int h = trained(b, -1.0, 1.0);
+    int in[3] = {h, pc_in3(b, -1.0, 1.0), pc_in3(b, -1.0, 1.0)};
+
+    mean_loss(b, node(b, NULL, "Sum", in, 3, NULL, 0));
+}
+
+void pc_b_unary(bld *b)
+{
+    const char *op = pc_unary_ops[pc_case_arg];
+    int positive = !strcmp(op, "Sqrt") || !strcmp(op, "Log");
+    int h = trained(b, positive ? 0.5 : -2.0, 2.0);
+
+    mean_loss(b, node1(b, op, h));
+}
+
+static void b_gelu_tanh(bld *b)
+{
+    int h = trained(b, -2.0, 2.0);
+    popc_attr a = attr_s("approximate", "tanh");
+
+    mean_loss(b, node(b, NULL, "Gelu", &h, 1, &a, 1));
+}
+
+static void b_leaky(bld *b)
+{
+    int h = trained(b, -1.0, 1.0);
+    popc_attr a = attr_f("alpha", 0.1);
+
+    mean_loss(b, node(b, NULL, "LeakyRelu", &h, 1, &a, 1));
+}
+
+static void b_clip(bld *b)
+{
+    int h = trained(b, -1.0, 1.0);
+    int in[3] = {h, const_f32(b, -0.5f), const_f32(b, 0.4f)};
+
+    mean_loss(b, node(b, NULL, "Clip", in, 3, NULL, 0));
+}
+
+static void b_dropout(bld *b)
+{
+    int h = trained(b, -1.0, 1.0), y;
+
+    OK(popc_nn_dropout(b->L, h, 0.25, &y));
+    mean_loss(b, y);
+}
+
+void pc_b_compare(bld *b)
+{
+    int x = pc_in3(b, -1.0, 1.0), z = pc_in3(b, -1.0, 1.0);
+
+    b->coarse[0] = b->coarse[1] = 1;
+    pc_output(b, node2(b, pc_compare_ops[pc_case_arg], x, z));
+}
+
+static void b_not_where(bld *b)
+{
+    int h = trained(b, -1.0, 1.0);
+    int z = pc_in3(b, -1.0, 1.0);
+    int c = node2(b, "Less", pc_in3(b, -1.0, 1.0), z);
+    int in[3] = {node1(b, "Not", c), h, z};
+
+    pc_output(b, c);
+    mean_loss(b, node(b, NULL, "Where", in, 3, NULL, 0));
+}
+
+static void b_cast(bld *b)
+{
+    int x = pc_in3(b, -100.0, 100.0);
+    popc_attr to = attr_i("to", 6); /* ONNX INT32 */
+    int i = node(b, NULL, "Cast", &x, 1, &to, 1);
+
+    to.i = 1; /* ONNX FLOAT */
+    pc_output(b, i);
+    pc_output(b, node(b, NULL, "Cast", &i, 1, &to, 1));
+}
+
+static void b_constant(bld *b)
+{
+    int64_t d[2] = {64, 64};
+    popc_tensor *t = filled(d, 2, -1.0, 1.0, 7);
+    popc_view v = popc_tensor_view(t);
+    popc_attr a;
+    int c, x = pc_in3(b, -1.0, 1.0);
+
+    memset(&a, 0, sizeof a);
+    a.name = "value";
+    a.type = POPC_ATTR_TENSOR;
+    a.tensor = &v;
+    c = node(b, NULL, "Constant", NULL, 0, &a, 1);
+    popc_tensor_free(t);
+    pc_output(b, node2(b, "Mul", x, c));
+}
+
+/* ---- cases: tensor ------------------------------------------------------ */
+
+static void b_reshape(bld *b)
+{
+    int64_t shape[2] = {B, 64 * 64};
+    int h = trained(b, -1.0, 1.0);
+
+    mean_loss(b, node2(b, "Reshape", h, const_i64(b, shape, 2)));
+}
+
+static void b_flatten(bld *b)
+{
+    int h = trained(b, -1.0, 1.0);
+    popc_attr a = attr_i("axis", 1);
+
+    mean_loss(b, node(b, NULL, "Flatten", &h, 1, &a, 1));
+}
+
+static void b_squeeze(bld *b)
+{
+    int64_t ax = 1;
+    int h = trained(b, -1.0, 1.0);
+    int u = node2(b, "Unsqueeze", h, const_i64(b, &ax, 1));
+
+    mean_loss(b, node2(b, "Squeeze", node1(b, "Tanh", u),
+                       const_i64(b, &ax, 1)));
+}
+
+static void b_expand(bld *b)
+{
+    int64_t d[3] = {B, 1, 64}, wd[2] = {1, 64}, shape[3] = {B, 64, 64};
+    int x = input(b, POPC_DTYPE_F32, d, 3, -1.0, 1.0);
+    int w = weight(b, "w", wd, 2, -0.1, 0.1);
+    int e = node2(b, "Expand", node2(b, "Add", x, w),
+                  const_i64(b, shape, 3));
+
+    mean_loss(b, node2(b, "Mul", e, pc_in3(b, -1.0, 1.0)));
+}
+
+static void b_shape_argmax(bld *b)
+{
+    int x = pc_in3(b, -1.0, 1.0);
+    popc_attr a[2] = {attr_i("axis", 2), attr_i("keepdims", 0)};
+
+    pc_output(b, node1(b, "Shape", x));
+    pc_output(b, node(b, NULL, "ArgMax", &x, 1, a, 2));
+}
+
+static void b_transpose(bld *b)
+{
+    int64_t perm[3] = {0, 2, 1};
+    int h = trained(b, -1.0, 1.0);
+    popc_attr a = attr_ints("perm", perm, 3);
+    int t = node(b, NULL, "Transpose", &h, 1, &a, 1);
+
+    mean_loss(b, node2(b, "Mul", t, pc_in3(b, -1.0, 1.0)));
+}
+
+static void b_concat_split(bld *b)
+{
+    int64_t sizes[2] = {48, 80};
+    int h = trained(b, -1.0, 1.0);
+    int in[2] = {h, pc_in3(b, -1.0, 1.0)}, parts[2], c;
+    popc_attr a = attr_i("axis", 2);
+
+    c = node(b, NULL, "Concat", in, 2, &a, 1);
+    in[0] = c;
+    in[1] = const_i64(b, sizes, 2);
+    ck_assert_msg(pc_nodes_n(b, NULL, "Split", in, 2, &a, 1, parts, 2), "%s",
+                  popc_last_error());
+    pc_output(b, parts[1]);
+    mean_loss(b, node1(b, "Tanh", parts[0]));
+}
+
+static void b_gather(bld *b)
+{
+    int64_t td[2] = {100, 64}, id[2] = {B, 48};
+    int table = weight(b, "table", td, 2, -1.0, 1.0);
+    int idx = input(b, POPC_DTYPE_I32, id, 2, 0.0, 100.0);
+    int in[2] = {table, idx};
+
+    mean_loss(b, node1(b, "Tanh", node(b, NULL, "Gather", in, 2, NULL, 0)));
+}
+
+static void b_gather_axis(bld *b)
+{
+    int64_t id[1] = {B};
+    int x = pc_in3(b, -1.0, 1.0);
+    int idx = input(b, POPC_DTYPE_I64, id, 1, 0.0, 64.0);
+    popc_attr a = attr_i("axis", 2);
+    int in[2] = {x, idx};
+
+    pc_output(b, node(b, NULL, "Gather", in, 2, &a, 1));
+}
+
+static void b_slice(bld *b)
+{
+    int64_t st[2] = {1, 3}, en[2] = {60, 64}, ax[2] = {1, 2}, sp[2] = {1, 2};
+    int h = trained(b, -1.0, 1.0);
+    int in[5] = {h, const_i64(b, st, 2), const_i64(b, en, 2),
+                 const_i64(b, ax, 2), const_i64(b, sp, 2)};
+
+    mean_loss(b, node(b, NULL, "Slice", in, 5, NULL, 0));
+}
+
+static void b_reduce(bld *b)
+{
+    int64_t ax2 = 2, ax1 = 1;
+    int h = trained(b, -1.0, 1.0);
+    popc_attr a[2] = {attr_ints("axes", &ax1, 1), attr_i("keepdims", 0)};
+    int sum = node2(b, "ReduceSum", h, const_i64(b, &ax2, 1));
+    int mean = node(b, NULL, "ReduceMean", &h, 1, a, 1);
+    int max, in[2];
+
+    a[0] = attr_ints("axes", &ax2, 1);
+    max = node(b, NULL, "ReduceMax", &h, 1, a, 2);
+    pc_output(b, sum);
+    pc_output(b, mean);
+    in[0] = node1(b, "Tanh", max);
+    in[1] = node1(b, "Tanh", node1(b, "Flatten", mean));
+    mean_loss(b, node2(b, "Add", in[0], node2(b, "Mul", in[1], in[1])));
+}
+
+/* ---- cases: nn and losses ----------------------------------------------- */
+
+static void b_matmul(bld *b)
+{
+    int64_t wd[2] = {64, 96};
+    int h = trained(b, -1.0, 1.0);
+    int w = weight(b, "w2", wd, 2, -0.2, 0.2);
+    int bm = node2(b, "MatMul", pc_in3(b, -1.0, 1.0), h);
+
+    pc_output(b, bm);
+    mean_loss(b, node1(b, "Tanh", node2(b, "MatMul", h, w)));
+}
+
+static void b_gemm(bld *b)
+{
+    int64_t d[2] = {B * 8, 256}, ad[2] = {256, 64};
+    int x = input(b, POPC_DTYPE_F32, d, 2, -1.0, 1.0), y, in[3];
+    popc_attr a[4] = {attr_i("transA", 1), attr_i("transB", 1),
+                      attr_f("alpha", 0.5), attr_f("beta", 2.0)};
+
+    OK(popc_nn_linear(b->L, "fc", x, 256, 128, 1, &y));
+    in[0] = input(b, POPC_DTYPE_F32, ad, 2, -1.0, 1.0);
+    in[1] = x;
+    in[2] = const_f32(b, 0.25f);
+    pc_output(b, node(b, NULL, "Gemm", in, 3, a, 4));
+    mean_loss(b, node1(b, "Sigmoid", y));
+}
+
+static void b_conv(bld *b)
+{
+    int64_t d[4] = {B, 4, 18, 18};
+    int x = input(b, POPC_DTYPE_F32, d, 4, -1.0, 1.0), y, z;
+
+    OK(popc_nn_conv2d(b->L, "c1", x, 4, 8, 3, 2, 1, 1, 2, 1, &y));
+    OK(popc_nn_conv2d(b->L, "c2", y, 8, 6, 3, 1, 2, 2, 1, 0, &z));
+    mean_loss(b, node1(b, "Tanh", z));
+}
+
+static void b_pool(bld *b)
+{
+    int64_t d[4] = {B, 8, 20, 20};
+    int x = input(b, POPC_DTYPE_F32, d, 4, -1.0, 1.0), c, m, a, gp, s;
+
+    OK(popc_nn_conv2d(b->L, "c", x, 8, 8, 3, 1, 1, 1, 1, 1, &c));
+    OK(popc_nn_maxpool2d(b->L, c, 3, 2, 1, &m));
+    OK(popc_nn_avgpool2d(b->L, m, 2, 0, 1, &a));
+    OK(popc_nn_global_avgpool(b->L, a, &gp));
+    pc_output(b, a);
+    s = node2(b, "Add", node1(b, "Flatten", gp),
+              node1(b, "ReduceMean", node1(b, "Flatten", m)));
+    mean_loss(b, node1(b, "Tanh", s));
+}
+
+static void b_norms(bld *b)
+{
+    int64_t d[4] = {B, 6, 24, 24};
+    int x = input(b, POPC_DTYPE_F32, d, 4, -2.0, 3.0), bn, ln, sm, lsm;
+
+    OK(popc_nn_batchnorm2d(b->L, "bn", x, 6, 1e-5, 0.1, &bn));
+    OK(popc_nn_layernorm(b->L, "ln", bn, 24, 1e-5, &ln));
+    OK(popc_nn_softmax(b->L, ln, 3, 0, &sm));
+    OK(popc_nn_softmax(b->L, ln, 2, 1, &lsm));
+    pc_output(b, bn);
+    mean_loss(b, node2(b, "Mul", sm, lsm));
+}
+
+static void b_losses(bld *b)
+{
+    int64_t xd[2] = {B * 4, 64}, td[2] = {B * 4, 10}, ld[1] = {B * 4};
+    int x = input(b, POPC_DTYPE_F32, xd, 2, -1.0, 1.0);
+    int lab = input(b, POPC_DTYPE_I32, ld, 1, 0.0, 10.0);
+    int t = input(b, POPC_DTYPE_F32, td, 2, -1.0, 1.0);
+    int y, ce, lp, nll, mse, l1, in[4];
+
+    OK(popc_nn_linear(b->L, "fc", x, 64, 10, 1, &y));
+    OK(popc_nn_cross_entropy(b->L, y, lab, "mean", &ce));
+    OK(popc_nn_softmax(b->L, y, 1, 1, &lp));
+    OK(popc_nn_nll_loss(b->L, lp, lab, "sum", &nll));
+    OK(popc_nn_mse_loss(b->L, node1(b, "Tanh", y), t, "mean", &mse));
+    OK(popc_nn_l1_loss(b->L, node1(b, "Sigmoid", y), t, "sum", &l1));
+    in[0] = ce;
+    in[1] = nll;
+    in[2] = mse;
+    in[3] = l1;
+    pc_output(b, ce);
+    mean_loss(b, node(b, NULL, "Sum", in, 4, NULL, 0));
+}
+
+static void b_popc_ops(bld *b)
+{
+    int h = trained(b, -1.0, 1.0);
+    popc_attr t = attr_s("title", "parity");
+    int p = node(b, "popc", "IpuPrintTensor", &h, 1, &t, 1);
+    int n = node(b, "popc", "Nop", &p, 1, NULL, 0);
+    int r = node(b, "popc", "RecomputationCheckpoint", &n, 1, NULL, 0);
+
+    mean_loss(b, node1(b, "Sigmoid", r));
+}
+
+/* ---- whole models ------------------------------------------------------- */
+
+static void set_ipu(bld *b, int ipu)
+{
+    popc_annotations a = {.ipu = ipu, .stage = -1, .phase = -1,
+                          .recompute = -1};
+
+    if (b->pipelined)
+        OK(popc_graph_set_annotations(b->g, &a));
+}
+
+/* Fashion-MNIST sized MLP: 784 -> 256 ReLU Dropout -> 10, cross entropy. */
+void pc_b_mlp(bld *b)
+{
+    int64_t xd[2] = {16, 784}, ld[1] = {16};
+    int x = input(b, POPC_DTYPE_F32, xd, 2, 0.0, 1.0);
+    int lab = input(b, POPC_DTYPE_I32, ld, 1, 0.0, 10.0);
+    int h, r, d, o;
+
+    set_ipu(b, 0);
+    OK(popc_nn_linear(b->L, "fc1", x, 784, 256, 1, &h));
+    OK(popc_nn_activation(b->L, "Relu", h, 0.0, &r));
+    OK(popc_nn_dropout(b->L, r, 0.2, &d));
+    set_ipu(b, 1);
+    OK(popc_nn_linear(b->L, "fc2", d, 256, 10, 1, &o));
+    OK(popc_nn_cross_entropy(b->L, o, lab, "mean", &b->loss));
+    pc_output(b, o);
+    pc_output(b, b->loss);
+}
+
+void pc_b_mlp_pipe(bld *b)
+{
+    b->pipelined = 1;
+    pc_b_mlp(b);
+}
+
+/* CNN: conv 1->8, BN, ReLU, maxpool; conv 8->16, BN, ReLU; global average
+** pool; Dropout; linear 16 -> 10; cross entropy. */
+static void b_cnn(bld *b)
+{
+    int64_t xd[4] = {8, 1, 28, 28}, ld[1] = {8};
+    int x = input(b, POPC_DTYPE_F32, xd, 4, 0.0, 1.0);
+    int lab = input(b, POPC_DTYPE_I32, ld, 1, 0.0, 10.0);
+    int v;
+
+    OK(popc_nn_conv2d(b->L, "conv1", x, 1, 8, 3, 1, 1, 1, 1, 1, &v));
+    OK(popc_nn_batchnorm2d(b->L, "bn1", v, 8, 1e-5, 0.1, &v));
+    OK(popc_nn_activation(b->L, "Relu", v, 0.0, &v));
+    OK(popc_nn_maxpool2d(b->L, v, 2, 0, 0, &v));
+    OK(popc_nn_conv2d(b->L, "conv2", v, 8, 16, 3, 1, 1, 1, 1, 1, &v));
+    OK(popc_nn_batchnorm2d(b->L, "bn2", v, 16, 1e-5, 0.1, &v));
+    OK(popc_nn_activation(b->L, "Relu", v, 0.0, &v));
+    OK(popc_nn_global_avgpool(b->L, v, &v));
+    OK(popc_nn_flatten(b->L, v, 1, &v));
+    OK(popc_nn_dropout(b->L, v, 0.1, &v));
+    OK(popc_nn_linear(b->L, "fc", v, 16, 10, 1, &v));
+    OK(popc_nn_cross_entropy(b->L, v, lab, "mean", &b->loss));
+    pc_output(b, v);
+    pc_output(b, b->loss);
+}
+
+/* ---- the other cases --------------------------------------------------- */
+
+
+const pcase pc_cases[] = {
+    {"sum", b_sum, 1},
+    {"gelu_tanh", b_gelu_tanh, 1},
+    {"leaky_relu", b_leaky, 1},
+    {"clip", b_clip, 1},
+    {"dropout", b_dropout, 1},
+    {"not_where", b_not_where, 1},
+    {"cast", b_cast, 0},
+    {"constant", b_constant, 0},
+    {"reshape", b_reshape, 1},
+    {"flatten", b_flatten, 1},
+    {"squeeze", b_squeeze, 1},
+    {"expand", b_expand, 1},
+    {"shape_argmax", b_shape_argmax, 0},
+    {"transpose", b_transpose, 1},
+    {"concat_split", b_concat_split, 1},
+    {"gather", b_gather, 1},
+    {"gather_axis", b_gather_axis, 0},
+    {"slice", b_slice, 1},
+    {"reduce", b_reduce, 1},
+    {"matmul", b_matmul, 1},
+    {"gemm", b_gemm, 1},
+    {"conv", b_conv, 1},
+    {"pool", b_pool, 1},
+    {"norms", b_norms, 1},
+    {"losses", b_losses, 1},
+    {"popc_ops", b_popc_ops, 1},
+    {"cnn", b_cnn, 1},
+};
