@@ -168,7 +168,7 @@ int popci_json_valid(const char *s, size_t n)
     return end != BAD && ws(s, n, end) == n;
 }
 
-/* ---- writing -------------------------------------------------------------- */
+/* ---- writing ------------------------------------------------------------- */
 
 static void str(popci_sb *sb, const char *s)
 {
@@ -386,7 +386,7 @@ static void put_plan_stages(popci_sb *sb, const popci_exec *e)
     popci_sb_printf(sb, "],\n");
 }
 
-/* ---- the backend's report, member by member --------------------------------- */
+/* ---- the backend's report, member by member ------------------------------ */
 
 /* Keys the profile writes itself: a backend's member of that name is
 ** dropped rather than duplicated. */
@@ -436,7 +436,7 @@ static void put_backend(popci_sb *sb, const char *s, int *have)
     }
 }
 
-/* ---- runs ------------------------------------------------------------------ */
+/* ---- runs ---------------------------------------------------------------- */
 
 static void put_phases(popci_sb *sb, const popci_profile *p,
                        const popci_exec *e)
@@ -587,7 +587,7 @@ static char *profile_json(const popci_profile *p, const popc_model *m,
     return popci_sb_take(&sb);
 }
 
-/* ---- files ----------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 popc_status popci_profile_mkdir(const char *dir)
 {

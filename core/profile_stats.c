@@ -36,7 +36,7 @@ const char *popc_perf_event_name(popc_perf_event ev)
     return event_names[ev];
 }
 
-/* ---- the trace ------------------------------------------------------------ */
+/* ---- the trace ----------------------------------------------------------- */
 
 void popci_trace_task(popci_trace *t, int r, int p, int64_t mb,
                       const double ts[4])
@@ -84,7 +84,7 @@ popci_trace *popci_profile_trace(popci_profile *p)
     return p && p->trace.task ? &p->trace : NULL;
 }
 
-/* ---- compile -------------------------------------------------------------- */
+/* ---- compile ------------------------------------------------------------- */
 
 /* Device cycles of one run on one replica (see the file comment). */
 static double cycles_of_run(const popci_profile *p)
@@ -229,7 +229,7 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
     return popci_profile_write(p, m, e);
 }
 
-/* ---- runs ----------------------------------------------------------------- */
+/* ---- runs ---------------------------------------------------------------- */
 
 static void stats(popc_latency *l, const double *v, int64_t n)
 {
@@ -326,7 +326,7 @@ void popci_profile_ran(popci_profile *p, const popc_model *m, double t0)
                  popc_last_error());
 }
 
-/* ---- public getters ------------------------------------------------------- */
+/* ---- public getters ------------------------------------------------------ */
 
 static const popci_profile *ran(const popc_model *m)
 {

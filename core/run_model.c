@@ -35,6 +35,9 @@ static const char *const k_drop[] = {"type", "p", NULL};
 static const char *const k_softmax[] = {"type", "dim", NULL};
 static const char *const k_leaky[] = {"type", "negative_slope", NULL};
 static const char *const k_none[] = {"type", NULL};
+/* every layer type also takes these (poptorch-semantics.md §6) */
+static const char *const k_place[] = {"ipu", "block", "stage", "phase",
+                                      "recompute", NULL};
 
 typedef struct layer_type {
     const char *name;
@@ -105,6 +108,7 @@ static popc_status lrequire(lctx *c, const char *key)
 static popc_status parse_settings(lctx *c, popci_run_layer *L)
 {
     popc_status st = POPC_OK;
+    int64_t v;
 
     L->stride = 1;
     L->dilation = 1;
@@ -115,8 +119,27 @@ static popc_status parse_settings(lctx *c, popci_run_layer *L)
     L->p = 0.5;
     L->axis = -1;
     L->alpha = 0.01;
+    L->ipu = L->stage = L->phase = -1;
     if (!L->has_section)
         return POPC_OK;
+    if ((st = lint(c, "ipu", -1, 0, 63, &v)) != POPC_OK)
+        return st;
+    L->ipu = (int)v;
+    if ((st = lint(c, "stage", -1, 0, 1 << 20, &v)) != POPC_OK)
+        return st;
+    L->stage = (int)v;
+    if ((st = lint(c, "phase", -1, 0, 1 << 20, &v)) != POPC_OK)
+        return st;
+    L->phase = (int)v;
+    if ((st = popci_config_get_bool(popci_run_src(c->r, c->section,
+                                                  "recompute"),
+                                    c->section, "recompute", 0,
+                                    &L->recompute)) != POPC_OK ||
+        (st = popci_config_get_string(popci_run_src(c->r, c->section,
+                                                    "block"),
+                                      c->section, "block", NULL,
+                                      &L->block)) != POPC_OK)
+        return st;
     switch (L->kind) {
     case RUN_LINEAR:
         if ((st = lrequire(c, "out_features")) ||
@@ -246,9 +269,18 @@ static popc_status parse_layer(popc_run *r, const char *name,
                               tname, close ? "; did you mean '" : "",
                               close ? close : "", close ? "'?" : "", list);
     }
-    if (t->keys &&
-        (st = popci_run_check_keys(r, section, t->keys)) != POPC_OK)
-        return st;
+    if (t->keys) {
+        const char *allowed[32];
+        int n = 0;
+
+        for (int i = 0; t->keys[i] && n < 24; i++)
+            allowed[n++] = t->keys[i];
+        for (int i = 0; k_place[i]; i++)
+            allowed[n++] = k_place[i];
+        allowed[n] = NULL;
+        if ((st = popci_run_check_keys(r, section, allowed)) != POPC_OK)
+            return st;
+    }
     L->kind = t->kind;
     L->type = t->name;
     L->op = t->op;
@@ -507,6 +539,7 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
     popc_registry *reg = NULL;
     int64_t dims[POPC_MAX_RANK];
     int x, labels, v, loss;
+    popc_annotations place = {NULL, NULL, -1, -1, -1, -1, 0.0};
     popc_view info;
     char where[700], shape[128];
     popc_status st;
@@ -526,9 +559,27 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
         (st = popc_layers_new(g, r->model_seed, &B)))
         goto fail;
     v = x;
-    for (int i = 0; i < r->n_layers; i++)
-        if ((st = add_layer(r, g, B, &r->layers[i], v, &v)) != POPC_OK)
+    for (int i = 0; i < r->n_layers; i++) {
+        const popci_run_layer *L = &r->layers[i];
+
+        /* placement keys hold for the layers that follow, as BeginBlock;
+        ** recompute only for the layer that asks */
+        if (L->ipu >= 0 || L->stage >= 0 || L->phase >= 0 || L->block ||
+            L->recompute) {
+            place = (popc_annotations){.block = L->block, .ipu = L->ipu,
+                                       .stage = L->stage, .phase = L->phase,
+                                       .recompute = L->recompute ? 1 : -1};
+            if ((st = popc_graph_set_annotations(g, &place)) != POPC_OK)
+                goto fail;
+        }
+        if ((st = add_layer(r, g, B, L, v, &v)) != POPC_OK)
             goto fail;
+        if (L->recompute) {
+            place.recompute = -1;
+            if ((st = popc_graph_set_annotations(g, &place)) != POPC_OK)
+                goto fail;
+        }
+    }
     info = popc_graph_value_info(g, v);
     if (info.rank != 2 || info.dims[0] != batch_size ||
         info.dims[1] != r->classes) {

@@ -41,6 +41,11 @@ typedef struct popci_run_layer {
     int64_t kernel, stride, padding, dilation, groups, axis;
     int bias;
     double eps, momentum, p, alpha;
+    /* placement keys (helper "strategies"): ipu, stage, phase (-1: not
+    ** given), recompute (1: the layer's outputs are checkpoints), block
+    ** (borrowed from the run's config; NULL: not given) */
+    int ipu, stage, phase, recompute;
+    const char *block;
 } popci_run_layer;
 
 typedef struct popci_run_set {

@@ -99,7 +99,7 @@ static void free_inputs(popc_tensor **in, int n)
         popc_tensor_free(in[i]);
 }
 
-/* ---- cycle counts ----------------------------------------------------------- */
+/* ---- cycle counts -------------------------------------------------------- */
 
 START_TEST(cycle_count_texts)
 {
@@ -250,7 +250,7 @@ START_TEST(cycles_logged_at_debug_after_each_run)
 }
 END_TEST
 
-/* ---- compilation time ------------------------------------------------------------ */
+/* ---- compilation time ---------------------------------------------------- */
 
 START_TEST(compilation_time_texts)
 {
@@ -285,7 +285,7 @@ START_TEST(compilation_time_texts)
 }
 END_TEST
 
-/* ---- latencies and counters ------------------------------------------------------- */
+/* ---- latencies and counters ---------------------------------------------- */
 
 static void check_latency(const popc_latency *l, int positive)
 {
@@ -404,7 +404,7 @@ START_TEST(pipelined_training_counters)
 }
 END_TEST
 
-/* ---- compile progress ------------------------------------------------------------ */
+/* ---- compile progress ---------------------------------------------------- */
 
 START_TEST(progress_lines_off_a_terminal)
 {
@@ -489,7 +489,7 @@ START_TEST(progress_bar_on_a_terminal)
 }
 END_TEST
 
-/* ---- enableProfiling ------------------------------------------------------------- */
+/* ---- enableProfiling ----------------------------------------------------- */
 
 static char *temp_dir(void)
 {

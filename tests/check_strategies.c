@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <check.h>
+#include <unistd.h>
 
 #include "popc/popc.h"
+#include "popc/run.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
 
@@ -502,6 +504,19 @@ START_TEST(phased_errors)
     expect(try_run(m, 1), POPC_EINVAL, "tensor liveness applies to "
            "SerialPhasedExecution and ParallelPhasedExecution only");
     popc_model_free(m);
+    /* a phase cannot read what a later phase computes */
+    {
+        const char *a[] = {"A"}, *b[] = {"B"}, *c[] = {"C"};
+        popc_stage_spec back[3] = {{a, 1, 0, 1}, {b, 1, 0, 0},
+                                   {c, 1, 0, 2}};
+
+        OK(popc_graph_set_stages(g, back, 3));
+        m = training_model(g, &serial);
+        expect(try_run(m, 1), POPC_EINVAL, "node 'fc2' is in phase 0 but "
+               "reads 'Relu_1:0', which node 'Relu_1' computes in "
+               "the later phase 1");
+        popc_model_free(m);
+    }
     popc_graph_free(g);
     popc_graph_free(bad);
 }
@@ -988,6 +1003,71 @@ START_TEST(broadcast_buffers)
 }
 END_TEST
 
+/* ---- INI placement keys ----------------------------------------------------- */
+
+static popc_annotations annot_of(popc_graph *g, const char *value)
+{
+    int v = popc_graph_find_value(g, value);
+
+    ck_assert_msg(v >= 0, "no value %s", value);
+    return popc_graph_node_annotations(g, popc_graph_value_producer(g, v));
+}
+
+START_TEST(ini_placement_keys)
+{
+    static const char ini[] =
+        "[options]\nbackend = cpu\nTraining.gradientAccumulation = 3\n"
+        "[model]\ninput = 4\nclasses = 3\nlayers = fc1, relu, fc2\n"
+        "[layer fc1]\ntype = linear\nout_features = 8\nipu = 0\n"
+        "block = first\n"
+        "[layer fc2]\ntype = linear\nout_features = 3\nipu = 1\n"
+        "recompute = true\n";
+    char path[] = "/tmp/popc_strategies_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    popc_run *r = NULL;
+    popc_graph *g = NULL;
+    popc_annotations a;
+    popc_model *m = NULL;
+    popc_tensor *x = NULL, *lab = NULL, *out[4], *in[2];
+    int64_t xd[2] = {6, 4}, ld[1] = {6};
+
+    ck_assert(f != NULL);
+    fputs(ini, f);
+    fclose(f);
+    OK(popc_run_load(path, NULL, 0, &r));
+    OK(popc_run_build_graph(r, 1, 2, &g));
+    a = annot_of(g, "fc1:0");
+    ck_assert_int_eq(a.ipu, 0);
+    ck_assert_str_eq(a.block, "first");
+    ck_assert_int_eq(a.recompute, -1);
+    /* the relu follows fc1's placement */
+    ck_assert_int_eq(annot_of(g, "Relu_1:0").ipu, 0);
+    a = annot_of(g, "fc2:0");
+    ck_assert_int_eq(a.ipu, 1);
+    ck_assert_int_eq(a.recompute, 1);
+    ck_assert(a.block == NULL);
+    /* the model trains as a two-stage pipeline */
+    ck_assert_int_le(popc_graph_n_outputs(g), 4);
+    OK(popc_model_new_training(g, popc_run_options(r), NULL, &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_tensor_new(POPC_DTYPE_I32, ld, 1, &lab));
+    in[0] = x;
+    in[1] = lab;
+    OK(popc_model_run(m, in, 2, out, popc_graph_n_outputs(g)));
+    for (int i = 0; i < popc_graph_n_outputs(g); i++)
+        popc_tensor_free(out[i]);
+    ck_assert_int_eq(info_of(m).pipeline_stages, 2);
+    ck_assert(info_of(m).pipelined);
+    popc_model_free(m);
+    popc_tensor_free(x);
+    popc_tensor_free(lab);
+    popc_graph_free(g);
+    popc_run_free(r);
+    remove(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("strategies");
@@ -1003,6 +1083,7 @@ int main(void)
     tcase_add_test(blocks, block_context);
     tcase_add_test(blocks, explicit_stage_lists);
     tcase_add_test(blocks, auto_stages_and_depth);
+    tcase_add_test(blocks, ini_placement_keys);
     tcase_add_test(run_tc, pipelined_equals_single_ipu_cpu);
     tcase_add_test(run_tc, pipelined_equals_single_ipu_ipumodel);
     tcase_add_test(run_tc, pipelined_ipumodel_equals_cpu);

@@ -26,6 +26,7 @@ check_PROGRAMS += %reldir%/make_profile
 
 TESTS += %reldir%/test_profile_html.sh
 EXTRA_DIST += %reldir%/test_profile_html.sh
+CLEANFILES += %reldir%/profile-html.png
 AM_TESTS_ENVIRONMENT += \
     MAKE_PROFILE='$(abs_top_builddir)/tests/make_profile'; \
     export MAKE_PROFILE;

@@ -3,8 +3,9 @@
 # real browser: tests/make_profile writes a profile (a pipelined training
 # run on the ipumodel backend), headless Chromium loads profile.html from
 # the file system with networking off, and the DOM it dumps must show
-# every chart drawn (data-drawn="N" with N > 0 and SVG rects). A
-# screenshot is kept in tests/profile-html.out/profile.png.
+# every chart drawn (data-drawn="N" with N > 0, SVG rects, no chart
+# error). The screenshot is kept as tests/profile-html.png; the working
+# files are removed unless the test fails.
 # Exit 77 (skipped) when Chromium is not installed.
 set -u
 
@@ -15,14 +16,15 @@ if [ ! -x "$CHROMIUM" ]; then
 fi
 builddir=${POPC_BUILDDIR:-.}
 make_profile=${MAKE_PROFILE:-$builddir/tests/make_profile}
-out=$builddir/tests/profile-html.out
-rm -rf "$out"
-mkdir -p "$out" || exit 1
-profile_home=$(mktemp -d) || exit 1
-trap 'rm -rf "$profile_home"' EXIT INT TERM
+shot=$builddir/tests/profile-html.png
+out=$(mktemp -d "${TMPDIR:-/tmp}/popc-profile-html.XXXXXX") || exit 1
+trap 'rm -rf "$out"' EXIT
+trap 'exit 1' INT TERM
 
 fail() {
     echo "FAIL: $*"
+    trap - EXIT
+    echo "files kept in $out"
     exit 1
 }
 
@@ -39,12 +41,13 @@ if grep -Eq '<(script|link|img|iframe)[^>]+(src|href)=' "$out/profile/profile.ht
 fi
 
 chrome() {
-    # no network, no first-run work, a throwaway profile directory
+    # no network (a dead proxy too), no first-run work, a throwaway
+    # browser profile
     timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
         --disable-quic --no-first-run --disable-background-networking \
         --disable-component-update --disable-sync \
-        --user-data-dir="$profile_home" --proxy-server=127.0.0.1:9 \
-        --virtual-time-budget=5000 "$@" 2>"$out/chromium.log"
+        --user-data-dir="$out/browser" --proxy-server=127.0.0.1:9 \
+        --virtual-time-budget=5000 "$@" 2>>"$out/chromium.log"
 }
 
 url="file://$(cd "$out/profile" && pwd)/profile.html"
@@ -70,5 +73,6 @@ chrome --screenshot="$out/profile.png" --window-size=1400,1800 \
     --hide-scrollbars "$url" >/dev/null ||
     fail "chromium could not take a screenshot"
 [ -s "$out/profile.png" ] || fail "no screenshot"
-echo "screenshot: $out/profile.png"
+cp "$out/profile.png" "$shot" || fail "cannot keep the screenshot as $shot"
+echo "screenshot: $shot"
 exit 0
