@@ -183,8 +183,10 @@ static void accumulate(popci_exec *e, const popc_frame *f, int r,
             continue;
         g = f->slots[pw->grad_slot].data;
         n = popc_view_numel(&p->slots[pw->accum_slot].info);
-        if (a == 0)
-            memcpy(acc, g, sizeof *acc * (size_t)n);
+        if (a == 0) {
+            if (acc != g) /* else written in place (executor.c) */
+                memcpy(acc, g, sizeof *acc * (size_t)n);
+        }
         else if (running)
             for (int64_t i = 0; i < n; i++)
                 acc[i] = keep * acc[i] + take * g[i];

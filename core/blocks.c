@@ -68,7 +68,7 @@ void popc_block_use_auto_id(popc_graph *g)
         g->block_next_id = 0;
 }
 
-/* ---- explicit stages ------------------------------------------------------ */
+/* ---- explicit stages ---------------------------------------------------- */
 
 /* Stage of block id in the specs, -1 when not listed. */
 static int stage_of(const popc_stage_spec *stages, int n, const char *id)

@@ -275,6 +275,26 @@ static popc_status check_training(const popci_plan *p)
     return POPC_OK;
 }
 
+/* With one micro-batch per step the accumulator is the gradient itself:
+** the backward pass may write it there directly (accumulate() then has
+** nothing to copy) when the gradient is an activation of its own, not
+** shared with another weight. */
+static int grad_in_place(const popci_exec *e, int w)
+{
+    const popci_plan *p = e->plan;
+    int g = p->weights[w].grad_slot;
+
+    if (!e->cfg.training || e->cfg.grad_accum != 1 ||
+        p->weights[w].accum_slot < 0 || g < 0 ||
+        p->slots[g].kind != POPC_SLOT_ACT || p->arena_offset[g] < 0)
+        return 0;
+    for (int o = 0; o < p->n_weights; o++)
+        if (o != w && (p->weights[o].grad_slot == g ||
+                       p->weights[o].update_slot == g))
+            return 0;
+    return p->weights[w].update_slot != g;
+}
+
 /* Frames: views of every slot. INPUT views are pointed at the caller's
 ** data per micro-batch and STATE views at the optimizer state per run. */
 static popc_status make_frames(popci_exec *e)
@@ -311,6 +331,8 @@ static popc_status make_frames(popci_exec *e)
                 v[pw->slot].data = e->wdata[r * nw + w];
                 if (pw->accum_slot >= 0)
                     v[pw->accum_slot].data = e->accum[r * nw + w];
+                if (grad_in_place(e, w))
+                    v[pw->grad_slot].data = e->accum[r * nw + w];
             }
         }
     return POPC_OK;

@@ -143,6 +143,7 @@ static const popc_host base_host = {
     .grad_constant = grad_constant,
     .value_info = value_info,
     .host_call = host_call,
+    .last_error = popc_last_error,
 };
 
 const popc_host *popci_host(void)

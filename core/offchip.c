@@ -9,7 +9,10 @@
 **       backward pass reads (and results kept to the end) are off chip
 **       from their last forward use to their first backward use;
 **   OffChipAfterEachPhase  any activation is off chip from its last use in
-**       its own phase to its first use in a later phase (or the end).
+**       its own phase to its first use in a later phase (or the end); the
+**       backward pass of the last phase shares it unless
+**       useSeparateBackwardPhase gives the backward pass phases of its
+**       own.
 ** Once back on chip a value stays there until its last use: a value read
 ** by several later phases is counted on chip from the first of them, an
 ** upper bound. stored_bytes measures recomputation: the activations live
@@ -57,16 +60,19 @@ popc_status popci_offchip_add_slot(popci_plan *p, int s)
     return POPC_OK;
 }
 
-/* Segment of each schedule position: a new one starts where the phase or
-** the pass (forward / backward) changes; position n is a segment of its
-** own (the end of the micro-batch). */
+/* Segment of each schedule position: a new one starts where the phase
+** changes, and where the backward pass starts when it has phases of its
+** own (useSeparateBackwardPhase; else the last forward phase and the
+** first backward phase are one); position n is a segment of its own (the
+** end of the micro-batch). */
 static void segments(const popci_plan *p, int *seg)
 {
     int n = p->pub.n_nodes, nf = p->pub.n_forward;
+    int sep = p->strategy.separate_backward;
 
     for (int k = 0; k < n; k++)
         seg[k] = k == 0 ? 0
-                 : seg[k - 1] + ((k == nf) ||
+                 : seg[k - 1] + ((k == nf && sep) ||
                                  p->nodes[k].phase != p->nodes[k - 1].phase);
     seg[n] = n > 0 ? seg[n - 1] + 1 : 0;
 }

@@ -491,9 +491,8 @@ const popci_optdef popci_option_table[] = {
      .flags = C, .enum_type = "Liveness", .members = livenesses},
     {.info = {"setExecutionStrategy.useSeparateBackwardPhase", POPC_OPT_BOOL,
               "false", "Phased execution: no phase shared by forward and "
-              "backward", BOOLV, 0},
-     .flags = C, .call_default = "true",
-     .why = "it would give the backward pass phases of its own"},
+              "backward", BOOLV, 1},
+     .flags = C, .call_default = "true"},
     {.info = {"setAvailableMemoryProportion", POPC_OPT_STRING, "None",
               "Temporary memory proportion per IPU (IPU0=0.5,IPU1=0.3)",
               "IPUn=0..1,... | None", 1},

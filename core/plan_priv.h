@@ -62,11 +62,12 @@ typedef struct popci_plan_compiled {
 /* The execution strategy a plan is compiled for (helper "strategies",
 ** core/stages.c); all zero: PipelinedExecution, AutoStage SameAsIpu,
 ** AlwaysLive. Values are popc_execution_strategy, popc_auto_stage and
-** popc_liveness. */
+** popc_liveness; separate_backward is useSeparateBackwardPhase. */
 typedef struct popci_strategy {
     int kind;
     int auto_stage;
     int liveness;
+    int separate_backward;
 } popci_strategy;
 
 /* What to compile. inputs[i] gives dtype and the micro-batch shape of

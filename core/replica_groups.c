@@ -90,7 +90,7 @@ static popc_status unknown(const popc_model *m, const char *name)
                           popc_graph_name(m->graph), name ? name : "(null)");
 }
 
-/* ---- the device side ------------------------------------------------------ */
+/* ---- the device side ---------------------------------------------------- */
 
 const popci_exec_grouping *popci_rgroups_exec(const popc_model *m, int *n)
 {
@@ -163,7 +163,7 @@ popc_status popci_rgroups_set_all(popc_model *m, int weight)
     return POPC_OK;
 }
 
-/* ---- public API ------------------------------------------------------------- */
+/* ---- public API --------------------------------------------------------- */
 
 static popc_status group_count(const popc_model *m, const char *name,
                                popc_comm_group_type type, int shards,

@@ -30,6 +30,8 @@ popci_strategy popci_strategy_from_options(const popc_options *o)
         o, "setExecutionStrategy.autoStage");
     s.liveness = (int)popc_options_get_int(
         o, "setExecutionStrategy.tensorsLiveness");
+    s.separate_backward = popc_options_get_bool(
+        o, "setExecutionStrategy.useSeparateBackwardPhase");
     return s;
 }
 
@@ -51,7 +53,7 @@ static const char *liveness_name(int l)
     }
 }
 
-/* ---- stages and IPUs ------------------------------------------------------ */
+/* ---- stages and IPUs ---------------------------------------------------- */
 
 /* AutoIncrement: stage of each block id in order of first use. */
 typedef struct stage_map {
@@ -117,7 +119,7 @@ static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
     return st;
 }
 
-/* ---- phases ----------------------------------------------------------------- */
+/* ---- phases ------------------------------------------------------------- */
 
 static popc_status check_liveness(const popci_strategy *s)
 {
@@ -133,6 +135,13 @@ static popc_status check_liveness(const popci_strategy *s)
                               "setExecutionStrategy to one of them or leave "
                               "the liveness at AlwaysLive",
                               liveness_name(s->liveness));
+    if (s->separate_backward && !popci_strategy_phased(s))
+        return popc_set_error(POPC_EINVAL, "setExecutionStrategy."
+                              "useSeparateBackwardPhase applies to "
+                              "SerialPhasedExecution and "
+                              "ParallelPhasedExecution only; set "
+                              "setExecutionStrategy to one of them or leave "
+                              "it false");
     if (only_serial && s->kind == POPC_EXEC_PARALLEL_PHASED)
         return popc_set_error(POPC_EINVAL, "This is only supported for "
                               "serial phase execution (setExecutionStrategy."
@@ -196,7 +205,8 @@ static popc_status resolve_phases(popc_graph *g, const popci_strategy *s)
         if (x->annot.phase < 0)
             x->annot.phase = inherited;
         e = effective_phase(s, x->annot.phase);
-        if (s->kind == POPC_EXEC_PARALLEL_PHASED && e % 2 != x->annot.ipu % 2) {
+        if (s->kind == POPC_EXEC_PARALLEL_PHASED &&
+            e % 2 != x->annot.ipu % 2) {
             st = popc_set_error(POPC_EINVAL, "When phases are executed in "
                                 "parallel: even phases must run on even IPUs "
                                 "and odd phases on odd IPUs (node '%s': "
@@ -232,7 +242,7 @@ int popci_plan_pipeline_stages(const popci_plan *p)
     return f;
 }
 
-/* ---- phase order of the schedule -------------------------------------------- */
+/* ---- phase order of the schedule ---------------------------------------- */
 
 /* A binary min-heap of schedule positions by (key, position). */
 typedef struct heap {

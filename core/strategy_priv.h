@@ -28,7 +28,8 @@ int popci_strategy_phased(const popci_strategy *s);
 ** to the backward nodes. POPC_EINVAL with PopTorch's texts: SameAsIpu
 ** without an IPU, phased without phases, a phase reading a later phase,
 ** parallel phases on IPUs of the other parity, a liveness only serial
-** phases support, a liveness without a phased strategy. */
+** phases support, a liveness or useSeparateBackwardPhase without a phased
+** strategy. */
 popc_status popci_stages_resolve(popc_graph *g, const popci_strategy *s);
 
 /* Phased strategies: reorder the schedule (node ids) so that the forward

@@ -9,3 +9,15 @@ dist_examples_DATA = \
 # the run file reference
 popcdocdir = $(docdir)
 dist_popcdoc_DATA = docs/ini-format.md
+
+# C programs using the public API only (they include no config.h, so the
+# installed copies build as they are against an installed popc):
+# train_mlp trains the MLP of fashion-mnist-mlp.ini, infer_cnn classifies
+# with the weights popc train writes for fashion-mnist-cnn.ini and shows
+# the output modes. tests/test_examples.sh runs both.
+noinst_PROGRAMS += %reldir%/train_mlp %reldir%/infer_cnn
+dist_examples_DATA += %reldir%/train_mlp.c %reldir%/infer_cnn.c
+%canon_reldir%_train_mlp_SOURCES = %reldir%/train_mlp.c
+%canon_reldir%_train_mlp_LDADD = libpopc.la
+%canon_reldir%_infer_cnn_SOURCES = %reldir%/infer_cnn.c
+%canon_reldir%_infer_cnn_LDADD = libpopc.la -lm

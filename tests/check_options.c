@@ -190,6 +190,7 @@ START_TEST(supported_flags)
         "autoRoundNumIPUs", "setExecutionStrategy",
         "setExecutionStrategy.autoStage",
         "setExecutionStrategy.tensorsLiveness",
+        "setExecutionStrategy.useSeparateBackwardPhase",
         "setAvailableMemoryProportion",
         "logCycleCount", "enableProfiling", "enableExecutableCaching",
         "showCompilationProgressBar", "maxRepeatLogs", "logDir", "modelName",
@@ -208,7 +209,7 @@ START_TEST(supported_flags)
     }
     for (int i = 0; i < popc_options_count(); i++)
         n_sup += popc_options_info(i)->supported;
-    ck_assert_int_eq(n_sup, 35);
+    ck_assert_int_eq(n_sup, 36);
 }
 END_TEST
 
@@ -249,7 +250,7 @@ START_TEST(unsupported_options_are_refused)
         ck_assert(!popc_options_is_set(opts, info->name));
         refused++;
     }
-    ck_assert_int_eq(refused, popc_options_count() - 35);
+    ck_assert_int_eq(refused, popc_options_count() - 36);
     /* and a supported option's unsupported value */
     expect(popc_options_set(opts, "Precision.setPartialsType", "torch.half"),
            POPC_EUNSUPPORTED, "option Precision.setPartialsType = half is "

@@ -112,6 +112,7 @@ typedef struct cfg {
     const char *backend;
     int64_t di, ga, r;
     const char *strategy, *auto_stage, *liveness;
+    int separate_backward;    /* useSeparateBackwardPhase */
 } cfg;
 
 static popc_options *options(const cfg *c)
@@ -133,6 +134,9 @@ static popc_options *options(const cfg *c)
     if (c->liveness)
         OK(popc_options_set(o, "setExecutionStrategy.tensorsLiveness",
                             c->liveness));
+    if (c->separate_backward)
+        OK(popc_options_set_bool(
+            o, "setExecutionStrategy.useSeparateBackwardPhase", 1));
     return o;
 }
 
@@ -320,7 +324,7 @@ START_TEST(explicit_stage_lists)
     popc_stage_spec good[2] = {{ab, 2, 0, -1}, {c, 1, 1, -1}};
     popc_stage_spec three[3] = {{a, 1, -1, -1}, {b, 1, -1, -1},
                                 {c, 1, -1, -1}};
-    cfg one = {"cpu", 1, 3, 1, NULL, NULL, NULL};
+    cfg one = {"cpu", 1, 3, 1, NULL, NULL, NULL, 0};
     popc_model *m;
 
     expect(popc_graph_set_stages(g, dup, 2), POPC_EINVAL,
@@ -362,16 +366,16 @@ START_TEST(auto_stages_and_depth)
     /* AutoIncrement: blocks A, B get stages 1, 2 and, without IPUs, those
     ** IPUs: two forward stages */
     spec s = {1, {"A", "B", "B"}, {-1, -1, -1}, 0, 0};
-    cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL};
+    cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL, 0};
     popc_graph *g = make_graph(&s);
     popc_model *m = training_model(g, &inc);
     /* SameAsIpu, A on IPU 0, B on 1, C back on 0: three forward stages */
     spec back = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
-    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL};
-    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL};
+    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL, 0};
+    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL, 0};
     /* two blocks on one IPU merge */
     spec merged = {1, {"A", "B", "C"}, {0, 0, 1}, 0, 0};
-    cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL};
+    cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL, 0};
 
     expect(try_run(m, 2), POPC_EINVAL, "number of pipeline stages (3) when "
            "using poptorch.PipelinedExecution. Please note that a model "
@@ -414,7 +418,7 @@ static const spec three_ipus = {1, {"A", "B", "C"}, {0, 1, 2}, 0, 0};
 
 START_TEST(pipelined_equals_single_ipu_cpu)
 {
-    cfg c = {"cpu", 2, 5, 2, NULL, NULL, NULL};
+    cfg c = {"cpu", 2, 5, 2, NULL, NULL, NULL, 0};
 
     compare_training(&three_ipus, &c, &plain, &c, 3, 0.0);
 }
@@ -422,7 +426,7 @@ END_TEST
 
 START_TEST(pipelined_equals_single_ipu_ipumodel)
 {
-    cfg c = {"ipumodel", 2, 5, 2, NULL, NULL, NULL};
+    cfg c = {"ipumodel", 2, 5, 2, NULL, NULL, NULL, 0};
 
     compare_training(&three_ipus, &c, &plain, &c, 3, 1e-5);
 }
@@ -430,8 +434,8 @@ END_TEST
 
 START_TEST(pipelined_ipumodel_equals_cpu)
 {
-    cfg i = {"ipumodel", 1, 6, 1, NULL, NULL, NULL};
-    cfg c = {"cpu", 1, 6, 1, NULL, NULL, NULL};
+    cfg i = {"ipumodel", 1, 6, 1, NULL, NULL, NULL, 0};
+    cfg c = {"cpu", 1, 6, 1, NULL, NULL, NULL, 0};
 
     compare_training(&three_ipus, &i, &plain, &c, 2, 1e-5);
 }
@@ -440,8 +444,8 @@ END_TEST
 START_TEST(sharded_equals_single_ipu)
 {
     /* no DI / GA constraint: one micro-batch at a time */
-    cfg sh = {"cpu", 1, 1, 1, "ShardedExecution", NULL, NULL};
-    cfg one = {"cpu", 1, 1, 1, NULL, NULL, NULL};
+    cfg sh = {"cpu", 1, 1, 1, "ShardedExecution", NULL, NULL, 0};
+    cfg one = {"cpu", 1, 1, 1, NULL, NULL, NULL, 0};
     popc_graph *g = make_graph(&three_ipus);
     popc_model *m = training_model(g, &sh);
 
@@ -459,9 +463,9 @@ END_TEST
 
 /* Blocks A, B, C in phases 0, 1, 2 on IPUs 0, 1, 0 (good parity) or all
 ** on IPU 0 (bad parity for phase 1). */
-static popc_graph *phased_graph(int ipu_b)
+static popc_graph *phased_graph(int ipu_b, int hidden)
 {
-    spec s = {1, {"A", "B", "C"}, {-1, -1, -1}, 0, 0};
+    spec s = {1, {"A", "B", "C"}, {-1, -1, -1}, 0, hidden};
     popc_graph *g = make_graph(&s);
     const char *a[] = {"A"}, *b[] = {"B"}, *c[] = {"C"};
     popc_stage_spec st[3] = {{a, 1, 0, 0}, {b, 1, ipu_b, 1}, {c, 1, 0, 2}};
@@ -473,14 +477,15 @@ static popc_graph *phased_graph(int ipu_b)
 START_TEST(phased_errors)
 {
     spec s = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
-    popc_graph *g = make_graph(&s), *bad = phased_graph(0);
-    cfg serial = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL};
-    cfg par = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL, NULL};
+    popc_graph *g = make_graph(&s), *bad = phased_graph(0, 0);
+    cfg serial = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0};
+    cfg par = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL, NULL, 0};
     cfg par_each = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
-                    "OffChipAfterEachPhase"};
+                    "OffChipAfterEachPhase", 0};
     cfg par_noov = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
-                    "OffChipAfterFwdNoOverlap"};
-    cfg pipe_live = {"cpu", 1, 1, 1, NULL, NULL, "OffChipAfterFwd"};
+                    "OffChipAfterFwdNoOverlap", 0};
+    cfg pipe_live = {"cpu", 1, 1, 1, NULL, NULL, "OffChipAfterFwd", 0};
+    cfg pipe_sep = {"cpu", 1, 1, 1, NULL, NULL, NULL, 1};
     popc_model *m;
 
     m = training_model(g, &serial);
@@ -504,6 +509,10 @@ START_TEST(phased_errors)
     expect(try_run(m, 1), POPC_EINVAL, "tensor liveness applies to "
            "SerialPhasedExecution and ParallelPhasedExecution only");
     popc_model_free(m);
+    m = training_model(g, &pipe_sep);
+    expect(try_run(m, 1), POPC_EINVAL, "useSeparateBackwardPhase applies "
+           "to SerialPhasedExecution and ParallelPhasedExecution only");
+    popc_model_free(m);
     /* a phase cannot read what a later phase computes */
     {
         const char *a[] = {"A"}, *b[] = {"B"}, *c[] = {"C"};
@@ -525,7 +534,7 @@ END_TEST
 /* Train the phased graph and the plain one side by side. */
 static void phased_equal(popc_graph *ph, const cfg *c, popc_plan_info *pi)
 {
-    cfg one = {"cpu", c->di, c->ga, c->r, NULL, NULL, NULL};
+    cfg one = {"cpu", c->di, c->ga, c->r, NULL, NULL, NULL, 0};
     popc_graph *pg = make_graph(&plain);
     popc_model *a = training_model(ph, c), *b = training_model(pg, &one);
     popc_tensor *x, *y, *oa[2], *ob[2];
@@ -551,15 +560,17 @@ static void phased_equal(popc_graph *ph, const cfg *c, popc_plan_info *pi)
 
 START_TEST(phased_results_equal)
 {
-    popc_graph *g = phased_graph(1);
-    cfg serial = {"cpu", 2, 2, 1, "SerialPhasedExecution", NULL, NULL};
-    cfg par = {"cpu", 2, 2, 2, "ParallelPhasedExecution", NULL, NULL};
+    popc_graph *g = phased_graph(1, 0);
+    cfg serial = {"cpu", 2, 2, 1, "SerialPhasedExecution", NULL, NULL, 0};
+    cfg par = {"cpu", 2, 2, 2, "ParallelPhasedExecution", NULL, NULL, 0};
     cfg each = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL,
-                "OffChipAfterEachPhase"};
+                "OffChipAfterEachPhase", 0};
     cfg fwd = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
-               "OffChipAfterFwd"};
-    cfg live = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL};
-    popc_plan_info pi, pe, pf, pl;
+               "OffChipAfterFwd", 0};
+    cfg live = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0};
+    cfg sep = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL,
+               "OffChipAfterEachPhase", 1};
+    popc_plan_info pi, pe, pf, pl, ps;
 
     phased_equal(g, &serial, &pi);
     ck_assert_int_eq(pi.n_phases, 3);
@@ -577,22 +588,88 @@ START_TEST(phased_results_equal)
     ck_assert_int_ge(pe.offchip_bytes, pf.offchip_bytes);
     ck_assert_int_lt(pe.onchip_peak_bytes, pl.onchip_peak_bytes);
     ck_assert_int_le(pf.onchip_peak_bytes, pl.onchip_peak_bytes);
+    fprintf(stderr, "liveness (serial phases): on-chip activation peak "
+            "AlwaysLive %lld, OffChipAfterEachPhase %lld (%lld bytes off "
+            "chip), OffChipAfterFwd (parallel) %lld (%lld bytes off chip)\n",
+            (long long)pl.onchip_peak_bytes, (long long)pe.onchip_peak_bytes,
+            (long long)pe.offchip_bytes, (long long)pf.onchip_peak_bytes,
+            (long long)pf.offchip_bytes);
     /* the host-side arena is not affected: only the on-chip accounting */
     ck_assert_int_eq(pe.activation_bytes, pl.activation_bytes);
+    /* a backward pass with phases of its own: the last forward phase's
+    ** activations leave the chip too */
+    {
+        spec two = {1, {"A", "B", "C"}, {-1, -1, -1}, 0, 0};
+        popc_graph *g2 = make_graph(&two);
+        const char *a[] = {"A"}, *bc[] = {"B", "C"};
+        popc_stage_spec st[2] = {{a, 1, 0, 0}, {bc, 2, 0, 1}};
+
+        OK(popc_graph_set_stages(g2, st, 2));
+        phased_equal(g2, &each, &pe);
+        phased_equal(g2, &sep, &ps);
+        ck_assert_int_gt(ps.offchip_bytes, pe.offchip_bytes);
+        ck_assert_int_eq(ps.n_phases, 2);
+        popc_graph_free(g2);
+    }
     popc_graph_free(g);
 }
 END_TEST
 
+/* The ipumodel memory map's activation total (enableProfiling's copy of
+** the backend report: "totals": {..., "activations": N, ...}). */
+static long long ipumodel_activations(popc_graph *g, const char *liveness)
+{
+    cfg c = {"ipumodel", 1, 1, 1, "SerialPhasedExecution", NULL, liveness,
+             0};
+    char dir[] = "/tmp/popc_strategies_XXXXXX", path[256], *text, *at;
+    popc_options *o = options(&c);
+    popc_model *m = NULL;
+    long long acts = -1;
+    FILE *f;
+    long n;
+
+    ck_assert(mkdtemp(dir) != NULL);
+    OK(popc_options_set(o, "enableProfiling", dir));
+    OK(popc_model_new_training(g, o, NULL, &m));
+    /* tensors large enough to spread over every tile, so that tiles are
+    ** shared and what leaves the chip lowers their peaks */
+    OK(try_run(m, 256));
+    if (strcmp(liveness, "AlwaysLive") != 0)
+        ck_assert_int_gt(info_of(m).offchip_bytes, 0);
+    popc_model_free(m);
+    popc_options_free(o);
+    snprintf(path, sizeof path, "%s/profile.json", dir);
+    ck_assert((f = fopen(path, "rb")) != NULL);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    text = calloc((size_t)n + 1, 1);
+    ck_assert(text && fread(text, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    at = strstr(text, "\"totals\"");
+    ck_assert(at != NULL);
+    at = strstr(at, "\"activations\"");
+    ck_assert(at != NULL);
+    acts = strtoll(strchr(at, ':') + 1, NULL, 10);
+    free(text);
+    remove(path);
+    snprintf(path, sizeof path, "%s/profile.html", dir);
+    remove(path);
+    rmdir(dir);
+    return acts;
+}
+
 START_TEST(phased_on_ipumodel)
 {
-    popc_graph *g = phased_graph(1);
-    cfg each = {"ipumodel", 1, 1, 1, "SerialPhasedExecution", NULL,
-                "OffChipAfterEachPhase"};
-    popc_model *m = training_model(g, &each);
+    popc_graph *g = phased_graph(1, 512);
+    long long live = ipumodel_activations(g, "AlwaysLive");
+    long long each = ipumodel_activations(g, "OffChipAfterEachPhase");
 
-    OK(try_run(m, 1));
-    ck_assert_int_gt(info_of(m).offchip_bytes, 0);
-    popc_model_free(m);
+    fprintf(stderr, "ipumodel memory map, activations at the peak: "
+            "AlwaysLive %lld, OffChipAfterEachPhase %lld bytes\n", live,
+            each);
+    ck_assert(live > 0);
+    ck_assert(each < live);
     popc_graph_free(g);
 }
 END_TEST
@@ -603,7 +680,7 @@ static void recompute_case(const char *backend, int ckpt)
 {
     spec none = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 64};
     spec rc = {0, {NULL, NULL, NULL}, {-1, -1, -1}, ckpt, 64};
-    cfg c = {backend, 2, 2, 2, NULL, NULL, NULL};
+    cfg c = {backend, 2, 2, 2, NULL, NULL, NULL, 0};
     popc_graph *ga = make_graph(&none), *gb = make_graph(&rc);
     popc_model *a = training_model(ga, &c), *b = training_model(gb, &c);
     popc_plan_info pa, pb;
@@ -645,13 +722,13 @@ START_TEST(recomputation_pipelined)
 {
     spec rc = {1, {"A", "B", "C"}, {0, 1, 2}, 1, 16};
     spec none = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 16};
-    cfg c = {"cpu", 1, 5, 1, NULL, NULL, NULL};
+    cfg c = {"cpu", 1, 5, 1, NULL, NULL, NULL, 0};
 
     compare_training(&rc, &c, &none, &c, 2, 0.0);
 }
 END_TEST
 
-/* ---- replica grouping ----------------------------------------------------- */
+/* ---- replica grouping --------------------------------------------------- */
 
 /* y = x W^T (W [1, 2], no bias), MSE loss against t: with B = 1 row per
 ** replica, dL/dW = 2 (x.W - t) x. */
@@ -878,7 +955,7 @@ START_TEST(replica_grouping_api)
 }
 END_TEST
 
-/* ---- inputReplicaGrouping --------------------------------------------------- */
+/* ---- inputReplicaGrouping ----------------------------------------------- */
 
 /* Output = the input (popc::Nop): each replica shows the slice it got. */
 static void input_groups(int64_t di, int64_t r, int64_t size,
@@ -937,7 +1014,7 @@ START_TEST(input_replica_grouping)
 }
 END_TEST
 
-/* ---- broadcastBuffers ------------------------------------------------------- */
+/* ---- broadcastBuffers --------------------------------------------------- */
 
 /* BatchNorm over [2, 2, 1, 1] inputs; a second output reads the running
 ** mean buffer (popc::Nop), so each replica shows the buffer it holds. */
@@ -1003,7 +1080,7 @@ START_TEST(broadcast_buffers)
 }
 END_TEST
 
-/* ---- INI placement keys ----------------------------------------------------- */
+/* ---- INI placement keys ------------------------------------------------- */
 
 static popc_annotations annot_of(popc_graph *g, const char *value)
 {

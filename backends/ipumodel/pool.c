@@ -96,10 +96,39 @@ struct failure {
 static const popc_host *host;
 static popc_host kernel_host;
 
-/* The group the calling thread leads (NULL: the root of any pool). */
-static _Thread_local group *current;
-/* Where set_error on this thread also copies the message, or NULL. */
-static _Thread_local char *sink;
+/* Per-thread state lives in pthread keys, not _Thread_local: dynamic TLS
+** in a dlopen'ed module trips LeakSanitizer's thread scan (it crashes on the
+** module's DTV entry), and the keys cost nothing measurable here.
+** current: the group the calling thread leads (NULL: the root of any pool).
+** sink: where set_error on this thread also copies the message, or NULL. */
+static pthread_key_t current_key, sink_key;
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+
+static void make_keys(void)
+{
+    pthread_key_create(&current_key, NULL);
+    pthread_key_create(&sink_key, NULL);
+}
+
+static group *get_current(void)
+{
+    return pthread_getspecific(current_key);
+}
+
+static void set_current(group *g)
+{
+    pthread_setspecific(current_key, g);
+}
+
+static char *get_sink(void)
+{
+    return pthread_getspecific(sink_key);
+}
+
+static void set_sink(char *s)
+{
+    pthread_setspecific(sink_key, s);
+}
 
 /* ---- error transport ---------------------------------------------------- */
 
@@ -111,6 +140,8 @@ static popc_status kernel_set_error(popc_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    char *sink = get_sink();
+
     if (sink)
         memcpy(sink, msg, sizeof msg);
     return host->set_error(st, "%s", msg);
@@ -120,6 +151,7 @@ const popc_host *ipum_pool_setup(const popc_host *h)
 {
     size_t n = h->size < sizeof kernel_host ? h->size : sizeof kernel_host;
 
+    pthread_once(&keys_once, make_keys);
     host = h;
     memset(&kernel_host, 0, sizeof kernel_host);
     memcpy(&kernel_host, h, n);
@@ -156,13 +188,13 @@ static void failure_init(failure *f)
 static void run_one(failure *f, ipum_task_fn fn, void *arg, int i)
 {
     char captured[MSG_SIZE], msg[MSG_SIZE];
-    char *saved = sink;
+    char *saved = get_sink();
     popc_status st;
 
     captured[0] = '\0';
-    sink = captured;
+    set_sink(captured);
     st = fn(arg, i);
-    sink = saved;
+    set_sink(saved);
     if (st == POPC_OK)
         return;
     failure_message(captured, msg);
@@ -351,7 +383,7 @@ static void run_job(group *g, job_fn job, void *arg)
 
 static group *group_of(const ipum_pool *p)
 {
-    group *g = current;
+    group *g = get_current();
 
     return g && g->pool == p ? g : (group *)&p->root;
 }
@@ -484,9 +516,9 @@ typedef struct par_job {
 /* Take tasks until none is left, as the leader of sub. */
 static void lead_tasks(par_job *j, group *sub)
 {
-    group *saved = current;
+    group *saved = get_current();
 
-    current = sub;
+    set_current(sub);
     for (;;) {
         int i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n || i > atomic_load(&j->fail.index))
@@ -494,7 +526,7 @@ static void lead_tasks(par_job *j, group *sub)
         run_one(&j->fail, j->fn, j->arg, i);
     }
     run_job(sub, NULL, NULL);
-    current = saved;
+    set_current(saved);
 }
 
 static void par_member(group *g, void *arg, int member)

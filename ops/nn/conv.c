@@ -12,6 +12,12 @@
 */
 #include "config.h"
 
+/* GCC's -O2 vectorizes only loops that need no runtime alias check; the
+** copy and add loops of im2col/col2im need the full cost model. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
 #include <cblas.h>
 #include <string.h>
 
@@ -123,6 +129,48 @@ static void valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,
     *hi = h;
 }
 
+/* im2col row of tap (ki, kj) of one channel plane xc when the output
+** row is as wide as the input and both strides are 1 (e.g. 3x3, pad 1):
+** output position q then reads xc[q + shift], so the valid rows are one
+** contiguous copy and only the border columns need zeros. */
+static void im2col_shift(const conv_p *p, const float *xc, int64_t ki,
+                         int64_t kj, int64_t p0, int64_t p1, float *row)
+{
+    const nn_window *w = &p->w;
+    int64_t vs = ki * w->dh - w->pt, hs = kj * w->dw - w->pl;
+    int64_t shift = vs * w->W + hs, OW = w->OW;
+    int64_t r0 = vs < 0 ? -vs : 0, r1 = w->H - vs < w->OH ? w->H - vs : w->OH;
+    int64_t c0 = hs < 0 ? -hs : 0, c1 = w->W - hs < OW ? w->W - hs : OW;
+    int64_t qa, qb, sa, sb;
+
+    if (r1 < r0)
+        r1 = r0;
+    if (c1 < c0)
+        c1 = c0;
+    qa = r0 * OW < p0 ? p0 : r0 * OW > p1 ? p1 : r0 * OW;
+    qb = r1 * OW > p1 ? p1 : r1 * OW < qa ? qa : r1 * OW;
+    /* sources outside the plane are border columns, zeroed below */
+    sa = qa + shift < 0 ? -shift : qa;
+    sb = qb + shift > p->HW ? p->HW - shift : qb;
+    memset(row, 0, sizeof *row * (size_t)(qa - p0));
+    if (sb > sa)
+        memcpy(row + (sa - p0), xc + sa + shift,
+               sizeof *row * (size_t)(sb - sa));
+    memset(row + (qb - p0), 0, sizeof *row * (size_t)(p1 - qb));
+    if (c0 == 0 && c1 == OW)
+        return;
+    for (int64_t oh = qa / OW; oh * OW < qb; oh++) {
+        int64_t b = oh * OW;
+
+        for (int64_t o = 0; o < c0; o++)
+            if (b + o >= qa && b + o < qb)
+                row[b + o - p0] = 0.0f;
+        for (int64_t o = c1; o < OW; o++)
+            if (b + o >= qa && b + o < qb)
+                row[b + o - p0] = 0.0f;
+    }
+}
+
 /* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
 ** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
 static void im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
@@ -131,6 +179,15 @@ static void im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
     const nn_window *w = &p->w;
     int64_t pn = p1 - p0;
 
+    if (w->sh == 1 && w->sw == 1 && w->OW == w->W) {
+        for (int64_t c = c0; c < c1; c++)
+            for (int64_t ki = 0; ki < w->kh; ki++)
+                for (int64_t kj = 0; kj < w->kw; kj++)
+                    im2col_shift(p, x + c * p->HW, ki, kj, p0, p1,
+                                 col + (((c - c0) * w->kh + ki) * w->kw + kj) *
+                                           pn);
+        return;
+    }
     for (int64_t c = c0; c < c1; c++) {
         const float *xc = x + c * p->HW;
 
@@ -561,31 +618,74 @@ static popc_status gw_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
+/* Sum of rows r[n * stride + q] over n < N, q < P in double: eight
+** running sums (one per q mod 8) make the loop vectorize and break the
+** add latency chain, then a fixed combination. */
+static float sum_rows(const float *r, int64_t N, int64_t stride, int64_t P)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+
+    for (int64_t n = 0; n < N; n++) {
+        const float *x = r + n * stride;
+        int64_t q = 0;
+
+        for (; q + 8 <= P; q += 8)
+            for (int j = 0; j < 8; j++)
+                acc[j] += (double)x[q + j];
+        for (int j = 0; q + j < P; j++)
+            acc[j] += (double)x[q + j];
+    }
+    return (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                   ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+}
+
+/* Row blocks of dW for ConvGradWeight: with fewer than TILE_TARGET
+** (group, channel block) units, the Mg rows are cut into blocks of at
+** least 8 so that a one-channel input (the first layer) still splits. */
+static int64_t row_block(int64_t Mg, int64_t units)
+{
+    int64_t want, rb;
+
+    if (units >= TILE_TARGET || Mg <= 8)
+        return Mg > 0 ? Mg : 1;
+    want = (TILE_TARGET + units - 1) / units;
+    rb = (Mg + want - 1) / want;
+    rb = (rb + 7) / 8 * 8;
+    return rb < Mg ? rb : Mg;
+}
+
+/* Units are (group, channel block, row block) of dW; each sums its block
+** over the batch in image order. dB row m of a (group, row block) is
+** summed whole by one of that row block's channel-block units. */
 static popc_status gw_forward(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *dy = kc->inputs[1].data;
     float *dw = kc->outputs[0].data, *col = NULL;
     float *db = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     conv_p p;
-    int64_t cb, nblk, lo, hi;
+    int64_t cb, nblk, rb, nrb, lo, hi;
     popc_status st;
 
     if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
     cb = chan_block(p.Cg, p.G);
     nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
-    opsu_range(p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
+    rb = row_block(p.Mg, p.G * nblk);
+    nrb = p.Mg > 0 ? (p.Mg + rb - 1) / rb : 0;
+    opsu_range(p.G * nblk * nrb, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!p.direct && !(col = scratch(kc, cb * p.KK * p.P, &st)) && st)
         return st;
     for (int64_t u = lo; u < hi; u++) {
-        int64_t g = u / nblk, c0 = (u % nblk) * cb;
-        int64_t c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
-        float *dwg = dw + g * p.Mg * p.Kc + c0 * p.KK;
+        int64_t g = u / (nblk * nrb), bi = u / nrb % nblk;
+        int64_t m0 = (u % nrb) * rb, m1 = m0 + rb < p.Mg ? m0 + rb : p.Mg;
+        int64_t c0 = bi * cb, c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
+        float *dwg = dw + (g * p.Mg + m0) * p.Kc + c0 * p.KK;
 
-        for (int64_t m = 0; m < p.Mg; m++)
-            memset(dwg + m * p.Kc, 0, sizeof *dwg * (size_t)((c1 - c0) * p.KK));
+        for (int64_t m = m0; m < m1; m++)
+            memset(dwg + (m - m0) * p.Kc, 0,
+                   sizeof *dwg * (size_t)((c1 - c0) * p.KK));
         for (int64_t n = 0; n < p.N && p.P > 0; n++) {
             const float *xg = x + (n * p.C + g * p.Cg) * p.HW;
             const float *B = xg + c0 * p.HW;
@@ -594,23 +694,18 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
                 im2col(&p, xg, c0, c1, 0, p.P, col);
                 B = col;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p.Mg,
-                        (int)((c1 - c0) * p.KK), (int)p.P, 1.0f,
-                        dy + (n * p.M + g * p.Mg) * p.P, (int)p.P, B, (int)p.P,
-                        1.0f, dwg, (int)p.Kc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                        (int)(m1 - m0), (int)((c1 - c0) * p.KK), (int)p.P,
+                        1.0f, dy + (n * p.M + g * p.Mg + m0) * p.P, (int)p.P,
+                        B, (int)p.P, 1.0f, dwg, (int)p.Kc);
         }
-        if (db && c0 == 0)
-            for (int64_t m = g * p.Mg; m < (g + 1) * p.Mg; m++) {
-                double s = 0.0;
+        if (db) {
+            int64_t b0 = m0 + (m1 - m0) * bi / nblk;
+            int64_t b1 = m0 + (m1 - m0) * (bi + 1) / nblk;
 
-                for (int64_t n = 0; n < p.N; n++) {
-                    const float *r = dy + (n * p.M + m) * p.P;
-
-                    for (int64_t q = 0; q < p.P; q++)
-                        s += r[q];
-                }
-                db[m] = (float)s;
-            }
+            for (int64_t m = g * p.Mg + b0; m < g * p.Mg + b1; m++)
+                db[m] = sum_rows(dy + m * p.P, p.N, p.M * p.P, p.P);
+        }
     }
     kc->host->free(col);
     return POPC_OK;

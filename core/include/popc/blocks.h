@@ -28,7 +28,15 @@
 ** training needs gradientAccumulation >= 2F - 1, inference
 ** deviceIterations >= F. ShardedExecution runs the stages one after the
 ** other on their IPUs, with no such constraint. The phased strategies run
-** the phases of popc_graph_set_stages (or of phase annotations) in order.
+** the phases of popc_graph_set_stages (or of phase annotations) in order,
+** forward phases ascending and the backward pass descending (a node
+** without a phase joins the latest phase it reads from; none at all fails
+** with "There is currently no AutoStage for PhasedExecution, please
+** explicitly specify the phases"); ParallelPhasedExecution needs even
+** phases on even IPUs and odd phases on odd IPUs. With
+** setExecutionStrategy.tensorsLiveness OffChip*, activations read in a
+** later phase (or, OffChipAfterFwd, in the backward pass) are counted off
+** chip in between (popc_model_get_plan_info, the ipumodel memory map).
 **
 ** Not thread-safe: one thread builds a graph at a time.
 */

@@ -2,6 +2,16 @@
 ** replica grouping of weights (PopTorch's replicaGrouping,
 ** VariableRetrievalMode).
 **
+** Recomputation: a training graph with checkpoints (popc
+** RecomputationCheckpoint nodes, poptorch.recomputationCheckpoint, or
+** nodes annotated recompute = 1, whose outputs are the checkpoints) keeps
+** only checkpointed activations for the backward pass; the others are
+** recomputed there from the checkpoints. Also kept: graph inputs and
+** outputs, weights, values crossing IPUs or phases, outputs of random,
+** host and side-effect ops. Results are bitwise those without
+** recomputation; popc_plan_info.stored_bytes and recomputed_nodes show the
+** effect.
+**
 ** Replica grouping: with replicationFactor R, a weight may hold different
 ** values on groups of replicas (popc_comm_group_type, options.h):
 **   All          one value for every replica (the default; size ignored)
@@ -36,7 +46,7 @@
 extern "C" {
 #endif
 
-/* ---- the compiled plan ---------------------------------------------------- */
+/* ---- the compiled plan -------------------------------------------------- */
 
 typedef struct popc_plan_info {
     int n_ipus;                /* IPUs per replica */
@@ -63,7 +73,7 @@ typedef struct popc_plan_info {
 POPC_API POPC_NODISCARD popc_status popc_model_get_plan_info(
     const popc_model *m, popc_plan_info *out);
 
-/* ---- replica grouping ----------------------------------------------------- */
+/* ---- replica grouping --------------------------------------------------- */
 
 /* Values are PopTorch's. */
 typedef enum { POPC_RETRIEVE_ONE_PER_GROUP = 0,
