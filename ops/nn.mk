@@ -8,6 +8,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/window.c \
     %reldir%/nn/matmul.c \
     %reldir%/nn/conv.c \
+    %reldir%/nn/winograd.c \
     %reldir%/nn/pool.c \
     %reldir%/nn/norm.c \
     %reldir%/nn/softmax.c \

@@ -571,6 +571,18 @@ START_TEST(conv_large_split_tiles)
         {1, 16, 20, 20, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 20, 20},
         {2, 6, 17, 15, 8, 3, 2, 2, 1, 1, 0, 2, 1, 2, 8, 14},
         {1, 12, 9, 9, 10, 1, 1, 1, 1, 0, 0, 1, 1, 1, 9, 9},
+        /* a first layer (one input channel): dW is cut into row blocks */
+        {4, 1, 12, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 12, 12},
+        /* dilated "same" convolution: im2col and col2im as shifted planes */
+        {2, 3, 9, 9, 8, 3, 3, 1, 1, 2, 2, 2, 2, 1, 9, 9},
+        /* Winograd F(2x2, 3x3) (batch x groups >= 8, >= 8 channels): odd
+        ** output sizes, no padding, padding 2, groups, and a row wider
+        ** than a block of tiles */
+        {8, 8, 9, 11, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 9, 11},
+        {8, 16, 6, 6, 8, 3, 3, 1, 1, 0, 0, 1, 1, 1, 4, 4},
+        {8, 8, 5, 7, 8, 3, 3, 1, 1, 2, 2, 1, 1, 1, 7, 9},
+        {4, 16, 6, 6, 16, 3, 3, 1, 1, 1, 1, 1, 1, 2, 6, 6},
+        {8, 8, 4, 150, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 150},
     };
 
     for (int s = 0; s < N_OF(cases); s++) {
@@ -619,6 +631,119 @@ START_TEST(conv_large_split_tiles)
         popc_tensor *all[6] = {x, w, g, y, dx, dw};
         free_all(all, 6);
     }
+}
+END_TEST
+
+START_TEST(conv_winograd_adds_bias_last)
+{
+    /* the Winograd path adds the bias to each finished output */
+    int64_t xd[4] = {8, 8, 7, 9}, wd[4] = {10, 8, 3, 3}, bd[1] = {10};
+    int64_t pd[4] = {1, 1, 1, 1};
+    popc_attr a = aints("pads", pd, 4);
+    popc_tensor *in[3] = {rc_random(xd, 4, 71), rc_random(wd, 4, 72),
+                          rc_random(bd, 1, 73)};
+    popc_tensor *y = NULL, *yb = NULL;
+    const float *v, *vb, *b = popc_tensor_cdata(in[2]);
+
+    ASSERT_OK(harness_run_op(NULL, "Conv", in, 2, &a, 1, &y, 1, 0));
+    ASSERT_OK(harness_run_op(NULL, "Conv", in, 3, &a, 1, &yb, 1, 0));
+    v = popc_tensor_cdata(y);
+    vb = popc_tensor_cdata(yb);
+    for (int64_t i = 0; i < popc_tensor_numel(y); i++) {
+        float want = v[i] + b[i / 63 % 10];
+
+        ck_assert_msg(memcmp(&vb[i], &want, sizeof want) == 0,
+                      "element %lld: %.9g, want %.9g", (long long)i,
+                      (double)vb[i], (double)want);
+    }
+    popc_tensor_free(y);
+    popc_tensor_free(yb);
+    free_all(in, 3);
+}
+END_TEST
+
+START_TEST(conv_first_layer_bias_grad)
+{
+    /* one input channel, 32 output channels: dB rows are summed by the
+    ** row-block units of ConvGradWeight, whole and split alike */
+    int64_t xd[4] = {3, 1, 10, 10}, yd[4] = {3, 32, 10, 10};
+    int64_t k[2] = {3, 3}, pd[4] = {1, 1, 1, 1};
+    popc_attr a[2] = {aints("kernel_shape", k, 2), aints("pads", pd, 4)};
+    popc_tensor *in[2] = {rc_random(xd, 4, 41), rc_random(yd, 4, 42)};
+    popc_tensor *out[2] = {0};
+    const float *g = popc_tensor_cdata(in[1]), *db;
+
+    ASSERT_OK(harness_run_op("popc", "ConvGradWeight", in, 2, a, 2, out, 2, 1));
+    ck_assert_int_eq(popc_tensor_numel(out[1]), 32);
+    db = popc_tensor_cdata(out[1]);
+    for (int64_t m = 0; m < 32; m++) {
+        double want = 0;
+
+        for (int64_t n = 0; n < 3; n++)
+            for (int64_t q = 0; q < 100; q++)
+                want += g[(n * 32 + m) * 100 + q];
+        ck_assert_msg(fabs(db[m] - want) <= 1e-5 * (1 + fabs(want)),
+                      "dB[%lld]: %.7g vs %.7g", (long long)m, (double)db[m],
+                      want);
+    }
+    free_all(out, 2);
+    free_all(in, 2);
+}
+END_TEST
+
+START_TEST(conv_weight_grad_in_image_chunks)
+{
+    /* nine images: the grad builder sums dW and dB as 8 partial sums
+    ** (chunks of 1 or 2 images) added by SumToShape; the op itself run
+    ** with 3 chunks gives partials that add up to the same */
+    static const naive_conv p = {9, 2, 6, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 7};
+    int64_t xd[4] = {9, 2, 6, 7}, wd[4] = {5, 2, 3, 3}, bd[1] = {5};
+    int64_t yd[4] = {9, 5, 6, 7}, k[2] = {3, 3}, pd[4] = {1, 1, 1, 1};
+    popc_attr a[3] = {aints("kernel_shape", k, 2), aints("pads", pd, 4),
+                      ai("image_chunks", 3)};
+    popc_tensor *in[3] = {rc_random(xd, 4, 51), rc_random(wd, 4, 52),
+                          rc_random(bd, 1, 53)};
+    popc_tensor *g = rc_random(yd, 4, 54), *grads[2] = {0}, *part[2] = {0};
+    popc_tensor *gin[2];
+    const float *gv = popc_tensor_cdata(g), *dw, *db, *pw, *pb;
+    double *rdx = malloc(sizeof *rdx * 9 * 2 * 6 * 7);
+    double rdw[90], rdb[5] = {0};
+    static const int wrt[] = {1, 2};
+
+    naive_conv_bwd(&p, popc_tensor_cdata(in[0]), popc_tensor_cdata(in[1]), gv,
+                   rdx, rdw);
+    for (int64_t n = 0; n < 9; n++)
+        for (int64_t m = 0; m < 5; m++)
+            for (int64_t q = 0; q < 42; q++)
+                rdb[m] += gv[(n * 5 + m) * 42 + q];
+    ASSERT_OK(rc_graph_grads(NULL, "Conv", in, 3, wrt, 2, a, 2, 1, g, 1,
+                             grads));
+    expect_near(popc_tensor_cdata(grads[0]), rdw, 90, "graph dW");
+    expect_near(popc_tensor_cdata(grads[1]), rdb, 5, "graph dB");
+    gin[0] = in[0];
+    gin[1] = g;
+    ASSERT_OK(harness_run_op("popc", "ConvGradWeight", gin, 2, a, 3, part, 2,
+                             1));
+    ck_assert_int_eq(popc_tensor_rank(part[0]), 5);
+    ck_assert_int_eq(popc_tensor_dims(part[0])[0], 3);
+    ck_assert_int_eq(popc_tensor_numel(part[1]), 15);
+    pw = popc_tensor_cdata(part[0]);
+    pb = popc_tensor_cdata(part[1]);
+    dw = popc_tensor_cdata(grads[0]);
+    db = popc_tensor_cdata(grads[1]);
+    for (int64_t i = 0; i < 90; i++)
+        ck_assert_msg(fabs(pw[i] + pw[90 + i] + pw[180 + i] - dw[i]) <=
+                          1e-4 * (1 + fabs(dw[i])),
+                      "partials of dW[%lld]", (long long)i);
+    for (int64_t m = 0; m < 5; m++)
+        ck_assert_msg(fabs(pb[m] + pb[5 + m] + pb[10 + m] - db[m]) <=
+                          1e-4 * (1 + fabs(db[m])),
+                      "partials of dB[%lld]", (long long)m);
+    free(rdx);
+    free_all(grads, 2);
+    free_all(part, 2);
+    free_all(in, 3);
+    popc_tensor_free(g);
 }
 END_TEST
 
@@ -734,6 +859,113 @@ START_TEST(maxpool_matches_torch)
     popc_tensor_free(x);
     popc_tensor_free(g);
     popc_tensor_free(idx);
+}
+END_TEST
+
+/* MaxPool by definition (torch's rule: the first maximum in row-major
+** window order wins, a NaN wins) and its gradient scattered in window
+** order. */
+static void naive_maxpool(const float *x, const int64_t *xd, const int64_t *k,
+                          const int64_t *s, int64_t oh_n, int64_t ow_n,
+                          const float *g, float *y, int64_t *idx, float *dx)
+{
+    int64_t H = xd[2], W = xd[3], planes = xd[0] * xd[1];
+
+    memset(dx, 0, sizeof *dx * (size_t)(planes * H * W));
+    for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t oh = 0; oh < oh_n; oh++)
+            for (int64_t ow = 0; ow < ow_n; ow++) {
+                int64_t at = -1, o = (pl * oh_n + oh) * ow_n + ow;
+                float m = 0;
+
+                for (int64_t i = oh * s[0]; i < oh * s[0] + k[0] && i < H; i++)
+                    for (int64_t j = ow * s[1]; j < ow * s[1] + k[1] && j < W;
+                         j++) {
+                        float v = x[(pl * H + i) * W + j];
+
+                        if (at < 0 || v > m || isnan(v)) {
+                            m = v;
+                            at = (pl * H + i) * W + j;
+                        }
+                    }
+                y[o] = m;
+                idx[o] = at;
+                dx[at] += g[o];
+            }
+}
+
+static int same_float(float a, float b)
+{
+    return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0;
+}
+
+START_TEST(maxpool_fast_paths_match_definition)
+{
+    /* no padding: windows inside the input take the direct paths (2x2
+    ** stride 2 vectorized and, for its gradient, written without a
+    ** scatter; other shapes tap by tap); ceil_mode windows that leave the
+    ** input and overlapping windows take the general path */
+    static const struct {
+        int64_t xd[4], k[2], s[2];
+        int ceil;
+    } cases[] = {
+        {{2, 3, 7, 9}, {2, 2}, {2, 2}, 0},
+        {{2, 3, 7, 9}, {2, 2}, {2, 2}, 1},
+        {{1, 2, 9, 11}, {3, 3}, {2, 2}, 0},
+        {{1, 2, 6, 6}, {2, 2}, {1, 1}, 0},
+        {{2, 2, 8, 300}, {2, 2}, {2, 2}, 0},
+    };
+
+    for (int c = 0; c < N_OF(cases); c++) {
+        const int64_t *xd = cases[c].xd, *k = cases[c].k, *s = cases[c].s;
+        int64_t nx = xd[0] * xd[1] * xd[2] * xd[3];
+        int64_t oh = (xd[2] - k[0] + (cases[c].ceil ? s[0] - 1 : 0)) / s[0] + 1;
+        int64_t ow = (xd[3] - k[1] + (cases[c].ceil ? s[1] - 1 : 0)) / s[1] + 1;
+        int64_t yd[4] = {xd[0], xd[1], oh, ow}, ny = xd[0] * xd[1] * oh * ow;
+        float *xv = malloc(sizeof *xv * (size_t)nx);
+        float *y = malloc(sizeof *y * (size_t)ny);
+        float *dx = malloc(sizeof *dx * (size_t)nx);
+        int64_t *idx = malloc(sizeof *idx * (size_t)ny);
+        popc_attr a[3] = {aints("kernel_shape", k, 2), aints("strides", s, 2),
+                          ai("ceil_mode", cases[c].ceil)};
+        popc_tensor *x, *g = rc_random(yd, 4, 60 + (uint64_t)c);
+        popc_tensor *out[2] = {0}, *in[2], *gx = NULL;
+        const float *gy, *oy, *ox;
+        const int64_t *oi;
+
+        /* few distinct values (ties), a NaN now and then, -0 and +0 */
+        for (int64_t i = 0; i < nx; i++)
+            xv[i] = i % 29 == 5   ? NAN
+                    : i % 13 == 0 ? -0.0f
+                                  : (float)((i * 37) % 7) - 3.0f;
+        x = tensor(xd, 4, xv);
+        gy = popc_tensor_cdata(g);
+        naive_maxpool(xv, xd, k, s, oh, ow, gy, y, idx, dx);
+        ASSERT_OK(harness_run_op(NULL, "MaxPool", &x, 1, a, 3, out, 2, 0));
+        ck_assert_int_eq(popc_tensor_numel(out[0]), ny);
+        oy = popc_tensor_cdata(out[0]);
+        oi = popc_tensor_cdata(out[1]);
+        for (int64_t i = 0; i < ny; i++) {
+            ck_assert_msg(same_float(oy[i], y[i]) && oi[i] == idx[i],
+                          "case %d output %lld: %g at %lld, want %g at %lld",
+                          c, (long long)i, (double)oy[i], (long long)oi[i],
+                          (double)y[i], (long long)idx[i]);
+        }
+        in[0] = x;
+        in[1] = g;
+        ASSERT_OK(harness_run_op("popc", "MaxPoolGrad", in, 2, a, 3, &gx, 1, 1));
+        ox = popc_tensor_cdata(gx);
+        for (int64_t i = 0; i < nx; i++)
+            ck_assert_msg(same_float(ox[i], dx[i]),
+                          "case %d dX[%lld]: %g, want %g", c, (long long)i,
+                          (double)ox[i], (double)dx[i]);
+        free(xv);
+        free(y);
+        free(dx);
+        free(idx);
+        popc_tensor *all[5] = {x, g, gx, out[0], out[1]};
+        free_all(all, 5);
+    }
 }
 END_TEST
 
@@ -1083,6 +1315,9 @@ static Suite *nn_suite(void)
     tcase_add_test(tc, conv_grad_ops_match_torch);
     tcase_add_test(tc, conv_graph_grads_match_torch);
     tcase_add_test(tc, conv_large_split_tiles);
+    tcase_add_test(tc, conv_first_layer_bias_grad);
+    tcase_add_test(tc, conv_winograd_adds_bias_last);
+    tcase_add_test(tc, conv_weight_grad_in_image_chunks);
     tcase_add_test(tc, conv_auto_pad_same);
     tcase_add_test(tc, conv_errors_name_node_and_shapes);
     tcase_add_test(tc, conv_finite_differences);
@@ -1090,6 +1325,7 @@ static Suite *nn_suite(void)
     tc = tcase_create("pool");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, maxpool_matches_torch);
+    tcase_add_test(tc, maxpool_fast_paths_match_definition);
     tcase_add_test(tc, avgpool_matches_torch);
     tcase_add_test(tc, global_avgpool_matches_torch);
     tcase_add_test(tc, pool_errors);

@@ -3,6 +3,7 @@ if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_op_math %reldir%/check_op_tensor
 TESTS += %reldir%/check_op_math %reldir%/check_op_tensor
 endif
+EXTRA_DIST += %reldir%/ref/gen_ops_math.py %reldir%/ref/ops
 
 # plugins math and tensor against tests/ref/ops (gen_ops_math.py), and
 # their gradients against finite differences

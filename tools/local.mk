@@ -11,3 +11,17 @@ bin_PROGRAMS += %reldir%/popc
     %reldir%/cmd_run.c \
     %reldir%/cmd_inspect.c
 %canon_reldir%_popc_LDADD = libpopc.la
+
+# Static builds cannot dlopen plugins: link the in-tree ones into the
+# program and let the registry find them through libtool's preload table.
+if !ENABLE_SHARED
+%canon_reldir%_popc_LDADD += $(LIBLTDL) \
+    -dlopen ops/math.la -dlopen ops/tensor.la -dlopen ops/nn.la \
+    -dlopen ops/loss.la -dlopen ops/popc.la -dlopen ops/host.la \
+    -dlopen ops/ffi.la -dlopen optim/sgd.la -dlopen optim/adam.la \
+    -dlopen optim/rmsprop.la -dlopen optim/lamb.la \
+    -dlopen backends/cpu.la -dlopen backends/ipumodel.la \
+    -dlopen backends/offline.la
+%canon_reldir%_popc_LDFLAGS = -dlopen force
+%canon_reldir%_popc_CPPFLAGS = $(AM_CPPFLAGS) -DPOPC_PRELOAD_PLUGINS
+endif

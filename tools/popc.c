@@ -14,7 +14,12 @@
 #include <string.h>
 
 #include "popc/plugin.h"
+#include "popc/registry.h"
 #include "tools/cli.h"
+
+#ifdef POPC_PRELOAD_PLUGINS
+#include <ltdl.h>
+#endif
 
 static const char usage[] =
     "Usage: popc COMMAND [ARGS]\n"
@@ -111,6 +116,9 @@ int main(int argc, char **argv)
     const command *c;
     const char *hint;
 
+#ifdef POPC_PRELOAD_PLUGINS
+    popc_registry_use_preloaded(lt_preloaded_symbols);
+#endif
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;

@@ -25,6 +25,10 @@
 #include "ops/nn/util.h"
 
 #define TILE_TARGET 8
+/* Largest set of ConvGradWeight partial sums the grad builder makes. */
+#define CHUNK_BYTES (4 << 20)
+/* Fewest channels in and out for Winograd (see wino_fits). */
+#define WINO_MIN_CHANNELS 8
 
 typedef struct conv_p {
     nn_window w;
@@ -32,6 +36,7 @@ typedef struct conv_p {
     int64_t G, Cg, Mg;     /* groups, channels per group in and out */
     int64_t HW, P, KK, Kc; /* input plane, output plane, kh*kw, Cg*kh*kw */
     int direct;            /* 1x1, stride 1, no pads: x is its own im2col */
+    int64_t S;             /* ConvGradWeight image chunks; 0: whole batch */
 } conv_p;
 
 /* Geometry from X's dims, W's dims and the attributes. */
@@ -230,13 +235,54 @@ static void im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
     }
 }
 
+/* col2im_add for one tap row when im2col_shift applies: the row's
+** border columns are zeroed (row is scratch) so that the valid rows add
+** as one contiguous run. dx holds sums that started at +0 and so is never
+** -0: adding +0 for a skipped tap leaves every element's bits unchanged,
+** and the taps still add in the same order. */
+static void col2im_shift(const conv_p *p, float *row, int64_t ki, int64_t kj,
+                         float *xc)
+{
+    const nn_window *w = &p->w;
+    int64_t vs = ki * w->dh - w->pt, hs = kj * w->dw - w->pl;
+    int64_t shift = vs * w->W + hs, OW = w->OW;
+    int64_t r0 = vs < 0 ? -vs : 0, r1 = w->H - vs < w->OH ? w->H - vs : w->OH;
+    int64_t c0 = hs < 0 ? -hs : 0, c1 = w->W - hs < OW ? w->W - hs : OW;
+    int64_t sa, sb;
+
+    if (r1 <= r0)
+        return;
+    if (c1 < c0)
+        c1 = c0;
+    for (int64_t oh = r0; oh < r1 && (c0 > 0 || c1 < OW); oh++) {
+        for (int64_t o = 0; o < c0; o++)
+            row[oh * OW + o] = 0.0f;
+        for (int64_t o = c1; o < OW; o++)
+            row[oh * OW + o] = 0.0f;
+    }
+    sa = r0 * OW + shift < 0 ? -shift : r0 * OW;
+    sb = r1 * OW + shift > p->HW ? p->HW - shift : r1 * OW;
+    for (int64_t q = sa; q < sb; q++)
+        xc[q + shift] += row[q];
+}
+
 /* Adds col ([(c1-c0)*kh*kw, P]) back into channels [c0, c1) of one
-** group's dx ([Cg, H, W]). */
-static void col2im_add(const conv_p *p, const float *col, int64_t c0,
-                       int64_t c1, float *dx)
+** group's dx ([Cg, H, W]); col is scratch and may be changed. */
+static void col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
+                       float *dx)
 {
     const nn_window *w = &p->w;
 
+    if (w->sh == 1 && w->sw == 1 && w->OW == w->W) {
+        for (int64_t c = c0; c < c1; c++)
+            for (int64_t ki = 0; ki < w->kh; ki++)
+                for (int64_t kj = 0; kj < w->kw; kj++)
+                    col2im_shift(p,
+                                 col + (((c - c0) * w->kh + ki) * w->kw + kj) *
+                                           p->P,
+                                 ki, kj, dx + c * p->HW);
+        return;
+    }
     for (int64_t c = c0; c < c1; c++) {
         float *xc = dx + c * p->HW;
 
@@ -295,9 +341,58 @@ static void *scratch(const popc_kernel_ctx *kc, int64_t floats, popc_status *st)
     if (!(buf = kc->host->alloc((size_t)floats * sizeof(float))))
         *st = kc->host->set_error(POPC_ENOMEM,
                                   "'%s': out of memory for a %lld-float "
-                                  "im2col buffer",
+                                  "scratch buffer",
                                   kc->node_name, (long long)floats);
     return buf;
+}
+
+/* Winograd (winograd.c) takes 3x3, stride-1, undilated 2-D windows with
+** at least WINO_MIN_CHANNELS channels in and out (its GEMMs have those as
+** dimensions) when the batch gives TILE_TARGET (image, group) units; the
+** choice depends on the shape only. ConvGradInput runs it as the forward
+** convolution of dY with turned kernels, whose padding 2 - pads must not
+** be negative. */
+static int wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
+{
+    const nn_window *w = &p->w;
+
+    return w->sp == 2 && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
+           w->sw == 1 && w->dh == 1 && w->dw == 1 &&
+           cin >= WINO_MIN_CHANNELS && cout >= WINO_MIN_CHANNELS &&
+           p->N * p->G >= TILE_TARGET && w->OH > 0 && w->OW > 0 &&
+           (!grad || (w->pt <= 2 && w->pl <= 2));
+}
+
+/* Units (group, image) of a Winograd run: x [N, G * xc, xp] to
+** y [N, G * yc, yp]; the group's weights are transformed once per part. */
+static popc_status run_wino(const popc_kernel_ctx *kc, const conv_p *p,
+                            const nn_wino *g, int transposed, const float *x,
+                            int64_t xc, int64_t xp, const float *wt,
+                            const float *bias, float *y, int64_t yc,
+                            int64_t yp)
+{
+    int64_t lo, hi, cur = -1;
+    float *s;
+    popc_status st;
+
+    opsu_range(p->N * p->G, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    if (!(s = scratch(kc, nn_wino_scratch(g), &st)) && st)
+        return st;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t gr = u / p->N, n = u % p->N;
+
+        if (gr != cur) {
+            nn_wino_weights(g, wt + gr * p->Mg * p->Kc, transposed, s);
+            cur = gr;
+        }
+        nn_wino_image(g, x + (n * p->G + gr) * xc * xp,
+                      bias ? bias + gr * yc : NULL,
+                      y + (n * p->G + gr) * yc * yp, s);
+    }
+    kc->host->free(s);
+    return POPC_OK;
 }
 
 /* ---- Conv ---------------------------------------------------------------- */
@@ -359,6 +454,14 @@ static popc_status conv_forward(const popc_kernel_ctx *kc)
         return st;
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
+    if (wino_fits(&p, p.Cg, p.Mg, 0)) {
+        nn_wino g;
+
+        nn_wino_plan(p.Cg, p.Mg, p.w.H, p.w.W, p.w.OH, p.w.OW, p.w.pt,
+                     p.w.pl, &g);
+        return run_wino(kc, &p, &g, 0, x, p.Cg, p.HW, wt, bias, y, p.Mg,
+                        p.P);
+    }
     conv_tiles(&p, &t);
     opsu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
@@ -421,14 +524,28 @@ static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
+/* Image chunks for the weight gradient of a batch: TILE_TARGET partial
+** sums (each a GEMM over a whole group's dW per image, every operand
+** packed once) when the batch has that many images and the partials stay
+** small; 0: one ConvGradWeight sum, cut into channel and row blocks. */
+static int64_t grad_chunks(const conv_p *p)
+{
+    if (p->N < TILE_TARGET ||
+        (double)TILE_TARGET * (double)p->M * (double)p->Kc * 4.0 >
+            (double)CHUNK_BYTES)
+        return 0;
+    return TILE_TARGET;
+}
+
 static popc_status conv_grad(popc_grad_ctx *gc)
 {
     const popc_view *xi = &gc->input_info[0], *wi = &gc->input_info[1];
     int dy = gc->output_grads[0];
     int has_bias = gc->n_inputs > 2 && gc->inputs[2] >= 0;
     nn_window_attrs wa;
-    popc_attr a[8];
+    popc_attr a[9];
     int na, in[2], out[2];
+    int64_t S;
     conv_p p;
     popc_status st;
 
@@ -448,12 +565,23 @@ static popc_status conv_grad(popc_grad_ctx *gc)
         return st;
     in[0] = gc->inputs[0];
     in[1] = dy;
+    S = grad_chunks(&p);
+    if (S > 0)
+        a[na++] = opsu_attr_int("image_chunks", S);
     if ((st = gc->host->grad_add_node(gc, "popc", "ConvGradWeight", in, 2, out,
                                       has_bias ? 2 : 1, a, na)) != POPC_OK)
         return st;
-    gc->input_grads[1] = out[0];
+    if (S == 0) {
+        gc->input_grads[1] = out[0];
+        if (has_bias)
+            gc->input_grads[2] = out[1];
+        return POPC_OK;
+    }
+    if ((st = opsu_sum_to(gc, out[0], wi->dims, wi->rank,
+                          &gc->input_grads[1])) != POPC_OK)
+        return st;
     if (has_bias)
-        gc->input_grads[2] = out[1];
+        return opsu_sum_to(gc, out[1], &p.M, 1, &gc->input_grads[2]);
     return POPC_OK;
 }
 
@@ -513,6 +641,15 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
 
     if ((st = gi_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
+    if (wino_fits(&p, p.Mg, p.Cg, 1)) {
+        nn_wino g;
+
+        /* dX is dY convolved with the turned kernels, padded 2 - pads */
+        nn_wino_plan(p.Mg, p.Cg, p.w.OH, p.w.OW, p.w.H, p.w.W, 2 - p.w.pt,
+                     2 - p.w.pl, &g);
+        return run_wino(kc, &p, &g, 1, dy, p.Mg, p.P, wt, NULL, dx, p.Cg,
+                        p.HW);
+    }
     cb = chan_block(p.Cg, p.N * p.G);
     nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
     opsu_range(p.N * p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
@@ -593,13 +730,20 @@ static popc_status gw_params(const char *node, const popc_view *in,
                                     "shape %s",
                                     op, node, opsu_dims(dy, s1),
                                     opsu_dims_n(yd, r, s2));
+    p->S = popc_attr_int(attrs, "image_chunks", 0);
+    if (p->S < 0 || p->S > 0xfffff)
+        return opsu_host->set_error(POPC_EINVAL,
+                                    "%s '%s': image_chunks is %lld; use 0 "
+                                    "(one sum over the batch) or a count of "
+                                    "partial sums up to 1048575",
+                                    op, node, (long long)p->S);
     return POPC_OK;
 }
 
 static popc_status gw_infer(popc_infer_ctx *ic)
 {
     const popc_view *x = &ic->inputs[0];
-    int64_t wd[4];
+    int64_t wd[5];
     conv_p p;
     popc_status st;
 
@@ -608,33 +752,53 @@ static popc_status gw_infer(popc_infer_ctx *ic)
         return st;
     if ((st = gw_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
         return st;
-    wd[0] = p.M;
-    wd[1] = p.Cg;
-    wd[2] = p.w.sp == 2 ? p.w.kh : p.w.kw;
-    wd[3] = p.w.kw;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, wd, x->rank);
+    /* with image_chunks S: one partial sum per chunk, [S, dW...] */
+    wd[0] = p.S;
+    wd[1] = p.M;
+    wd[2] = p.Cg;
+    wd[3] = p.w.sp == 2 ? p.w.kh : p.w.kw;
+    wd[4] = p.w.kw;
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, wd + (p.S == 0),
+             x->rank + (p.S > 0));
     if (ic->n_outputs > 1)
-        opsu_set(&ic->outputs[1], POPC_DTYPE_F32, &p.M, 1);
+        opsu_set(&ic->outputs[1], POPC_DTYPE_F32, wd + (p.S == 0),
+                 1 + (p.S > 0));
     return POPC_OK;
 }
 
-/* Sum of rows r[n * stride + q] over n < N, q < P in double: eight
-** running sums (one per q mod 8) make the loop vectorize and break the
-** add latency chain, then a fixed combination. */
-static float sum_rows(const float *r, int64_t N, int64_t stride, int64_t P)
+/* acc[j] += r[q] for q = j mod 8: eight running double sums per row,
+** so that the loop vectorizes and has no add latency chain. */
+static void add_row8(double *acc, const float *r, int64_t P)
 {
-    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    double a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
+    int64_t q = 0;
 
-    for (int64_t n = 0; n < N; n++) {
-        const float *x = r + n * stride;
-        int64_t q = 0;
-
-        for (; q + 8 <= P; q += 8)
-            for (int j = 0; j < 8; j++)
-                acc[j] += (double)x[q + j];
-        for (int j = 0; q + j < P; j++)
-            acc[j] += (double)x[q + j];
+    /* locals, so that the sums stay in registers */
+    for (; q + 8 <= P; q += 8) {
+        a0 += (double)r[q];
+        a1 += (double)r[q + 1];
+        a2 += (double)r[q + 2];
+        a3 += (double)r[q + 3];
+        a4 += (double)r[q + 4];
+        a5 += (double)r[q + 5];
+        a6 += (double)r[q + 6];
+        a7 += (double)r[q + 7];
     }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = a4;
+    acc[5] = a5;
+    acc[6] = a6;
+    acc[7] = a7;
+    for (int j = 0; q + j < P; j++)
+        acc[j] += (double)r[q + j];
+}
+
+static float sum8(const double *acc)
+{
     return (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
                    ((acc[4] + acc[5]) + (acc[6] + acc[7])));
 }
@@ -654,39 +818,102 @@ static int64_t row_block(int64_t Mg, int64_t units)
     return rb < Mg ? rb : Mg;
 }
 
-/* Units are (group, channel block, row block) of dW; each sums its block
-** over the batch in image order. dB row m of a (group, row block) is
-** summed whole by one of that row block's channel-block units. */
+/* ConvGradWeight with image chunks by Winograd (winograd.c): units are
+** (group, chunk); dB rows are summed while dY is in cache. */
+static popc_status gw_wino(const popc_kernel_ctx *kc, const conv_p *p,
+                           const float *x, const float *dy, float *dw,
+                           float *db)
+{
+    nn_wino g;
+    int64_t lo, hi;
+    double *acc;
+    float *s;
+    popc_status st;
+
+    nn_wino_plan(p->Cg, p->Mg, p->w.H, p->w.W, p->w.OH, p->w.OW, p->w.pt,
+                 p->w.pl, &g);
+    opsu_range(p->G * p->S, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    /* dB sums (8 doubles per row, as 16 floats) first */
+    if (!(acc = scratch(kc, 16 * p->Mg + nn_wino_grad_scratch(&g), &st)) &&
+        st)
+        return st;
+    s = (float *)acc + 16 * p->Mg;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t gr = u / p->S, c = u % p->S;
+        int64_t n0 = p->N * c / p->S, n1 = p->N * (c + 1) / p->S;
+
+        nn_wino_grad_begin(&g, s);
+        memset(acc, 0, sizeof *acc * (size_t)(8 * p->Mg));
+        for (int64_t n = n0; n < n1; n++) {
+            const float *dyn = dy + (n * p->G + gr) * p->Mg * p->P;
+
+            nn_wino_grad_image(&g, x + (n * p->G + gr) * p->Cg * p->HW, dyn,
+                               s);
+            for (int64_t m = 0; db && m < p->Mg; m++)
+                add_row8(acc + 8 * m, dyn + m * p->P, p->P);
+        }
+        nn_wino_grad_finish(&g, s, dw + (c * p->G + gr) * p->Mg * p->Kc);
+        for (int64_t m = 0; db && m < p->Mg; m++)
+            db[c * p->M + gr * p->Mg + m] = sum8(acc + 8 * m);
+    }
+    kc->host->free(acc);
+    return POPC_OK;
+}
+
+/* Units are (group, image chunk, channel block, row block) of dW; each
+** sums its block over its images in image order. Without image_chunks
+** there is one chunk and dW is cut into channel and row blocks; with S
+** chunks each unit sums a whole group's dW over its images into partial
+** sum s (every operand is packed once per image; the grad builder adds
+** the S partials up). dB row m of a (group, chunk, row block) is summed
+** whole by one of that row block's channel-block units. */
 static popc_status gw_forward(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *dy = kc->inputs[1].data;
-    float *dw = kc->outputs[0].data, *col = NULL;
+    float *dw = kc->outputs[0].data, *col;
     float *db = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    double *acc;
     conv_p p;
-    int64_t cb, nblk, rb, nrb, lo, hi;
+    int64_t S, cb, nblk, rb, nrb, per_g, lo, hi;
     popc_status st;
 
     if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
-    cb = chan_block(p.Cg, p.G);
+    if (p.S > 0 && wino_fits(&p, p.Cg, p.Mg, 0))
+        return gw_wino(kc, &p, x, dy, dw, db);
+    S = p.S > 0 ? p.S : 1;
+    cb = p.S > 0 ? (p.Cg > 0 ? p.Cg : 1) : chan_block(p.Cg, p.G);
     nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
-    rb = row_block(p.Mg, p.G * nblk);
+    rb = p.S > 0 ? (p.Mg > 0 ? p.Mg : 1) : row_block(p.Mg, p.G * nblk);
     nrb = p.Mg > 0 ? (p.Mg + rb - 1) / rb : 0;
-    opsu_range(p.G * nblk * nrb, kc->part, kc->n_parts, &lo, &hi);
+    per_g = S * nblk * nrb;
+    opsu_range(p.G * per_g, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
-    if (!p.direct && !(col = scratch(kc, cb * p.KK * p.P, &st)) && st)
+    /* dB sums (8 doubles per row, as 16 floats) first, then im2col */
+    if (!(acc = scratch(kc, 16 * rb + (p.direct ? 0 : cb * p.KK * p.P),
+                        &st)) &&
+        st)
         return st;
+    col = (float *)acc + 16 * rb;
     for (int64_t u = lo; u < hi; u++) {
-        int64_t g = u / (nblk * nrb), bi = u / nrb % nblk;
+        int64_t g = u / per_g, s = u / (nblk * nrb) % S, bi = u / nrb % nblk;
         int64_t m0 = (u % nrb) * rb, m1 = m0 + rb < p.Mg ? m0 + rb : p.Mg;
         int64_t c0 = bi * cb, c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
-        float *dwg = dw + (g * p.Mg + m0) * p.Kc + c0 * p.KK;
+        int64_t n0 = p.N * s / S, n1 = p.N * (s + 1) / S;
+        float *dwg = dw + s * p.M * p.Kc + (g * p.Mg + m0) * p.Kc + c0 * p.KK;
+        float *dbs = db ? db + s * p.M : NULL;
+        /* dB rows of this unit, summed while dY is in cache */
+        int64_t b0 = db ? g * p.Mg + m0 + (m1 - m0) * bi / nblk : 0;
+        int64_t b1 = db ? g * p.Mg + m0 + (m1 - m0) * (bi + 1) / nblk : 0;
 
         for (int64_t m = m0; m < m1; m++)
             memset(dwg + (m - m0) * p.Kc, 0,
                    sizeof *dwg * (size_t)((c1 - c0) * p.KK));
-        for (int64_t n = 0; n < p.N && p.P > 0; n++) {
+        memset(acc, 0, sizeof *acc * (size_t)(8 * (b1 - b0)));
+        for (int64_t n = n0; n < n1 && p.P > 0; n++) {
             const float *xg = x + (n * p.C + g * p.Cg) * p.HW;
             const float *B = xg + c0 * p.HW;
 
@@ -698,16 +925,13 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
                         (int)(m1 - m0), (int)((c1 - c0) * p.KK), (int)p.P,
                         1.0f, dy + (n * p.M + g * p.Mg + m0) * p.P, (int)p.P,
                         B, (int)p.P, 1.0f, dwg, (int)p.Kc);
+            for (int64_t m = b0; m < b1; m++)
+                add_row8(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P, p.P);
         }
-        if (db) {
-            int64_t b0 = m0 + (m1 - m0) * bi / nblk;
-            int64_t b1 = m0 + (m1 - m0) * (bi + 1) / nblk;
-
-            for (int64_t m = g * p.Mg + b0; m < g * p.Mg + b1; m++)
-                db[m] = sum_rows(dy + m * p.P, p.N, p.M * p.P, p.P);
-        }
+        for (int64_t m = b0; m < b1; m++)
+            dbs[m] = sum8(acc + 8 * (m - b0));
     }
-    kc->host->free(col);
+    kc->host->free(acc);
     return POPC_OK;
 }
 
@@ -721,7 +945,8 @@ static popc_status gw_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc;
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) +
-                      (double)p.M * (double)p.Kc);
+                      (double)(p.S > 0 ? p.S : 1) * (double)p.M *
+                          (double)p.Kc);
     c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
     return POPC_OK;
 }

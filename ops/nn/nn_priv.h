@@ -81,4 +81,37 @@ typedef struct nn_window_attrs {
 int nn_window_attrs_make(const nn_window *w, int ceil_mode,
                          nn_window_attrs *store);
 
+/* ---- Winograd F(2x2, 3x3) (winograd.c) -----------------------------------
+** A 3x3, stride-1, undilated convolution of one image: x [C, H, W] to
+** y [M, OH, OW] with top/left padding pt, pl (the bottom and right
+** padding follow from OH, OW). The scratch (nn_wino_scratch floats) holds
+** the transformed weights first: fill them with nn_wino_weights, then
+** call nn_wino_image for every image with those weights. */
+typedef struct nn_wino {
+    int64_t C, M, H, W, OH, OW, pt, pl;
+    int64_t TH, TW;         /* tiles of 2x2 outputs */
+    int64_t rows, cols;     /* tile rows and columns per block */
+} nn_wino;
+
+void nn_wino_plan(int64_t C, int64_t M, int64_t H, int64_t W, int64_t OH,
+                  int64_t OW, int64_t pt, int64_t pl, nn_wino *g);
+int64_t nn_wino_scratch(const nn_wino *g);
+/* w is Conv's weight [M, C, 3, 3]; transposed: w is [C, M, 3, 3] and the
+** convolution is ConvGradInput's (kernels turned by 180 degrees). */
+void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
+                     float *scratch);
+/* bias: M values or NULL. */
+void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
+                   float *y, float *scratch);
+
+/* The weight gradient of the same convolution, dW [M, C, 3, 3], summed
+** over images: begin, then one nn_wino_grad_image per image (x [C, H, W],
+** dy [M, OH, OW]) in a fixed order, then finish. The scratch holds
+** nn_wino_grad_scratch floats, the sums first. */
+int64_t nn_wino_grad_scratch(const nn_wino *g);
+void nn_wino_grad_begin(const nn_wino *g, float *scratch);
+void nn_wino_grad_image(const nn_wino *g, const float *x, const float *dy,
+                        float *scratch);
+void nn_wino_grad_finish(const nn_wino *g, const float *scratch, float *dw);
+
 #endif /* POPC_OPS_NN_PRIV_H */
