@@ -4,6 +4,8 @@
 backends_LTLIBRARIES += %reldir%/cpu.la
 %canon_reldir%_cpu_la_SOURCES = %reldir%/cpu/cpu.c
 %canon_reldir%_cpu_la_LDFLAGS = $(POPC_MODULE_FLAGS)
+%canon_reldir%_cpu_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
+%canon_reldir%_cpu_la_LIBADD = $(BLAS_LIBS) -lpthread
 
 # the IPU device model shared by ipumodel and offline (plugins must not link
 # each other, so both modules compile these sources)

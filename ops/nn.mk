@@ -8,8 +8,11 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/window.c \
     %reldir%/nn/matmul.c \
     %reldir%/nn/conv.c \
+    %reldir%/nn/conv_grad.c \
+    %reldir%/nn/conv_priv.h \
     %reldir%/nn/winograd.c \
     %reldir%/nn/pool.c \
+    %reldir%/nn/pool_max.c \
     %reldir%/nn/norm.c \
     %reldir%/nn/softmax.c \
     %reldir%/nn/util.c \

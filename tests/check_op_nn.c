@@ -693,57 +693,74 @@ END_TEST
 
 START_TEST(conv_weight_grad_in_image_chunks)
 {
-    /* nine images: the grad builder sums dW and dB as 8 partial sums
-    ** (chunks of 1 or 2 images) added by SumToShape; the op itself run
-    ** with 3 chunks gives partials that add up to the same */
-    static const naive_conv p = {9, 2, 6, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 7};
-    int64_t xd[4] = {9, 2, 6, 7}, wd[4] = {5, 2, 3, 3}, bd[1] = {5};
-    int64_t yd[4] = {9, 5, 6, 7}, k[2] = {3, 3}, pd[4] = {1, 1, 1, 1};
-    popc_attr a[3] = {aints("kernel_shape", k, 2), aints("pads", pd, 4),
-                      ai("image_chunks", 3)};
-    popc_tensor *in[3] = {rc_random(xd, 4, 51), rc_random(wd, 4, 52),
-                          rc_random(bd, 1, 53)};
-    popc_tensor *g = rc_random(yd, 4, 54), *grads[2] = {0}, *part[2] = {0};
-    popc_tensor *gin[2];
-    const float *gv = popc_tensor_cdata(g), *dw, *db, *pw, *pb;
-    double *rdx = malloc(sizeof *rdx * 9 * 2 * 6 * 7);
-    double rdw[90], rdb[5] = {0};
-    static const int wrt[] = {1, 2};
+    /* eight or nine images: the grad builder sums dW and dB as 8 partial
+    ** sums added by SumToShape; the op itself run with 3 chunks gives
+    ** partials that add up to the same. With 8 or more channels in and
+    ** out the partials come from Winograd F(3x3, 2x2): odd sizes, no
+    ** padding, padding 2, a row wider than a block of tiles. */
+    static const naive_conv cases[] = {
+        {9, 2, 6, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 7},
+        {9, 8, 7, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 9},
+        {8, 9, 6, 6, 8, 3, 3, 1, 1, 0, 0, 1, 1, 1, 4, 4},
+        {8, 8, 5, 7, 8, 3, 3, 1, 1, 2, 2, 1, 1, 1, 7, 9},
+        {8, 8, 4, 150, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 150},
+    };
 
-    naive_conv_bwd(&p, popc_tensor_cdata(in[0]), popc_tensor_cdata(in[1]), gv,
-                   rdx, rdw);
-    for (int64_t n = 0; n < 9; n++)
-        for (int64_t m = 0; m < 5; m++)
-            for (int64_t q = 0; q < 42; q++)
-                rdb[m] += gv[(n * 5 + m) * 42 + q];
-    ASSERT_OK(rc_graph_grads(NULL, "Conv", in, 3, wrt, 2, a, 2, 1, g, 1,
-                             grads));
-    expect_near(popc_tensor_cdata(grads[0]), rdw, 90, "graph dW");
-    expect_near(popc_tensor_cdata(grads[1]), rdb, 5, "graph dB");
-    gin[0] = in[0];
-    gin[1] = g;
-    ASSERT_OK(harness_run_op("popc", "ConvGradWeight", gin, 2, a, 3, part, 2,
-                             1));
-    ck_assert_int_eq(popc_tensor_rank(part[0]), 5);
-    ck_assert_int_eq(popc_tensor_dims(part[0])[0], 3);
-    ck_assert_int_eq(popc_tensor_numel(part[1]), 15);
-    pw = popc_tensor_cdata(part[0]);
-    pb = popc_tensor_cdata(part[1]);
-    dw = popc_tensor_cdata(grads[0]);
-    db = popc_tensor_cdata(grads[1]);
-    for (int64_t i = 0; i < 90; i++)
-        ck_assert_msg(fabs(pw[i] + pw[90 + i] + pw[180 + i] - dw[i]) <=
-                          1e-4 * (1 + fabs(dw[i])),
-                      "partials of dW[%lld]", (long long)i);
-    for (int64_t m = 0; m < 5; m++)
-        ck_assert_msg(fabs(pb[m] + pb[5 + m] + pb[10 + m] - db[m]) <=
-                          1e-4 * (1 + fabs(db[m])),
-                      "partials of dB[%lld]", (long long)m);
-    free(rdx);
-    free_all(grads, 2);
-    free_all(part, 2);
-    free_all(in, 3);
-    popc_tensor_free(g);
+    for (int cs = 0; cs < N_OF(cases); cs++) {
+        const naive_conv *p = &cases[cs];
+        int64_t xd[4] = {p->N, p->C, p->H, p->W}, bd[1] = {p->M};
+        int64_t wd[4] = {p->M, p->C, 3, 3}, yd[4] = {p->N, p->M, p->OH, p->OW};
+        int64_t k[2] = {3, 3}, pd[4] = {p->pt, p->pl, p->pt, p->pl};
+        int64_t nw = p->M * p->C * 9, np = p->OH * p->OW;
+        popc_attr a[3] = {aints("kernel_shape", k, 2), aints("pads", pd, 4),
+                          ai("image_chunks", 3)};
+        popc_tensor *in[3] = {rc_random(xd, 4, 51 + (uint64_t)cs),
+                              rc_random(wd, 4, 52), rc_random(bd, 1, 53)};
+        popc_tensor *g = rc_random(yd, 4, 54), *grads[2] = {0};
+        popc_tensor *part[2] = {0}, *gin[2];
+        const float *gv = popc_tensor_cdata(g), *dw, *db, *pw, *pb;
+        double *rdx = malloc(sizeof *rdx * (size_t)(p->N * p->C * p->H * p->W));
+        double *rdw = malloc(sizeof *rdw * (size_t)nw);
+        double *rdb = calloc((size_t)p->M, sizeof *rdb);
+        static const int wrt[] = {1, 2};
+
+        naive_conv_bwd(p, popc_tensor_cdata(in[0]), popc_tensor_cdata(in[1]),
+                       gv, rdx, rdw);
+        for (int64_t n = 0; n < p->N; n++)
+            for (int64_t m = 0; m < p->M; m++)
+                for (int64_t q = 0; q < np; q++)
+                    rdb[m] += gv[(n * p->M + m) * np + q];
+        ASSERT_OK(rc_graph_grads(NULL, "Conv", in, 3, wrt, 2, a, 2, 1, g, 1,
+                                 grads));
+        expect_near(popc_tensor_cdata(grads[0]), rdw, nw, "graph dW");
+        expect_near(popc_tensor_cdata(grads[1]), rdb, p->M, "graph dB");
+        gin[0] = in[0];
+        gin[1] = g;
+        ASSERT_OK(harness_run_op("popc", "ConvGradWeight", gin, 2, a, 3, part,
+                                 2, 1));
+        ck_assert_int_eq(popc_tensor_rank(part[0]), 5);
+        ck_assert_int_eq(popc_tensor_dims(part[0])[0], 3);
+        ck_assert_int_eq(popc_tensor_numel(part[1]), 3 * p->M);
+        pw = popc_tensor_cdata(part[0]);
+        pb = popc_tensor_cdata(part[1]);
+        dw = popc_tensor_cdata(grads[0]);
+        db = popc_tensor_cdata(grads[1]);
+        for (int64_t i = 0; i < nw; i++)
+            ck_assert_msg(fabs(pw[i] + pw[nw + i] + pw[2 * nw + i] - dw[i]) <=
+                              1e-4 * (1 + fabs(dw[i])),
+                          "case %d: partials of dW[%lld]", cs, (long long)i);
+        for (int64_t m = 0; m < p->M; m++)
+            ck_assert_msg(fabs(pb[m] + pb[p->M + m] + pb[2 * p->M + m] -
+                               db[m]) <= 1e-4 * (1 + fabs(db[m])),
+                          "case %d: partials of dB[%lld]", cs, (long long)m);
+        free(rdx);
+        free(rdw);
+        free(rdb);
+        free_all(grads, 2);
+        free_all(part, 2);
+        free_all(in, 3);
+        popc_tensor_free(g);
+    }
 }
 END_TEST
 
@@ -953,7 +970,8 @@ START_TEST(maxpool_fast_paths_match_definition)
         }
         in[0] = x;
         in[1] = g;
-        ASSERT_OK(harness_run_op("popc", "MaxPoolGrad", in, 2, a, 3, &gx, 1, 1));
+        ASSERT_OK(
+            harness_run_op("popc", "MaxPoolGrad", in, 2, a, 3, &gx, 1, 1));
         ox = popc_tensor_cdata(gx);
         for (int64_t i = 0; i < nx; i++)
             ck_assert_msg(same_float(ox[i], dx[i]),

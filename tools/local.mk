@@ -11,6 +11,7 @@ bin_PROGRAMS += %reldir%/popc
     %reldir%/cmd_run.c \
     %reldir%/cmd_inspect.c
 %canon_reldir%_popc_LDADD = libpopc.la
+%canon_reldir%_popc_CPPFLAGS = $(AM_CPPFLAGS)
 
 # Static builds cannot dlopen plugins: link the in-tree ones into the
 # program and let the registry find them through libtool's preload table.
@@ -23,5 +24,5 @@ if !ENABLE_SHARED
     -dlopen backends/cpu.la -dlopen backends/ipumodel.la \
     -dlopen backends/offline.la
 %canon_reldir%_popc_LDFLAGS = -dlopen force
-%canon_reldir%_popc_CPPFLAGS = $(AM_CPPFLAGS) -DPOPC_PRELOAD_PLUGINS
+%canon_reldir%_popc_CPPFLAGS += -DPOPC_PRELOAD_PLUGINS
 endif

@@ -7,7 +7,9 @@
 */
 #include "config.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <cblas.h>
 
 #include "popc/plugin.h"
 
@@ -19,6 +21,12 @@ typedef struct cpu_exe {
     const popc_plan *plan;
 } cpu_exe;
 
+/* The reference is single-threaded, OpenBLAS included: its own threads
+** would spin against ours and change the bits of every product. The
+** previous thread count comes back when the last context closes. */
+static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
+static int blas_users, blas_saved;
+
 static popc_status cpu_open(const popc_backend_config *cfg, void **ctx)
 {
     (void)cfg;
@@ -26,12 +34,22 @@ static popc_status cpu_open(const popc_backend_config *cfg, void **ctx)
     *ctx = host->alloc(1);
     if (!*ctx)
         return host->set_error(POPC_ENOMEM, "cpu backend: out of memory");
+    pthread_mutex_lock(&blas_mu);
+    if (blas_users++ == 0) {
+        blas_saved = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+    }
+    pthread_mutex_unlock(&blas_mu);
     return POPC_OK;
 }
 
 static void cpu_close(void *ctx)
 {
     host->free(ctx);
+    pthread_mutex_lock(&blas_mu);
+    if (--blas_users == 0 && blas_saved > 1)
+        openblas_set_num_threads(blas_saved);
+    pthread_mutex_unlock(&blas_mu);
 }
 
 static popc_status check_node(const popc_plan *plan, int k)

@@ -1,14 +1,15 @@
 /* conv.c - ai.onnx Conv (1-D and 2-D, groups, dilations, optional bias)
-** and its gradient ops popc::ConvGradInput and popc::ConvGradWeight, as
-** im2col + OpenBLAS sgemm.
+** and its gradient builder, and what Conv and its gradient ops
+** (conv_grad.c) share: the geometry, im2col/col2im and the Winograd
+** driver.
 **
-** Splitting: Conv cuts each (image, group) product into fixed column
-** tiles (output positions), so a part builds the im2col columns of its own
-** tiles only and writes disjoint output; ConvGradInput cuts by input
-** channel blocks (each writes its own dX channels), ConvGradWeight by
-** (group, input-channel block), i.e. dW column blocks, summing over the
-** batch in a fixed order. Tiles depend on the shape only, so split and
-** whole runs make the same sgemm calls and agree bitwise.
+** Paths: 3x3, stride-1, undilated windows with enough channels and
+** images run by Winograd F(2x2, 3x3) (winograd.c), one (group, image) per
+** unit; the rest as im2col + OpenBLAS sgemm, each (image, group) product
+** cut into fixed column tiles (output positions), so a part builds the
+** im2col columns of its own tiles only and writes disjoint output. The
+** path and the tiles depend on the shape only, so split and whole runs
+** make the same calls and agree bitwise.
 */
 #include "config.h"
 
@@ -21,28 +22,17 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "ops/nn/conv_priv.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/util.h"
 
-#define TILE_TARGET 8
 /* Largest set of ConvGradWeight partial sums the grad builder makes. */
 #define CHUNK_BYTES (4 << 20)
-/* Fewest channels in and out for Winograd (see wino_fits). */
-#define WINO_MIN_CHANNELS 8
-
-typedef struct conv_p {
-    nn_window w;
-    int64_t N, C, M;       /* batch, input channels, output channels */
-    int64_t G, Cg, Mg;     /* groups, channels per group in and out */
-    int64_t HW, P, KK, Kc; /* input plane, output plane, kh*kw, Cg*kh*kw */
-    int direct;            /* 1x1, stride 1, no pads: x is its own im2col */
-    int64_t S;             /* ConvGradWeight image chunks; 0: whole batch */
-} conv_p;
 
 /* Geometry from X's dims, W's dims and the attributes. */
-static popc_status conv_geom(const char *op, const char *node,
-                             const popc_attrs *attrs, const int64_t *xd, int xr,
-                             const int64_t *wd, int wr, conv_p *p)
+popc_status nn_conv_geom(const char *op, const char *node,
+                         const popc_attrs *attrs, const int64_t *xd, int xr,
+                         const int64_t *wd, int wr, conv_p *p)
 {
     char sx[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
     int64_t group = popc_attr_int(attrs, "group", 1);
@@ -105,7 +95,7 @@ static popc_status conv_geom(const char *op, const char *node,
     return POPC_OK;
 }
 
-static void out_dims(const conv_p *p, int64_t *d, int *rank)
+void nn_conv_out_dims(const conv_p *p, int64_t *d, int *rank)
 {
     d[0] = p->N;
     d[1] = p->M;
@@ -178,8 +168,8 @@ static void im2col_shift(const conv_p *p, const float *xc, int64_t ki,
 
 /* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
 ** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
-static void im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
-                   int64_t p0, int64_t p1, float *col)
+void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
+               int64_t p0, int64_t p1, float *col)
 {
     const nn_window *w = &p->w;
     int64_t pn = p1 - p0;
@@ -268,8 +258,8 @@ static void col2im_shift(const conv_p *p, float *row, int64_t ki, int64_t kj,
 
 /* Adds col ([(c1-c0)*kh*kw, P]) back into channels [c0, c1) of one
 ** group's dx ([Cg, H, W]); col is scratch and may be changed. */
-static void col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
-                       float *dx)
+void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
+                   float *dx)
 {
     const nn_window *w = &p->w;
 
@@ -315,23 +305,22 @@ static void col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
 /* Column tiles of the output plane for Conv's forward. */
 static void conv_tiles(const conv_p *p, nn_tiles *t)
 {
-    nn_tiles_plan(p->N * p->G, p->Mg, p->P, p->Kc, TILE_TARGET, 64,
+    nn_tiles_plan(p->N * p->G, p->Mg, p->P, p->Kc, NN_CONV_UNITS, 64,
                   NN_TILE_COLS, t);
 }
 
-/* Channel blocks for the gradient ops: blocks of cb channels out of Cg,
-** about target / outer blocks each. */
-static int64_t chan_block(int64_t Cg, int64_t outer)
+int64_t nn_chan_block(int64_t Cg, int64_t outer)
 {
     int64_t want;
 
-    if (outer >= TILE_TARGET || Cg <= 1)
+    if (outer >= NN_CONV_UNITS || Cg <= 1)
         return Cg > 0 ? Cg : 1;
-    want = (TILE_TARGET + outer - 1) / outer;
+    want = (NN_CONV_UNITS + outer - 1) / outer;
     return (Cg + want - 1) / want;
 }
 
-static void *scratch(const popc_kernel_ctx *kc, int64_t floats, popc_status *st)
+void *nn_conv_scratch(const popc_kernel_ctx *kc, int64_t floats,
+                      popc_status *st)
 {
     void *buf;
 
@@ -347,29 +336,28 @@ static void *scratch(const popc_kernel_ctx *kc, int64_t floats, popc_status *st)
 }
 
 /* Winograd (winograd.c) takes 3x3, stride-1, undilated 2-D windows with
-** at least WINO_MIN_CHANNELS channels in and out (its GEMMs have those as
-** dimensions) when the batch gives TILE_TARGET (image, group) units; the
-** choice depends on the shape only. ConvGradInput runs it as the forward
-** convolution of dY with turned kernels, whose padding 2 - pads must not
-** be negative. */
-static int wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
+** at least NN_WINO_MIN_CHANNELS channels in and out (its GEMMs have those
+** as dimensions) when the batch gives NN_CONV_UNITS (image, group) units;
+** the choice depends on the shape only. ConvGradInput runs it as the
+** forward convolution of dY with turned kernels, whose padding 2 - pads
+** must not be negative. */
+int nn_wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
 {
     const nn_window *w = &p->w;
 
     return w->sp == 2 && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
            w->sw == 1 && w->dh == 1 && w->dw == 1 &&
-           cin >= WINO_MIN_CHANNELS && cout >= WINO_MIN_CHANNELS &&
-           p->N * p->G >= TILE_TARGET && w->OH > 0 && w->OW > 0 &&
+           cin >= NN_WINO_MIN_CHANNELS && cout >= NN_WINO_MIN_CHANNELS &&
+           p->N * p->G >= NN_CONV_UNITS && w->OH > 0 && w->OW > 0 &&
            (!grad || (w->pt <= 2 && w->pl <= 2));
 }
 
 /* Units (group, image) of a Winograd run: x [N, G * xc, xp] to
 ** y [N, G * yc, yp]; the group's weights are transformed once per part. */
-static popc_status run_wino(const popc_kernel_ctx *kc, const conv_p *p,
-                            const nn_wino *g, int transposed, const float *x,
-                            int64_t xc, int64_t xp, const float *wt,
-                            const float *bias, float *y, int64_t yc,
-                            int64_t yp)
+popc_status nn_run_wino(const popc_kernel_ctx *kc, const conv_p *p,
+                        const nn_wino *g, int transposed, const float *x,
+                        int64_t xc, int64_t xp, const float *wt,
+                        const float *bias, float *y, int64_t yc, int64_t yp)
 {
     int64_t lo, hi, cur = -1;
     float *s;
@@ -378,7 +366,7 @@ static popc_status run_wino(const popc_kernel_ctx *kc, const conv_p *p,
     opsu_range(p->N * p->G, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
-    if (!(s = scratch(kc, nn_wino_scratch(g), &st)) && st)
+    if (!(s = nn_conv_scratch(kc, nn_wino_scratch(g), &st)) && st)
         return st;
     for (int64_t u = lo; u < hi; u++) {
         int64_t gr = u / p->N, n = u % p->N;
@@ -402,8 +390,8 @@ static popc_status conv_params(const char *node, const popc_view *in, int n_in,
 {
     popc_status st;
 
-    if ((st = conv_geom("Conv", node, attrs, in[0].dims, in[0].rank, in[1].dims,
-                        in[1].rank, p)) != POPC_OK)
+    if ((st = nn_conv_geom("Conv", node, attrs, in[0].dims, in[0].rank,
+                           in[1].dims, in[1].rank, p)) != POPC_OK)
         return st;
     if (opsu_present(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->M)) {
@@ -434,7 +422,7 @@ static popc_status conv_infer(popc_infer_ctx *ic)
     if ((st = conv_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                           &p)) != POPC_OK)
         return st;
-    out_dims(&p, d, &r);
+    nn_conv_out_dims(&p, d, &r);
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
 }
@@ -454,19 +442,19 @@ static popc_status conv_forward(const popc_kernel_ctx *kc)
         return st;
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
-    if (wino_fits(&p, p.Cg, p.Mg, 0)) {
+    if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
         nn_wino g;
 
         nn_wino_plan(p.Cg, p.Mg, p.w.H, p.w.W, p.w.OH, p.w.OW, p.w.pt,
                      p.w.pl, &g);
-        return run_wino(kc, &p, &g, 0, x, p.Cg, p.HW, wt, bias, y, p.Mg,
-                        p.P);
+        return nn_run_wino(kc, &p, &g, 0, x, p.Cg, p.HW, wt, bias, y, p.Mg,
+                           p.P);
     }
     conv_tiles(&p, &t);
     opsu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
-    if (!p.direct && !(col = scratch(kc, p.Kc * t.blk, &st)) && st)
+    if (!p.direct && !(col = nn_conv_scratch(kc, p.Kc * t.blk, &st)) && st)
         return st;
     for (int64_t u = lo; u < hi; u++) {
         int64_t ng = u / t.n, n = ng / p.G, g = ng % p.G;
@@ -481,7 +469,7 @@ static popc_status conv_forward(const popc_kernel_ctx *kc)
             B = xg + p0;
             ldb = p.P;
         } else {
-            im2col(&p, xg, 0, p.Cg, p0, p1, col);
+            nn_im2col(&p, xg, 0, p.Cg, p0, p1, col);
             B = col;
             ldb = p1 - p0;
         }
@@ -524,17 +512,17 @@ static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* Image chunks for the weight gradient of a batch: TILE_TARGET partial
+/* Image chunks for the weight gradient of a batch: NN_CONV_UNITS partial
 ** sums (each a GEMM over a whole group's dW per image, every operand
 ** packed once) when the batch has that many images and the partials stay
 ** small; 0: one ConvGradWeight sum, cut into channel and row blocks. */
 static int64_t grad_chunks(const conv_p *p)
 {
-    if (p->N < TILE_TARGET ||
-        (double)TILE_TARGET * (double)p->M * (double)p->Kc * 4.0 >
+    if (p->N < NN_CONV_UNITS ||
+        (double)NN_CONV_UNITS * (double)p->M * (double)p->Kc * 4.0 >
             (double)CHUNK_BYTES)
         return 0;
-    return TILE_TARGET;
+    return NN_CONV_UNITS;
 }
 
 static popc_status conv_grad(popc_grad_ctx *gc)
@@ -551,8 +539,8 @@ static popc_status conv_grad(popc_grad_ctx *gc)
 
     if (dy < 0)
         return POPC_OK;
-    if ((st = conv_geom("Conv", gc->node_name, gc->attrs, xi->dims, xi->rank,
-                        wi->dims, wi->rank, &p)) != POPC_OK)
+    if ((st = nn_conv_geom("Conv", gc->node_name, gc->attrs, xi->dims,
+                           xi->rank, wi->dims, wi->rank, &p)) != POPC_OK)
         return st;
     na = nn_window_attrs_make(&p.w, 0, &wa);
     memcpy(a, wa.a, sizeof wa.a[0] * (size_t)na);
@@ -585,372 +573,6 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     return POPC_OK;
 }
 
-/* ---- ConvGradInput: dX from dY and W ------------------------------------- */
-
-static popc_status gi_params(const char *node, const popc_view *in,
-                             const popc_attrs *attrs, conv_p *p)
-{
-    const char *op = "ConvGradInput";
-    int64_t xd[POPC_MAX_RANK], yd[4];
-    int64_t xr = popc_attr_ints(attrs, "input_shape", xd, POPC_MAX_RANK);
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
-    int r;
-    popc_status st;
-
-    if (xr < 3 || xr > 4)
-        return opsu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': attribute input_shape must "
-                                    "give X's shape ([N, C, H, W])",
-                                    op, node);
-    if ((st = conv_geom(op, node, attrs, xd, (int)xr, in[1].dims, in[1].rank,
-                        p)) != POPC_OK)
-        return st;
-    out_dims(p, yd, &r);
-    if (in[0].rank != r || memcmp(in[0].dims, yd, sizeof yd[0] * (size_t)r))
-        return opsu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': dY %s must have Conv's output "
-                                    "shape %s",
-                                    op, node, opsu_dims(&in[0], s1),
-                                    opsu_dims_n(yd, r, s2));
-    return POPC_OK;
-}
-
-static popc_status gi_infer(popc_infer_ctx *ic)
-{
-    int64_t xd[POPC_MAX_RANK];
-    int64_t xr = popc_attr_ints(ic->attrs, "input_shape", xd, POPC_MAX_RANK);
-    conv_p p;
-    popc_status st;
-
-    if ((st = opsu_want_f32(ic, "ConvGradInput", 0, "dY")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "ConvGradInput", 1, "weight W")) != POPC_OK)
-        return st;
-    if ((st = gi_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
-        return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, (int)xr);
-    return POPC_OK;
-}
-
-static popc_status gi_forward(const popc_kernel_ctx *kc)
-{
-    const float *dy = kc->inputs[0].data, *wt = kc->inputs[1].data;
-    float *dx = kc->outputs[0].data, *dcol = NULL;
-    conv_p p;
-    int64_t cb, nblk, lo, hi;
-    popc_status st;
-
-    if ((st = gi_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
-        return st;
-    if (wino_fits(&p, p.Mg, p.Cg, 1)) {
-        nn_wino g;
-
-        /* dX is dY convolved with the turned kernels, padded 2 - pads */
-        nn_wino_plan(p.Mg, p.Cg, p.w.OH, p.w.OW, p.w.H, p.w.W, 2 - p.w.pt,
-                     2 - p.w.pl, &g);
-        return run_wino(kc, &p, &g, 1, dy, p.Mg, p.P, wt, NULL, dx, p.Cg,
-                        p.HW);
-    }
-    cb = chan_block(p.Cg, p.N * p.G);
-    nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
-    opsu_range(p.N * p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
-    if (hi <= lo)
-        return POPC_OK;
-    if (!p.direct && !(dcol = scratch(kc, cb * p.KK * p.P, &st)) && st)
-        return st;
-    for (int64_t u = lo; u < hi; u++) {
-        int64_t ng = u / nblk, n = ng / p.G, g = ng % p.G;
-        int64_t c0 = (u % nblk) * cb, c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
-        float *dxg = dx + (n * p.C + g * p.Cg) * p.HW;
-        float *C = p.direct ? dxg + c0 * p.HW : dcol;
-
-        if (p.Mg > 0 && p.P > 0)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
-                        (int)((c1 - c0) * p.KK), (int)p.P, (int)p.Mg, 1.0f,
-                        wt + g * p.Mg * p.Kc + c0 * p.KK, (int)p.Kc,
-                        dy + (n * p.M + g * p.Mg) * p.P, (int)p.P, 0.0f, C,
-                        (int)p.P);
-        else
-            memset(C, 0, sizeof *C * (size_t)((c1 - c0) * p.KK * p.P));
-        if (!p.direct) {
-            memset(dxg + c0 * p.HW, 0,
-                   sizeof *dxg * (size_t)((c1 - c0) * p.HW));
-            col2im_add(&p, dcol, c0, c1, dxg);
-        }
-    }
-    kc->host->free(dcol);
-    return POPC_OK;
-}
-
-static popc_status gi_cost(const popc_infer_ctx *ic, popc_cost *c)
-{
-    conv_p p;
-    popc_status st;
-
-    if ((st = gi_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
-        return st;
-    c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc;
-    c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
-                      (double)popc_view_numel(&ic->inputs[1]) +
-                      (double)p.N * (double)p.C * (double)p.HW);
-    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
-    return POPC_OK;
-}
-
-/* ---- ConvGradWeight: dW (and dB) from X and dY --------------------------- */
-
-static popc_status gw_params(const char *node, const popc_view *in,
-                             const popc_attrs *attrs, conv_p *p)
-{
-    const char *op = "ConvGradWeight";
-    const popc_view *x = &in[0], *dy = &in[1];
-    int64_t wd[4], k[2], yd[4], group = popc_attr_int(attrs, "group", 1);
-    int64_t nk = popc_attr_ints(attrs, "kernel_shape", k, 2);
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
-    int r;
-    popc_status st;
-
-    if (x->rank < 3 || x->rank > 4 || nk != x->rank - 2 || group < 1 ||
-        dy->rank != x->rank || x->dims[1] % group != 0)
-        return opsu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': X %s, dY %s, kernel_shape and "
-                                    "group %lld do not describe a Conv",
-                                    op, node, opsu_dims(x, s1),
-                                    opsu_dims(dy, s2), (long long)group);
-    wd[0] = dy->dims[1];
-    wd[1] = x->dims[1] / group;
-    for (int i = 0; i < nk; i++)
-        wd[2 + i] = k[i];
-    if ((st = conv_geom(op, node, attrs, x->dims, x->rank, wd, x->rank, p)) !=
-        POPC_OK)
-        return st;
-    out_dims(p, yd, &r);
-    if (memcmp(dy->dims, yd, sizeof yd[0] * (size_t)r))
-        return opsu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': dY %s must have Conv's output "
-                                    "shape %s",
-                                    op, node, opsu_dims(dy, s1),
-                                    opsu_dims_n(yd, r, s2));
-    p->S = popc_attr_int(attrs, "image_chunks", 0);
-    if (p->S < 0 || p->S > 0xfffff)
-        return opsu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': image_chunks is %lld; use 0 "
-                                    "(one sum over the batch) or a count of "
-                                    "partial sums up to 1048575",
-                                    op, node, (long long)p->S);
-    return POPC_OK;
-}
-
-static popc_status gw_infer(popc_infer_ctx *ic)
-{
-    const popc_view *x = &ic->inputs[0];
-    int64_t wd[5];
-    conv_p p;
-    popc_status st;
-
-    if ((st = opsu_want_f32(ic, "ConvGradWeight", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "ConvGradWeight", 1, "dY")) != POPC_OK)
-        return st;
-    if ((st = gw_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
-        return st;
-    /* with image_chunks S: one partial sum per chunk, [S, dW...] */
-    wd[0] = p.S;
-    wd[1] = p.M;
-    wd[2] = p.Cg;
-    wd[3] = p.w.sp == 2 ? p.w.kh : p.w.kw;
-    wd[4] = p.w.kw;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, wd + (p.S == 0),
-             x->rank + (p.S > 0));
-    if (ic->n_outputs > 1)
-        opsu_set(&ic->outputs[1], POPC_DTYPE_F32, wd + (p.S == 0),
-                 1 + (p.S > 0));
-    return POPC_OK;
-}
-
-/* acc[j] += r[q] for q = j mod 8: eight running double sums per row,
-** so that the loop vectorizes and has no add latency chain. */
-static void add_row8(double *acc, const float *r, int64_t P)
-{
-    double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    double a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
-    int64_t q = 0;
-
-    /* locals, so that the sums stay in registers */
-    for (; q + 8 <= P; q += 8) {
-        a0 += (double)r[q];
-        a1 += (double)r[q + 1];
-        a2 += (double)r[q + 2];
-        a3 += (double)r[q + 3];
-        a4 += (double)r[q + 4];
-        a5 += (double)r[q + 5];
-        a6 += (double)r[q + 6];
-        a7 += (double)r[q + 7];
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-    acc[4] = a4;
-    acc[5] = a5;
-    acc[6] = a6;
-    acc[7] = a7;
-    for (int j = 0; q + j < P; j++)
-        acc[j] += (double)r[q + j];
-}
-
-static float sum8(const double *acc)
-{
-    return (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-                   ((acc[4] + acc[5]) + (acc[6] + acc[7])));
-}
-
-/* Row blocks of dW for ConvGradWeight: with fewer than TILE_TARGET
-** (group, channel block) units, the Mg rows are cut into blocks of at
-** least 8 so that a one-channel input (the first layer) still splits. */
-static int64_t row_block(int64_t Mg, int64_t units)
-{
-    int64_t want, rb;
-
-    if (units >= TILE_TARGET || Mg <= 8)
-        return Mg > 0 ? Mg : 1;
-    want = (TILE_TARGET + units - 1) / units;
-    rb = (Mg + want - 1) / want;
-    rb = (rb + 7) / 8 * 8;
-    return rb < Mg ? rb : Mg;
-}
-
-/* ConvGradWeight with image chunks by Winograd (winograd.c): units are
-** (group, chunk); dB rows are summed while dY is in cache. */
-static popc_status gw_wino(const popc_kernel_ctx *kc, const conv_p *p,
-                           const float *x, const float *dy, float *dw,
-                           float *db)
-{
-    nn_wino g;
-    int64_t lo, hi;
-    double *acc;
-    float *s;
-    popc_status st;
-
-    nn_wino_plan(p->Cg, p->Mg, p->w.H, p->w.W, p->w.OH, p->w.OW, p->w.pt,
-                 p->w.pl, &g);
-    opsu_range(p->G * p->S, kc->part, kc->n_parts, &lo, &hi);
-    if (hi <= lo)
-        return POPC_OK;
-    /* dB sums (8 doubles per row, as 16 floats) first */
-    if (!(acc = scratch(kc, 16 * p->Mg + nn_wino_grad_scratch(&g), &st)) &&
-        st)
-        return st;
-    s = (float *)acc + 16 * p->Mg;
-    for (int64_t u = lo; u < hi; u++) {
-        int64_t gr = u / p->S, c = u % p->S;
-        int64_t n0 = p->N * c / p->S, n1 = p->N * (c + 1) / p->S;
-
-        nn_wino_grad_begin(&g, s);
-        memset(acc, 0, sizeof *acc * (size_t)(8 * p->Mg));
-        for (int64_t n = n0; n < n1; n++) {
-            const float *dyn = dy + (n * p->G + gr) * p->Mg * p->P;
-
-            nn_wino_grad_image(&g, x + (n * p->G + gr) * p->Cg * p->HW, dyn,
-                               s);
-            for (int64_t m = 0; db && m < p->Mg; m++)
-                add_row8(acc + 8 * m, dyn + m * p->P, p->P);
-        }
-        nn_wino_grad_finish(&g, s, dw + (c * p->G + gr) * p->Mg * p->Kc);
-        for (int64_t m = 0; db && m < p->Mg; m++)
-            db[c * p->M + gr * p->Mg + m] = sum8(acc + 8 * m);
-    }
-    kc->host->free(acc);
-    return POPC_OK;
-}
-
-/* Units are (group, image chunk, channel block, row block) of dW; each
-** sums its block over its images in image order. Without image_chunks
-** there is one chunk and dW is cut into channel and row blocks; with S
-** chunks each unit sums a whole group's dW over its images into partial
-** sum s (every operand is packed once per image; the grad builder adds
-** the S partials up). dB row m of a (group, chunk, row block) is summed
-** whole by one of that row block's channel-block units. */
-static popc_status gw_forward(const popc_kernel_ctx *kc)
-{
-    const float *x = kc->inputs[0].data, *dy = kc->inputs[1].data;
-    float *dw = kc->outputs[0].data, *col;
-    float *db = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    double *acc;
-    conv_p p;
-    int64_t S, cb, nblk, rb, nrb, per_g, lo, hi;
-    popc_status st;
-
-    if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
-        return st;
-    if (p.S > 0 && wino_fits(&p, p.Cg, p.Mg, 0))
-        return gw_wino(kc, &p, x, dy, dw, db);
-    S = p.S > 0 ? p.S : 1;
-    cb = p.S > 0 ? (p.Cg > 0 ? p.Cg : 1) : chan_block(p.Cg, p.G);
-    nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
-    rb = p.S > 0 ? (p.Mg > 0 ? p.Mg : 1) : row_block(p.Mg, p.G * nblk);
-    nrb = p.Mg > 0 ? (p.Mg + rb - 1) / rb : 0;
-    per_g = S * nblk * nrb;
-    opsu_range(p.G * per_g, kc->part, kc->n_parts, &lo, &hi);
-    if (hi <= lo)
-        return POPC_OK;
-    /* dB sums (8 doubles per row, as 16 floats) first, then im2col */
-    if (!(acc = scratch(kc, 16 * rb + (p.direct ? 0 : cb * p.KK * p.P),
-                        &st)) &&
-        st)
-        return st;
-    col = (float *)acc + 16 * rb;
-    for (int64_t u = lo; u < hi; u++) {
-        int64_t g = u / per_g, s = u / (nblk * nrb) % S, bi = u / nrb % nblk;
-        int64_t m0 = (u % nrb) * rb, m1 = m0 + rb < p.Mg ? m0 + rb : p.Mg;
-        int64_t c0 = bi * cb, c1 = c0 + cb < p.Cg ? c0 + cb : p.Cg;
-        int64_t n0 = p.N * s / S, n1 = p.N * (s + 1) / S;
-        float *dwg = dw + s * p.M * p.Kc + (g * p.Mg + m0) * p.Kc + c0 * p.KK;
-        float *dbs = db ? db + s * p.M : NULL;
-        /* dB rows of this unit, summed while dY is in cache */
-        int64_t b0 = db ? g * p.Mg + m0 + (m1 - m0) * bi / nblk : 0;
-        int64_t b1 = db ? g * p.Mg + m0 + (m1 - m0) * (bi + 1) / nblk : 0;
-
-        for (int64_t m = m0; m < m1; m++)
-            memset(dwg + (m - m0) * p.Kc, 0,
-                   sizeof *dwg * (size_t)((c1 - c0) * p.KK));
-        memset(acc, 0, sizeof *acc * (size_t)(8 * (b1 - b0)));
-        for (int64_t n = n0; n < n1 && p.P > 0; n++) {
-            const float *xg = x + (n * p.C + g * p.Cg) * p.HW;
-            const float *B = xg + c0 * p.HW;
-
-            if (!p.direct) {
-                im2col(&p, xg, c0, c1, 0, p.P, col);
-                B = col;
-            }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                        (int)(m1 - m0), (int)((c1 - c0) * p.KK), (int)p.P,
-                        1.0f, dy + (n * p.M + g * p.Mg + m0) * p.P, (int)p.P,
-                        B, (int)p.P, 1.0f, dwg, (int)p.Kc);
-            for (int64_t m = b0; m < b1; m++)
-                add_row8(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P, p.P);
-        }
-        for (int64_t m = b0; m < b1; m++)
-            dbs[m] = sum8(acc + 8 * (m - b0));
-    }
-    kc->host->free(acc);
-    return POPC_OK;
-}
-
-static popc_status gw_cost(const popc_infer_ctx *ic, popc_cost *c)
-{
-    conv_p p;
-    popc_status st;
-
-    if ((st = gw_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
-        return st;
-    c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc;
-    c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
-                      (double)popc_view_numel(&ic->inputs[1]) +
-                      (double)(p.S > 0 ? p.S : 1) * (double)p.M *
-                          (double)p.Kc);
-    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
-    return POPC_OK;
-}
-
 static const popc_op_def conv_ops[] = {
     {
         .size = sizeof(popc_op_def),
@@ -967,36 +589,6 @@ static const popc_op_def conv_ops[] = {
         .grad = conv_grad,
         .cost = conv_cost,
         .doc = "1-D/2-D convolution (groups, dilations, pads) on sgemm",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "popc",
-        .name = "ConvGradInput",
-        .since_version = 1,
-        .min_inputs = 2,
-        .max_inputs = 2,
-        .min_outputs = 1,
-        .max_outputs = 1,
-        .flags = POPC_OP_SPLIT,
-        .infer = gi_infer,
-        .forward = gi_forward,
-        .cost = gi_cost,
-        .doc = "Conv input gradient (dY, W; attr input_shape)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "popc",
-        .name = "ConvGradWeight",
-        .since_version = 1,
-        .min_inputs = 2,
-        .max_inputs = 2,
-        .min_outputs = 1,
-        .max_outputs = 2,
-        .flags = POPC_OP_SPLIT,
-        .infer = gw_infer,
-        .forward = gw_forward,
-        .cost = gw_cost,
-        .doc = "Conv weight and bias gradients (X, dY; attr kernel_shape)",
     },
 };
 

@@ -16,6 +16,7 @@
 ** (the registrar stages everything until init() returns). */
 popc_status nn_register_matmul(const popc_host *h, popc_registrar *r);
 popc_status nn_register_conv(const popc_host *h, popc_registrar *r);
+popc_status nn_register_conv_grad(const popc_host *h, popc_registrar *r);
 popc_status nn_register_pool(const popc_host *h, popc_registrar *r);
 popc_status nn_register_norm(const popc_host *h, popc_registrar *r);
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
@@ -80,6 +81,24 @@ typedef struct nn_window_attrs {
 } nn_window_attrs;
 int nn_window_attrs_make(const nn_window *w, int ceil_mode,
                          nn_window_attrs *store);
+
+/* ---- max pooling (pool_max.c) -------------------------------------------- */
+
+/* Output columns nn_pool_max_row handles at most. */
+#define NN_POOL_ROW 128
+
+/* Max (m[o]) and argmax (at[o], a plane offset or -1 when no tap is
+** inside; at may be NULL) of output columns [o0, o1) of row oh of one
+** plane xp; o1 - o0 <= NN_POOL_ROW. */
+void nn_pool_max_row(const nn_window *w, const float *xp, int64_t oh,
+                     int64_t o0, int64_t o1, float *m, int64_t *at);
+
+/* dX (dp) of one plane of a 2x2, stride-2, undilated pool whose windows
+** all lie inside the input, from X (xp) and dY (gp): every element is
+** written once, the gradient at each window's argmax (as 0 + g, like a
+** scatter into zeros) and zero elsewhere. */
+void nn_pool_max_grad_2x2(const nn_window *w, const float *xp,
+                          const float *gp, float *dp);
 
 /* ---- Winograd F(2x2, 3x3) (winograd.c) -----------------------------------
 ** A 3x3, stride-1, undilated convolution of one image: x [C, H, W] to

@@ -25,10 +25,15 @@
 
 #include "ops/nn/nn_priv.h"
 
-/* Tiles per block, also the row length of the transformed patches V
-** ([C][16][BLOCK_TILES] per block: a constant stride between the 16
-** rows a tile writes is what lets the input transform vectorize). */
+/* Tiles per block. */
 #define BLOCK_TILES 64
+/* Row length of the transformed patches ([C][16][LD] per block): a
+** constant stride between the 16 rows a tile writes lets the transforms
+** vectorize, and one that is not a multiple of 1 KiB keeps a GEMM
+** operand's rows (16 LD apart) out of each other's cache sets. */
+#define LD (BLOCK_TILES + 4)
+/* Stride between the 16 gradient sums [M x C] (not a power of two). */
+#define ACC_STRIDE(g) ((g)->M * (g)->C + 16)
 
 void nn_wino_plan(int64_t C, int64_t M, int64_t H, int64_t W, int64_t OH,
                   int64_t OW, int64_t pt, int64_t pl, nn_wino *g)
@@ -60,57 +65,74 @@ static int64_t pad_size(const nn_wino *g)
 
 int64_t nn_wino_scratch(const nn_wino *g)
 {
-    return 16 * g->M * g->C + pad_size(g) + 16 * g->C * BLOCK_TILES +
+    return 16 * g->M * g->C + pad_size(g) + 16 * g->C * LD +
            16 * g->M * BLOCK_TILES + 2 * g->cols + 2;
 }
 
 int64_t nn_wino_grad_scratch(const nn_wino *g)
 {
-    return 16 * g->M * g->C + pad_size(g) + 16 * (g->C + g->M) * BLOCK_TILES;
+    return 16 * ACC_STRIDE(g) + pad_size(g) + 16 * (g->C + g->M) * LD;
 }
 
-/* (G a G^T) of one 3x3 kernel a (row-major, flipped by 180 degrees when
-** flip), stored at u[k * stride] for k = 0..15. */
-static void kernel_transform(const float *a, int flip, float *u,
-                             int64_t stride)
+/* Kernels the weight transform takes at a time. */
+#define KERNEL_CHUNK 64
+
+/* Row `which` of G applied to three rows of n values: G = [1 0 0;
+** 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. One output row per call, so that
+** each loop vectorizes. */
+static void g_row(int which, const float *restrict r0, const float *restrict r1,
+                  const float *restrict r2, int64_t n, float *restrict u)
 {
-    float k[9], t[12];
-
-    for (int i = 0; i < 9; i++)
-        k[i] = a[flip ? 8 - i : i];
-    for (int j = 0; j < 3; j++) {
-        float r0 = k[j], r1 = k[3 + j], r2 = k[6 + j];
-
-        t[j] = r0;
-        t[3 + j] = 0.5f * (r0 + r1 + r2);
-        t[6 + j] = 0.5f * (r0 - r1 + r2);
-        t[9 + j] = r2;
-    }
-    for (int i = 0; i < 4; i++) {
-        float c0 = t[3 * i], c1 = t[3 * i + 1], c2 = t[3 * i + 2];
-
-        u[(4 * i) * stride] = c0;
-        u[(4 * i + 1) * stride] = 0.5f * (c0 + c1 + c2);
-        u[(4 * i + 2) * stride] = 0.5f * (c0 - c1 + c2);
-        u[(4 * i + 3) * stride] = c2;
+    switch (which) {
+    case 0:
+        for (int64_t x = 0; x < n; x++)
+            u[x] = r0[x];
+        break;
+    case 1:
+        for (int64_t x = 0; x < n; x++)
+            u[x] = 0.5f * (r0[x] + r1[x] + r2[x]);
+        break;
+    case 2:
+        for (int64_t x = 0; x < n; x++)
+            u[x] = 0.5f * (r0[x] - r1[x] + r2[x]);
+        break;
+    default:
+        for (int64_t x = 0; x < n; x++)
+            u[x] = r2[x];
+        break;
     }
 }
 
 void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
                      float *scratch)
 {
-    /* U[k] is [M x C]: U[k][m][c] */
+    /* U[k] is [M x C]: U[k][m][c], k = 4 i + j of G a G^T */
     int64_t MC = g->M * g->C;
 
-    for (int64_t m = 0; m < g->M; m++)
-        for (int64_t c = 0; c < g->C; c++) {
-            /* forward: w is [M][C][3][3]; transposed (ConvGradInput): w is
-            ** [C][M][3][3] and the kernel turns by 180 degrees */
-            const float *a = transposed ? w + (c * g->M + m) * 9
-                                        : w + (m * g->C + c) * 9;
+    for (int64_t i0 = 0; i0 < MC; i0 += KERNEL_CHUNK) {
+        int64_t n = MC - i0 < KERNEL_CHUNK ? MC - i0 : KERNEL_CHUNK;
+        float k[9][KERNEL_CHUNK], t[12][KERNEL_CHUNK];
 
-            kernel_transform(a, transposed, scratch + m * g->C + c, MC);
+        /* the kernels' taps as rows; forward: w is [M][C][3][3];
+        ** transposed (ConvGradInput): w is [C][M][3][3] and each kernel
+        ** turns by 180 degrees */
+        for (int64_t x = 0; x < n; x++) {
+            int64_t i = i0 + x, m = i / g->C, c = i % g->C;
+            const float *a = transposed ? w + (c * g->M + m) * 9 : w + i * 9;
+
+            for (int q = 0; q < 9; q++)
+                k[q][x] = a[transposed ? 8 - q : q];
         }
+        /* G a: t[3 r + j] is row r of G times column j of a */
+        for (int r = 0; r < 4; r++)
+            for (int j = 0; j < 3; j++)
+                g_row(r, k[j], k[3 + j], k[6 + j], n, t[3 * r + j]);
+        /* (G a) G^T */
+        for (int r = 0; r < 4; r++)
+            for (int q = 0; q < 4; q++)
+                g_row(q, t[3 * r], t[3 * r + 1], t[3 * r + 2], n,
+                      scratch + (4 * r + q) * MC + i0);
+    }
 }
 
 /* One row or column of B^T d: (a0 - a2, a1 + a2, a2 - a1, a1 - a3). */
@@ -124,7 +146,7 @@ void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
 
 /* B^T d B for n tiles of one row of 4x4 patches: rows i = 0..3 of the
 ** padded block split into even (e[i]) and odd (o[i]) columns, so patch t
-** is e[i][t], o[i][t], e[i][t + 1], o[i][t + 1]; v[k * BLOCK_TILES + t].
+** is e[i][t], o[i][t], e[i][t + 1], o[i][t + 1]; v[k * LD + t].
 ** Straight-line code with unit strides, so that the loop vectorizes. */
 static void input_row(const float *restrict e0, const float *restrict o0,
                       const float *restrict e1, const float *restrict o1,
@@ -132,7 +154,7 @@ static void input_row(const float *restrict e0, const float *restrict o0,
                       const float *restrict e3, const float *restrict o3,
                       int64_t n, float *restrict v)
 {
-    const int64_t s = BLOCK_TILES;
+    const int64_t s = LD;
 
     for (int64_t t = 0; t < n; t++) {
         float d00, d01, d02, d03, d10, d11, d12, d13;
@@ -266,7 +288,7 @@ static void pad_block(const nn_wino *g, const float *x, int64_t th0,
 }
 
 /* B^T d B of the 4x4 patches of block (th0, tw0) (nr x nc tiles) of
-** every channel of x into V ([C][16][BLOCK_TILES]); pad is scratch. */
+** every channel of x into V ([C][16][LD]); pad is scratch. */
 static void transform_block(const nn_wino *g, const float *x, int64_t th0,
                             int64_t tw0, int64_t nr, int64_t nc, float *pad,
                             float *V)
@@ -280,7 +302,7 @@ static void transform_block(const nn_wino *g, const float *x, int64_t th0,
             const float *r2 = r1 + pw, *r3 = r2 + pw;
 
             input_row(r0, r0 + h, r1, r1 + h, r2, r2 + h, r3, r3 + h, nc,
-                      V + c * 16 * BLOCK_TILES + r * nc);
+                      V + c * 16 * LD + r * nc);
         }
     }
 }
@@ -291,7 +313,7 @@ void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
     const float *U = scratch;
     float *pad = scratch + 16 * g->M * g->C;
     float *V = pad + pad_size(g);
-    float *Mx = V + 16 * g->C * BLOCK_TILES;
+    float *Mx = V + 16 * g->C * LD;
     float *junk = Mx + 16 * g->M * BLOCK_TILES;
 
     for (int64_t th0 = 0; th0 < g->TH; th0 += g->rows)
@@ -308,7 +330,7 @@ void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
                             (int)g->M, (int)nt, (int)g->C, 1.0f,
                             U + k * g->M * g->C, (int)g->C,
-                            V + k * BLOCK_TILES, 16 * BLOCK_TILES, 0.0f,
+                            V + k * LD, 16 * LD, 0.0f,
                             Mx + k * g->M * nt, (int)nt);
             for (int64_t m = 0; m < g->M; m++)
                 for (int64_t r = 0; r < nr; r++) {
@@ -343,12 +365,12 @@ void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
 ** sequence and turned into dW by nn_wino_grad_finish. */
 
 /* G' D G'^T of n 2x2 tiles of dY rows (even/odd columns e0, o0 and e1,
-** o1): v[k * BLOCK_TILES + t]. */
+** o1): v[k * LD + t]. */
 static void grad_row(const float *restrict e0, const float *restrict o0,
                      const float *restrict e1, const float *restrict o1,
                      int64_t n, float *restrict v)
 {
-    const int64_t s = BLOCK_TILES;
+    const int64_t s = LD;
 
     for (int64_t t = 0; t < n; t++) {
         float a = e0[t], b = o0[t], c = e1[t], d = o1[t];
@@ -380,15 +402,15 @@ static void grad_row(const float *restrict e0, const float *restrict o0,
 
 void nn_wino_grad_begin(const nn_wino *g, float *scratch)
 {
-    memset(scratch, 0, sizeof *scratch * (size_t)(16 * g->M * g->C));
+    memset(scratch, 0, sizeof *scratch * (size_t)(16 * ACC_STRIDE(g)));
 }
 
 void nn_wino_grad_image(const nn_wino *g, const float *x, const float *dy,
                         float *scratch)
 {
-    float *pad = scratch + 16 * g->M * g->C;
+    float *pad = scratch + 16 * ACC_STRIDE(g);
     float *V = pad + pad_size(g);
-    float *D = V + 16 * g->C * BLOCK_TILES;
+    float *D = V + 16 * g->C * LD;
     nn_wino gd = *g;
 
     /* dY's tiles, read as a plane of its own without padding */
@@ -410,21 +432,20 @@ void nn_wino_grad_image(const nn_wino *g, const float *x, const float *dy,
                     const float *r0 = pad + 2 * r * pw, *r1 = r0 + pw;
 
                     grad_row(r0, r0 + h, r1, r1 + h, nc,
-                             D + m * 16 * BLOCK_TILES + r * nc);
+                             D + m * 16 * LD + r * nc);
                 }
             }
             for (int k = 0; k < 16; k++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
                             (int)g->M, (int)g->C, (int)nt, 1.0f,
-                            D + k * BLOCK_TILES, 16 * BLOCK_TILES,
-                            V + k * BLOCK_TILES, 16 * BLOCK_TILES, 1.0f,
-                            scratch + k * g->M * g->C, (int)g->C);
+                            D + k * LD, 16 * LD, V + k * LD, 16 * LD, 1.0f,
+                            scratch + k * ACC_STRIDE(g), (int)g->C);
         }
 }
 
 void nn_wino_grad_finish(const nn_wino *g, const float *scratch, float *dw)
 {
-    int64_t MC = g->M * g->C;
+    int64_t MC = g->M * g->C, S = ACC_STRIDE(g);
 
     for (int64_t i = 0; i < MC; i++) {
         const float *a = scratch + i;
@@ -432,8 +453,8 @@ void nn_wino_grad_finish(const nn_wino *g, const float *scratch, float *dw)
 
         /* A^T acc: rows of the 3x4 */
         for (int q = 0; q < 4; q++) {
-            float a0 = a[q * MC], a1 = a[(4 + q) * MC];
-            float a2 = a[(8 + q) * MC], a3 = a[(12 + q) * MC];
+            float a0 = a[q * S], a1 = a[(4 + q) * S];
+            float a2 = a[(8 + q) * S], a3 = a[(12 + q) * S];
 
             t[0][q] = a0 + a1 + a2;
             t[1][q] = a1 - a2;

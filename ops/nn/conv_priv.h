@@ -1,0 +1,67 @@
+/* conv_priv.h - what Conv (conv.c) and its gradient ops (conv_grad.c)
+** share: the convolution geometry, im2col/col2im, scratch buffers and the
+** Winograd driver. Module-internal (hidden) symbols of the nn plugin.
+*/
+#ifndef POPC_OPS_NN_CONV_PRIV_H
+#define POPC_OPS_NN_CONV_PRIV_H
+
+#include <stdint.h>
+
+#include "ops/nn/nn_priv.h"
+
+/* Units a convolution kernel aims to split into (several per worker). */
+#define NN_CONV_UNITS 8
+/* Fewest channels in and out for Winograd (see nn_wino_fits). */
+#define NN_WINO_MIN_CHANNELS 8
+
+typedef struct conv_p {
+    nn_window w;
+    int64_t N, C, M;       /* batch, input channels, output channels */
+    int64_t G, Cg, Mg;     /* groups, channels per group in and out */
+    int64_t HW, P, KK, Kc; /* input plane, output plane, kh*kw, Cg*kh*kw */
+    int direct;            /* 1x1, stride 1, no pads: x is its own im2col */
+    int64_t S;             /* ConvGradWeight image chunks; 0: whole batch */
+} conv_p;
+
+/* Geometry from X's dims, W's dims and the attributes; errors name op and
+** node. */
+popc_status nn_conv_geom(const char *op, const char *node,
+                         const popc_attrs *attrs, const int64_t *xd, int xr,
+                         const int64_t *wd, int wr, conv_p *p);
+
+/* Conv's output dims ([N, M, OH, OW] or [N, M, OW]). */
+void nn_conv_out_dims(const conv_p *p, int64_t *d, int *rank);
+
+/* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
+** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
+void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
+               int64_t p0, int64_t p1, float *col);
+
+/* Adds col ([(c1-c0)*kh*kw, P]) back into channels [c0, c1) of one
+** group's dx ([Cg, H, W]); col is scratch and may be changed. */
+void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
+                   float *dx);
+
+/* A zeroed buffer of floats from the host (NULL for none); NULL with *st
+** set (message naming the node) when out of memory. Owned by the caller
+** (kc->host->free). */
+void *nn_conv_scratch(const popc_kernel_ctx *kc, int64_t floats,
+                      popc_status *st);
+
+/* Channel blocks for the gradient ops: blocks of cb channels out of Cg,
+** about NN_CONV_UNITS / outer blocks each. */
+int64_t nn_chan_block(int64_t Cg, int64_t outer);
+
+/* Whether Winograd takes the convolution (cin channels in, cout out; grad:
+** ConvGradInput's transposed form). */
+int nn_wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad);
+
+/* This part's Winograd units (group, image): x [N, G * xc, xp] to
+** y [N, G * yc, yp] with geometry g and Conv's weights wt (transposed:
+** ConvGradInput's form); bias: M values or NULL. */
+popc_status nn_run_wino(const popc_kernel_ctx *kc, const conv_p *p,
+                        const nn_wino *g, int transposed, const float *x,
+                        int64_t xc, int64_t xp, const float *wt,
+                        const float *bias, float *y, int64_t yc, int64_t yp);
+
+#endif /* POPC_OPS_NN_CONV_PRIV_H */
