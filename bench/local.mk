@@ -5,4 +5,4 @@
 noinst_PROGRAMS += %reldir%/bench_train_step
 %canon_reldir%_bench_train_step_SOURCES = %reldir%/bench_train_step.c
 %canon_reldir%_bench_train_step_LDADD = libpopc.la
-EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/README.md
+EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/bench_modes.sh %reldir%/README.md
