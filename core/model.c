@@ -683,6 +683,9 @@ popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
         if ((st = check_can_run(m)) != POPC_OK)
             return st;
     }
+    /* A run on a detached model re-attaches implicitly (semantics §5). */
+    if (m->detached && (st = popc_model_attach_to_device(m)) != POPC_OK)
+        return st;
     t0 = popci_exec_now();
     if ((st = validate(m, inputs, n_inputs)) != POPC_OK)
         return st;
@@ -770,6 +773,7 @@ popc_status popc_model_destroy(popc_model *m)
     m->exec = NULL;
     m->host_dirty = 0;
     m->device_dirty = 0;
+    m->detached = 0;
     return POPC_OK;
 }
 

@@ -57,6 +57,7 @@ struct popc_model {
 
     /* replica grouping of weights (core/replica_groups.c); NULL: none */
     struct popci_rgroups *groups;
+    int detached;                /* popc_model_detach_from_device */
 };
 
 /* ---- model_weights.c ----------------------------------------------------- */

@@ -28,3 +28,13 @@ endif
     $(runtime_test_plugins)
 
 EXTRA_DIST += %reldir%/ref/gen_runtime.py %reldir%/ref/runtime
+
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_attach
+TESTS += %reldir%/check_attach
+endif
+%canon_reldir%_check_attach_SOURCES = %reldir%/check_attach.c
+%canon_reldir%_check_attach_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_attach_LDADD = libpopc.la $(CHECK_LIBS)
+%canon_reldir%_check_attach_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins) backends/offline.la

@@ -52,6 +52,20 @@ POPC_API POPC_NODISCARD popc_status popc_model_run(popc_model *m,
 
 POPC_API POPC_NODISCARD popc_status popc_model_destroy(popc_model *m);
 
+/* PopTorch's detachFromDevice / attachToDevice (semantics §5). A compiled
+** model is attached unless its connectionType is Never. Detaching a
+** training model first copies its weights and optimizer state to the
+** host; attaching copies the host weights to the device. A run on a
+** detached model re-attaches. Errors (POPC_ESTATE): "Model has not been
+** compiled or has been destroyed.", "Device is not attached", "Device is
+** already attached", "Trying to attach to an offline device
+** (ConnectionType.Never)". */
+POPC_API POPC_NODISCARD popc_status popc_model_detach_from_device(
+    popc_model *m);
+POPC_API POPC_NODISCARD popc_status popc_model_attach_to_device(
+    popc_model *m);
+POPC_API int popc_model_is_attached(const popc_model *m);
+
 /* Weights. */
 POPC_API POPC_NODISCARD popc_status popc_model_copy_weights_to_host(
     popc_model *m);
