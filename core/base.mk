@@ -2,4 +2,5 @@
 libpopc_la_SOURCES += \
     %reldir%/tensor.c %reldir%/tensor_priv.h \
     %reldir%/npy.c \
+    %reldir%/atomic_file.c %reldir%/atomic_file_priv.h \
     %reldir%/registry.c %reldir%/loader.c %reldir%/registry_priv.h

@@ -23,6 +23,7 @@
 
 #include "popc/log.h"
 #include "popc/popc.h"
+#include "core/atomic_file_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
@@ -431,61 +432,13 @@ static popc_status make_parents(const char *path)
 }
 
 popc_status popci_exe_write_file(const char *path, const void *data,
-                                    size_t size)
+                                 size_t size)
 {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    const unsigned char *p = data;
-    int fd = -1;
     popc_status st;
 
-    if (!tmp)
-        return popc_set_error(POPC_ENOMEM, "writing '%s': out of memory",
-                              path);
     if ((st = make_parents(path)) != POPC_OK)
-        goto done;
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-    if ((fd = mkstemp(tmp)) < 0) {
-        st = popc_set_error(POPC_EIO, "cannot create '%s': %s", tmp,
-                            strerror(errno));
-        goto done;
-    }
-    while (size > 0) {
-        ssize_t k = write(fd, p, size);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            st = popc_set_error(POPC_EIO, "cannot write '%s': %s", tmp,
-                                strerror(k < 0 ? errno : ENOSPC));
-            goto done;
-        }
-        p += k;
-        size -= (size_t)k;
-    }
-    if (fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
-        st = popc_set_error(POPC_EIO, "cannot sync '%s': %s", tmp,
-                            strerror(errno));
-        goto done;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        st = popc_set_error(POPC_EIO, "cannot close '%s': %s", tmp,
-                            strerror(errno));
-        goto done;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0) {
-        st = popc_set_error(POPC_EIO, "cannot rename '%s' to '%s': %s", tmp,
-                            path, strerror(errno));
-        goto done;
-    }
-done:
-    if (fd >= 0)
-        close(fd);
-    if (st != POPC_OK)
-        unlink(tmp);
-    free(tmp);
-    return st;
+        return st;
+    return popci_write_file_atomic(path, data, size);
 }
 
 popc_status popci_exe_write(popc_model *m, const char *path, uint64_t key,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "popc/tensor.h"
+#include "core/atomic_file_priv.h"
 #include "core/tensor_priv.h"
 
 /* NumPy refuses headers above 10000 bytes by default; allow more but keep
@@ -433,14 +434,28 @@ static popc_status write_data(FILE *f, const popc_tensor *t)
     return POPC_OK;
 }
 
+typedef struct npy_out {
+    const popc_tensor *t;
+    const unsigned char *head;
+    size_t hsize;
+} npy_out;
+
+static popc_status fill_npy(FILE *f, void *arg)
+{
+    const npy_out *o = arg;
+
+    errno = 0;
+    if (fwrite(o->head, 1, o->hsize, f) != o->hsize ||
+        write_data(f, o->t) != POPC_OK)
+        return popc_set_error(POPC_EIO, "write failed: %s",
+                              strerror(errno ? errno : ENOSPC));
+    return POPC_OK;
+}
+
 popc_status popc_npy_save(const char *path, const popc_tensor *t)
 {
     unsigned char head[1024];
-    size_t hsize;
-    char *tmp = NULL;
-    FILE *f = NULL;
-    int fd = -1;
-    popc_status st;
+    npy_out o;
 
     if (!path || !t)
         return popc_set_error(POPC_EINVAL, "popc_npy_save: %s is NULL",
@@ -448,50 +463,9 @@ popc_status popc_npy_save(const char *path, const popc_tensor *t)
     if (!dtype_descr(popc_tensor_dtype(t)))
         return popc_set_error(POPC_EINVAL, "%s: cannot save a tensor of dtype "
                               "%s", path, popc_dtype_name(popc_tensor_dtype(t)));
-    hsize = make_header(t, head, sizeof head);
-    if (!hsize)
+    o = (npy_out){t, head, make_header(t, head, sizeof head)};
+    if (!o.hsize)
         return popc_set_error(POPC_EINTERNAL, "%s: .npy header too long",
                               path);
-    if (!(tmp = malloc(strlen(path) + 16)))
-        return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
-    sprintf(tmp, "%s.tmp.XXXXXX", path);
-    if ((fd = mkstemp(tmp)) < 0) {
-        st = popc_set_error(POPC_EIO, "%s: cannot create a temporary file "
-                            "next to it: %s", path, strerror(errno));
-        free(tmp);
-        return st;
-    }
-    /* mkstemp makes the file 0600; an .npy is data others may read. */
-    (void)fchmod(fd, 0644);
-    if (!(f = fdopen(fd, "wb"))) {
-        st = popc_set_error(POPC_EIO, "%s: %s", tmp, strerror(errno));
-        close(fd);
-        goto fail;
-    }
-    if (fwrite(head, 1, hsize, f) != hsize || write_data(f, t) != POPC_OK ||
-        fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        st = popc_set_error(POPC_EIO, "%s: write failed: %s", path,
-                            strerror(errno));
-        goto fail;
-    }
-    if (fclose(f) != 0) {
-        f = NULL;
-        st = popc_set_error(POPC_EIO, "%s: write failed: %s", path,
-                            strerror(errno));
-        goto fail;
-    }
-    f = NULL;
-    if (rename(tmp, path) != 0) {
-        st = popc_set_error(POPC_EIO, "%s: cannot rename %s into place: %s",
-                            path, tmp, strerror(errno));
-        goto fail;
-    }
-    free(tmp);
-    return POPC_OK;
-fail:
-    if (f)
-        fclose(f);
-    unlink(tmp);
-    free(tmp);
-    return st;
+    return popci_write_atomic(path, fill_npy, &o);
 }

@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomic_file_priv.h"
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
 
@@ -628,49 +629,16 @@ popc_status popci_profile_mkdir(const char *dir)
 static popc_status write_atomic(const char *dir, const char *name,
                                 const char *data, size_t len)
 {
-    size_t n = strlen(dir) + strlen(name) + 16;
-    char *path = malloc(n), *tmp = malloc(n + 12);
-    popc_status st = POPC_OK;
-    FILE *f = NULL;
-    int fd, err = 0, made = 0;
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(n);
+    popc_status st;
 
-    if (!path || !tmp) {
-        free(path);
-        free(tmp);
+    if (!path)
         return popc_set_error(POPC_ENOMEM, "enableProfiling: out of memory");
-    }
     snprintf(path, n, "%s/%s", dir, name);
-    snprintf(tmp, n + 12, "%s.tmpXXXXXX", path);
-    /* mkstemp makes the file 0600; a profile is an ordinary file */
-    if ((fd = mkstemp(tmp)) < 0) {
-        err = errno;
-        goto fail;
-    }
-    made = 1;
-    if (fchmod(fd, 0644) != 0 || !(f = fdopen(fd, "w"))) {
-        err = errno;
-        close(fd);
-        goto fail;
-    }
-    if (fwrite(data, 1, len, f) != len || ferror(f)) {
-        err = errno;
-        fclose(f);
-        goto fail;
-    }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        err = errno;
-        goto fail;
-    }
+    if ((st = popci_write_file_atomic(path, data, len)) != POPC_OK)
+        st = popc_set_error(st, "enableProfiling: %s", popc_last_error());
     free(path);
-    free(tmp);
-    return POPC_OK;
-fail:
-    if (made)
-        unlink(tmp);
-    st = popc_set_error(POPC_EIO, "enableProfiling: cannot write '%s': %s",
-                        path, strerror(err ? err : EIO));
-    free(path);
-    free(tmp);
     return st;
 }
 

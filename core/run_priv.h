@@ -10,6 +10,8 @@
 #ifndef POPC_RUN_PRIV_H
 #define POPC_RUN_PRIV_H
 
+#include "core/atomic_file_priv.h"
+
 #include <stdint.h>
 #include "popc/run.h"
 #include "core/config_priv.h"
@@ -151,9 +153,6 @@ popc_status popci_checkpoint_save(popc_model *m, const popci_checkpoint *c,
 popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
                                   const char *dir);
 
-/* Write text to path through a temporary file and rename(). */
-popc_status popci_write_file_atomic(const char *path, const char *text,
-                                    size_t len);
 
 /* ---- run_ini.c: outputs ------------------------------------------------- */
 

@@ -29,45 +29,13 @@
 #include "popc/model.h"
 #include "popc/run.h"
 #include "popc/tensor.h"
+#include "core/atomic_file_priv.h"
 #include "core/config_priv.h"
 #include "core/run_priv.h"
 
 #define STATE_VERSION 1
 
 /* ---- files -------------------------------------------------------------- */
-
-popc_status popci_write_file_atomic(const char *path, const char *text,
-                                    size_t len)
-{
-    char *tmp = malloc(strlen(path) + 32);
-    FILE *f = NULL;
-    popc_status st = POPC_OK;
-
-    if (!tmp)
-        return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
-    sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
-    if (!(f = fopen(tmp, "w"))) {
-        st = popc_set_error(POPC_EIO, "%s: cannot create: %s", tmp,
-                            strerror(errno));
-        goto done;
-    }
-    if (fwrite(text, 1, len, f) != len || fflush(f) != 0 ||
-        fsync(fileno(f)) != 0) {
-        st = popc_set_error(POPC_EIO, "%s: cannot write: %s", tmp,
-                            strerror(errno));
-        fclose(f);
-        unlink(tmp);
-        goto done;
-    }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        st = popc_set_error(POPC_EIO, "%s: cannot write: %s", path,
-                            strerror(errno));
-        unlink(tmp);
-    }
-done:
-    free(tmp);
-    return st;
-}
 
 static int remove_one(const char *path, const struct stat *sb, int flag,
                       struct FTW *ftw)
