@@ -113,6 +113,55 @@ static void add_into(void *dst, const void *src, const popc_view *v)
             d[i] = (uint8_t)(d[i] | s[i]);
         break;
     }
+    case POPC_DTYPE_F64: {
+        double *d = dst;
+        const double *s = src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
+        break;
+    }
+    case POPC_DTYPE_I8: {
+        uint8_t *d = dst;
+        const uint8_t *s = src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (uint8_t)(d[i] + s[i]);
+        break;
+    }
+    case POPC_DTYPE_I16: case POPC_DTYPE_U16: {
+        uint16_t *d = dst;
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (uint16_t)(d[i] + s[i]);
+        break;
+    }
+    case POPC_DTYPE_U32: {
+        uint32_t *d = dst;
+        const uint32_t *s = src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
+        break;
+    }
+    case POPC_DTYPE_U64: {
+        uint64_t *d = dst;
+        const uint64_t *s = src;
+        for (int64_t i = 0; i < n; i++)
+            d[i] += s[i];
+        break;
+    }
+    case POPC_DTYPE_BF16: {
+        uint16_t *d = dst;
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t a = (uint32_t)d[i] << 16, b = (uint32_t)s[i] << 16;
+            float fa, fb;
+            memcpy(&fa, &a, sizeof fa);
+            memcpy(&fb, &b, sizeof fb);
+            fa += fb;
+            memcpy(&a, &fa, sizeof a);
+            d[i] = (uint16_t)((a + 0x7fffu + ((a >> 16) & 1u)) >> 16);
+        }
+        break;
+    }
     default:
         break;
     }

@@ -64,6 +64,13 @@ static const char *torch_dtype(popc_dtype dt)
     case POPC_DTYPE_I64: return "torch.int64";
     case POPC_DTYPE_U8: return "torch.uint8";
     case POPC_DTYPE_BOOL: return "torch.bool";
+    case POPC_DTYPE_F64: return "torch.float64";
+    case POPC_DTYPE_I8: return "torch.int8";
+    case POPC_DTYPE_I16: return "torch.int16";
+    case POPC_DTYPE_U16: return "torch.uint16";
+    case POPC_DTYPE_U32: return "torch.uint32";
+    case POPC_DTYPE_U64: return "torch.uint64";
+    case POPC_DTYPE_BF16: return "torch.bfloat16";
     default: return "undefined";
     }
 }

@@ -196,6 +196,9 @@ static popc_status descr_dtype(const char *descr, const char *path,
         {"<i4", POPC_DTYPE_I32}, {"<i8", POPC_DTYPE_I64},
         {"|u1", POPC_DTYPE_U8},  {"<u1", POPC_DTYPE_U8},
         {"|b1", POPC_DTYPE_BOOL}, {"<b1", POPC_DTYPE_BOOL},
+        {"|i1", POPC_DTYPE_I8},  {"<i2", POPC_DTYPE_I16},
+        {"<u2", POPC_DTYPE_U16}, {"<u4", POPC_DTYPE_U32},
+        {"<u8", POPC_DTYPE_U64},
     };
 
     *wide = 0;
@@ -225,8 +228,10 @@ static popc_status descr_dtype(const char *descr, const char *path,
     }
     return popc_set_error(POPC_EUNSUPPORTED, "%s: dtype '%s' is not "
                           "supported; use float32 (<f4), float16 (<f2), "
-                          "float64 (<f8, read as float32), int32 (<i4), int64 "
-                          "(<i8), uint8 (|u1) or bool (|b1)", path, descr);
+                          "float64 (<f8, read as float32), int8 (|i1), int16 "
+                          "(<i2), int32 (<i4), int64 (<i8), uint8 (|u1), "
+                          "uint16 (<u2), uint32 (<u4), uint64 (<u8) or bool "
+                          "(|b1)", path, descr);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -378,6 +383,12 @@ static const char *dtype_descr(popc_dtype dt)
     case POPC_DTYPE_I64: return "<i8";
     case POPC_DTYPE_U8: return "|u1";
     case POPC_DTYPE_BOOL: return "|b1";
+    case POPC_DTYPE_F64: return "<f8";
+    case POPC_DTYPE_I8: return "|i1";
+    case POPC_DTYPE_I16: return "<i2";
+    case POPC_DTYPE_U16: return "<u2";
+    case POPC_DTYPE_U32: return "<u4";
+    case POPC_DTYPE_U64: return "<u8";
     default: return NULL;
     }
 }

@@ -419,6 +419,113 @@ static void cast_elems(popc_dtype sdt, const void *src, popc_dtype ddt,
     }
 }
 
+/* The dtypes of the first release have the tight loops above; casts that
+** involve a later dtype (float64, bfloat16, the narrow and unsigned
+** integers) go element by element through double or a 64-bit integer,
+** which holds every value of the source exactly except 64-bit integers
+** beyond 2^53 going to a float. */
+static int has_fast_cast(popc_dtype dt)
+{
+    return dt >= POPC_DTYPE_F32 && dt <= POPC_DTYPE_BOOL;
+}
+
+static float bf16_to_f32(uint16_t b)
+{
+    return bits_f32((uint32_t)b << 16);
+}
+
+/* Round to nearest even; NaN stays a (quiet) NaN. */
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static double load_float(popc_dtype dt, const void *p, int64_t i)
+{
+    switch (dt) {
+    case POPC_DTYPE_F32: return ((const float *)p)[i];
+    case POPC_DTYPE_F16: return f16_to_f32(((const uint16_t *)p)[i]);
+    case POPC_DTYPE_F64: return ((const double *)p)[i];
+    case POPC_DTYPE_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return 0.0;
+    }
+}
+
+static int64_t load_int(popc_dtype dt, const void *p, int64_t i)
+{
+    switch (dt) {
+    case POPC_DTYPE_I32: return ((const int32_t *)p)[i];
+    case POPC_DTYPE_I64: return ((const int64_t *)p)[i];
+    case POPC_DTYPE_U8: case POPC_DTYPE_BOOL: return ((const uint8_t *)p)[i];
+    case POPC_DTYPE_I8: return ((const int8_t *)p)[i];
+    case POPC_DTYPE_I16: return ((const int16_t *)p)[i];
+    case POPC_DTYPE_U16: return ((const uint16_t *)p)[i];
+    case POPC_DTYPE_U32: return ((const uint32_t *)p)[i];
+    case POPC_DTYPE_U64: return (int64_t)((const uint64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+/* Integer destinations wrap, as in NumPy; a float source is first
+** truncated toward zero (NaN gives 0). */
+static void store_int(popc_dtype dt, void *p, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case POPC_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
+    case POPC_DTYPE_I64: ((int64_t *)p)[i] = v; break;
+    case POPC_DTYPE_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case POPC_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case POPC_DTYPE_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; break;
+    case POPC_DTYPE_I16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; break;
+    case POPC_DTYPE_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case POPC_DTYPE_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case POPC_DTYPE_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    default: break;
+    }
+}
+
+static void store_float(popc_dtype dt, void *p, int64_t i, double v)
+{
+    switch (dt) {
+    case POPC_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+    case POPC_DTYPE_F16: ((uint16_t *)p)[i] = f32_to_f16((float)v); break;
+    case POPC_DTYPE_F64: ((double *)p)[i] = v; break;
+    case POPC_DTYPE_BF16: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
+    case POPC_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case POPC_DTYPE_U64:
+        ((uint64_t *)p)[i] = v != v || v <= 0.0 ? 0u
+                             : v >= 18446744073709551615.0 ? UINT64_MAX
+                                                          : (uint64_t)v;
+        break;
+    default: store_int(dt, p, i, sat_i64(v)); break;
+    }
+}
+
+static void cast_elems_generic(popc_dtype sdt, const void *src, popc_dtype ddt,
+                               void *dst, int64_t n)
+{
+    int sf = popc_dtype_is_float(sdt), df = popc_dtype_is_float(ddt);
+
+    for (int64_t i = 0; i < n; i++) {
+        if (sf) {
+            store_float(ddt, dst, i, load_float(sdt, src, i));
+        } else if (df) {
+            double v = sdt == POPC_DTYPE_U64
+                           ? (double)((const uint64_t *)src)[i]
+                           : (double)load_int(sdt, src, i);
+            store_float(ddt, dst, i, v);
+        } else {
+            store_int(ddt, dst, i, load_int(sdt, src, i));
+        }
+    }
+}
+
 popc_status popc_tensor_cast(const popc_tensor *t, popc_dtype dt,
                              popc_tensor **out)
 {
@@ -431,14 +538,17 @@ popc_status popc_tensor_cast(const popc_tensor *t, popc_dtype dt,
         return popc_set_error(POPC_EINVAL, "popc_tensor_cast: t is NULL");
     if (popc_dtype_size(dt) == 0)
         return popc_set_error(POPC_EINVAL, "popc_tensor_cast: unknown target "
-                              "dtype %d; use one of POPC_DTYPE_F32, F16, I32, "
-                              "I64, U8, BOOL", (int)dt);
+                              "dtype %d; use one of the POPC_DTYPE_* values",
+                              (int)dt);
     if (dt == t->dtype)
         return popc_tensor_clone(t, out);
     st = tensor_alloc("popc_tensor_cast", dt, t->dims, t->rank, out);
     if (st != POPC_OK)
         return st;
-    cast_elems(t->dtype, t->data, dt, (*out)->data, t->numel);
+    if (has_fast_cast(t->dtype) && has_fast_cast(dt))
+        cast_elems(t->dtype, t->data, dt, (*out)->data, t->numel);
+    else
+        cast_elems_generic(t->dtype, t->data, dt, (*out)->data, t->numel);
     return POPC_OK;
 }
 

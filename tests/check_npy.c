@@ -302,27 +302,6 @@ static void refused(const char *path, popc_status want, const char *words)
     ASSERT_HAS(popc_last_error(), words);
 }
 
-START_TEST(unsupported_files_are_refused_by_name)
-{
-    refused(fixture("fortran_2x3.npy"), POPC_EUNSUPPORTED, "Fortran-order");
-    refused(fixture("bigendian_f32.npy"), POPC_EUNSUPPORTED, "big-endian "
-                                                             "dtype '>f4'");
-    refused(fixture("int16.npy"), POPC_EUNSUPPORTED, "dtype '<i2' is not "
-                                                     "supported");
-    refused(fixture("rank9.npy"), POPC_EUNSUPPORTED, "more than 8 dimensions");
-}
-END_TEST
-
-START_TEST(corrupt_files_are_eio_by_name)
-{
-    refused(fixture("truncated_data.npy"), POPC_EIO, "truncated");
-    refused(fixture("truncated_header.npy"), POPC_EIO, "truncated");
-    refused(fixture("bad_magic.npy"), POPC_EIO, "bad magic");
-    refused(fixture("not_npy.npy"), POPC_EIO, "not a .npy file");
-    refused(fixture("no_such_file.npy"), POPC_EIO, "cannot open");
-}
-END_TEST
-
 /* A file with a hand-written header and n data bytes. */
 static const char *handmade(const char *name, int major, const char *header,
                             size_t data_bytes, unsigned char fill)
@@ -343,6 +322,42 @@ static const char *handmade(const char *name, int major, const char *header,
     fclose(f);
     return path;
 }
+
+START_TEST(unsupported_files_are_refused_by_name)
+{
+    refused(fixture("fortran_2x3.npy"), POPC_EUNSUPPORTED, "Fortran-order");
+    refused(fixture("bigendian_f32.npy"), POPC_EUNSUPPORTED, "big-endian "
+                                                             "dtype '>f4'");
+    refused(fixture("rank9.npy"), POPC_EUNSUPPORTED, "more than 8 dimensions");
+    refused(handmade("complex.npy", 1, "{'descr': '<c8', 'fortran_order': "
+                     "False, 'shape': (2,), }\n", 16, 0),
+            POPC_EUNSUPPORTED, "dtype '<c8' is not supported");
+}
+END_TEST
+
+START_TEST(narrow_integers_load)
+{
+    popc_tensor *t = NULL;
+    const int16_t *v;
+
+    ck_assert_int_eq(popc_npy_load(fixture("int16.npy"), &t), POPC_OK);
+    ck_assert_int_eq(popc_tensor_dtype(t), POPC_DTYPE_I16);
+    ck_assert_int_eq(popc_tensor_numel(t), 3);
+    v = popc_tensor_cdata(t);
+    ck_assert(v[0] == 0 && v[1] == 1 && v[2] == 2);
+    popc_tensor_free(t);
+}
+END_TEST
+
+START_TEST(corrupt_files_are_eio_by_name)
+{
+    refused(fixture("truncated_data.npy"), POPC_EIO, "truncated");
+    refused(fixture("truncated_header.npy"), POPC_EIO, "truncated");
+    refused(fixture("bad_magic.npy"), POPC_EIO, "bad magic");
+    refused(fixture("not_npy.npy"), POPC_EIO, "not a .npy file");
+    refused(fixture("no_such_file.npy"), POPC_EIO, "cannot open");
+}
+END_TEST
 
 START_TEST(malformed_headers)
 {
@@ -424,6 +439,7 @@ static Suite *npy_suite(void)
     tcase_add_test(tc, round_trip_every_dtype);
     tcase_add_test(tc, save_replaces_atomically_and_leaves_no_temp);
     tcase_add_test(tc, unsupported_files_are_refused_by_name);
+    tcase_add_test(tc, narrow_integers_load);
     tcase_add_test(tc, corrupt_files_are_eio_by_name);
     tcase_add_test(tc, malformed_headers);
     tcase_add_test(tc, huge_header_length_is_refused);

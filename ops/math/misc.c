@@ -113,6 +113,8 @@ static popc_status cast_target(const popc_host *h, const char *node,
         return opu_error(h, POPC_EINVAL, "Cast", node,
                          "attribute 'to' is required");
     *out = opu_dtype_from_onnx(to->i);
+    if (*out > POPC_DTYPE_BOOL)
+        *out = POPC_DTYPE_UNDEFINED;
     if (*out == POPC_DTYPE_UNDEFINED)
         return opu_error(h, POPC_EUNSUPPORTED, "Cast", node,
                          "to=%lld is not a supported element type; use 1 "

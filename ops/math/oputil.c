@@ -15,6 +15,13 @@ popc_dtype opu_dtype_from_onnx(int64_t onnx)
     case OPU_ONNX_INT64: return POPC_DTYPE_I64;
     case OPU_ONNX_UINT8: return POPC_DTYPE_U8;
     case OPU_ONNX_BOOL: return POPC_DTYPE_BOOL;
+    case OPU_ONNX_DOUBLE: return POPC_DTYPE_F64;
+    case OPU_ONNX_INT8: return POPC_DTYPE_I8;
+    case OPU_ONNX_INT16: return POPC_DTYPE_I16;
+    case OPU_ONNX_UINT16: return POPC_DTYPE_U16;
+    case OPU_ONNX_UINT32: return POPC_DTYPE_U32;
+    case OPU_ONNX_UINT64: return POPC_DTYPE_U64;
+    case OPU_ONNX_BFLOAT16: return POPC_DTYPE_BF16;
     default: return POPC_DTYPE_UNDEFINED;
     }
 }
@@ -28,6 +35,13 @@ int64_t opu_dtype_to_onnx(popc_dtype dt)
     case POPC_DTYPE_I64: return OPU_ONNX_INT64;
     case POPC_DTYPE_U8: return OPU_ONNX_UINT8;
     case POPC_DTYPE_BOOL: return OPU_ONNX_BOOL;
+    case POPC_DTYPE_F64: return OPU_ONNX_DOUBLE;
+    case POPC_DTYPE_I8: return OPU_ONNX_INT8;
+    case POPC_DTYPE_I16: return OPU_ONNX_INT16;
+    case POPC_DTYPE_U16: return OPU_ONNX_UINT16;
+    case POPC_DTYPE_U32: return OPU_ONNX_UINT32;
+    case POPC_DTYPE_U64: return OPU_ONNX_UINT64;
+    case POPC_DTYPE_BF16: return OPU_ONNX_BFLOAT16;
     default: return 0;
     }
 }

@@ -18,8 +18,11 @@
 
 /* ONNX TensorProto element types (Cast's "to"). */
 enum {
-    OPU_ONNX_FLOAT = 1, OPU_ONNX_UINT8 = 2, OPU_ONNX_INT32 = 6,
-    OPU_ONNX_INT64 = 7, OPU_ONNX_BOOL = 9, OPU_ONNX_FLOAT16 = 10
+    OPU_ONNX_FLOAT = 1, OPU_ONNX_UINT8 = 2, OPU_ONNX_INT8 = 3,
+    OPU_ONNX_UINT16 = 4, OPU_ONNX_INT16 = 5, OPU_ONNX_INT32 = 6,
+    OPU_ONNX_INT64 = 7, OPU_ONNX_BOOL = 9, OPU_ONNX_FLOAT16 = 10,
+    OPU_ONNX_DOUBLE = 11, OPU_ONNX_UINT32 = 12, OPU_ONNX_UINT64 = 13,
+    OPU_ONNX_BFLOAT16 = 16
 };
 
 /* ---- float16 ------------------------------------------------------------- */

@@ -24,10 +24,17 @@ typedef enum popc_dtype {
     POPC_DTYPE_I32 = 3,
     POPC_DTYPE_I64 = 4,
     POPC_DTYPE_U8 = 5,
-    POPC_DTYPE_BOOL = 6  /* one byte, 0 or 1 */
+    POPC_DTYPE_BOOL = 6, /* one byte, 0 or 1 */
+    POPC_DTYPE_F64 = 7,
+    POPC_DTYPE_I8 = 8,
+    POPC_DTYPE_I16 = 9,
+    POPC_DTYPE_U16 = 10,
+    POPC_DTYPE_U32 = 11,
+    POPC_DTYPE_U64 = 12,
+    POPC_DTYPE_BF16 = 13 /* bfloat16, stored as uint16_t (high half of a float) */
 } popc_dtype;
 
-#define POPC_DTYPE_COUNT 7
+#define POPC_DTYPE_COUNT 14
 
 typedef struct popc_view {
     popc_dtype dtype;
@@ -40,15 +47,17 @@ typedef struct popc_view {
 static inline size_t popc_dtype_size(popc_dtype dt)
 {
     switch (dt) {
-    case POPC_DTYPE_F32: case POPC_DTYPE_I32: return 4;
-    case POPC_DTYPE_F16: return 2;
-    case POPC_DTYPE_I64: return 8;
-    case POPC_DTYPE_U8: case POPC_DTYPE_BOOL: return 1;
+    case POPC_DTYPE_F32: case POPC_DTYPE_I32: case POPC_DTYPE_U32: return 4;
+    case POPC_DTYPE_F16: case POPC_DTYPE_BF16: case POPC_DTYPE_I16:
+    case POPC_DTYPE_U16: return 2;
+    case POPC_DTYPE_I64: case POPC_DTYPE_U64: case POPC_DTYPE_F64: return 8;
+    case POPC_DTYPE_U8: case POPC_DTYPE_I8: case POPC_DTYPE_BOOL: return 1;
     default: return 0;
     }
 }
 
-/* "float32", "float16", "int32", "int64", "uint8", "bool", "undefined". */
+/* "float32", "float16", "int32", "int64", "uint8", "bool", "float64",
+** "int8", "int16", "uint16", "uint32", "uint64", "bfloat16", "undefined". */
 static inline const char *popc_dtype_name(popc_dtype dt)
 {
     switch (dt) {
@@ -58,8 +67,22 @@ static inline const char *popc_dtype_name(popc_dtype dt)
     case POPC_DTYPE_I64: return "int64";
     case POPC_DTYPE_U8: return "uint8";
     case POPC_DTYPE_BOOL: return "bool";
+    case POPC_DTYPE_F64: return "float64";
+    case POPC_DTYPE_I8: return "int8";
+    case POPC_DTYPE_I16: return "int16";
+    case POPC_DTYPE_U16: return "uint16";
+    case POPC_DTYPE_U32: return "uint32";
+    case POPC_DTYPE_U64: return "uint64";
+    case POPC_DTYPE_BF16: return "bfloat16";
     default: return "undefined";
     }
+}
+
+/* 1 for the floating-point dtypes (float32, float16, float64, bfloat16). */
+static inline int popc_dtype_is_float(popc_dtype dt)
+{
+    return dt == POPC_DTYPE_F32 || dt == POPC_DTYPE_F16 ||
+           dt == POPC_DTYPE_F64 || dt == POPC_DTYPE_BF16;
 }
 
 static inline int64_t popc_view_numel(const popc_view *v)
