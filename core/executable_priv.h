@@ -51,7 +51,11 @@ typedef struct popci_rbuf {
     size_t len, pos;
     int bad;                   /* a read ran past the end or was malformed */
     const char *why;           /* static: what was wrong first */
+    int depth;                 /* subgraph nesting of the current read */
 } popci_rbuf;
+
+/* Deepest nesting of subgraph attributes a reader accepts. */
+#define POPCI_MAX_SUBGRAPH_DEPTH 32
 
 const void *popci_r_bytes(popci_rbuf *r, size_t n); /* NULL when bad */
 unsigned popci_r_u8(popci_rbuf *r);

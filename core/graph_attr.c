@@ -97,6 +97,7 @@ static void attr_clear(popc_attr *a)
         free(a->tensor->data);
         free((popc_view *)a->tensor);
     }
+    popc_graph_free((popc_graph *)a->graph);
     memset(a, 0, sizeof *a);
 }
 
@@ -213,6 +214,11 @@ static popc_status copy_one(const popc_attr *src, popc_attr *dst)
         return copy_list(src, dst);
     case POPC_ATTR_TENSOR:
         return copy_tensor(src, dst);
+    case POPC_ATTR_GRAPH:
+        if (!src->graph)
+            return popc_set_error(POPC_EINVAL, "attribute '%s': subgraph is "
+                                  "NULL", src->name);
+        return popc_graph_clone(src->graph, (popc_graph **)&dst->graph);
     }
     return popc_set_error(POPC_EINVAL, "attribute '%s': unknown type %d",
                           src->name, (int)src->type);
@@ -281,6 +287,11 @@ void popci_attrs_describe(popci_sb *sb, const popc_attr *a, int n)
             break;
         case POPC_ATTR_TENSOR:
             popci_sb_view(sb, x->tensor);
+            break;
+        case POPC_ATTR_GRAPH:
+            popci_sb_printf(sb, "graph '%s' (%d nodes)",
+                            popc_graph_name(x->graph),
+                            popc_graph_n_nodes(x->graph));
             break;
         }
     }

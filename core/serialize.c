@@ -69,6 +69,10 @@ static void w_attr(popci_wbuf *w, const popc_attr *a)
         popci_w_u64(w, (uint64_t)popc_view_nbytes(a->tensor));
         popci_w_bytes(w, a->tensor->data, popc_view_nbytes(a->tensor));
         break;
+    case POPC_ATTR_GRAPH:
+        /* a subgraph's initializers are part of the program: always kept */
+        (void)popci_graph_write(a->graph, 0, w);
+        break;
     }
 }
 
@@ -281,6 +285,25 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
             return nomem();
         if (nbytes)
             memcpy(v->data, data, (size_t)nbytes);
+        return POPC_OK;
+    }
+    case POPC_ATTR_GRAPH: {
+        popc_graph *sub = NULL;
+        popc_status st;
+
+        /* Subgraphs nest; a crafted file must not recurse without bound. */
+        if (r->depth >= POPCI_MAX_SUBGRAPH_DEPTH) {
+            popci_r_fail(r, "subgraphs are nested too deeply");
+            return POPC_OK;
+        }
+        r->depth++;
+        st = popci_graph_read(r, &sub);
+        r->depth--;
+        if (st != POPC_OK)
+            return st;
+        a->graph = sub;
+        if (!sub)
+            popci_r_fail(r, "a subgraph attribute is malformed");
         return POPC_OK;
     }
     }
@@ -584,7 +607,7 @@ popc_status popc_graph_serialize(const popc_graph *g, void **data,
 popc_status popc_graph_deserialize(const void *data, size_t size,
                                    popc_graph **out)
 {
-    popci_rbuf r = {data, size, 0, 0, NULL};
+    popci_rbuf r = {data, size, 0, 0, NULL, 0};
     const char *magic;
     uint32_t version;
     popc_status st;

@@ -291,6 +291,69 @@ START_TEST(every_attribute_type)
 }
 END_TEST
 
+/* A node holding a subgraph (ONNX If/Loop/Scan bodies): the node owns a
+** deep copy, which clones, lists, and survives a serialization round trip
+** nested two levels deep. */
+START_TEST(subgraph_attribute_round_trip)
+{
+    popc_graph *inner = NULL, *body = NULL, *g = NULL, *b = NULL, *c = NULL;
+    int64_t d[1] = {3};
+    int x, y, out, node;
+    popc_attr ga = {0};
+    popc_attrs a;
+    const popc_attr *got;
+    char *dump = NULL;
+
+    OK(popc_graph_new("inner", &inner));
+    OK(popc_graph_add_input(inner, "u", POPC_DTYPE_F32, d, 1, &x));
+    OK(popc_graph_add_node(inner, NULL, "Neg", 0, &x, 1, &y, 1, NULL, 0,
+                           "neg", NULL));
+    OK(popc_graph_add_output(inner, y));
+
+    OK(popc_graph_new("body", &body));
+    OK(popc_graph_add_input(body, "v", POPC_DTYPE_F32, d, 1, &x));
+    ga.name = "then_branch";
+    ga.type = POPC_ATTR_GRAPH;
+    ga.graph = inner;
+    OK(popc_graph_add_node(body, "acme.ops", "Wrap", 1, &x, 1, &y, 1, &ga,
+                           1, "wrap", NULL));
+    OK(popc_graph_add_output(body, y));
+    popc_graph_free(inner); /* the node holds its own copy */
+
+    OK(popc_graph_new("outer", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 1, &x));
+    ga.name = "body";
+    ga.graph = body;
+    OK(popc_graph_add_node(g, "acme.ops", "Wrap", 1, &x, 1, &out, 1, &ga, 1,
+                           "outer_wrap", &node));
+    popc_graph_free(body);
+
+    OK(popc_graph_clone(g, &c));
+    b = round_trip(c);
+    a = popc_graph_node_attrs(b, 0);
+    got = popc_attrs_find(&a, "body");
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(got->type, POPC_ATTR_GRAPH);
+    ck_assert_str_eq(popc_graph_name(got->graph), "body");
+    a = popc_graph_node_attrs(got->graph, 0);
+    got = popc_attrs_find(&a, "then_branch");
+    ck_assert_int_eq(got->type, POPC_ATTR_GRAPH);
+    ck_assert_int_eq(popc_graph_n_nodes(got->graph), 1);
+    ck_assert_str_eq(popc_graph_node_op(got->graph, 0), "Neg");
+    OK(popc_graph_dump(b, &dump));
+    HAS(dump, "graph 'body'");
+    free(dump);
+    ga.graph = NULL;
+    ck_assert_int_eq(popc_graph_add_node(g, "acme.ops", "Wrap", 1, &x, 1,
+                                         &out, 1, &ga, 1, NULL, NULL),
+                     POPC_EINVAL);
+    HAS(popc_last_error(), "subgraph is NULL");
+    popc_graph_free(b);
+    popc_graph_free(c);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(malformed_bytes_refused)
 {
     popc_graph *g = attrs_graph(), *b = NULL;
@@ -368,6 +431,7 @@ static Suite *serialize_suite(void)
     tcase_add_test(tc, mlp_round_trip);
     tcase_add_test(tc, cnn_with_batchnorm_round_trip);
     tcase_add_test(tc, every_attribute_type);
+    tcase_add_test(tc, subgraph_attribute_round_trip);
     tcase_add_test(tc, malformed_bytes_refused);
     tcase_add_test(tc, bad_arguments);
     suite_add_tcase(s, tc);

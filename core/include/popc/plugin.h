@@ -27,8 +27,10 @@
 extern "C" {
 #endif
 
-/* Bump on any incompatible change of an existing member. */
-#define POPC_PLUGIN_ABI_VERSION 1u
+/* Bump on any incompatible change of an existing member. 2: popc_attr grew
+** a `graph` member (subgraph attributes of If, Loop, Scan), which changes
+** the stride of attribute arrays. */
+#define POPC_PLUGIN_ABI_VERSION 2u
 
 #define POPC_HAS_FIELD(T, size, m) \
     ((size) >= offsetof(T, m) + sizeof(((T *)0)->m))
@@ -48,8 +50,11 @@ typedef enum popc_attr_type {
     POPC_ATTR_INTS,
     POPC_ATTR_FLOATS,
     POPC_ATTR_STRINGS,
-    POPC_ATTR_TENSOR
+    POPC_ATTR_TENSOR,
+    POPC_ATTR_GRAPH           /* a subgraph (ONNX GraphProto attribute) */
 } popc_attr_type;
+
+struct popc_graph;
 
 /* One typed attribute (ONNX AttributeProto). Only the member for `type` is
 ** meaningful; lists use `n` and the matching pointer. */
@@ -64,6 +69,13 @@ typedef struct popc_attr {
     const double *floats;
     const char *const *strings;
     const popc_view *tensor;
+    /* POPC_ATTR_GRAPH: the subgraph. A node owns a deep copy (made by
+    ** popc_graph_add_node); plugins only read it, through the host table.
+    ** Values from the enclosing graph that the subgraph uses are passed
+    ** explicitly: they are the node's last `__captures` inputs (an INT
+    ** attribute, 0 when absent) and, in the same order, the last inputs of
+    ** every subgraph attribute of the node. */
+    const struct popc_graph *graph;
 } popc_attr;
 
 typedef struct popc_attrs {
