@@ -223,6 +223,8 @@ static popc_status parse_text(popci_config *c, char *text, size_t len)
     int n = 0, err = 0, rc;
     popc_status st = POPC_OK;
 
+    if ((st = popci_check_utf8(c->path, 1, text, len)) != POPC_OK)
+        return st;
     if (len > UINT32_MAX || ini_config_create(&ini) != 0)
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", c->path);
     if (ini_config_file_from_mem(text, (uint32_t)len, &file) != 0) {

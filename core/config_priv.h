@@ -26,6 +26,7 @@
 #ifndef POPC_CONFIG_PRIV_H
 #define POPC_CONFIG_PRIV_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "popc/status.h"
 
@@ -36,6 +37,11 @@ typedef struct popci_config popci_config;
 ** parse error, "<file>: Error (5) on line 3: Equal sign is missing.",
 ** further errors are logged), POPC_ENOMEM. Free with popci_config_free. */
 popc_status popci_config_open(const char *path, popci_config **out);
+/* POPC_ECONFIG "<name>:<line>: invalid UTF-8 ..." at the first byte that
+** is not valid UTF-8 in text[0..len), else POPC_OK; text starts on line
+** first_line of the file. */
+popc_status popci_check_utf8(const char *name, int first_line,
+                             const char *text, size_t len);
 /* The same from text (copied); name is used in messages like a path. */
 popc_status popci_config_from_text(const char *name, const char *text,
                                    popci_config **out);

@@ -247,6 +247,25 @@ static popc_status read_exact(FILE *f, void *buf, size_t n, const char *path,
 }
 
 /* <f8 elements, converted in chunks so no double-sized copy is needed. */
+/* A header is only a claim: compare it with what the file holds before
+** allocating, so a corrupt shape costs an error, not terabytes.  Streams
+** that are not regular files (pipes) are left to the short-read check. */
+static popc_status check_data_fits(FILE *f, const char *path, int64_t need)
+{
+    struct stat sb;
+    long pos = ftell(f);
+
+    if (pos < 0 || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        return POPC_OK;
+    if (need > (int64_t)sb.st_size - pos)
+        return popc_set_error(POPC_EIO, "%s: truncated or corrupt .npy file: "
+                              "the header's shape needs %lld bytes of data but "
+                              "only %lld follow the header; re-save the array",
+                              path, (long long)need,
+                              (long long)((int64_t)sb.st_size - pos));
+    return POPC_OK;
+}
+
 static popc_status read_f64(FILE *f, float *dst, int64_t n, const char *path)
 {
     double chunk[1024];
@@ -342,6 +361,9 @@ popc_status popc_npy_load(const char *path, popc_tensor **out)
                             popc_last_error());
         goto fail;
     }
+    if ((st = check_data_fits(f, path, wide ? numel * 8 : nbytes)) !=
+        POPC_OK)
+        goto fail;
     if ((st = popc_tensor_new(dt, h.dims, h.rank, &t)) != POPC_OK) {
         st = popc_set_error(st, "%s: %s", path, popc_last_error());
         goto fail;

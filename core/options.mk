@@ -2,7 +2,7 @@
 # loadFromFile grammar, POPC_DEFAULT_OPTIONS JSON, INI [options]) and the
 # libini_config wrapper used by every INI reader.
 libpopc_la_SOURCES += \
-    %reldir%/config.c %reldir%/config_priv.h \
+    %reldir%/config.c %reldir%/config_priv.h %reldir%/utf8.c \
     %reldir%/options.c %reldir%/options_priv.h \
     %reldir%/options_table.c \
     %reldir%/options_call.c \

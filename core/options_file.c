@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "popc/options.h"
+#include "core/config_priv.h"
 #include "core/options_priv.h"
 
 /* Nesting depth of lists/calls in one line: plenty for options. */
@@ -451,7 +452,8 @@ static popc_status read_statements(const char *path, stmt **out, int *count)
     char *buf = NULL;
     size_t cap = 0;
     stmt *sts = NULL;
-    int n = 0, kept = 0, first = 1;
+    int n = 0, kept = 0, first = 1, lineno = 0;
+    ssize_t got;
     popc_status st = POPC_OK;
 
     *out = NULL;
@@ -459,10 +461,20 @@ static popc_status read_statements(const char *path, stmt **out, int *count)
     if (!f)
         return popc_set_error(POPC_EIO, "%s: cannot open: %s", path,
                               strerror(errno));
-    while (getline(&buf, &cap, f) >= 0) {
+    while ((got = getline(&buf, &cap, f)) >= 0) {
         char *line = buf, *code;
         parser ps;
         stmt *grown;
+
+        lineno++;
+        if (memchr(buf, '\0', (size_t)got)) {
+            st = popc_set_error(POPC_ECONFIG, "%s:%d: contains NUL bytes; not "
+                                "a text options file", path, lineno);
+            break;
+        }
+        if ((st = popci_check_utf8(path, lineno, buf, (size_t)got)) !=
+            POPC_OK)
+            break;
 
         if (first && (unsigned char)line[0] == 0xEF &&
             (unsigned char)line[1] == 0xBB && (unsigned char)line[2] == 0xBF)

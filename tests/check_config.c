@@ -256,6 +256,18 @@ START_TEST(from_text_and_edge_cases)
     expect_error(popci_config_from_text("mem.ini", "[a]\n= 1\n", &c),
                  POPC_ECONFIG, "Error (6) on line 2: Property name is "
                  "missing.", NULL);
+    /* not UTF-8: the line and column of the first bad byte, not ENOMEM */
+    expect_error(popci_config_from_text("mem.ini", "[a]\nk = ok\nv = \xC3\x28"
+                                        "\n", &c),
+                 POPC_ECONFIG, "mem.ini:3: invalid UTF-8 (byte 0xC3 at "
+                 "column 5)", NULL);
+    expect_error(popci_config_from_text("mem.ini", "[a]\nk = \xED\xA0\x80\n",
+                                        &c),
+                 POPC_ECONFIG, "mem.ini:2: invalid UTF-8", NULL);
+    ck_assert_int_eq(popci_config_from_text("mem.ini", "[a]\nk = \xC3\xA9t"
+                                            "\xC3\xA9 \xF0\x9F\x98\x80\n",
+                                            &c), POPC_OK);
+    popci_config_free(c);
     popci_config_free(NULL);
 }
 END_TEST

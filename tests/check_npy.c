@@ -425,6 +425,15 @@ START_TEST(huge_header_length_is_refused)
 }
 END_TEST
 
+/* 2^40 floats claimed, 16 bytes present: refused before any allocation. */
+START_TEST(shape_larger_than_file_is_refused_before_allocating)
+{
+    refused(handmade("claim.npy", 1, "{'descr': '<f4', 'fortran_order': "
+                     "False, 'shape': (1099511627776,), }\n", 16, 0),
+            POPC_EIO, "needs 4398046511104 bytes of data but only 16");
+}
+END_TEST
+
 static Suite *npy_suite(void)
 {
     Suite *s = suite_create("npy");
@@ -443,6 +452,7 @@ static Suite *npy_suite(void)
     tcase_add_test(tc, corrupt_files_are_eio_by_name);
     tcase_add_test(tc, malformed_headers);
     tcase_add_test(tc, huge_header_length_is_refused);
+    tcase_add_test(tc, shape_larger_than_file_is_refused_before_allocating);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -921,6 +921,9 @@ START_TEST(load_file_errors)
     expect(popc_options_load_file(opts, data("options_assign.txt")),
            POPC_ECONFIG, "SyntaxError at line 1 of options_assign.txt: "
            "invalid syntax: options are set by calling them", NULL);
+    expect(popc_options_load_file(opts, data("options_utf8.txt")),
+           POPC_ECONFIG, "options_utf8.txt:3: invalid UTF-8 (byte 0xFF at "
+           "column 12)", NULL);
     expect(popc_options_load_file(opts, data("missing.txt")), POPC_EIO,
            "missing.txt: cannot open", NULL);
     ck_assert_int_eq(popc_options_get_int(opts, "deviceIterations"), 1);

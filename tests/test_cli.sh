@@ -143,6 +143,10 @@ expect 2 "bad option by --set" "$POPC" train run.ini \
     --set options.deviceIterations=0 --json err.json
 contains err.json '"status": "error"' "error JSON status"
 contains err.json '"exit_code": 2' "error JSON exit code"
+printf '[model]\nlayers = fc1\nname = \377\n' >latin1.ini
+expect 2 "run file that is not UTF-8" "$POPC" train latin1.ini
+contains err.txt "latin1.ini:3: invalid UTF-8 (byte 0xFF at column 8)" \
+    "invalid UTF-8 names the file, line and column"
 expect 2 "layer that does not fit" "$POPC" train run.ini \
     --set layer.fc2.out_features=5
 contains err.txt "[model] classes" "shape mismatch names [model] classes"
