@@ -1,19 +1,108 @@
-/* atomic_file.c - see atomic_file_priv.h. */
+/* atomic_file.c - see atomic_file_priv.h and popc/file.h. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
+#include "popc/file.h"
 #include "core/atomic_file_priv.h"
+
+/* ---- stale temporaries -------------------------------------------------- */
+
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+                        struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void popci_remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The pid in "<base>.tmp-<pid>" or "<base>.old-<pid>", optionally followed
+** by ".<anything>", or 0 when name is not such a temporary of base. */
+static long temp_owner(const char *name, const char *base, size_t base_len)
+{
+    const char *p;
+    char *end;
+    long pid;
+
+    if (strncmp(name, base, base_len) != 0)
+        return 0;
+    p = name + base_len;
+    if (strncmp(p, ".tmp-", 5) != 0 && strncmp(p, ".old-", 5) != 0)
+        return 0;
+    p += 5;
+    if (*p < '1' || *p > '9')
+        return 0;
+    errno = 0;
+    pid = strtol(p, &end, 10);
+    if (errno || pid <= 0 || (*end && *end != '.'))
+        return 0;
+    return pid;
+}
+
+static int process_is_gone(long pid)
+{
+    return (pid_t)pid != getpid() && kill((pid_t)pid, 0) != 0 &&
+           errno == ESRCH;
+}
+
+void popci_remove_stale_temps(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dir_len = slash ? (size_t)(slash - path) : 0;
+    size_t base_len = strlen(base);
+    char *dir, *victim;
+    DIR *d;
+    struct dirent *e;
+
+    if (!base_len || !(dir = malloc(dir_len + 2)))
+        return;
+    if (slash) {
+        memcpy(dir, path, dir_len ? dir_len : 1);
+        dir[dir_len ? dir_len : 1] = '\0';
+    } else
+        strcpy(dir, ".");
+    if (!(d = opendir(dir))) {
+        free(dir);
+        return;
+    }
+    while ((e = readdir(d))) {
+        long pid = temp_owner(e->d_name, base, base_len);
+
+        if (!pid || !process_is_gone(pid))
+            continue;
+        victim = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        if (!victim)
+            break;
+        sprintf(victim, "%s/%s", dir, e->d_name);
+        popci_remove_tree(victim);
+        free(victim);
+    }
+    closedir(d);
+    free(dir);
+}
+
+/* ---- writing ------------------------------------------------------------ */
 
 popc_status popci_write_atomic(const char *path,
                                popc_status (*fill)(FILE *f, void *arg),
                                void *arg)
 {
-    size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
+    size_t n = strlen(path) + 48;
     char *tmp = malloc(n);
     FILE *f = NULL;
     int fd;
@@ -21,7 +110,8 @@ popc_status popci_write_atomic(const char *path,
 
     if (!tmp)
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    popci_remove_stale_temps(path);
+    snprintf(tmp, n, "%s.tmp-%ld.XXXXXX", path, (long)getpid());
     if ((fd = mkstemp(tmp)) < 0) {
         st = popc_set_error(POPC_EIO, "%s: cannot create a temporary file "
                             "next to it: %s", path, strerror(errno));
@@ -85,4 +175,14 @@ popc_status popci_write_file_atomic(const char *path, const void *data,
     bytes b = {data, len};
 
     return popci_write_atomic(path, write_bytes, &b);
+}
+
+popc_status popc_write_file_atomic(const char *path, const void *data,
+                                   size_t len)
+{
+    if (!path || !*path || (!data && len))
+        return popc_set_error(POPC_EINVAL, "popc_write_file_atomic: %s",
+                              !path || !*path ? "no path given"
+                                              : "data is NULL");
+    return popci_write_file_atomic(path, data, len);
 }

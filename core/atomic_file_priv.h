@@ -1,9 +1,10 @@
 /* atomic_file_priv.h - writing a file so that readers see the old file or
 ** the whole new one, never a half-written one.
 **
-** The data goes to a temporary file next to `path` (mkstemp, mode 0644),
-** is flushed and fsync'ed, then renamed over `path`. On any failure the
-** temporary file is removed and `path` is untouched.
+** The data goes to a temporary file next to `path` ("<path>.tmp-<pid>.
+** XXXXXX" by mkstemp, mode 0644), is flushed and fsync'ed, then renamed
+** over `path`. On any failure the temporary file is removed and `path` is
+** untouched. The public face is popc_write_file_atomic (popc/file.h).
 */
 #ifndef POPC_ATOMIC_FILE_PRIV_H
 #define POPC_ATOMIC_FILE_PRIV_H
@@ -23,5 +24,14 @@ popc_status popci_write_atomic(const char *path,
 /* popci_write_atomic of len bytes. */
 popc_status popci_write_file_atomic(const char *path, const void *data,
                                     size_t len);
+
+/* Remove "<path>.tmp-<pid>[.*]" and "<path>.old-<pid>[.*]" files and
+** directories left by processes that no longer run (kill(pid, 0) gives
+** ESRCH). Best effort: errors are ignored. A pid reused by a live process
+** keeps its leftover until that process ends. */
+void popci_remove_stale_temps(const char *path);
+
+/* rm -r path, without following symlinks; best effort. */
+void popci_remove_tree(const char *path);
 
 #endif /* POPC_ATOMIC_FILE_PRIV_H */

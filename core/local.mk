@@ -11,6 +11,7 @@ libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
 pkginclude_HEADERS += \
     %reldir%/include/popc/popc.h \
     %reldir%/include/popc/status.h \
+    %reldir%/include/popc/file.h \
     %reldir%/include/popc/types.h \
     %reldir%/include/popc/tensor.h \
     %reldir%/include/popc/log.h \

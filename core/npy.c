@@ -292,7 +292,7 @@ popc_status popc_npy_load(const char *path, popc_tensor **out)
     header h;
     popc_dtype dt = POPC_DTYPE_UNDEFINED;
     int wide;
-    int64_t numel;
+    int64_t numel, need;
     size_t nbytes;
     popc_tensor *t = NULL;
     FILE *f = NULL;
@@ -361,8 +361,8 @@ popc_status popc_npy_load(const char *path, popc_tensor **out)
                             popc_last_error());
         goto fail;
     }
-    if ((st = check_data_fits(f, path, wide ? numel * 8 : nbytes)) !=
-        POPC_OK)
+    need = wide ? numel * 8 : (int64_t)nbytes;
+    if ((st = check_data_fits(f, path, need)) != POPC_OK)
         goto fail;
     if ((st = popc_tensor_new(dt, h.dims, h.rank, &t)) != POPC_OK) {
         st = popc_set_error(st, "%s: %s", path, popc_last_error());

@@ -11,14 +11,13 @@
 ** Both are built in "<dir>.tmp-<pid>" and then swapped with the old
 ** directory in one renameat2(RENAME_EXCHANGE), so a process killed at
 ** any point leaves a complete old or a complete new directory; the old
-** copy is removed afterwards (a leftover .tmp-* directory is harmless
-** and is replaced by the next save).
+** copy is removed afterwards. A .tmp-<pid> directory left by a killed
+** process is removed by the next save to the same place.
 */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,20 +35,6 @@
 #define STATE_VERSION 1
 
 /* ---- files -------------------------------------------------------------- */
-
-static int remove_one(const char *path, const struct stat *sb, int flag,
-                      struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_tree(const char *path)
-{
-    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static int is_dir(const char *path)
 {
@@ -74,8 +59,9 @@ static popc_status make_tmp_dir(const char *dir, char **out)
                               "another output path",
                               dir);
     }
+    popci_remove_stale_temps(dir);
     sprintf(tmp, "%s.tmp-%ld", dir, (long)getpid());
-    remove_tree(tmp);
+    popci_remove_tree(tmp);
     if (mkdir(tmp, 0777) != 0) {
         popc_status st = popc_set_error(POPC_EIO, "%s: cannot create: %s",
                                         tmp, strerror(errno));
@@ -101,7 +87,7 @@ static popc_status swap_into_place(const char *tmp, const char *dir)
     }
 #ifdef RENAME_EXCHANGE
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
-        remove_tree(tmp);
+        popci_remove_tree(tmp);
         return POPC_OK;
     }
 #endif
@@ -109,14 +95,14 @@ static popc_status swap_into_place(const char *tmp, const char *dir)
     if (!(old = malloc(strlen(dir) + 32)))
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);
     sprintf(old, "%s.old-%ld", dir, (long)getpid());
-    remove_tree(old);
+    popci_remove_tree(old);
     if (rename(dir, old) != 0 || rename(tmp, dir) != 0) {
         popc_status st = popc_set_error(POPC_EIO, "%s: cannot replace: %s",
                                         dir, strerror(errno));
         free(old);
         return st;
     }
-    remove_tree(old);
+    popci_remove_tree(old);
     free(old);
     return POPC_OK;
 }
@@ -223,7 +209,7 @@ popc_status popc_weights_save(popc_model *m, const char *dir)
     if ((st = save_weights_into(m, tmp)) == POPC_OK)
         st = swap_into_place(tmp, dir);
     if (st != POPC_OK)
-        remove_tree(tmp);
+        popci_remove_tree(tmp);
     free(tmp);
     return st;
 }
@@ -323,7 +309,7 @@ popc_status popci_checkpoint_save(popc_model *m, const popci_checkpoint *c,
         (st = sub_dir(tmp, "state.ini", sub, sizeof sub, 0)) ||
         (st = popci_write_file_atomic(sub, text, (size_t)len)) ||
         (st = swap_into_place(tmp, dir)))
-        remove_tree(tmp);
+        popci_remove_tree(tmp);
     free(tmp);
     return st;
 }

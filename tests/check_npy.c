@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <check.h>
 
@@ -287,6 +288,58 @@ START_TEST(save_replaces_atomically_and_leaves_no_temp)
 }
 END_TEST
 
+/* The pid of a process that has exited (and been reaped). */
+static long dead_pid(void)
+{
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    return (long)pid;
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+}
+
+/* A run killed mid-write leaves "<path>.tmp-<pid>..." behind; the next
+** write of the same path removes it, but never a live process's temp. */
+START_TEST(stale_temps_of_dead_processes_are_removed)
+{
+    popc_tensor *a = load("f32_2x3.npy");
+    char stale[512], stale_dir[512], inner[600], live[512], other[512];
+    struct stat sb;
+
+    snprintf(stale, sizeof stale, "%s.tmp-%ld.Ab12Cd", scratch("x.npy"),
+             dead_pid());
+    snprintf(stale_dir, sizeof stale_dir, "%s.tmp-%ld", scratch("x.npy"),
+             dead_pid());
+    snprintf(inner, sizeof inner, "%s/w.npy", stale_dir);
+    snprintf(live, sizeof live, "%s.tmp-1.Zz99Zz", scratch("x.npy"));
+    snprintf(other, sizeof other, "%s.tmp-%ld.Ab12Cd", scratch("z.npy"),
+             dead_pid());
+    touch(stale);
+    ck_assert_int_eq(mkdir(stale_dir, 0777), 0);
+    touch(inner);
+    touch(live);
+    touch(other);
+    ASSERT_OK(popc_npy_save(scratch("x.npy"), a));
+    ck_assert_int_ne(stat(stale, &sb), 0);
+    ck_assert_int_ne(stat(stale_dir, &sb), 0);
+    ck_assert_int_eq(stat(live, &sb), 0);   /* pid 1 is alive */
+    ck_assert_int_eq(stat(other, &sb), 0);  /* another target's temp */
+    unlink(live);
+    unlink(other);
+    popc_tensor_free(a);
+}
+END_TEST
+
 /* ---- refused files ----------------------------------------------------------- */
 
 static void refused(const char *path, popc_status want, const char *words)
@@ -447,6 +500,7 @@ static Suite *npy_suite(void)
     tcase_add_test(tc, save_is_byte_identical_to_numpy);
     tcase_add_test(tc, round_trip_every_dtype);
     tcase_add_test(tc, save_replaces_atomically_and_leaves_no_temp);
+    tcase_add_test(tc, stale_temps_of_dead_processes_are_removed);
     tcase_add_test(tc, unsupported_files_are_refused_by_name);
     tcase_add_test(tc, narrow_integers_load);
     tcase_add_test(tc, corrupt_files_are_eio_by_name);

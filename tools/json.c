@@ -125,34 +125,15 @@ void json_bool(json *j, int v)
 
 int json_write(json *j, const char *path)
 {
-    char *tmp = NULL;
-    FILE *f = NULL;
     int rc = EXIT_RUNTIME;
 
     raw(j, "\n", 1);
-    if (j->failed || !(tmp = malloc(strlen(path) + 32))) {
+    if (j->failed)
         cli_error("%s: out of memory", path);
-        goto done;
-    }
-    sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
-    if (!(f = fopen(tmp, "w"))) {
-        cli_error("%s: cannot create: %s", tmp, strerror(errno));
-        goto done;
-    }
-    if (fwrite(j->buf, 1, j->len, f) != j->len || fflush(f) != 0) {
-        cli_error("%s: cannot write: %s", tmp, strerror(errno));
-        fclose(f);
-        unlink(tmp);
-        goto done;
-    }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        cli_error("%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    rc = EXIT_OK;
-done:
-    free(tmp);
+    else if (popc_write_file_atomic(path, j->buf, j->len) != POPC_OK)
+        cli_error("%s", popc_last_error());
+    else
+        rc = EXIT_OK;
     free(j->buf);
     memset(j, 0, sizeof *j);
     return rc;

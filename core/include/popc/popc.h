@@ -3,6 +3,7 @@
 #define POPC_H
 
 #include "popc/status.h"
+#include "popc/file.h"
 #include "popc/types.h"
 #include "popc/tensor.h"
 #include "popc/log.h"
