@@ -241,6 +241,7 @@ popc_status popc_load(const char *path, popc_options *edit_opts,
     if ((st = popci_exe_get_options(x, &o)) != POPC_OK ||
         (st = edit_options(o, edit_opts)) != POPC_OK ||
         (st = popci_exe_get_graph(x, &g)) != POPC_OK ||
+        (st = popc_graph_set_origin(g, path)) != POPC_OK ||
         (st = popci_exe_get_optimizer(x, &opt)) != POPC_OK)
         goto done;
     if (md.training)

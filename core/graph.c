@@ -103,6 +103,7 @@ void popc_graph_free(popc_graph *g)
     popci_graph_clear_scopes(g);
     free(g->scopes);
     popci_annot_free(&g->annot);
+    free(g->origin);
     free(g->name);
     free(g);
 }
@@ -206,6 +207,10 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
     if ((st = popci_annot_copy(&c->annot, &g->annot)) != POPC_OK)
         goto fail;
     c->n_constants = g->n_constants;
+    if (g->origin && !(c->origin = strdup(g->origin))) {
+        st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
+        goto fail;
+    }
     if ((st = popci_graph_rebuild_names(c)) != POPC_OK)
         goto fail;
     *out = c;

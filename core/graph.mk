@@ -9,6 +9,7 @@ libpopc_la_SOURCES += \
     %reldir%/topo.c \
     %reldir%/infer.c \
     %reldir%/verify.c \
+    %reldir%/trust.c \
     %reldir%/loss.c \
     %reldir%/eval.c \
     %reldir%/autodiff.c \

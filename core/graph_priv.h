@@ -91,6 +91,9 @@ struct popc_graph {
     ** next automatic block id ("0", "1", ...) */
     int block_ended;
     int block_next_id;
+    /* the file the graph was read from (core/trust.c); NULL when the
+    ** program built it */
+    char *origin;
 };
 
 /* ---- graph.c ------------------------------------------------------------- */
@@ -129,6 +132,13 @@ popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
 /* The registered definition of a node's op, looked up again if it was not
 ** known when the node was added (a plugin loaded since). May be NULL. */
 const popc_op_def *popci_graph_node_def(popc_graph *g, int node);
+
+/* ---- trust.c ------------------------------------------------------------- */
+
+/* POPC_EPERM naming every node (subgraphs included) whose op runs foreign
+** code (POPC_OP_FOREIGN) when g was read from a file and the user has not
+** allowed foreign code; else POPC_OK. */
+popc_status popci_graph_check_foreign(const popc_graph *g);
 /* Same without caching, for const graphs. */
 const popc_op_def *popci_graph_node_def_c(const popc_graph *g, int node);
 

@@ -823,6 +823,9 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     p->seed_slot = -1;
     p->seed_value = -1;
     p->strategy = cfg->strategy;
+    /* also here: a compiled graph taken from an executable skips verify */
+    if ((st = popci_graph_check_foreign(g)) != POPC_OK)
+        goto fail;
     if (cfg->compiled) {
         if ((st = take_compiled(p, cfg->compiled, &n_fwd, &loss, &wrt,
                                 &grads, &n_wrt)) != POPC_OK)

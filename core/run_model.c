@@ -554,6 +554,7 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
     dims[0] = batch_size;
     memcpy(dims + 1, r->input, (size_t)r->input_rank * sizeof *dims);
     if ((st = popc_graph_new(r->name, &g)) ||
+        (st = popc_graph_set_origin(g, r->path)) ||
         (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, dims,
                                    r->input_rank + 1, &x)) ||
         (st = popc_layers_new(g, r->model_seed, &B)))

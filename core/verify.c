@@ -229,6 +229,8 @@ popc_status popc_graph_verify(popc_graph *g, int training)
     if (!n_unknown && !r.lines && !unk.oom && !r.sb.oom) {
         popci_sb_free(&unk);
         popci_sb_free(&r.sb);
+        if ((st = popci_graph_check_foreign(g)) != POPC_OK)
+            return st;
         if (training) {
             int loss;
             return popci_graph_final_loss(g, &loss);

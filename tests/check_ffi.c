@@ -420,8 +420,21 @@ START_TEST(ini_foreign_layers)
     OK(popc_tensor_new(POPC_DTYPE_F32, d, 2, &x));
     for (int i = 0; i < 8; i++)
         ((float *)popc_tensor_data(x))[i] = (float)i / 4.0f - 1.0f;
+    /* a run file names the libraries: only with the user's consent */
+    ck_assert_ptr_nonnull(popc_graph_origin(g));
+    ck_assert_int_eq(popc_foreign_code_allowed(), 0);
+    OK(popc_model_new_inference(g, o, &m));
+    ck_assert_int_eq(popc_model_run(m, &x, 1, &y, 1), POPC_EPERM);
+    ck_assert_msg(has("nodes that would load and run foreign code named by "
+                      "the file: node 'erff' (popc::ForeignCall), node "
+                      "'scale_add' (popc::ForeignCall)") &&
+                  has("--allow-foreign") && has(popc_graph_origin(g)),
+                  "%s", popc_last_error());
+    popc_model_free(m);
+    popc_set_foreign_code_allowed(1);
     OK(popc_model_new_inference(g, o, &m));
     OK(popc_model_run(m, &x, 1, &y, 1));
+    popc_set_foreign_code_allowed(0);
     for (int i = 0; i < 8; i++) {
         float v = (float)i / 4.0f - 1.0f;
         ck_assert_float_eq(((const float *)popc_tensor_cdata(y))[i],

@@ -156,6 +156,25 @@ expect 2 "drop_last = false with an incomplete last batch" "$POPC" train \
 contains err.txt "[data] drop_last = false: 512 training samples" \
     "incomplete last training batch is refused early"
 
+# ---- foreign code named by a file runs only with consent ---------------------
+
+{ sed 's/^layers = fc1, relu, fc2$/layers = fc1, relu, fc2, erf/' run.ini
+  printf '\n[layer erf]\ntype = foreign\nlibrary = libm.so.6\n'
+  printf 'symbol = erff\nsignature = f32(in f32)\n'; } >foreign.ini
+expect 2 "compile a run file with a foreign layer" "$POPC" compile \
+    foreign.ini -o foreign.popc
+contains err.txt "foreign.ini: graph" "refusal names the run file"
+contains err.txt "node 'erff' (popc::ForeignCall)" "refusal names the node"
+contains err.txt "pass --allow-foreign" "refusal says how to allow it"
+[ ! -e foreign.popc ] && pass "nothing written when refused" ||
+    fail "foreign.popc written although refused"
+expect 0 "compile with --allow-foreign" "$POPC" compile foreign.ini \
+    -o foreign.popc --allow-foreign
+expect 2 "run an executable with a foreign node" "$POPC" run foreign.popc
+contains err.txt "foreign.popc: graph" "refusal names the executable"
+expect 0 "run it with --allow-foreign" "$POPC" run foreign.popc \
+    --allow-foreign
+
 # ---- runtime errors are exit 1 ---------------------------------------------------
 
 expect 1 "missing data file" "$POPC" train run.ini --set data.train=nope.idx

@@ -34,6 +34,7 @@ int cli_fail(popc_status st)
     cli_error("%s", popc_last_error());
     switch (st) {
     case POPC_ECONFIG:
+    case POPC_EPERM:
         return EXIT_USAGE;
     case POPC_EINTERRUPTED:
         return 128 + (cli_signal ? (int)cli_signal : SIGINT);
@@ -77,13 +78,15 @@ void cli_catch_signals(void)
 int cli_parse(int argc, char **argv, unsigned accepted, const char *usage,
               cli_args *a)
 {
-    enum { O_SET = 256, O_JSON, O_CKPT, O_RESUME, O_QUIET, O_HELP };
+    enum { O_SET = 256, O_JSON, O_CKPT, O_RESUME, O_QUIET, O_HELP,
+           O_FOREIGN };
     static const struct option all[] = {
         {"set", required_argument, NULL, O_SET},
         {"json", required_argument, NULL, O_JSON},
         {"checkpoint-every", required_argument, NULL, O_CKPT},
         {"resume", no_argument, NULL, O_RESUME},
         {"quiet", no_argument, NULL, O_QUIET},
+        {"allow-foreign", no_argument, NULL, O_FOREIGN},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0}};
     int c;
@@ -131,6 +134,11 @@ int cli_parse(int argc, char **argv, unsigned accepted, const char *usage,
             if (!(accepted & ARG_QUIET))
                 goto unknown;
             a->quiet = 1;
+            break;
+        case O_FOREIGN:
+            if (!(accepted & ARG_FOREIGN))
+                goto unknown;
+            popc_set_foreign_code_allowed(1);
             break;
         case 'h':
         case O_HELP:

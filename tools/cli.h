@@ -35,7 +35,8 @@ enum {
     ARG_SET = 2,
     ARG_JSON = 4,
     ARG_CHECKPOINT = 8,
-    ARG_QUIET = 16
+    ARG_QUIET = 16,
+    ARG_FOREIGN = 32
 };
 
 /* Parse argv[1..argc) of a subcommand (argv[0] is its name). Prints

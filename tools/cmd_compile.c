@@ -32,6 +32,9 @@ static const char usage[] =
     "  -o, --output FILE        the executable to write (required; a\n"
     "                           directory gets FILE/model.popc)\n"
     "  --train                  compile for training\n"
+    "  --allow-foreign          let the file load the shared libraries and\n"
+    "                           call the symbols it names (foreign layers);\n"
+    "                           only for files you trust\n"
     "  --set SECTION.KEY=VALUE  override a setting of the run file; may be\n"
     "                           repeated\n"
     "  -h, --help               show this help\n";
@@ -69,11 +72,12 @@ static popc_status load_weights(popc_model *m, const char *ini,
 static int parse(int argc, char **argv, const char **out, int *train,
                  const char ***sets, int *n_sets, const char **ini)
 {
-    enum { O_SET = 256, O_TRAIN };
+    enum { O_SET = 256, O_TRAIN, O_FOREIGN };
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
         {"train", no_argument, NULL, O_TRAIN},
         {"set", required_argument, NULL, O_SET},
+        {"allow-foreign", no_argument, NULL, O_FOREIGN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -87,6 +91,9 @@ static int parse(int argc, char **argv, const char **out, int *train,
             break;
         case O_TRAIN:
             *train = 1;
+            break;
+        case O_FOREIGN:
+            popc_set_foreign_code_allowed(1);
             break;
         case O_SET:
             (*sets)[(*n_sets)++] = optarg;

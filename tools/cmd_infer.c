@@ -22,6 +22,9 @@ static const char usage[] =
     "  --set SECTION.KEY=VALUE  override a setting of the run file; may be\n"
     "                           repeated\n"
     "  --json FILE              write the results as JSON\n"
+    "  --allow-foreign          let the file load the shared libraries and\n"
+    "                           call the symbols it names (foreign layers);\n"
+    "                           only for files you trust\n"
     "  -h, --help               show this help\n";
 
 static int write_json(const char *path, const char *ini, int rc,
@@ -74,7 +77,8 @@ int cmd_infer(int argc, char **argv)
     popc_status st;
 
     memset(&res, 0, sizeof res);
-    if ((rc = cli_parse(argc, argv, ARG_INI | ARG_SET | ARG_JSON, usage,
+    if ((rc = cli_parse(argc, argv, ARG_INI | ARG_SET | ARG_JSON | ARG_FOREIGN,
+                        usage,
                         &a)) != 0) {
         free(a.sets);
         return rc < 0 ? EXIT_OK : rc;

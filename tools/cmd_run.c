@@ -34,6 +34,9 @@ static const char usage[] =
     "                           compiled; may be repeated\n"
     "  --runs N                 run N times (default 1)\n"
     "  --save FILE              write the executable after the runs\n"
+    "  --allow-foreign          let the file load the shared libraries and\n"
+    "                           call the symbols it names (ForeignCall nodes);\n"
+    "                           only for files you trust\n"
     "  -h, --help               show this help\n";
 
 typedef struct run_args {
@@ -47,13 +50,14 @@ typedef struct run_args {
 
 static int parse(int argc, char **argv, run_args *a)
 {
-    enum { O_BACKEND = 256, O_OPTION, O_RUNS, O_SAVE };
+    enum { O_BACKEND = 256, O_OPTION, O_RUNS, O_SAVE, O_FOREIGN };
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
         {"backend", required_argument, NULL, O_BACKEND},
         {"option", required_argument, NULL, O_OPTION},
         {"runs", required_argument, NULL, O_RUNS},
         {"save", required_argument, NULL, O_SAVE},
+        {"allow-foreign", no_argument, NULL, O_FOREIGN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     char *end;
@@ -82,6 +86,9 @@ static int parse(int argc, char **argv, run_args *a)
             break;
         case O_SAVE:
             a->save = optarg;
+            break;
+        case O_FOREIGN:
+            popc_set_foreign_code_allowed(1);
             break;
         case 'h':
             fputs(usage, stdout);

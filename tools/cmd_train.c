@@ -37,6 +37,9 @@ static const char usage[] =
     "                           the same as an uninterrupted run\n"
     "  --json FILE              write the results as JSON\n"
     "  --quiet                  no progress, only the summary\n"
+    "  --allow-foreign          let the file load the shared libraries and\n"
+    "                           call the symbols it names (foreign layers);\n"
+    "                           only for files you trust\n"
     "  -h, --help               show this help\n"
     "\n"
     "SIGINT or SIGTERM stops after the current step and writes a checkpoint\n"
@@ -264,7 +267,7 @@ int cmd_train(int argc, char **argv)
     memset(&res, 0, sizeof res);
     if ((rc = cli_parse(argc, argv,
                         ARG_INI | ARG_SET | ARG_JSON | ARG_CHECKPOINT |
-                            ARG_QUIET,
+                            ARG_QUIET | ARG_FOREIGN,
                         usage, &a)) != 0) {
         free(a.sets);
         return rc < 0 ? EXIT_OK : rc;

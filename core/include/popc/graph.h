@@ -61,6 +61,18 @@ POPC_API POPC_NODISCARD popc_status popc_graph_clone(const popc_graph *g,
     popc_graph **out);
 POPC_API const char *popc_graph_name(const popc_graph *g);
 
+/* Mark g as read from the file `origin` (copied; NULL clears the mark).
+** Readers of run files, executables and ONNX models call this, so that a
+** node that runs foreign code (an op with POPC_OP_FOREIGN: a library and
+** symbol named by the file) compiles only with the user's consent,
+** popc_set_foreign_code_allowed(1). Clones keep the mark. POPC_OK,
+** POPC_EINVAL (g NULL), POPC_ENOMEM. Not thread-safe on one graph.
+** Since 0.1.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_set_origin(popc_graph *g,
+    const char *origin);
+/* The file g was read from, or NULL when the program built it. */
+POPC_API const char *popc_graph_origin(const popc_graph *g);
+
 /* A graph input of one micro-batch's shape (dim 0 is the micro-batch). */
 POPC_API POPC_NODISCARD popc_status popc_graph_add_input(popc_graph *g,
     const char *name, popc_dtype dt, const int64_t *dims, int rank, int *id);

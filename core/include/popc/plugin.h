@@ -206,6 +206,11 @@ typedef struct popc_grad_ctx {
 #define POPC_OP_LOSS     (1u << 2) /* marks a loss (identity_loss, losses) */
 #define POPC_OP_RANDOM   (1u << 3) /* uses kc->seed */
 #define POPC_OP_NOFOLD   (1u << 4) /* never constant-folded (side effects) */
+/* Runs code that its attributes name (loads a library, resolves a symbol).
+** In a graph read from a file (popc_graph_set_origin) such a node compiles
+** only when the user allowed foreign code (popc_set_foreign_code_allowed),
+** so a file that looks like data cannot run code by itself. */
+#define POPC_OP_FOREIGN  (1u << 5)
 
 typedef struct popc_op_def {
     uint32_t size;            /* sizeof(popc_op_def) */

@@ -37,6 +37,16 @@ POPC_API void popc_registry_free(popc_registry *r); /* NULL-safe */
 ** until exit. Problems with single plugins do not fail this call. */
 POPC_API POPC_NODISCARD popc_status popc_registry_global(popc_registry **out);
 
+/* Consent to foreign code named by files. A run file, an executable or an
+** ONNX model can name a shared library and a symbol for popc to call (ops
+** flagged POPC_OP_FOREIGN, such as popc::ForeignCall). popc compiles such
+** nodes in graphs read from files (popc_graph_set_origin) only after the
+** program or the user allowed it: `popc --allow-foreign`, or this call.
+** Graphs the program builds itself are not affected. Off by default;
+** process-wide; thread-safe (an atomic flag). Since 0.1.0. */
+POPC_API void popc_set_foreign_code_allowed(int allow);
+POPC_API int popc_foreign_code_allowed(void);
+
 /* Load every plugin in dir (non-recursive; subdirectories ops/ optim/
 ** backends/ are scanned too), in file name order. Returns the first plugin
 ** error (POPC_EABI, POPC_EPLUGIN, POPC_EEXIST) after scanning everything,

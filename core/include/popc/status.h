@@ -38,7 +38,8 @@ typedef enum popc_status {
     POPC_ESTATE,      /* call not valid in the object's current state */
     POPC_EUNSUPPORTED,/* a feature or option value not supported yet */
     POPC_EINTERRUPTED,/* a run was interrupted by a signal */
-    POPC_EINTERNAL    /* a bug in popc: please report it */
+    POPC_EINTERNAL,   /* a bug in popc: please report it */
+    POPC_EPERM        /* refused without the user's consent (foreign code) */
 } popc_status;
 
 /* Static, never NULL: "POPC_EINVAL" etc. */
