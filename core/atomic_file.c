@@ -124,8 +124,11 @@ popc_status popci_write_atomic(const char *path,
         close(fd);
         goto fail;
     }
-    if ((st = fill(f, arg)) != POPC_OK)
+    if ((st = fill(f, arg)) != POPC_OK) {
+        if (!strstr(popc_last_error(), path))
+            st = popc_set_error(st, "%s: %s", path, popc_last_error());
         goto fail;
+    }
     if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         st = popc_set_error(POPC_EIO, "%s: write failed: %s", path,
                             strerror(errno ? errno : EIO));

@@ -1,12 +1,15 @@
 # tests/exe.mk - graph serialization, exported executables (save, load,
 # loadExecutable, corrupt files, offline targets), the executable cache and
-# the popc compile / run / inspect commands (test_exe_cli.sh).
+# the popc compile / run / inspect commands (test_exe_cli.sh), and write
+# failures part-way through every kind of file (check_write_faults).
 exe_test_deps = libpopc.la backends/cpu.la backends/ipumodel.la \
     backends/offline.la $(ops_LTLIBRARIES) optim/sgd.la optim/adam.la
 
 if HAVE_CHECK
-check_PROGRAMS += %reldir%/check_serialize %reldir%/check_executable
-TESTS += %reldir%/check_serialize %reldir%/check_executable
+check_PROGRAMS += %reldir%/check_serialize %reldir%/check_executable \
+    %reldir%/check_write_faults
+TESTS += %reldir%/check_serialize %reldir%/check_executable \
+    %reldir%/check_write_faults
 endif
 
 %canon_reldir%_check_serialize_SOURCES = %reldir%/check_serialize.c
@@ -20,6 +23,11 @@ endif
 %canon_reldir%_check_executable_LDADD = libpopc.la $(CHECK_LIBS) \
     $(ZLIB_LIBS) -lm
 %canon_reldir%_check_executable_DEPENDENCIES = $(exe_test_deps)
+
+%canon_reldir%_check_write_faults_SOURCES = %reldir%/check_write_faults.c
+%canon_reldir%_check_write_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_write_faults_LDADD = libpopc.la $(CHECK_LIBS)
+%canon_reldir%_check_write_faults_DEPENDENCIES = $(exe_test_deps)
 
 TESTS += %reldir%/test_exe_cli.sh
 EXTRA_DIST += %reldir%/test_exe_cli.sh

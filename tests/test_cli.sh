@@ -216,6 +216,26 @@ expect 1 "infer with weights of another shape" "$POPC" infer run.model.ini \
     --set layer.fc1.out_features=9
 contains err.txt "fc1.weight.npy" "mismatched weights name the file"
 
+# ---- a full disk: the old weights stay, the error names the file ------------------
+
+# Writes past 512 bytes fail (EFBIG) as on a full disk; SIGXFSZ is ignored
+# so the write returns the error instead of killing the process.
+rm -rf full.before && cp -r run.weights full.before
+( trap '' XFSZ; ulimit -f 1; exec "$POPC" train run.ini --set train.epochs=1 \
+    --quiet ) >out.txt 2>err.txt
+rc=$?
+[ $rc -eq 1 ] && pass "training onto a full disk fails (exit 1)" ||
+    fail "training onto a full disk: exit $rc, want 1"
+contains err.txt "run.weights" "the write error names the weights"
+contains err.txt "File too large" "the write error says why"
+same_weights_4() {
+    for f in "$1"/*.npy; do cmp -s "$f" "$2/$(basename "$f")" || return 1; done
+}
+same_weights_4 run.weights full.before && pass "old weights intact" ||
+    fail "the failed write changed run.weights"
+ls -a | grep -q '\.tmp-' && fail "temporary files left: $(ls -a | grep '\.tmp-')" ||
+    pass "no temporary files left"
+
 # ---- checkpoints: SIGKILL, SIGTERM, --resume ----------------------------------------
 
 # all .npy files of two weight directories are byte-identical

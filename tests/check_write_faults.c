@@ -1,0 +1,306 @@
+/* check_write_faults.c - a write that fails part-way leaves the previous
+** file intact and says why.
+**
+** The kernel's file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored) makes
+** every write past a chosen offset fail (EFBIG), like a full disk does
+** (ENOSPC) but without privileges or a special file system. For each kind
+** of file popc writes (a .npy file, a weights directory, an exported
+** executable), the limit is moved over the whole length of the new file;
+** at every step the write must fail with POPC_EIO naming the path, the
+** old file (or directory) must be byte-identical, and no temporary file
+** may remain.
+*/
+#include "config.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <check.h>
+
+#include "popc/popc.h"
+#include "popc/run.h"
+
+#define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
+#define STEPS 24 /* limits tried per file, spread over its length */
+
+static char dir[256];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "%s/popc-wfault-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+static void teardown(void)
+{
+    char cmd[512];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char *path_in(const char *name)
+{
+    static char p[4][512];
+    static int k;
+
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+/* The whole file into a malloc'd buffer; *len its size. */
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)*len + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_int_eq(fread(buf, 1, (size_t)*len, f), (size_t)*len);
+    fclose(f);
+    return buf;
+}
+
+static int count_entries(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* Files larger than limit bytes cannot be written until unlimit(). */
+static void limit_file_size(rlim_t limit)
+{
+    struct rlimit rl;
+
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    rl.rlim_cur = limit;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+static void unlimit(void)
+{
+    struct rlimit rl;
+
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    rl.rlim_cur = rl.rlim_max;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+static void failed_with_path(popc_status st, const char *path, long limit)
+{
+    ck_assert_msg(st == POPC_EIO, "limit %ld: status %s (%s)", limit,
+                  popc_status_name(st), popc_last_error());
+    ck_assert_msg(strstr(popc_last_error(), path), "limit %ld: '%s' does not "
+                  "name %s", limit, popc_last_error(), path);
+}
+
+/* ---- .npy ---------------------------------------------------------------- */
+
+static popc_tensor *filled(int64_t n, float base)
+{
+    popc_tensor *t = NULL;
+    int64_t d[1] = {n};
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 1, &t));
+    for (int64_t i = 0; i < n; i++)
+        ((float *)popc_tensor_data(t))[i] = base + (float)i;
+    return t;
+}
+
+START_TEST(npy_write_failures_keep_the_old_file)
+{
+    const char *path = path_in("a.npy");
+    popc_tensor *old = filled(100, 1.0f), *neu = filled(3000, -5.0f);
+    long old_len, new_len = 128 + 3000 * 4, len;
+    char *before, *after;
+
+    OK(popc_npy_save(path, old));
+    before = slurp(path, &old_len);
+    for (int s = 0; s < STEPS; s++) {
+        long limit = new_len * s / STEPS;
+        popc_status st;
+
+        limit_file_size((rlim_t)limit);
+        st = popc_npy_save(path, neu);
+        unlimit();
+        failed_with_path(st, path, limit);
+        after = slurp(path, &len);
+        ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
+                      0, "limit %ld: the old file changed", limit);
+        free(after);
+        ck_assert_int_eq(count_entries(dir), 1);
+    }
+    OK(popc_npy_save(path, neu));
+    free(before);
+    popc_tensor_free(old);
+    popc_tensor_free(neu);
+}
+END_TEST
+
+/* ---- a model's weights and executable ------------------------------------ */
+
+static popc_model *compiled_mlp(uint64_t seed, const char *backend)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *x = NULL, *y = NULL;
+    int64_t xd[2] = {2, 64};
+    int in, h;
+
+    OK(popc_graph_new("mlp", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &in));
+    OK(popc_layers_new(g, seed, &L));
+    OK(popc_nn_linear(L, "fc1", in, 64, 32, 1, &h));
+    OK(popc_nn_activation(L, "Relu", h, 0.0, &h));
+    OK(popc_nn_linear(L, "fc2", h, 32, 4, 1, &h));
+    OK(popc_graph_add_output(g, h));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", backend));
+    OK(popc_model_new_inference(g, o, &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_model_run(m, &x, 1, &y, 1));
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_layers_free(L);
+    popc_options_free(o);
+    popc_graph_free(g);
+    return m;
+}
+
+/* Every file of a weights directory, concatenated in name order. */
+static char *dir_bytes(const char *path, long *len)
+{
+    struct dirent **names = NULL;
+    int n = scandir(path, &names, NULL, alphasort);
+    char *all = NULL, file[1024];
+    long total = 0;
+
+    ck_assert_int_ge(n, 0);
+    for (int i = 0; i < n; i++) {
+        long flen;
+        char *b;
+
+        if (names[i]->d_name[0] != '.') {
+            snprintf(file, sizeof file, "%s/%s", path, names[i]->d_name);
+            b = slurp(file, &flen);
+            all = realloc(all, (size_t)(total + flen + 256));
+            ck_assert_ptr_nonnull(all);
+            total += snprintf(all + total, 256, "%s:", names[i]->d_name);
+            memcpy(all + total, b, (size_t)flen);
+            total += flen;
+            free(b);
+        }
+        free(names[i]);
+    }
+    free(names);
+    *len = total;
+    return all;
+}
+
+START_TEST(weights_write_failures_keep_the_old_directory)
+{
+    const char *wdir = path_in("weights");
+    popc_model *a = compiled_mlp(1, "cpu"), *b = compiled_mlp(2, "cpu");
+    long old_len, len;
+    char *before, *after;
+
+    OK(popc_weights_save(a, wdir));
+    before = dir_bytes(wdir, &old_len);
+    /* the largest file, fc1.weight, is 64*32 floats */
+    for (int s = 0; s < STEPS; s++) {
+        long limit = (128 + 64 * 32 * 4) * s / STEPS;
+        popc_status st;
+
+        limit_file_size((rlim_t)limit);
+        st = popc_weights_save(b, wdir);
+        unlimit();
+        ck_assert_msg(st == POPC_EIO, "limit %ld: %s (%s)", limit,
+                      popc_status_name(st), popc_last_error());
+        after = dir_bytes(wdir, &len);
+        ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
+                      0, "limit %ld: the old weights changed", limit);
+        free(after);
+        ck_assert_int_eq(count_entries(dir), 1);
+    }
+    OK(popc_weights_save(b, wdir));
+    free(before);
+    popc_model_free(a);
+    popc_model_free(b);
+}
+END_TEST
+
+START_TEST(executable_write_failures_keep_the_old_file)
+{
+    const char *path = path_in("m.popc");
+    popc_model *a = compiled_mlp(1, "cpu"), *b = compiled_mlp(2, "cpu");
+    long old_len, len;
+    char *before, *after;
+
+    OK(popc_model_save(a, path));
+    before = slurp(path, &old_len);
+    for (int s = 0; s < STEPS; s++) {
+        long limit = old_len * s / STEPS;
+        popc_status st;
+
+        limit_file_size((rlim_t)limit);
+        st = popc_model_save(b, path);
+        unlimit();
+        failed_with_path(st, path, limit);
+        after = slurp(path, &len);
+        ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
+                      0, "limit %ld: the old executable changed", limit);
+        free(after);
+        ck_assert_int_eq(count_entries(dir), 1);
+    }
+    OK(popc_model_save(b, path));
+    free(before);
+    popc_model_free(a);
+    popc_model_free(b);
+}
+END_TEST
+
+static Suite *write_faults_suite(void)
+{
+    Suite *s = suite_create("write_faults");
+    TCase *tc = tcase_create("write_faults");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, npy_write_failures_keep_the_old_file);
+    tcase_add_test(tc, weights_write_failures_keep_the_old_directory);
+    tcase_add_test(tc, executable_write_failures_keep_the_old_file);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(write_faults_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
