@@ -105,3 +105,61 @@ char *popci_unique_name(const popci_name_map *map, const char *base)
             return s;
     }
 }
+
+/* Linear probing without tombstones: shift later entries of the probe
+** run back into the hole, so lookups never stop early. */
+static void name_map_remove(popci_name_map *m, const char *name)
+{
+    size_t mask = m->cap - 1, i, j;
+
+    if (!m->cap)
+        return;
+    for (i = hash_str(name) & mask; m->slots[i].key; i = (i + 1) & mask)
+        if (strcmp(m->slots[i].key, name) == 0)
+            break;
+    if (!m->slots[i].key)
+        return;
+    for (j = (i + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+        size_t home = hash_str(m->slots[j].key) & mask;
+        int movable = i <= j ? (home <= i || home > j)
+                             : (home <= i && home > j);
+
+        if (movable) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i].key = NULL;
+    m->used--;
+}
+
+popc_status popc_graph_set_value_name(popc_graph *g, int value,
+                                      const char *name)
+{
+    char *copy;
+    int other;
+    popc_status st;
+
+    if (!g || !name || !*name || value < 0 || value >= g->n_values)
+        return popc_set_error(POPC_EINVAL, "popc_graph_set_value_name: %s",
+                              !g ? "graph is NULL"
+                              : !name || !*name ? "empty name"
+                                                : "no such value");
+    other = popci_name_map_find(&g->value_names, name);
+    if (other == value)
+        return POPC_OK;
+    if (other >= 0)
+        return popc_set_error(POPC_EEXIST, "graph '%s': a value is already "
+                              "named '%s'", g->name, name);
+    if (!(copy = strdup(name)))
+        return popc_set_error(POPC_ENOMEM, "graph: out of memory (names)");
+    if ((st = popci_name_map_reserve(&g->value_names)) != POPC_OK) {
+        free(copy);
+        return st;
+    }
+    name_map_remove(&g->value_names, g->values[value].name);
+    free(g->values[value].name);
+    g->values[value].name = copy;
+    popci_name_map_put(&g->value_names, copy, value);
+    return POPC_OK;
+}

@@ -18,3 +18,4 @@ include %reldir%/exe.mk
 include %reldir%/profile.mk
 include %reldir%/strategies.mk
 include %reldir%/parity.mk
+include %reldir%/onnx.mk

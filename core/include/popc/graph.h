@@ -98,6 +98,13 @@ POPC_API POPC_NODISCARD popc_status popc_graph_add_node(popc_graph *g,
     int n_inputs, int *outputs, int n_outputs, const popc_attr *attrs,
     int n_attrs, const char *name, int *node);
 
+/* Rename a value (node outputs are named "<node>:<i>" when added; an
+** importer gives them the names of its file). POPC_EEXIST when another
+** value has the name, POPC_EINVAL, POPC_ENOMEM. Rebuilds the name index:
+** O(values). Since 0.1.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_set_value_name(popc_graph *g,
+    int value, const char *name);
+
 /* Mark a value as a graph output (returned by runs), in call order. */
 POPC_API POPC_NODISCARD popc_status popc_graph_add_output(popc_graph *g,
     int value);

@@ -1,0 +1,705 @@
+/* import.c - an ONNX ModelProto becomes a popc graph (see popc/onnx.h).
+**
+** Values keep their ONNX names in the popc graph, so the importer looks
+** names up in the graph itself. Nodes are read in file order (ONNX
+** requires a topological order). After the first op popc does not have,
+** the remaining nodes are only checked, so that every unsupported op is
+** listed in one error.
+*/
+#include "config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx_priv.h"
+
+#define MAX_LISTED 64  /* unsupported nodes named in the error */
+
+void popc_onnx_import_options_init(popc_onnx_import_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+}
+
+/* ---- opsets ---------------------------------------------------------------- */
+
+static int is_onnx_domain(const char *d)
+{
+    return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+static int domain_opset(const Onnx__ModelProto *mp, const char *domain)
+{
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        int onnx = is_onnx_domain(o->domain);
+
+        if ((onnx && is_onnx_domain(domain)) ||
+            (!onnx && domain && strcmp(o->domain, domain) == 0))
+            return o->has_version ? (int)o->version : 1;
+    }
+    return 0;
+}
+
+/* ---- unsupported ops ------------------------------------------------------- */
+
+typedef struct report {
+    char *buf;
+    size_t len, cap;
+    int n;
+} report;
+
+static void report_add(report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void report_add(report *r, const char *fmt, ...)
+{
+    va_list ap;
+    int need;
+
+    va_start(ap, fmt);
+    need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0)
+        return;
+    if (r->len + (size_t)need + 1 > r->cap) {
+        size_t cap = (r->cap + (size_t)need + 1) * 2;
+        char *b = realloc(r->buf, cap);
+
+        if (!b)
+            return;
+        r->buf = b;
+        r->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
+    va_end(ap);
+    r->len += (size_t)need;
+}
+
+/* ---- graph inputs -------------------------------------------------------- */
+
+static const popc_onnx_import_options *opts_or_default(
+    const popc_onnx_import_options *o, popc_onnx_import_options *def)
+{
+    if (o && o->size >= sizeof *o)
+        return o;
+    popc_onnx_import_options_init(def);
+    if (o) /* an older, smaller struct: take what it has */
+        memcpy(def, o, o->size < sizeof *def ? o->size : sizeof *def);
+    def->size = sizeof *def;
+    return def;
+}
+
+static const popc_view *bound_shape(const popc_onnx_import_options *o,
+                                    const char *name)
+{
+    for (int i = 0; i < o->n_shapes; i++)
+        if (o->shape_names && o->shape_names[i] &&
+            strcmp(o->shape_names[i], name) == 0)
+            return &o->shapes[i];
+    return NULL;
+}
+
+static popc_tensor *frozen_value(const popc_onnx_import_options *o,
+                                 const char *name)
+{
+    for (int i = 0; i < o->n_values; i++)
+        if (o->value_names && o->value_names[i] &&
+            strcmp(o->value_names[i], name) == 0)
+            return o->values[i];
+    return NULL;
+}
+
+static popc_status add_graph_input(popco_importer *im,
+                                   const Onnx__ValueInfoProto *vi)
+{
+    const popc_onnx_import_options *o = im->opt;
+    const char *name = vi->name;
+    const Onnx__TypeProto__Tensor *tt;
+    const popc_view *bound;
+    popc_tensor *frozen;
+    int64_t dims[POPC_MAX_RANK];
+    popc_dtype dt;
+    int id, rank;
+
+    if ((frozen = frozen_value(o, name)))
+        return popc_graph_add_constant(im->g, name, frozen, &id);
+    if (!vi->type || vi->type->value_case !=
+                         ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !vi->type->tensor_type)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: graph input '%s' is "
+                              "not a tensor (sequence, map, optional and "
+                              "sparse inputs are not supported)",
+                              im->file, name);
+    tt = vi->type->tensor_type;
+    dt = popco_dtype_from_onnx(tt->elem_type);
+    if (dt == POPC_DTYPE_UNDEFINED)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: graph input '%s' has "
+                              "element type %s, which popc has no dtype for",
+                              im->file, name,
+                              popco_onnx_type_name(tt->elem_type));
+    bound = bound_shape(o, name);
+    if (bound) {
+        if (bound->dtype != POPC_DTYPE_UNDEFINED && bound->dtype != dt)
+            return popc_set_error(POPC_EINVAL, "%s: graph input '%s' is %s, "
+                                  "but its bound shape says %s", im->file,
+                                  name, popc_dtype_name(dt),
+                                  popc_dtype_name(bound->dtype));
+        if (tt->shape && (int)tt->shape->n_dim != bound->rank)
+            return popc_set_error(POPC_EINVAL, "%s: graph input '%s' has "
+                                  "rank %zu, but its bound shape has rank "
+                                  "%d", im->file, name, tt->shape->n_dim,
+                                  bound->rank);
+        for (int d = 0; tt->shape && d < bound->rank; d++) {
+            const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
+
+            if (dm->value_case ==
+                    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                dm->dim_value != bound->dims[d])
+                return popc_set_error(POPC_EINVAL, "%s: graph input '%s': "
+                                      "dimension %d is %lld in the model, "
+                                      "%lld in the bound shape", im->file,
+                                      name, d, (long long)dm->dim_value,
+                                      (long long)bound->dims[d]);
+        }
+        return popc_graph_add_input(im->g, name, dt, bound->dims, bound->rank,
+                                    &id);
+    }
+    if (!tt->shape)
+        return popc_set_error(POPC_EINVAL, "%s: graph input '%s' has no "
+                              "shape in the model; bind one "
+                              "(popc_onnx_import_options.shapes, or the "
+                              "input's .npy file on the command line)",
+                              im->file, name);
+    rank = (int)tt->shape->n_dim;
+    if (rank > POPC_MAX_RANK)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: graph input '%s' has "
+                              "%d dimensions; popc supports at most %d",
+                              im->file, name, rank, POPC_MAX_RANK);
+    for (int d = 0; d < rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
+
+        if (dm->value_case !=
+                ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+            dm->dim_value < 0)
+            return popc_set_error(POPC_EINVAL, "%s: graph input '%s': "
+                                  "dimension %d is symbolic ('%s'); popc "
+                                  "fixes shapes at compile, as PopTorch "
+                                  "does: bind it "
+                                  "(popc_onnx_import_options.shapes, or the "
+                                  "input's .npy file on the command line)",
+                                  im->file, name, d,
+                                  dm->value_case ==
+                                          ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                                      ? dm->dim_param
+                                      : "?");
+        dims[d] = dm->dim_value;
+    }
+    return popc_graph_add_input(im->g, name, dt, dims, rank, &id);
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+/* Constant nodes become constants of the graph. */
+static popc_status constant_node(popco_importer *im,
+                                 const Onnx__NodeProto *np,
+                                 const char *where)
+{
+    popc_tensor *t = NULL;
+    popc_status st = POPC_OK;
+    int id;
+
+    if (np->n_output != 1 || np->n_attribute != 1)
+        return popc_set_error(POPC_EIO, "%s: %s: a Constant needs one "
+                              "output and exactly one value attribute",
+                              im->file, where);
+    {
+        const Onnx__AttributeProto *a = np->attribute[0];
+        const char *an = a->name ? a->name : "";
+
+        if (strcmp(an, "value") == 0 && a->t) {
+            st = popco_tensor_from_proto(a->t, &im->src, where, &t);
+        } else if (strcmp(an, "value_float") == 0 ||
+                   strcmp(an, "value_int") == 0) {
+            int f = an[6] == 'f';
+
+            st = popc_tensor_new(f ? POPC_DTYPE_F32 : POPC_DTYPE_I64, NULL, 0,
+                                 &t);
+            if (st == POPC_OK && f)
+                *(float *)popc_tensor_data(t) = a->f;
+            else if (st == POPC_OK)
+                *(int64_t *)popc_tensor_data(t) = a->i;
+        } else if (strcmp(an, "value_floats") == 0 ||
+                   strcmp(an, "value_ints") == 0) {
+            int f = an[6] == 'f';
+            int64_t d[1] = {f ? (int64_t)a->n_floats : (int64_t)a->n_ints};
+
+            st = popc_tensor_new(f ? POPC_DTYPE_F32 : POPC_DTYPE_I64, d, 1,
+                                 &t);
+            if (st == POPC_OK && d[0] && f)
+                memcpy(popc_tensor_data(t), a->floats,
+                       (size_t)d[0] * sizeof(float));
+            else if (st == POPC_OK && d[0])
+                memcpy(popc_tensor_data(t), a->ints,
+                       (size_t)d[0] * sizeof(int64_t));
+        } else {
+            return popc_set_error(POPC_EUNSUPPORTED, "%s: %s: Constant "
+                                  "attribute '%s' is not supported (string "
+                                  "and sparse constants have no popc dtype)",
+                                  im->file, where, an);
+        }
+    }
+    if (st != POPC_OK)
+        return st;
+    st = popc_graph_add_constant(im->g, np->output[0], t, &id);
+    popc_tensor_free(t);
+    return st;
+}
+
+static popc_status find_input(popco_importer *im, const char *name,
+                              const char *where, int *id)
+{
+    if (!name || !*name) {
+        *id = -1;
+        return POPC_OK;
+    }
+    if ((*id = popc_graph_find_value(im->g, name)) < 0)
+        return popc_set_error(POPC_EIO, "%s: %s reads '%s', which no graph "
+                              "input, initializer or earlier node defines "
+                              "(nodes must be in topological order)",
+                              im->file, where, name);
+    return POPC_OK;
+}
+
+static popc_status name_outputs(popco_importer *im, const Onnx__NodeProto *np,
+                                const int *outs)
+{
+    popc_status st;
+
+    for (size_t i = 0; i < np->n_output; i++)
+        if (np->output[i] && *np->output[i] &&
+            (st = popc_graph_set_value_name(im->g, outs[i], np->output[i])) !=
+                POPC_OK)
+            return popc_set_error(st, "%s: node '%s': output '%s': %s",
+                                  im->file, np->name ? np->name : "",
+                                  np->output[i], popc_last_error());
+    return POPC_OK;
+}
+
+/* Add the node, with a unique name when the file repeats one. */
+static popc_status add_node(popco_importer *im, const popco_node *n,
+                            int *outs, int n_outs, int *node)
+{
+    const char *name = n->name && *n->name ? n->name : NULL;
+    char buf[600];
+    popc_status st;
+
+    for (int k = 1;; k++) {
+        st = popc_graph_add_node(im->g, n->domain, n->op, n->version,
+                                 n->inputs, n->n_inputs, outs, n_outs,
+                                 n->attrs.items, n->attrs.n, name, node);
+        if (st != POPC_EEXIST || !name || k > 1000)
+            return st;
+        snprintf(buf, sizeof buf, "%s_%d", n->name, k);
+        name = buf;
+    }
+}
+
+static popc_status import_node(popco_importer *im,
+                               const Onnx__ModelProto *mp,
+                               const Onnx__NodeProto *np, int index,
+                               report *unsupported)
+{
+    popco_node n;
+    const popc_op_def *def;
+    char where[600];
+    int opset, outs[256], folded = 0, node = -1;
+    popc_status st = POPC_OK;
+
+    memset(&n, 0, sizeof n);
+    n.op = np->op_type ? np->op_type : "";
+    n.domain = is_onnx_domain(np->domain) ? POPC_DOMAIN_ONNX : np->domain;
+    n.name = np->name && *np->name ? np->name : NULL;
+    if (n.name)
+        snprintf(where, sizeof where, "node '%s' (%s)", n.name, n.op);
+    else
+        snprintf(where, sizeof where, "node #%d (%s)", index, n.op);
+    opset = domain_opset(mp, is_onnx_domain(np->domain) ? NULL : np->domain);
+    if (opset == 0 && !is_onnx_domain(np->domain))
+        opset = 1;
+    if (np->n_output > 256)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: %s has %zu outputs",
+                              im->file, where, np->n_output);
+    if (is_onnx_domain(np->domain) && strcmp(n.op, "Constant") == 0 &&
+        !unsupported->n)
+        return constant_node(im, np, where);
+    for (size_t i = 0; i < np->n_input; i++) {
+        int id = -1;
+
+        if (!unsupported->n &&
+            (st = find_input(im, np->input[i], where, &id)) != POPC_OK)
+            goto done;
+        if ((st = popco_node_add_input(&n, id)) != POPC_OK)
+            goto done;
+    }
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *ap = np->attribute[i];
+
+        if (ap->has_type &&
+            (ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ||
+             ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS)) {
+            report_add(unsupported, "%s  node '%s': op %s, domain %s, opset "
+                       "%d (subgraph attribute '%s': control flow is not "
+                       "supported yet)", unsupported->n ? "\n" : "",
+                       n.name ? n.name : "", n.op, n.domain, opset, ap->name);
+            unsupported->n++;
+            goto done;
+        }
+        if ((st = popco_attrs_add_proto(&n.attrs, ap, &im->src, where)) !=
+            POPC_OK)
+            goto done;
+    }
+    n.name = n.name ? n.name : NULL;
+    if (strcmp(n.domain, POPC_DOMAIN_ONNX) == 0 && !unsupported->n) {
+        const char *name_for_msgs = n.name;
+
+        n.name = n.name ? n.name : where;
+        st = popco_upgrade(im, &n, opset);
+        n.name = name_for_msgs;
+        if (st == POPC_EUNSUPPORTED) {
+            report_add(unsupported, "%s  node '%s': op %s, domain %s, opset "
+                       "%d (%s)", unsupported->n ? "\n" : "",
+                       n.name ? n.name : "", n.op, n.domain, opset,
+                       popc_last_error());
+            unsupported->n++;
+            st = POPC_OK;
+            goto done;
+        }
+        if (st != POPC_OK)
+            goto done;
+    } else {
+        n.version = opset;
+    }
+    def = popc_registry_find_op(im->reg, n.domain, n.op, n.version);
+    if (!def) {
+        if (unsupported->n < MAX_LISTED)
+            report_add(unsupported, "%s  node '%s': op %s, domain %s, opset "
+                       "%d", unsupported->n ? "\n" : "",
+                       n.name ? n.name : "", n.op, n.domain, opset);
+        unsupported->n++;
+        goto done;
+    }
+    if (unsupported->n)
+        goto done; /* only listing from here on */
+    if ((st = popco_try_fold(im, &n, def, (int)np->n_output, outs,
+                             &folded)) != POPC_OK) {
+        st = popc_set_error(st, "%s: %s: %s", im->file, where,
+                            popc_last_error());
+        goto done;
+    }
+    if (!folded && (st = add_node(im, &n, outs, (int)np->n_output,
+                                  &node)) != POPC_OK) {
+        st = popc_set_error(st, "%s: %s: %s", im->file, where,
+                            popc_last_error());
+        goto done;
+    }
+    st = name_outputs(im, np, outs);
+done:
+    popco_attrs_free(&n.attrs);
+    free(n.inputs);
+    return st;
+}
+
+/* ---- annotations ------------------------------------------------------------ */
+
+static popc_status annotate(popco_importer *im)
+{
+    const popc_onnx_import_options *o = im->opt;
+    popc_status st;
+
+    for (int n = 0; n < popc_graph_n_nodes(im->g); n++) {
+        const char *name = popc_graph_node_name(im->g, n);
+        const popc_annotations *pick = NULL;
+
+        for (int i = 0; i < o->n_annotations; i++) {
+            const char *p = o->annotations[i].prefix ? o->annotations[i].prefix
+                                                     : "";
+            if (strncmp(name, p, strlen(p)) == 0)
+                pick = &o->annotations[i].annot;
+        }
+        if (pick &&
+            (st = popc_graph_set_node_annotations(im->g, n, pick)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+static int is_initializer(const Onnx__GraphProto *gp, const char *name)
+{
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name &&
+            strcmp(gp->initializer[i]->name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static popc_status import_model(popco_importer *im,
+                                const Onnx__ModelProto *mp)
+{
+    const Onnx__GraphProto *gp = mp->graph;
+    int opset = domain_opset(mp, NULL);
+    report unsupported = {0};
+    popc_status st;
+
+    if (opset == 0 && mp->n_opset_import == 0)
+        opset = 1; /* IR version 2 files predate opset_import */
+    else if (opset == 0)
+        opset = 17; /* only other domains: no ai.onnx node reads it */
+    if (opset < 1 || opset > 17)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: unknown opset %d of "
+                              "ai.onnx; popc reads opsets 1 to 17 (export "
+                              "with opset_version=17 or lower)", im->file,
+                              opset);
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        char what[600];
+        popc_tensor *t = NULL;
+        int id;
+
+        if (!tp->name || !*tp->name)
+            return popc_set_error(POPC_EIO, "%s: initializer #%zu has no "
+                                  "name", im->file, i);
+        snprintf(what, sizeof what, "initializer '%s'", tp->name);
+        if ((st = popco_tensor_from_proto(tp, &im->src, what, &t)) != POPC_OK)
+            return st;
+        if (im->opt->trainable && popc_dtype_is_float(popc_tensor_dtype(t)))
+            st = popc_graph_add_initializer(im->g, tp->name, t, 1, &id);
+        else
+            st = popc_graph_add_constant(im->g, tp->name, t, &id);
+        popc_tensor_free(t);
+        if (st != POPC_OK)
+            return popc_set_error(st, "%s: %s: %s", im->file, what,
+                                  popc_last_error());
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        if (!gp->input[i]->name || !*gp->input[i]->name)
+            return popc_set_error(POPC_EIO, "%s: graph input #%zu has no "
+                                  "name", im->file, i);
+        /* IR < 4 lists initializers among the inputs too */
+        if (is_initializer(gp, gp->input[i]->name))
+            continue;
+        if ((st = add_graph_input(im, gp->input[i])) != POPC_OK)
+            return st;
+    }
+    for (size_t i = 0; i < gp->n_node; i++)
+        if ((st = import_node(im, mp, gp->node[i], (int)i, &unsupported)) !=
+            POPC_OK) {
+            free(unsupported.buf);
+            return st;
+        }
+    if (unsupported.n) {
+        st = popc_set_error(POPC_EUNSUPPORTED, "%s: %d node%s use%s ops popc "
+                            "does not have:\n%s%s\nLoad a plugin that "
+                            "provides them (POPC_PLUGIN_PATH; `popc plugins` "
+                            "lists what is loaded)", im->file, unsupported.n,
+                            unsupported.n == 1 ? "" : "s",
+                            unsupported.n == 1 ? "s" : "",
+                            unsupported.buf ? unsupported.buf : "",
+                            unsupported.n > MAX_LISTED ? "\n  ..." : "");
+        free(unsupported.buf);
+        return st;
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        int id = name ? popc_graph_find_value(im->g, name) : -1;
+
+        if (id < 0)
+            return popc_set_error(POPC_EIO, "%s: graph output '%s' is not "
+                                  "computed by any node", im->file,
+                                  name ? name : "");
+        if ((st = popc_graph_add_output(im->g, id)) != POPC_OK)
+            return popc_set_error(st, "%s: graph output '%s': %s", im->file,
+                                  name, popc_last_error());
+    }
+    return annotate(im);
+}
+
+popc_status popc_onnx_import_bytes(const void *data, size_t size,
+                                   const char *name, const char *base_dir,
+                                   const popc_onnx_import_options *opt,
+                                   popc_graph **out)
+{
+    popc_onnx_import_options defaults;
+    Onnx__ModelProto *mp = NULL;
+    popco_importer im;
+    popc_status st;
+
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "popc_onnx_import: out is NULL");
+    *out = NULL;
+    if (!data && size)
+        return popc_set_error(POPC_EINVAL, "popc_onnx_import: data is NULL");
+    memset(&im, 0, sizeof im);
+    im.file = name ? name : "<memory>";
+    im.src.file = im.file;
+    im.src.base_dir = base_dir;
+    im.opt = opts_or_default(opt, &defaults);
+    if (im.opt->registry)
+        im.reg = im.opt->registry;
+    else if ((st = popc_registry_global(&im.reg)) != POPC_OK)
+        return st;
+    if ((st = popco_unpack_model(data ? data : "", size, im.file, &mp)) !=
+        POPC_OK)
+        return st;
+    if ((st = popc_graph_new(mp->graph->name && *mp->graph->name
+                                 ? mp->graph->name
+                                 : "onnx",
+                             &im.g)) != POPC_OK ||
+        (st = popc_graph_set_origin(im.g, im.file)) != POPC_OK ||
+        (st = import_model(&im, mp)) != POPC_OK) {
+        popc_graph_free(im.g);
+        onnx__model_proto__free_unpacked(mp, NULL);
+        return st;
+    }
+    onnx__model_proto__free_unpacked(mp, NULL);
+    *out = im.g;
+    return POPC_OK;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *d;
+
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    if ((d = malloc((size_t)(slash - path) + 1))) {
+        memcpy(d, path, (size_t)(slash - path));
+        d[slash - path] = '\0';
+    }
+    return d;
+}
+
+popc_status popc_onnx_import_file(const char *path,
+                                  const popc_onnx_import_options *opt,
+                                  popc_graph **out)
+{
+    popco_map m;
+    char *dir;
+    popc_status st;
+
+    if (!out || !path)
+        return popc_set_error(POPC_EINVAL, "popc_onnx_import_file: NULL path "
+                              "or out");
+    *out = NULL;
+    if ((st = popco_map_file(path, &m)) != POPC_OK)
+        return st;
+    if (!(dir = dir_of(path))) {
+        popco_unmap(&m);
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+    }
+    st = popc_onnx_import_bytes(m.data, m.size, path, dir, opt, out);
+    free(dir);
+    popco_unmap(&m);
+    return st;
+}
+
+/* ---- compile-time operands ------------------------------------------------- */
+
+/* (op, input index) whose value popc needs at compile time: shapes, axes,
+** counts, as PopTorch's tracing makes them constants. */
+static const struct {
+    const char *op;
+    unsigned inputs; /* bit i: input i */
+} compile_time[] = {
+    {"Reshape", 1u << 1}, {"Expand", 1u << 1}, {"Tile", 1u << 1},
+    {"Slice", 0x1eu}, {"Range", 0x7u}, {"ConstantOfShape", 1u << 0},
+    {"OneHot", 1u << 1}, {"TopK", 1u << 1}, {"Resize", 0xeu},
+    {"Upsample", 1u << 1}, {"Pad", 0x6u}, {"Squeeze", 1u << 1},
+    {"Unsqueeze", 1u << 1}, {"ReduceSum", 1u << 1}, {"Split", 1u << 1},
+    {"CumSum", 1u << 1}, {"Trilu", 1u << 1}, {"Loop", 0x3u},
+    {"Dropout", 0x6u}, {"Clip", 0x6u}, {"NonMaxSuppression", 0x1cu},
+    {"ReduceMean", 1u << 1}, {"ReduceMax", 1u << 1}, {"ReduceMin", 1u << 1},
+    {"ReduceProd", 1u << 1}, {"ReduceL1", 1u << 1}, {"ReduceL2", 1u << 1},
+    {"ReduceLogSum", 1u << 1}, {"ReduceLogSumExp", 1u << 1},
+    {"ReduceSumSquare", 1u << 1}, {"Compress", 1u << 1},
+    {"MaxUnpool", 1u << 2}, {"STFT", 0x4u}, {"DFT", 0x2u},
+    {"HannWindow", 0x1u}, {"HammingWindow", 0x1u}, {"BlackmanWindow", 0x1u},
+    {"MelWeightMatrix", 0x1fu},
+};
+
+static unsigned compile_time_mask(const char *op)
+{
+    for (size_t i = 0; i < sizeof compile_time / sizeof compile_time[0]; i++)
+        if (strcmp(compile_time[i].op, op) == 0)
+            return compile_time[i].inputs;
+    return 0;
+}
+
+void popc_onnx_free_names(char **names, int n)
+{
+    for (int i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+popc_status popc_onnx_compile_time_inputs(const char *path, char ***names,
+                                          int *n)
+{
+    popco_map m;
+    Onnx__ModelProto *mp = NULL;
+    const Onnx__GraphProto *gp;
+    char **list = NULL;
+    int count = 0;
+    popc_status st;
+
+    if (!names || !n || !path)
+        return popc_set_error(POPC_EINVAL, "popc_onnx_compile_time_inputs: "
+                              "NULL argument");
+    *names = NULL;
+    *n = 0;
+    if ((st = popco_map_file(path, &m)) != POPC_OK)
+        return st;
+    st = popco_unpack_model(m.data ? m.data : "", m.size, path, &mp);
+    popco_unmap(&m);
+    if (st != POPC_OK)
+        return st;
+    gp = mp->graph;
+    if (!(list = calloc(gp->n_input + 1, sizeof *list))) {
+        onnx__model_proto__free_unpacked(mp, NULL);
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *in = gp->input[i]->name;
+        int needed = 0;
+
+        for (size_t k = 0; in && k < gp->n_node && !needed; k++) {
+            const Onnx__NodeProto *np = gp->node[k];
+            unsigned mask = is_onnx_domain(np->domain)
+                                ? compile_time_mask(np->op_type)
+                                : 0;
+
+            for (size_t j = 0; j < np->n_input && j < 32; j++)
+                if ((mask >> j & 1u) && np->input[j] &&
+                    strcmp(np->input[j], in) == 0)
+                    needed = 1;
+        }
+        if (needed && !(list[count++] = strdup(in))) {
+            popc_onnx_free_names(list, count);
+            onnx__model_proto__free_unpacked(mp, NULL);
+            return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+        }
+    }
+    onnx__model_proto__free_unpacked(mp, NULL);
+    *names = list;
+    *n = count;
+    return POPC_OK;
+}

@@ -1,0 +1,103 @@
+/* onnx.h - ONNX models in and out of popc (library popc-onnx).
+**
+** Import turns an ONNX ModelProto into a popc graph:
+**  - graph inputs and outputs keep the names of the file; initializers
+**    become weights, trainable or constants as the caller chooses;
+**  - every node becomes a popc node of the same domain, op and opset
+**    ("" and "ai.onnx" are popc's ONNX domain; any other domain resolves
+**    through the plugin registry, so a third-party op plugin serves its
+**    own domain). Opsets 7 to 17 of ai.onnx are read; older node forms are
+**    upgraded the way onnx's version converter does (attributes that
+**    became inputs, removed attributes) to the form popc's ops implement;
+**  - shapes are fixed at import, as PopTorch fixes them when it traces:
+**    symbolic dimensions of graph inputs are bound from the shapes the
+**    caller gives, and graph inputs that feed operands which must be known
+**    at compile time (a Reshape's shape, a Slice's starts) can be frozen to
+**    values. Shape computations on constants (Shape -> Gather -> Concat
+**    -> Reshape, as PyTorch exports them) are folded to constants;
+**  - a model with ops popc does not have fails once, listing every such
+**    node: its name, op, domain and opset.
+**
+** Errors name the file, the node and the fix. All functions are
+** thread-safe for distinct arguments. Since 0.1.0.
+*/
+#ifndef POPC_ONNX_H
+#define POPC_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "popc/graph.h"
+#include "popc/registry.h"
+#include "popc/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PopTorch's annotations for every node whose name starts with prefix
+** (an empty prefix matches every node); later entries win. */
+typedef struct popc_onnx_annotation {
+    const char *prefix;
+    popc_annotations annot;
+} popc_onnx_annotation;
+
+typedef struct popc_onnx_import_options {
+    uint32_t size;             /* sizeof(popc_onnx_import_options) */
+    int trainable;             /* initializers: 1 trainable, 0 constants */
+    popc_registry *registry;   /* NULL: the global registry */
+    /* Shapes of graph inputs (binding symbolic or unknown dimensions):
+    ** shapes[i] (dtype, rank, dims; data ignored) for shape_names[i]. */
+    int n_shapes;
+    const char *const *shape_names;
+    const popc_view *shapes;
+    /* Graph inputs frozen to values (borrowed; copied): they become
+    ** constants, as PopTorch's tracing turns shape arguments into
+    ** constants. */
+    int n_values;
+    const char *const *value_names;
+    popc_tensor *const *values;
+    /* Annotations by node-name prefix. */
+    int n_annotations;
+    const popc_onnx_annotation *annotations;
+} popc_onnx_import_options;
+
+/* Defaults: constants, the global registry, nothing bound or frozen. */
+POPC_API void popc_onnx_import_options_init(popc_onnx_import_options *o);
+
+/* Import the model in path (external data files are looked up next to
+** it). opt may be NULL. *out is a new graph the caller frees. Returns
+** POPC_OK, POPC_EIO (unreadable or corrupt file, naming it),
+** POPC_EUNSUPPORTED (unsupported ops, all listed; an opset outside what
+** popc reads; a type popc has no dtype for), POPC_EINVAL (an unbound
+** symbolic dimension, naming the input and how to bind it), POPC_ENOMEM. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_import_file(const char *path,
+    const popc_onnx_import_options *opt, popc_graph **out);
+
+/* The same from bytes; name is used in messages, base_dir (may be NULL:
+** no external data allowed) resolves external data files. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_import_bytes(const void *data,
+    size_t size, const char *name, const char *base_dir,
+    const popc_onnx_import_options *opt, popc_graph **out);
+
+/* The graph inputs whose values must be known at compile time because
+** they feed such operands (a Reshape's shape, a Slice's starts, ...):
+** *names (malloc'd array of malloc'd strings, free with
+** popc_onnx_free_names) and *n. For runners that freeze inputs. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_compile_time_inputs(
+    const char *path, char ***names, int *n);
+POPC_API void popc_onnx_free_names(char **names, int n);
+
+/* A TensorProto file (such as the conformance suite's input_0.pb): *out a
+** new tensor; *name (may be NULL) the tensor's name, malloc'd or NULL. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_read_tensor(const char *path,
+    popc_tensor **out, char **name);
+/* Write t as a TensorProto file (atomically); name may be NULL. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_write_tensor(const char *path,
+    const popc_tensor *t, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POPC_ONNX_H */

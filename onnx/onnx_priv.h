@@ -1,0 +1,153 @@
+/* onnx_priv.h - shared internals of the ONNX layer (libpopc-onnx).
+**
+** proto.c     reading files and unpacking messages, with size checks
+** tensor.c    TensorProto <-> popc_tensor (every dtype, raw and typed
+**             fields, external data)
+** history.c   the version history of every ai.onnx op (generated)
+** upgrade.c   old node forms rewritten to the forms popc's ops implement
+** import.c    ModelProto -> popc_graph
+** import_attrs.c  AttributeProto -> popc_attr
+** fold.c      constant folding at import
+*/
+#ifndef POPC_ONNX_PRIV_H
+#define POPC_ONNX_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "popc/onnx.h"
+#include "popc/plugin.h"
+#include "onnx.pb-c.h"
+
+/* Files larger than this are refused before reading (protobuf's own 2 GiB
+** limit; larger weights must be external data). */
+#define POPCO_MAX_MODEL_BYTES ((size_t)2 << 30)
+
+/* ---- proto.c ------------------------------------------------------------- */
+
+/* A file's bytes, mapped read-only. */
+typedef struct popco_map {
+    void *data;
+    size_t size;
+} popco_map;
+
+popc_status popco_map_file(const char *path, popco_map *m);
+void popco_unmap(popco_map *m);
+
+/* Unpack with protobuf-c; POPC_EIO "<name>: not a valid ONNX ... file". */
+popc_status popco_unpack_model(const void *data, size_t size,
+                               const char *name, Onnx__ModelProto **out);
+popc_status popco_unpack_tensor(const void *data, size_t size,
+                                const char *name, Onnx__TensorProto **out);
+
+/* ---- tensor.c ------------------------------------------------------------ */
+
+/* ONNX TensorProto.DataType <-> popc; -1 / POPC_DTYPE_UNDEFINED when none. */
+popc_dtype popco_dtype_from_onnx(int onnx_type);
+int popco_dtype_to_onnx(popc_dtype dt);
+const char *popco_onnx_type_name(int onnx_type);
+
+/* Where a tensor's external data may come from: files under base_dir
+** (NULL: none allowed). */
+typedef struct popco_tensor_src {
+    const char *file;      /* for messages */
+    const char *base_dir;
+} popco_tensor_src;
+
+/* A new popc tensor from a TensorProto; what names the tensor in errors. */
+popc_status popco_tensor_from_proto(const Onnx__TensorProto *tp,
+                                    const popco_tensor_src *src,
+                                    const char *what, popc_tensor **out);
+/* Fill tp (zero-initialised by the caller) from t: dims, data_type and
+** raw_data (little-endian), pointing into t's data (t must outlive tp). */
+popc_status popco_tensor_to_proto(const popc_tensor *t, const char *name,
+                                  Onnx__TensorProto *tp, int64_t *dims_buf);
+
+/* ---- history.c ----------------------------------------------------------- */
+
+/* The versions (ascending) at which ai.onnx op `op` changed; NULL when the
+** op is unknown to the table. *n their count. */
+const int *popco_op_history(const char *op, int *n);
+/* The version of the op's schema in force at opset `opset`: the largest
+** history entry <= opset; 0 when none. */
+int popco_schema_version(const char *op, int opset);
+
+/* ---- import_attrs.c ------------------------------------------------------ */
+
+/* Converted attributes; owns every string, list and tensor they point at.
+** Subgraph attributes are converted by the importer (it knows scopes) and
+** handed over to be freed. */
+typedef struct popco_attrs {
+    popc_attr *items;
+    int n, cap;
+    void **owned;          /* allocations to free */
+    int n_owned, cap_owned;
+    popc_tensor **tensors; /* tensor attributes, freed with the list */
+    int n_tensors, cap_tensors;
+    popc_graph **graphs;   /* subgraphs, freed with the list */
+    int n_graphs, cap_graphs;
+} popco_attrs;
+
+void popco_attrs_free(popco_attrs *a);
+/* Append one ONNX attribute (not GRAPH/GRAPHS: the importer adds those
+** with popco_attrs_add_graph). where names the node in errors. */
+popc_status popco_attrs_add_proto(popco_attrs *a,
+                                  const Onnx__AttributeProto *ap,
+                                  const popco_tensor_src *src,
+                                  const char *where);
+popc_status popco_attrs_add_int(popco_attrs *a, const char *name, int64_t v);
+popc_status popco_attrs_add_float(popco_attrs *a, const char *name, double v);
+popc_status popco_attrs_add_ints(popco_attrs *a, const char *name,
+                                 const int64_t *v, int64_t n);
+/* Takes ownership of g. */
+popc_status popco_attrs_add_graph(popco_attrs *a, const char *name,
+                                  popc_graph *g);
+popc_attr *popco_attrs_find(popco_attrs *a, const char *name);
+/* Remove by name (no-op when absent). */
+void popco_attrs_remove(popco_attrs *a, const char *name);
+
+/* ---- upgrade.c ----------------------------------------------------------- */
+
+/* A node being imported: its op and version may be rewritten, inputs
+** appended (value ids; -1 absent) and attributes moved to inputs. */
+typedef struct popco_node {
+    const char *domain;    /* POPC_DOMAIN_ONNX or the file's domain */
+    const char *op;
+    int version;           /* the opset version to look the op up at */
+    int *inputs;
+    int n_inputs, cap_inputs;
+    popco_attrs attrs;
+    const char *name;
+} popco_node;
+
+struct popco_importer;
+
+/* Rewrite an ai.onnx node from its form at `opset` to the form of the
+** newest version popc registers, as onnx's version converter does.
+** POPC_EUNSUPPORTED with the reason when a change cannot be expressed. */
+popc_status popco_upgrade(struct popco_importer *im, popco_node *n,
+                          int opset);
+popc_status popco_node_add_input(popco_node *n, int value);
+
+/* ---- fold.c / import.c --------------------------------------------------- */
+
+/* The importer's state, shared by import.c, upgrade.c and fold.c. */
+typedef struct popco_importer {
+    const char *file;
+    popco_tensor_src src;
+    const popc_onnx_import_options *opt;
+    popc_registry *reg;
+    popc_graph *g;
+} popco_importer;
+
+/* A constant value (a copy of t is not taken: reference added). */
+popc_status popco_add_constant(popco_importer *im, popc_tensor *t, int *id);
+
+/* Try to compute the node's outputs at import: all inputs constant and
+** the op foldable, or Shape/Size of a known shape. *folded = 1 and the
+** outputs' constant ids in outputs[] when it did. */
+popc_status popco_try_fold(popco_importer *im, const popco_node *n,
+                           const popc_op_def *def, int n_outputs,
+                           int *outputs, int *folded);
+
+#endif /* POPC_ONNX_PRIV_H */
