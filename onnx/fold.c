@@ -114,12 +114,14 @@ popc_status popco_try_fold(popco_importer *im, const popco_node *n,
     popc_status st;
 
     *folded = 0;
-    if (!def)
-        return POPC_OK;
     if (strcmp(n->domain, POPC_DOMAIN_ONNX) == 0 &&
         (strcmp(n->op, "Shape") == 0 || strcmp(n->op, "Size") == 0) &&
-        n_outputs == 1)
-        return fold_shape(im, n, outputs, folded);
+        n_outputs == 1) {
+        if ((st = fold_shape(im, n, outputs, folded)) != POPC_OK || *folded)
+            return st;
+    }
+    if (!def)
+        return POPC_OK;
     if (def->flags & (POPC_OP_RANDOM | POPC_OP_NOFOLD | POPC_OP_HOST |
                       POPC_OP_LOSS | POPC_OP_FOREIGN) ||
         !def->forward || n->n_inputs > 64 || n_outputs > 64)

@@ -385,6 +385,16 @@ static popc_status import_node(popco_importer *im,
         n.version = opset;
     }
     def = popc_registry_find_op(im->reg, n.domain, n.op, n.version);
+    if (!def && !unsupported->n) {
+        /* Shape and Size of a known shape need no op */
+        if ((st = popco_try_fold(im, &n, NULL, (int)np->n_output, outs,
+                                 &folded)) != POPC_OK)
+            goto done;
+        if (folded) {
+            st = name_outputs(im, np, outs);
+            goto done;
+        }
+    }
     if (!def) {
         if (unsupported->n < MAX_LISTED)
             report_add(unsupported, "%s  node '%s': op %s, domain %s, opset "

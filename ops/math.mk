@@ -9,6 +9,8 @@ ops_LTLIBRARIES += %reldir%/math.la
     %reldir%/math/act.c \
     %reldir%/math/misc.c \
     %reldir%/math/minmax.c \
+    %reldir%/math/wide.c \
+    %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h
 %canon_reldir%_math_la_LDFLAGS = $(POPC_MODULE_FLAGS)

@@ -268,6 +268,46 @@ static void b_clip(bld *b)
     mean_loss(b, node(b, NULL, "Clip", in, 3, NULL, 0));
 }
 
+/* Mod has no default for floats: fmod = 1 is required */
+static void b_mod(bld *b)
+{
+    int in[2] = {pc_in3(b, -4.0, 4.0), pc_in3(b, 0.5, 2.0)};
+    popc_attr a = attr_i("fmod", 1);
+
+    pc_output(b, node(b, NULL, "Mod", in, 2, &a, 1));
+}
+
+static int cast_to(bld *b, int x, int64_t onnx_type)
+{
+    popc_attr a = attr_i("to", onnx_type);
+
+    return node(b, NULL, "Cast", &x, 1, &a, 1);
+}
+
+/* unsigned shifts; uint8 (ONNX type 2) operands */
+static void b_bitshift(bld *b)
+{
+    int x = cast_to(b, pc_in3(b, 0.0, 255.0), 2);
+    int n = cast_to(b, pc_in3(b, 0.0, 9.0), 2);
+    popc_attr l = attr_s("direction", "LEFT"), r = attr_s("direction",
+                                                          "RIGHT");
+    int in[2] = {x, n};
+
+    pc_output(b, node(b, NULL, "BitShift", in, 2, &l, 1));
+    pc_output(b, node(b, NULL, "BitShift", in, 2, &r, 1));
+}
+
+/* And, Or, Xor of two comparisons */
+static void b_logic(bld *b)
+{
+    int p = node2(b, "Less", pc_in3(b, -1.0, 1.0), pc_in3(b, -1.0, 1.0));
+    int q = node2(b, "Less", pc_in3(b, -1.0, 1.0), pc_in3(b, -1.0, 1.0));
+
+    pc_output(b, node2(b, "And", p, q));
+    pc_output(b, node2(b, "Or", p, q));
+    pc_output(b, node2(b, "Xor", p, q));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -614,6 +654,9 @@ const pcase pc_cases[] = {
     {"gelu_tanh", b_gelu_tanh, 1},
     {"leaky_relu", b_leaky, 1},
     {"clip", b_clip, 1},
+    {"mod", b_mod, 0},
+    {"bitshift", b_bitshift, 0},
+    {"logic", b_logic, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

@@ -28,6 +28,9 @@ static popc_status math_init(const popc_host *host, popc_registrar *reg)
     if ((st = register_all(host, reg, mop_minmax_ops, mop_minmax_count)) !=
         POPC_OK)
         return st;
+    if ((st = register_all(host, reg, mop_wide_ops, mop_wide_count)) !=
+        POPC_OK)
+        return st;
     return register_all(host, reg, mop_misc_ops, mop_misc_count);
 }
 

@@ -124,5 +124,7 @@ extern const popc_op_def mop_misc_ops[];
 extern const int mop_misc_count;
 extern const popc_op_def mop_minmax_ops[];
 extern const int mop_minmax_count;
+extern const popc_op_def mop_wide_ops[];
+extern const int mop_wide_count;
 
 #endif /* POPC_OPS_MATHOPS_H */
