@@ -135,7 +135,9 @@ static void free_list(char **l, int n)
 typedef struct model_io {
     int n_inputs;                /* graph inputs that are not initializers */
     char *inputs[MAX_IO];
+    int in_type[MAX_IO];         /* ONNX element types */
     int n_outputs;
+    int out_type[MAX_IO];
     char *skip;                  /* why the case is skipped, or NULL */
 } model_io;
 
@@ -196,9 +198,19 @@ static int read_model_io(const char *path, model_io *io)
         if (!tensor_type_ok(g->input[i]->type) && !io->skip)
             io->skip = strdup("an input is not a numeric tensor (string, "
                               "sequence, map or optional)");
+        if (g->input[i]->type && g->input[i]->type->value_case ==
+                                     ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+            g->input[i]->type->tensor_type)
+            io->in_type[io->n_inputs] =
+                g->input[i]->type->tensor_type->elem_type;
         io->inputs[io->n_inputs++] = strdup(g->input[i]->name);
     }
-    io->n_outputs = (int)g->n_output;
+    io->n_outputs = (int)g->n_output < MAX_IO ? (int)g->n_output : MAX_IO;
+    for (int i = 0; i < io->n_outputs; i++)
+        if (g->output[i]->type && g->output[i]->type->value_case ==
+                                      ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+            g->output[i]->type->tensor_type)
+            io->out_type[i] = g->output[i]->type->tensor_type->elem_type;
     for (size_t i = 0; i < g->n_output; i++)
         if (!tensor_type_ok(g->output[i]->type) && !io->skip)
             io->skip = strdup("an output is not a numeric tensor (string, "
@@ -214,6 +226,21 @@ static void model_io_free(model_io *io)
     for (int i = 0; i < io->n_inputs; i++)
         free(io->inputs[i]);
     free(io->skip);
+}
+
+/* The suite stores bfloat16 data as uint16 (the same bits): retag it when
+** the model says bfloat16 (ONNX type 16). */
+static void retag_bf16(popc_tensor **t, int onnx_type)
+{
+    popc_tensor *c = NULL;
+
+    if (onnx_type != 16 || popc_tensor_dtype(*t) != POPC_DTYPE_U16 ||
+        popc_tensor_from_data(POPC_DTYPE_BF16, popc_tensor_dims(*t),
+                              popc_tensor_rank(*t), popc_tensor_cdata(*t),
+                              &c) != POPC_OK)
+        return;
+    popc_tensor_free(*t);
+    *t = c;
 }
 
 /* ---- comparing ---------------------------------------------------------- */
@@ -311,6 +338,7 @@ static outcome run_set(const char *case_dir, const char *set,
             res = strstr(popc_last_error(), "no dtype") ? SKIP : FAIL;
             goto done;
         }
+        retag_bf16(&in[i], io->in_type[i]);
         for (int f = 0; f < n_frozen; f++)
             is_frozen |= strcmp(frozen[f], io->inputs[i]) == 0;
         if (is_frozen) {
@@ -331,6 +359,7 @@ static outcome run_set(const char *case_dir, const char *set,
             res = strstr(popc_last_error(), "no dtype") ? SKIP : FAIL;
             goto done;
         }
+        retag_bf16(&want[n_want], io->out_type[n_want]);
     }
     popc_onnx_import_options_init(&o);
     o.n_shapes = n_shapes;
