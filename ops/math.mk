@@ -24,6 +24,8 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/move.c \
     %reldir%/tensor/slice.c \
     %reldir%/tensor/reduce.c \
+    %reldir%/tensor/reduce_wide.c \
+    %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h
 %canon_reldir%_tensor_la_LDFLAGS = $(POPC_MODULE_FLAGS)

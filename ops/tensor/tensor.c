@@ -27,7 +27,11 @@ static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
         (st = register_all(host, reg, top_slice_ops, top_slice_count)) !=
             POPC_OK)
         return st;
-    return register_all(host, reg, top_reduce_ops, top_reduce_count);
+    if ((st = register_all(host, reg, top_reduce_ops, top_reduce_count)) !=
+        POPC_OK)
+        return st;
+    return register_all(host, reg, top_reduce_wide_ops,
+                        top_reduce_wide_count);
 }
 
 POPC_PLUGIN_DEFINE(tensor, "0.1.0",

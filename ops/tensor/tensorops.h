@@ -23,5 +23,7 @@ extern const popc_op_def top_slice_ops[];
 extern const int top_slice_count;
 extern const popc_op_def top_reduce_ops[];
 extern const int top_reduce_count;
+extern const popc_op_def top_reduce_wide_ops[];
+extern const int top_reduce_wide_count;
 
 #endif /* POPC_OPS_TENSOROPS_H */
