@@ -25,6 +25,9 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/slice.c \
     %reldir%/tensor/reduce.c \
     %reldir%/tensor/reduce_wide.c \
+    %reldir%/tensor/generate.c \
+    %reldir%/tensor/index.c \
+    %reldir%/tensor/arrange.c \
     %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h

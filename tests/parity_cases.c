@@ -308,6 +308,124 @@ static void b_logic(bld *b)
     pc_output(b, node2(b, "Xor", p, q));
 }
 
+static int const_i64n(bld *b, const int64_t *v, const int64_t *dims,
+                      int rank)
+{
+    popc_tensor *t = NULL;
+    int id;
+
+    OK(popc_tensor_from_data(POPC_DTYPE_I64, dims, rank, v, &t));
+    OK(popc_graph_add_constant(b->g, NULL, t, &id));
+    popc_tensor_free(t);
+    return id;
+}
+
+static int const_bool(bld *b, const uint8_t *v, const int64_t *dims)
+{
+    popc_tensor *t = NULL;
+    int id;
+
+    OK(popc_tensor_from_data(POPC_DTYPE_BOOL, dims, 1, v, &t));
+    OK(popc_graph_add_constant(b->g, NULL, t, &id));
+    popc_tensor_free(t);
+    return id;
+}
+
+static int const_scalar_i64(bld *b, int64_t v)
+{
+    return const_i64n(b, &v, NULL, 0);
+}
+
+/* ConstantOfShape, Range and EyeLike */
+static void b_generate(bld *b)
+{
+    int64_t shape[2] = {4, 8}, d1[1] = {2}, xd[2] = {B, 64};
+    int in[3], x = input(b, POPC_DTYPE_F32, xd, 2, -1.0, 1.0);
+
+    pc_output(b, node1(b, "ConstantOfShape", const_i64n(b, shape, d1, 1)));
+    in[0] = const_scalar_i64(b, 1);
+    in[1] = const_scalar_i64(b, 20);
+    in[2] = const_scalar_i64(b, 3);
+    pc_output(b, node(b, NULL, "Range", in, 3, NULL, 0));
+    pc_output(b, node1(b, "EyeLike", x));
+}
+
+/* GatherElements, ScatterElements, Scatter, GatherND, ScatterND, OneHot,
+** Compress */
+static void b_indexing(bld *b)
+{
+    int64_t id3[3] = {B, 64, 64}, idn[3] = {B, 5, 1}, oh[2] = {B, 8};
+    int64_t sidx[2] = {1, 3}, sd[2] = {2, 1}, two[1] = {2}, c64[1] = {64};
+    int64_t onoff[2] = {-2, 5};
+    uint8_t cond[64];
+    int x = pc_in3(b, -1.0, 1.0), u = pc_in3(b, -1.0, 1.0);
+    int idx = input(b, POPC_DTYPE_I64, id3, 3, 0.0, 64.0);
+    int ind = input(b, POPC_DTYPE_I64, idn, 3, 0.0, 64.0);
+    int hot = input(b, POPC_DTYPE_I64, oh, 2, 0.0, 10.0);
+    popc_attr ax2 = attr_i("axis", 2), bd = attr_i("batch_dims", 1);
+    popc_attr red[2] = {attr_i("axis", 2), attr_s("reduction", "add")};
+    int in[3] = {x, idx, u};
+
+    pc_output(b, node(b, NULL, "GatherElements", in, 2, &ax2, 1));
+    pc_output(b, node(b, NULL, "ScatterElements", in, 3, red, 2));
+    pc_output(b, node(b, NULL, "Scatter", in, 3, &ax2, 1));
+    in[1] = ind;
+    pc_output(b, node(b, NULL, "GatherND", in, 2, &bd, 1));
+    in[1] = const_i64n(b, sidx, sd, 2);
+    in[2] = node(b, NULL, "GatherND", in, 2, NULL, 0);
+    pc_output(b, node(b, NULL, "ScatterND", in, 3, NULL, 0));
+    in[0] = hot;
+    in[1] = const_scalar_i64(b, 10);
+    in[2] = const_i64n(b, onoff, two, 1);
+    pc_output(b, node(b, NULL, "OneHot", in, 3, NULL, 0));
+    for (int i = 0; i < 64; i++)
+        cond[i] = i % 3 == 1;
+    in[0] = x;
+    in[1] = const_bool(b, cond, c64);
+    pc_output(b, node(b, NULL, "Compress", in, 2, &ax2, 1));
+}
+
+/* Tile, DepthToSpace, SpaceToDepth, Pad */
+static void b_arrange(bld *b)
+{
+    int64_t d4[4] = {B, 8, 4, 4}, reps[3] = {1, 1, 2}, three[1] = {3};
+    int64_t pads[6] = {0, 1, 2, 0, 3, 1}, six[1] = {6};
+    int x = pc_in3(b, -1.0, 1.0);
+    int y = input(b, POPC_DTYPE_F32, d4, 4, -1.0, 1.0);
+    popc_attr bs[2] = {attr_i("blocksize", 2), attr_s("mode", "CRD")};
+    popc_attr refl = attr_s("mode", "reflect");
+    int in[2] = {x, const_i64n(b, reps, three, 1)};
+
+    pc_output(b, node(b, NULL, "Tile", in, 2, NULL, 0));
+    pc_output(b, node(b, NULL, "DepthToSpace", &y, 1, bs, 1));
+    pc_output(b, node(b, NULL, "DepthToSpace", &y, 1, bs, 2));
+    pc_output(b, node(b, NULL, "SpaceToDepth", &y, 1, bs, 1));
+    in[1] = const_i64n(b, pads, six, 1);
+    pc_output(b, node(b, NULL, "Pad", in, 2, &refl, 1));
+    pc_output(b, node(b, NULL, "Pad", in, 2, NULL, 0));
+}
+
+/* CumSum, TopK, ReverseSequence */
+static void b_scan(bld *b)
+{
+    int64_t lens[B], nb[1] = {B};
+    int x = pc_in3(b, -1.0, 1.0);
+    popc_attr excl[2] = {attr_i("exclusive", 1), attr_i("reverse", 1)};
+    popc_attr rs[2] = {attr_i("batch_axis", 0), attr_i("time_axis", 1)};
+    int in[2] = {x, -1}, out[2];
+
+    in[1] = const_scalar_i64(b, 2);
+    pc_output(b, node(b, NULL, "CumSum", in, 2, excl, 2));
+    in[1] = const_scalar_i64(b, 5);
+    ck_assert(pc_nodes_n(b, NULL, "TopK", in, 2, NULL, 0, out, 2));
+    pc_output(b, out[0]);
+    pc_output(b, out[1]);
+    for (int i = 0; i < B; i++)
+        lens[i] = 1 + 13 * i;
+    in[1] = const_i64n(b, lens, nb, 1);
+    pc_output(b, node(b, NULL, "ReverseSequence", in, 2, rs, 2));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -657,6 +775,10 @@ const pcase pc_cases[] = {
     {"mod", b_mod, 0},
     {"bitshift", b_bitshift, 0},
     {"logic", b_logic, 0},
+    {"generate", b_generate, 0},
+    {"indexing", b_indexing, 0},
+    {"arrange", b_arrange, 0},
+    {"scan", b_scan, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

@@ -30,8 +30,14 @@ static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
     if ((st = register_all(host, reg, top_reduce_ops, top_reduce_count)) !=
         POPC_OK)
         return st;
-    return register_all(host, reg, top_reduce_wide_ops,
-                        top_reduce_wide_count);
+    if ((st = register_all(host, reg, top_reduce_wide_ops,
+                           top_reduce_wide_count)) != POPC_OK ||
+        (st = register_all(host, reg, top_generate_ops,
+                           top_generate_count)) != POPC_OK ||
+        (st = register_all(host, reg, top_index_ops, top_index_count)) !=
+            POPC_OK)
+        return st;
+    return register_all(host, reg, top_arrange_ops, top_arrange_count);
 }
 
 POPC_PLUGIN_DEFINE(tensor, "0.1.0",

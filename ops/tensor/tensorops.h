@@ -25,5 +25,11 @@ extern const popc_op_def top_reduce_ops[];
 extern const int top_reduce_count;
 extern const popc_op_def top_reduce_wide_ops[];
 extern const int top_reduce_wide_count;
+extern const popc_op_def top_generate_ops[];
+extern const int top_generate_count;
+extern const popc_op_def top_index_ops[];
+extern const int top_index_count;
+extern const popc_op_def top_arrange_ops[];
+extern const int top_arrange_count;
 
 #endif /* POPC_OPS_TENSOROPS_H */
