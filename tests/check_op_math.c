@@ -666,9 +666,31 @@ START_TEST(cast_between_types)
     to = attr_i("to", 1);
     back = run(NULL, "Cast", &i32, 1, &to, 1, 0);
     ck_assert_float_eq(((const float *)popc_tensor_cdata(back))[1], -1.0f);
+    /* float64, bfloat16 (upper 16 bits, as ONNX's reference), int8 */
     to = attr_i("to", 11);
-    expect_error(NULL, "Cast", &x, 1, &to, 1, POPC_EUNSUPPORTED, "to=11",
-                 "float16");
+    popc_tensor_free(b);
+    b = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    ck_assert_int_eq(popc_tensor_dtype(b), POPC_DTYPE_F64);
+    for (int i = 0; i < 6; i++) {
+        double d = ((const double *)popc_tensor_cdata(b))[i];
+        float f = ((const float *)popc_tensor_cdata(x))[i];
+
+        ck_assert(d == (double)f || (isnan(d) && isnan(f)));
+    }
+    to = attr_i("to", 16);
+    popc_tensor_free(b);
+    b = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    for (int i = 0; i < 6; i++) {
+        uint32_t bits;
+        float f = ((const float *)popc_tensor_cdata(x))[i];
+
+        memcpy(&bits, &f, sizeof bits);
+        ck_assert_uint_eq(((const uint16_t *)popc_tensor_cdata(b))[i],
+                          bits >> 16);
+    }
+    to = attr_i("to", 8);
+    expect_error(NULL, "Cast", &x, 1, &to, 1, POPC_EUNSUPPORTED, "to=8",
+                 "strings");
     expect_error(NULL, "Cast", &x, 1, NULL, 0, POPC_EINVAL, "'to'", NULL);
     popc_tensor_free(back);
     popc_tensor_free(b);

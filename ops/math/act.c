@@ -122,10 +122,12 @@ MOP_BINARY(softplus_grad_f32, float, float,
            y > 20.0f ? x : x * (expf(y) / (expf(y) + 1.0f)))
 MOP_BINARY(clip_grad_f32, float, float, y >= p->lo && y <= p->hi ? x : 0.0f)
 
-#define KF(f) {f, NULL, NULL, NULL}
+#define KF(f) {f, NULL, NULL, NULL, NULL, NULL}
 
-static const mop_kernels k_relu = {relu_f32, relu_int32_t, relu_int64_t, NULL};
-static const mop_kernels k_clip = {clip_f32, clip_int32_t, clip_int64_t, NULL};
+static const mop_kernels k_relu = {relu_f32, relu_int32_t, relu_int64_t,
+                                   NULL, NULL, NULL};
+static const mop_kernels k_clip = {clip_f32, clip_int32_t, clip_int64_t,
+                                   NULL, NULL, NULL};
 static const mop_kernels k_leaky = KF(leaky_f32), k_gelu = KF(gelu_f32),
                          k_sigmoid = KF(sigmoid_f32), k_tanh = KF(tanh_f32),
                          k_relu_grad = KF(relu_grad_f32),

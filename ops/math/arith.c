@@ -96,24 +96,90 @@ static void pow_grad_f32(void *const *o_, const void *const *in_,
     }
 }
 
-#define KF(f) {f, NULL, NULL, NULL}
-#define KFI(n) {n##_f32, n##_int32_t, n##_int64_t, NULL}
+/* Wide element functions (mathops.h): the other float and integer
+** dtypes. Integer arithmetic wraps as NumPy's does. */
+#define WF2(NAME, EXPR)                                                     \
+    static double NAME##_wf(double x, double y)                             \
+    {                                                                       \
+        (void)y;                                                            \
+        return (EXPR);                                                      \
+    }
+#define WI2(NAME, EXPR)                                                     \
+    static int64_t NAME##_wi(int64_t x, int64_t y)                          \
+    {                                                                       \
+        (void)y;                                                            \
+        return (EXPR);                                                      \
+    }
+WF2(add, x + y)
+WF2(sub, x - y)
+WF2(mul, x * y)
+WF2(div, x / y)
+WF2(pow, pow(x, y))
+WF2(neg, -x)
+WF2(abs, fabs(x))
+WF2(sqrt, sqrt(x))
+WF2(exp, exp(x))
+WF2(log, log(x))
+WF2(recip, 1.0 / x)
+WF2(erf, erf(x))
+WF2(sin, sin(x))
+WF2(cos, cos(x))
+WF2(eq, x == y)
+WF2(lt, x < y)
+WF2(gt, x > y)
+WF2(le, x <= y)
+WF2(ge, x >= y)
+WI2(add, (int64_t)((uint64_t)x + (uint64_t)y))
+WI2(sub, (int64_t)((uint64_t)x - (uint64_t)y))
+WI2(mul, (int64_t)((uint64_t)x * (uint64_t)y))
+WI2(div, y == 0 || (y == -1 && x == INT64_MIN) ? 0 : x / y)
+WI2(neg, (int64_t)(0 - (uint64_t)x))
+WI2(abs, x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
+WI2(eq, x == y)
+WI2(lt, x < y)
+WI2(gt, x > y)
+WI2(le, x <= y)
+WI2(ge, x >= y)
+
+/* Integer powers by squaring (wrapping); a negative exponent gives 0
+** except for bases 1 and -1. */
+static int64_t pow_wi(int64_t x, int64_t y)
+{
+    uint64_t r = 1, b = (uint64_t)x;
+
+    if (y < 0)
+        return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+    while (y) {
+        if (y & 1)
+            r *= b;
+        b *= b;
+        y >>= 1;
+    }
+    return (int64_t)r;
+}
+
+#define KF(f) {f, NULL, NULL, NULL, NULL, NULL}
+#define KFW(f, n) {f, NULL, NULL, NULL, n##_wf, NULL}
+#define KFI(n) {n##_f32, n##_int32_t, n##_int64_t, NULL, n##_wf, n##_wi}
 
 static const mop_kernels k_add = KFI(add), k_sub = KFI(sub), k_mul = KFI(mul),
                          k_div = KFI(div), k_neg = KFI(neg), k_abs = KFI(abs),
                          k_lt = KFI(lt), k_gt = KFI(gt), k_le = KFI(le),
                          k_ge = KFI(ge);
 static const mop_kernels k_copy = {copy_f32, copy_int32_t, copy_int64_t,
-                                   copy_b8};
-static const mop_kernels k_eq = {eq_f32, eq_int32_t, eq_int64_t, eq_b8};
-static const mop_kernels k_not = {NULL, NULL, NULL, not_b8};
-static const mop_kernels k_pow = KF(pow_f32), k_sqrt = KF(sqrt_f32),
-                         k_exp = KF(exp_f32), k_log = KF(log_f32),
+                                   copy_b8, NULL, NULL};
+static const mop_kernels k_eq = {eq_f32, eq_int32_t, eq_int64_t, eq_b8,
+                                 eq_wf, eq_wi};
+static const mop_kernels k_not = {NULL, NULL, NULL, not_b8, NULL, NULL};
+static const mop_kernels k_pow = {pow_f32, NULL, NULL, NULL, pow_wf, pow_wi};
+static const mop_kernels k_sqrt = KFW(sqrt_f32, sqrt),
+                         k_exp = KFW(exp_f32, exp), k_log = KFW(log_f32, log),
                          k_sqrt_grad = KF(sqrt_grad_f32),
                          k_abs_grad = KF(abs_grad_f32),
                          k_pow_grad = KF(pow_grad_f32),
-                         k_recip = KF(recip_f32), k_erf = KF(erf_f32),
-                         k_sin = KF(sin_f32), k_cos = KF(cos_f32),
+                         k_recip = KFW(recip_f32, recip),
+                         k_erf = KFW(erf_f32, erf),
+                         k_sin = KFW(sin_f32, sin), k_cos = KFW(cos_f32, cos),
                          k_recip_grad = KF(recip_grad_f32),
                          k_erf_grad = KF(erf_grad_f32);
 
@@ -130,7 +196,8 @@ static const mop_kernels k_pow = KF(pow_f32), k_sqrt = KF(sqrt_f32),
                        NULL);                                               \
     }
 
-#define NUM (MOP_F | MOP_I)
+#define NUM (MOP_F | MOP_I | MOP_WF | MOP_WI)
+#define FLT (MOP_F | MOP_WF)
 #define UNDEF POPC_DTYPE_UNDEFINED
 #define BOOL POPC_DTYPE_BOOL
 
@@ -138,16 +205,38 @@ EW_OP(add, "Add", 2, NUM, UNDEF, k_add)
 EW_OP(sub, "Sub", 2, NUM, UNDEF, k_sub)
 EW_OP(mul, "Mul", 2, NUM, UNDEF, k_mul)
 EW_OP(div, "Div", 2, NUM, UNDEF, k_div)
-EW_OP(pow, "Pow", 2, MOP_F, UNDEF, k_pow)
+/* Pow-12 and later allow an exponent of another numeric dtype; the result
+** has the base's dtype. */
+static popc_status pow_infer(popc_infer_ctx *ic)
+{
+    popc_view same[2];
+    popc_infer_ctx one = *ic;
+    popc_dtype base = ic->inputs[0].dtype, ex = ic->inputs[1].dtype;
+
+    if (!((NUM >> ex) & 1u))
+        return opu_error(ic->host, POPC_EINVAL, "Pow", ic->node_name,
+                         "exponent has dtype %s, which Pow does not "
+                         "support", popc_dtype_name(ex));
+    same[0] = ic->inputs[0];
+    same[1] = ic->inputs[1];
+    same[1].dtype = base;
+    one.inputs = same;
+    return mop_infer_ew(&one, "Pow", 2, NUM, UNDEF);
+}
+
+static popc_status pow_forward(const popc_kernel_ctx *kc)
+{
+    return mop_map(kc, &k_pow, kc->inputs, 2, kc->outputs, 1, NULL);
+}
 EW_OP(neg, "Neg", 1, NUM, UNDEF, k_neg)
 EW_OP(abs, "Abs", 1, NUM, UNDEF, k_abs)
-EW_OP(sqrt, "Sqrt", 1, MOP_F, UNDEF, k_sqrt)
-EW_OP(exp, "Exp", 1, MOP_F, UNDEF, k_exp)
-EW_OP(log, "Log", 1, MOP_F, UNDEF, k_log)
-EW_OP(recip, "Reciprocal", 1, MOP_F, UNDEF, k_recip)
-EW_OP(erf, "Erf", 1, MOP_F, UNDEF, k_erf)
-EW_OP(sin, "Sin", 1, MOP_F, UNDEF, k_sin)
-EW_OP(cos, "Cos", 1, MOP_F, UNDEF, k_cos)
+EW_OP(sqrt, "Sqrt", 1, FLT, UNDEF, k_sqrt)
+EW_OP(exp, "Exp", 1, FLT, UNDEF, k_exp)
+EW_OP(log, "Log", 1, FLT, UNDEF, k_log)
+EW_OP(recip, "Reciprocal", 1, FLT, UNDEF, k_recip)
+EW_OP(erf, "Erf", 1, FLT, UNDEF, k_erf)
+EW_OP(sin, "Sin", 1, FLT, UNDEF, k_sin)
+EW_OP(cos, "Cos", 1, FLT, UNDEF, k_cos)
 EW_OP(equal, "Equal", 2, NUM | MOP_B, BOOL, k_eq)
 EW_OP(less, "Less", 2, NUM, BOOL, k_lt)
 EW_OP(greater, "Greater", 2, NUM, BOOL, k_gt)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
+#include "ops/math/opu_elem.h"
 
 static mop_fn pick(const mop_kernels *k, popc_dtype dt)
 {
@@ -68,6 +69,47 @@ static void run_converted(mop_fn fn, const popc_view *in, int n_in,
     }
 }
 
+static int wide_dtype(popc_dtype dt)
+{
+    return ((MOP_WF | MOP_WI) >> dt) & 1u;
+}
+
+/* Element by element through the wide functions (one output). */
+static popc_status map_wide(const popc_kernel_ctx *kc, const mop_kernels *k,
+                            const popc_view *in, int n_in,
+                            const popc_view *out)
+{
+    int fl = popc_dtype_is_float(in[0].dtype) ||
+             (n_in > 1 && popc_dtype_is_float(in[1].dtype));
+    opu_bcast b;
+    opu_bcast_iter it;
+    int64_t s, e;
+
+    if ((fl && !k->wf) || (!fl && !k->wi))
+        return opu_error(kc->host, POPC_EINTERNAL, "elementwise",
+                         kc->node_name, "no kernel for %s inputs",
+                         popc_dtype_name(in[0].dtype));
+    opu_bcast_init(&b, out, in, n_in);
+    opu_range(popc_view_numel(out), kc->part, kc->n_parts, &s, &e);
+    opu_bcast_begin(&it, &b, s, e);
+    while (opu_bcast_next(&it)) {
+        for (int64_t j = 0; j < it.n; j++) {
+            int64_t i0 = it.in_off[0] + j * b.inner[0];
+            int64_t i1 = n_in > 1 ? it.in_off[1] + j * b.inner[1] : 0;
+
+            if (fl)
+                opu_store_f(out, it.out_off + j,
+                            k->wf(opu_load_f(&in[0], i0),
+                                  n_in > 1 ? opu_load_f(&in[1], i1) : 0));
+            else
+                opu_store_i(out, it.out_off + j,
+                            k->wi(opu_load_i(&in[0], i0),
+                                  n_in > 1 ? opu_load_i(&in[1], i1) : 0));
+        }
+    }
+    return POPC_OK;
+}
+
 popc_status mop_map(const popc_kernel_ctx *kc, const mop_kernels *k,
                     const popc_view *in, int n_in, const popc_view *out,
                     int n_out, const mop_params *p)
@@ -78,6 +120,10 @@ popc_status mop_map(const popc_kernel_ctx *kc, const mop_kernels *k,
     opu_bcast_iter it;
     int64_t s, e;
 
+    if ((!fn || wide_dtype(in[0].dtype) ||
+         (n_in > 1 && in[1].dtype != in[0].dtype)) &&
+        (k->wf || k->wi) && n_out == 1 && n_in <= 2)
+        return map_wide(kc, k, in, n_in, out);
     if (!fn)
         return opu_error(kc->host, POPC_EINTERNAL, "elementwise",
                          kc->node_name, "no kernel for %s inputs",

@@ -30,10 +30,19 @@ typedef struct mop_params {
 typedef void (*mop_fn)(void *const *o, const void *const *in, const int *st,
                        int64_t n, const mop_params *p);
 
+/* Element functions for the dtypes without a run function (float64,
+** bfloat16, int8/16, uint8/16/32/64): computed in double for floats and
+** int64 for integers and bool, one element at a time. */
+typedef double (*mop_wide_f)(double x, double y);
+typedef int64_t (*mop_wide_i)(int64_t x, int64_t y);
+
 /* Run functions by the dtype of input 0; float16 uses f32. NULL: the dtype
-** is not supported (infer rejects it first). */
+** is not supported (infer rejects it first), unless a wide function
+** serves it. */
 typedef struct mop_kernels {
     mop_fn f32, i32, i64, b8;
+    mop_wide_f wf;
+    mop_wide_i wi;
 } mop_kernels;
 
 /* Apply k elementwise: in[0..n_in) broadcast to out[0] (every output has
@@ -51,6 +60,11 @@ popc_status mop_infer_ew(popc_infer_ctx *ic, const char *op, int n_in,
 #define MOP_F (1u << POPC_DTYPE_F32 | 1u << POPC_DTYPE_F16)
 #define MOP_I (1u << POPC_DTYPE_I32 | 1u << POPC_DTYPE_I64)
 #define MOP_B (1u << POPC_DTYPE_BOOL)
+/* The dtypes that go through the wide element functions. */
+#define MOP_WF (1u << POPC_DTYPE_F64 | 1u << POPC_DTYPE_BF16)
+#define MOP_WI (1u << POPC_DTYPE_I8 | 1u << POPC_DTYPE_I16 |                 \
+                1u << POPC_DTYPE_U8 | 1u << POPC_DTYPE_U16 |                 \
+                1u << POPC_DTYPE_U32 | 1u << POPC_DTYPE_U64)
 
 /* Unsigned twins for wrapping integer arithmetic (no signed overflow). */
 #define MOP_U_int32_t uint32_t

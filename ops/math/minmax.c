@@ -33,12 +33,47 @@ MOP_BINARY(add_f32, float, float, x + y)
 MOP_UNARY(copy_f32, float, float, x)
 MOP_UNARY(scale_f32, float, float, x * p->alpha)
 
-static const mop_kernels k_max = {max_f32, max_int32_t, max_int64_t, NULL};
-static const mop_kernels k_min = {min_f32, min_int32_t, min_int64_t, NULL};
+static double max_wf(double x, double y)
+{
+    return x > y || x != x ? x : y;
+}
+
+static double min_wf(double x, double y)
+{
+    return x < y || x != x ? x : y;
+}
+
+static double copy_wf(double x, double y)
+{
+    (void)y;
+    return x;
+}
+
+static int64_t max_wi(int64_t x, int64_t y)
+{
+    return x > y ? x : y;
+}
+
+static int64_t min_wi(int64_t x, int64_t y)
+{
+    return x < y ? x : y;
+}
+
+static int64_t copy_wi(int64_t x, int64_t y)
+{
+    (void)y;
+    return x;
+}
+
+static const mop_kernels k_max = {max_f32, max_int32_t, max_int64_t, NULL,
+                                  max_wf, max_wi};
+static const mop_kernels k_min = {min_f32, min_int32_t, min_int64_t, NULL,
+                                  min_wf, min_wi};
 static const mop_kernels k_copy = {copy_f32, copy_int32_t, copy_int64_t,
-                                   NULL};
-static const mop_kernels k_add = {add_f32, NULL, NULL, NULL};
-static const mop_kernels k_scale = {scale_f32, NULL, NULL, NULL};
+                                   NULL, copy_wf, copy_wi};
+static const mop_kernels k_add = {add_f32, NULL, NULL, NULL, NULL, NULL};
+static const mop_kernels k_scale = {scale_f32, NULL, NULL, NULL, NULL,
+                                    NULL};
 
 static popc_status fold(const popc_kernel_ctx *kc, const mop_kernels *k)
 {
@@ -61,7 +96,8 @@ static popc_status fold(const popc_kernel_ctx *kc, const mop_kernels *k)
 
 static popc_status max_infer(popc_infer_ctx *ic)
 {
-    return mop_infer_ew(ic, "Max", ic->n_inputs, MOP_F | MOP_I,
+    return mop_infer_ew(ic, "Max", ic->n_inputs,
+                        MOP_F | MOP_I | MOP_WF | MOP_WI,
                         POPC_DTYPE_UNDEFINED);
 }
 
@@ -72,7 +108,8 @@ static popc_status max_forward(const popc_kernel_ctx *kc)
 
 static popc_status min_infer(popc_infer_ctx *ic)
 {
-    return mop_infer_ew(ic, "Min", ic->n_inputs, MOP_F | MOP_I,
+    return mop_infer_ew(ic, "Min", ic->n_inputs,
+                        MOP_F | MOP_I | MOP_WF | MOP_WI,
                         POPC_DTYPE_UNDEFINED);
 }
 

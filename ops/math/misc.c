@@ -611,7 +611,7 @@ static void dropout_grad_f32(void *const *o_, const void *const *in_,
 }
 
 static const mop_kernels k_dropout_grad = {dropout_grad_f32, NULL, NULL,
-                                           NULL};
+                                           NULL, NULL, NULL};
 
 static popc_status dropout_grad_infer(popc_infer_ctx *ic)
 {
