@@ -177,6 +177,68 @@ static popc_status coerced_softmax(popco_importer *im, popco_node *n,
     return popco_node_add_input(n, shape);
 }
 
+/* Before opset 7, B broadcast to A starting at dimension `axis`; numpy
+** broadcasting aligns the last dimensions, so B gets trailing 1s. */
+static popc_status legacy_broadcast(popco_importer *im, popco_node *n,
+                                    int from, int v, int64_t axis)
+{
+    popc_view a = popc_graph_value_info(im->g, n->inputs[0]);
+    popc_view b = popc_graph_value_info(im->g, n->inputs[1]);
+    int64_t shape[POPC_MAX_RANK];
+    int rank, id, out;
+    char name[512];
+    popc_status st;
+
+    if (a.dtype == POPC_DTYPE_UNDEFINED || b.dtype == POPC_DTYPE_UNDEFINED)
+        return unsupported(n, from, v, "broadcasting along an axis needs "
+                           "known shapes");
+    if (axis < 0)
+        axis += a.rank;
+    rank = (int)(a.rank - axis);
+    if (axis < 0 || rank < b.rank || rank > POPC_MAX_RANK)
+        return unsupported(n, from, v, "the broadcast axis does not fit the "
+                           "shapes");
+    for (int d = 0; d < rank; d++)
+        shape[d] = d < b.rank ? b.dims[d] : 1;
+    if ((st = const_ints(im, shape, rank, POPC_DTYPE_I64, &id)) != POPC_OK)
+        return st;
+    snprintf(name, sizeof name, "%s/broadcast_axis", n->name);
+    if ((st = popc_graph_add_node(im->g, POPC_DOMAIN_ONNX, "Reshape", 14,
+                                  (int[]){n->inputs[1], id}, 2, &out, 1,
+                                  NULL, 0, name, NULL)) != POPC_OK)
+        return st;
+    n->inputs[1] = out;
+    return POPC_OK;
+}
+
+/* PRelu before opset 7 applied a 1-D slope per channel (dimension 1). */
+static popc_status legacy_prelu(popco_importer *im, popco_node *n)
+{
+    popc_view x = popc_graph_value_info(im->g, n->inputs[0]);
+    popc_view s = popc_graph_value_info(im->g, n->inputs[1]);
+    int64_t shape[POPC_MAX_RANK];
+    int id, out;
+    char name[512];
+    popc_status st;
+
+    if (x.rank < 3 || s.rank != 1 || s.dims[0] == 1 || s.dims[0] !=
+                                                           x.dims[1])
+        return POPC_OK;
+    shape[0] = s.dims[0];
+    for (int d = 1; d < x.rank - 1; d++)
+        shape[d] = 1;
+    if ((st = const_ints(im, shape, x.rank - 1, POPC_DTYPE_I64, &id)) !=
+        POPC_OK)
+        return st;
+    snprintf(name, sizeof name, "%s/slope_per_channel", n->name);
+    if ((st = popc_graph_add_node(im->g, POPC_DOMAIN_ONNX, "Reshape", 14,
+                                  (int[]){n->inputs[1], id}, 2, &out, 1,
+                                  NULL, 0, name, NULL)) != POPC_OK)
+        return st;
+    n->inputs[1] = out;
+    return POPC_OK;
+}
+
 /* One step of the walk: the op changed at version v (from the form of
 ** version `from`). */
 static popc_status step(popco_importer *im, popco_node *n, int from, int v)
@@ -193,14 +255,18 @@ static popc_status step(popco_importer *im, popco_node *n, int from, int v)
                    !strcmp(op, "Less") || !strcmp(op, "And") ||
                    !strcmp(op, "Or") || !strcmp(op, "Xor") ||
                    !strcmp(op, "PRelu"))) {
-        if (popco_attrs_find(&n->attrs, "axis") &&
-            popc_attr_int(&(popc_attrs){n->attrs.n, n->attrs.items},
-                          "broadcast", 0))
-            return unsupported(n, from, v, "broadcasting along an explicit "
-                               "axis has no numpy-style equivalent");
+        popc_attr *ax = popco_attrs_find(&n->attrs, "axis");
+
+        if (ax && popc_attr_int(&(popc_attrs){n->attrs.n, n->attrs.items},
+                                "broadcast", 0) &&
+            (st = legacy_broadcast(im, n, from, v, ax->i)) != POPC_OK)
+            return st;
         popco_attrs_remove(&n->attrs, "broadcast");
         popco_attrs_remove(&n->attrs, "axis");
     }
+    if (!strcmp(op, "PRelu") && v == 7 && (st = legacy_prelu(im, n)) !=
+                                              POPC_OK)
+        return st;
     if (!strcmp(op, "Reshape") && v == 5)
         st = ints_attr_to_input(im, n, "shape", 1);
     else if (!strcmp(op, "Slice") && v == 10) {
