@@ -13,6 +13,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/winograd.c \
     %reldir%/nn/pool.c \
     %reldir%/nn/pool_max.c \
+    %reldir%/nn/spatial_nd.c \
     %reldir%/nn/norm.c \
     %reldir%/nn/softmax.c \
     %reldir%/nn/util.c \

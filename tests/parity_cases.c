@@ -426,6 +426,32 @@ static void b_scan(bld *b)
     pc_output(b, node(b, NULL, "ReverseSequence", in, 2, rs, 2));
 }
 
+/* 3-D Conv and pools (direct loops) and a strided, grouped ConvTranspose */
+static void b_spatial_nd(bld *b)
+{
+    int64_t x5[5] = {B, 4, 5, 6, 5}, w5[5] = {6, 2, 3, 2, 3};
+    int64_t x4[4] = {B, 4, 5, 6}, wt[4] = {4, 3, 3, 2};
+    int x = input(b, POPC_DTYPE_F32, x5, 5, -1.0, 1.0);
+    int w = input(b, POPC_DTYPE_F32, w5, 5, -1.0, 1.0);
+    int y = input(b, POPC_DTYPE_F32, x4, 4, -1.0, 1.0);
+    int v = input(b, POPC_DTYPE_F32, wt, 4, -1.0, 1.0);
+    int64_t k[3] = {2, 3, 2}, st[2] = {2, 1}, op[2] = {1, 0};
+    popc_attr conv[2] = {attr_i("group", 2), attr_ints("pads", (int64_t[]){
+                             1, 0, 1, 0, 1, 1}, 6)};
+    popc_attr pool[2] = {attr_ints("kernel_shape", k, 3),
+                         attr_i("count_include_pad", 1)};
+    popc_attr ct[3] = {attr_ints("strides", st, 2), attr_i("group", 2),
+                       attr_ints("output_padding", op, 2)};
+    int in[2] = {x, w};
+
+    pc_output(b, node(b, NULL, "Conv", in, 2, conv, 2));
+    pc_output(b, node(b, NULL, "MaxPool", &x, 1, pool, 1));
+    pc_output(b, node(b, NULL, "AveragePool", &x, 1, pool, 2));
+    in[0] = y;
+    in[1] = v;
+    pc_output(b, node(b, NULL, "ConvTranspose", in, 2, ct, 3));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -779,6 +805,7 @@ const pcase pc_cases[] = {
     {"indexing", b_indexing, 0},
     {"arrange", b_arrange, 0},
     {"scan", b_scan, 0},
+    {"spatial_nd", b_spatial_nd, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

@@ -413,6 +413,8 @@ static popc_status conv_infer(popc_infer_ctx *ic)
     int r;
     popc_status st;
 
+    if (ic->inputs[0].rank == 5)
+        return nn_nd_conv_infer(ic);
     if ((st = opsu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
         (st = opsu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK)
         return st;
@@ -427,7 +429,16 @@ static popc_status conv_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
+static popc_status conv_forward_2d(const popc_kernel_ctx *kc);
+
 static popc_status conv_forward(const popc_kernel_ctx *kc)
+{
+    if (kc->inputs[0].rank == 5)
+        return nn_nd_conv_forward(kc);
+    return conv_forward_2d(kc);
+}
+
+static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *wt = kc->inputs[1].data;
     const float *bias = NULL;
@@ -498,6 +509,8 @@ static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)
     conv_p p;
     popc_status st;
 
+    if (ic->inputs[0].rank == 5)
+        return nn_nd_cost(ic, c);
     if ((st = conv_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                           &p)) != POPC_OK)
         return st;

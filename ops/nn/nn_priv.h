@@ -18,6 +18,13 @@ popc_status nn_register_matmul(const popc_host *h, popc_registrar *r);
 popc_status nn_register_conv(const popc_host *h, popc_registrar *r);
 popc_status nn_register_conv_grad(const popc_host *h, popc_registrar *r);
 popc_status nn_register_pool(const popc_host *h, popc_registrar *r);
+popc_status nn_register_nd(const popc_host *h, popc_registrar *r);
+/* spatial_nd.c: Conv and pools on 3-D inputs (direct loops). */
+popc_status nn_nd_conv_infer(popc_infer_ctx *ic);
+popc_status nn_nd_conv_forward(const popc_kernel_ctx *kc);
+popc_status nn_nd_pool_infer(popc_infer_ctx *ic, const char *op);
+popc_status nn_nd_pool_forward(const popc_kernel_ctx *kc, int is_max);
+popc_status nn_nd_cost(const popc_infer_ctx *ic, popc_cost *c);
 popc_status nn_register_norm(const popc_host *h, popc_registrar *r);
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
 

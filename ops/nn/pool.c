@@ -92,6 +92,9 @@ static popc_status check_dy(const char *op, const char *node,
                                 opsu_dims_n(d, r, s2));
 }
 
+static popc_status maxpool_forward_2d(const popc_kernel_ctx *kc);
+static popc_status avgpool_forward_2d(const popc_kernel_ctx *kc);
+
 /* ---- MaxPool ------------------------------------------------------------- */
 
 static popc_status maxpool_infer(popc_infer_ctx *ic)
@@ -101,6 +104,8 @@ static popc_status maxpool_infer(popc_infer_ctx *ic)
     int r;
     popc_status st;
 
+    if (ic->inputs[0].rank == 5)
+        return nn_nd_pool_infer(ic, "MaxPool");
     if ((st = opsu_want_f32(ic, "MaxPool", 0, "input X")) != POPC_OK)
         return st;
     if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs, ic->inputs[0].dims,
@@ -114,6 +119,13 @@ static popc_status maxpool_infer(popc_infer_ctx *ic)
 }
 
 static popc_status maxpool_forward(const popc_kernel_ctx *kc)
+{
+    if (kc->inputs[0].rank == 5)
+        return nn_nd_pool_forward(kc, 1);
+    return maxpool_forward_2d(kc);
+}
+
+static popc_status maxpool_forward_2d(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data;
     float *y = kc->outputs[0].data;
@@ -161,6 +173,9 @@ static popc_status maxpool_cost(const popc_infer_ctx *ic, popc_cost *c)
 {
     pool_p p;
     popc_status st;
+
+    if (ic->inputs[0].rank == 5)
+        return nn_nd_cost(ic, c);
 
     if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs, ic->inputs[0].dims,
                         ic->inputs[0].rank, 1, &p)) != POPC_OK)
@@ -297,6 +312,8 @@ static popc_status avgpool_infer(popc_infer_ctx *ic)
     int r;
     popc_status st;
 
+    if (ic->inputs[0].rank == 5)
+        return nn_nd_pool_infer(ic, "AveragePool");
     if ((st = opsu_want_f32(ic, "AveragePool", 0, "input X")) != POPC_OK)
         return st;
     if ((st = pool_geom("AveragePool", ic->node_name, ic->attrs,
@@ -309,6 +326,13 @@ static popc_status avgpool_infer(popc_infer_ctx *ic)
 }
 
 static popc_status avgpool_forward(const popc_kernel_ctx *kc)
+{
+    if (kc->inputs[0].rank == 5)
+        return nn_nd_pool_forward(kc, 0);
+    return avgpool_forward_2d(kc);
+}
+
+static popc_status avgpool_forward_2d(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data;
     float *y = kc->outputs[0].data;
@@ -347,6 +371,9 @@ static popc_status avgpool_cost(const popc_infer_ctx *ic, popc_cost *c)
 {
     pool_p p;
     popc_status st;
+
+    if (ic->inputs[0].rank == 5)
+        return nn_nd_cost(ic, c);
 
     if ((st = pool_geom("AveragePool", ic->node_name, ic->attrs,
                         ic->inputs[0].dims, ic->inputs[0].rank, 0, &p)) !=

@@ -1,0 +1,507 @@
+/* spatial_nd.c - convolution and pooling over any number of spatial
+** dimensions (1 to 3), as direct loops accumulating in double: Conv and
+** the pools on 3-D inputs ([N, C, D, H, W]; 1-D and 2-D keep their sgemm
+** and tiled paths), and ConvTranspose on 1-D to 3-D. Window rules are
+** ONNX's: kernel_shape, strides, dilations, pads (begins then ends),
+** auto_pad (SAME_UPPER puts the odd padding at the end, SAME_LOWER at the
+** beginning), ceil_mode (a last window starting in the end padding is
+** dropped, as torch does); ConvTranspose adds output_padding and
+** output_shape. Each part computes its own share of the output elements.
+** float32 only; forward only for now (no gradient builders).
+*/
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/nn/nn_priv.h"
+#include "ops/nn/util.h"
+
+#define MAX_SP 3
+
+typedef struct nd_win {
+    int sp;                       /* spatial dims */
+    int64_t in[MAX_SP], out[MAX_SP], k[MAX_SP];
+    int64_t s[MAX_SP], d[MAX_SP], p0[MAX_SP], p1[MAX_SP];
+} nd_win;
+
+static popc_status ints_attr(const char *op, const char *node,
+                             const popc_attrs *a, const char *name, int n,
+                             int64_t def, int64_t *out)
+{
+    int64_t got = popc_attr_ints(a, name, out, n);
+
+    if (got < 0) {
+        for (int i = 0; i < n; i++)
+            out[i] = def;
+        return POPC_OK;
+    }
+    if (got != n)
+        return opsu_host->set_error(POPC_EINVAL, "%s '%s': attribute %s has "
+                                    "%lld values; the input has %d spatial "
+                                    "dimensions", op, node, name,
+                                    (long long)got, n);
+    return POPC_OK;
+}
+
+static int auto_pad_of(const popc_attrs *a)
+{
+    const popc_attr *x = popc_attrs_find(a, "auto_pad");
+
+    if (!x || !x->s || !strcmp(x->s, "NOTSET"))
+        return 0;
+    if (!strcmp(x->s, "SAME_UPPER"))
+        return 1;
+    if (!strcmp(x->s, "SAME_LOWER"))
+        return 2;
+    return 3; /* VALID */
+}
+
+/* Forward windows (Conv, pools): out from in. kd: kernel dims or NULL. */
+static popc_status win_forward(const char *op, const char *node,
+                               const popc_attrs *a, const popc_view *x,
+                               const int64_t *kd, int ceil_ok, nd_win *w)
+{
+    int64_t pads[2 * MAX_SP];
+    int ap = auto_pad_of(a), ceil_mode;
+    popc_status st;
+
+    w->sp = x->rank - 2;
+    if (w->sp < 1 || w->sp > MAX_SP)
+        return opsu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': input must "
+                                    "have 1 to 3 spatial dimensions", op,
+                                    node);
+    for (int i = 0; i < w->sp; i++)
+        w->in[i] = x->dims[2 + i];
+    if (kd)
+        memcpy(w->k, kd, sizeof(int64_t) * (size_t)w->sp);
+    if ((!kd && popc_attr_ints(a, "kernel_shape", w->k, w->sp) != w->sp) ||
+        (st = ints_attr(op, node, a, "strides", w->sp, 1, w->s)) != POPC_OK ||
+        (st = ints_attr(op, node, a, "dilations", w->sp, 1, w->d)) !=
+            POPC_OK ||
+        (st = ints_attr(op, node, a, "pads", 2 * w->sp, 0, pads)) != POPC_OK)
+        return opsu_host->set_error(POPC_EINVAL, "%s '%s': kernel_shape, "
+                                    "strides, dilations and pads must have "
+                                    "one value per spatial dimension (pads "
+                                    "two)", op, node);
+    ceil_mode = ceil_ok ? (int)popc_attr_int(a, "ceil_mode", 0) : 0;
+    for (int i = 0; i < w->sp; i++) {
+        int64_t span = w->d[i] * (w->k[i] - 1) + 1, num;
+
+        if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1)
+            return opsu_host->set_error(POPC_EINVAL, "%s '%s': kernel, "
+                                        "strides and dilations must be >= 1",
+                                        op, node);
+        w->p0[i] = pads[i];
+        w->p1[i] = pads[i + w->sp];
+        if (ap == 1 || ap == 2) {
+            int64_t o = (w->in[i] + w->s[i] - 1) / w->s[i];
+            int64_t total = (o - 1) * w->s[i] + span - w->in[i];
+
+            if (total < 0)
+                total = 0;
+            w->p0[i] = ap == 1 ? total / 2 : total - total / 2;
+            w->p1[i] = total - w->p0[i];
+        } else if (ap == 3) {
+            w->p0[i] = w->p1[i] = 0;
+        }
+        num = w->in[i] + w->p0[i] + w->p1[i] - span;
+        if (num < 0)
+            return opsu_host->set_error(POPC_EINVAL, "%s '%s': the kernel "
+                                        "is larger than the padded input",
+                                        op, node);
+        if (ceil_mode) {
+            w->out[i] = (num + w->s[i] - 1) / w->s[i] + 1;
+            if ((w->out[i] - 1) * w->s[i] >= w->in[i] + w->p0[i])
+                w->out[i]--;
+        } else {
+            w->out[i] = num / w->s[i] + 1;
+        }
+    }
+    return POPC_OK;
+}
+
+static int64_t sp_size(const int64_t *dims, int sp)
+{
+    int64_t n = 1;
+
+    for (int i = 0; i < sp; i++)
+        n *= dims[i];
+    return n;
+}
+
+/* Spatial multi-index of flat position f over dims. */
+static void unflatten(int64_t f, const int64_t *dims, int sp, int64_t *idx)
+{
+    for (int i = sp - 1; i >= 0; i--) {
+        idx[i] = f % dims[i];
+        f /= dims[i];
+    }
+}
+
+/* ---- Conv (3-D) ------------------------------------------------------------ */
+
+static popc_status conv_win(const char *node, const popc_view *in,
+                            const popc_attrs *a, nd_win *w, int64_t *group)
+{
+    popc_status st;
+
+    *group = popc_attr_int(a, "group", 1);
+    if (in[1].rank != in[0].rank)
+        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': W must have X's "
+                                    "rank", node);
+    if ((st = win_forward("Conv", node, a, &in[0], in[1].dims + 2, 0, w)) !=
+        POPC_OK)
+        return st;
+    if (*group < 1 || in[1].dims[1] * *group != in[0].dims[1] ||
+        in[1].dims[0] % *group)
+        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': channels do not "
+                                    "match W and group", node);
+    return POPC_OK;
+}
+
+popc_status nn_nd_conv_infer(popc_infer_ctx *ic)
+{
+    nd_win w;
+    int64_t g, d[2 + MAX_SP];
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK ||
+        (st = conv_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
+            POPC_OK)
+        return st;
+    d[0] = ic->inputs[0].dims[0];
+    d[1] = ic->inputs[1].dims[0];
+    memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
+    return POPC_OK;
+}
+
+popc_status nn_nd_conv_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0], *wt = &kc->inputs[1];
+    const float *xd = x->data, *wd = wt->data, *bias = NULL;
+    float *y = kc->outputs[0].data;
+    nd_win w;
+    int64_t g, M, C, Cg, Mg, osz, isz, ksz, s, e;
+    popc_status st;
+
+    if ((st = conv_win(kc->node_name, kc->inputs, kc->attrs, &w, &g)) !=
+        POPC_OK)
+        return st;
+    if (kc->n_inputs > 2 && kc->inputs[2].data)
+        bias = kc->inputs[2].data;
+    M = wt->dims[0];
+    C = x->dims[1];
+    Cg = C / g;
+    Mg = M / g;
+    osz = sp_size(w.out, w.sp);
+    isz = sp_size(w.in, w.sp);
+    ksz = sp_size(w.k, w.sp);
+    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+               &e);
+    for (int64_t i = s; i < e; i++) {
+        int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
+        int64_t oi[MAX_SP], ki[MAX_SP];
+        double acc = bias ? bias[m] : 0.0;
+        int64_t c0 = (m / Mg) * Cg;
+
+        unflatten(o, w.out, w.sp, oi);
+        for (int64_t k = 0; k < ksz; k++) {
+            int64_t off = 0;
+            int inside = 1;
+
+            unflatten(k, w.k, w.sp, ki);
+            for (int q = 0; q < w.sp && inside; q++) {
+                int64_t p = oi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
+
+                inside = p >= 0 && p < w.in[q];
+                off = off * w.in[q] + p;
+            }
+            if (!inside)
+                continue;
+            for (int64_t c = 0; c < Cg; c++)
+                acc += (double)xd[(n * C + c0 + c) * isz + off] *
+                       wd[(m * Cg + c) * ksz + k];
+        }
+        y[i] = (float)acc;
+    }
+    return POPC_OK;
+}
+
+/* ---- pools (3-D) ------------------------------------------------------------- */
+
+popc_status nn_nd_pool_infer(popc_infer_ctx *ic, const char *op)
+{
+    nd_win w;
+    int64_t d[2 + MAX_SP];
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, op, 0, "input X")) != POPC_OK ||
+        (st = win_forward(op, ic->node_name, ic->attrs, &ic->inputs[0], NULL,
+                          1, &w)) != POPC_OK)
+        return st;
+    d[0] = ic->inputs[0].dims[0];
+    d[1] = ic->inputs[0].dims[1];
+    memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
+    if (ic->n_outputs > 1)
+        opsu_set(&ic->outputs[1], POPC_DTYPE_I64, d, 2 + w.sp);
+    return POPC_OK;
+}
+
+popc_status nn_nd_pool_forward(const popc_kernel_ctx *kc, int is_max)
+{
+    const popc_view *x = &kc->inputs[0];
+    const float *xd = x->data;
+    float *y = kc->outputs[0].data;
+    int64_t *ind = kc->n_outputs > 1 ? kc->outputs[1].data : NULL;
+    int incl = (int)popc_attr_int(kc->attrs, "count_include_pad", 0);
+    nd_win w;
+    int64_t osz, isz, ksz, s, e;
+    popc_status st;
+
+    if ((st = win_forward(is_max ? "MaxPool" : "AveragePool", kc->node_name,
+                          kc->attrs, x, NULL, 1, &w)) != POPC_OK)
+        return st;
+    osz = sp_size(w.out, w.sp);
+    isz = sp_size(w.in, w.sp);
+    ksz = sp_size(w.k, w.sp);
+    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+               &e);
+    for (int64_t i = s; i < e; i++) {
+        int64_t o = i % osz, nc = i / osz, oi[MAX_SP], ki[MAX_SP];
+        double acc = is_max ? -INFINITY : 0.0;
+        int64_t best = -1, count = 0;
+
+        unflatten(o, w.out, w.sp, oi);
+        for (int64_t k = 0; k < ksz; k++) {
+            int64_t off = 0;
+            int inside = 1, in_pad_region = 1;
+
+            unflatten(k, w.k, w.sp, ki);
+            for (int q = 0; q < w.sp; q++) {
+                int64_t p = oi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
+
+                if (p >= w.in[q] + w.p1[q])
+                    in_pad_region = 0;
+                if (p < 0 || p >= w.in[q])
+                    inside = 0;
+                off = off * w.in[q] + p;
+            }
+            if (!inside) {
+                count += incl && in_pad_region;
+                continue;
+            }
+            count++;
+            if (is_max) {
+                double v = xd[nc * isz + off];
+
+                if (v > acc || best < 0) {
+                    acc = v;
+                    best = nc * isz + off;
+                }
+            } else {
+                acc += xd[nc * isz + off];
+            }
+        }
+        y[i] = (float)(is_max ? acc : count ? acc / (double)count : 0.0);
+        if (ind)
+            ind[i] = best;
+    }
+    return POPC_OK;
+}
+
+/* Work of a direct 3-D Conv or pool: each output reads its window (of all
+** its group's channels for Conv). */
+popc_status nn_nd_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    double outs = (double)popc_view_numel(&ic->outputs[0]);
+    double window = 1;
+
+    if (ic->n_inputs > 1 && ic->inputs[1].rank == ic->inputs[0].rank)
+        for (int d = 1; d < ic->inputs[1].rank; d++)
+            window *= (double)ic->inputs[1].dims[d];
+    else
+        for (int d = 2; d < ic->inputs[0].rank; d++)
+            window *= (double)ic->inputs[0].dims[d] /
+                      (double)(ic->outputs[0].dims[d] ? ic->outputs[0].dims[d]
+                                                      : 1);
+    c->flops = 2.0 * outs * window;
+    c->bytes = 0;
+    for (int i = 0; i < ic->n_inputs; i++)
+        c->bytes += (double)popc_view_nbytes(&ic->inputs[i]);
+    for (int j = 0; j < ic->n_outputs; j++)
+        c->bytes += (double)popc_view_nbytes(&ic->outputs[j]);
+    c->temp_bytes = 0;
+    return POPC_OK;
+}
+
+/* ---- ConvTranspose ------------------------------------------------------------ */
+
+static popc_status convt_win(const char *node, const popc_view *in,
+                             const popc_attrs *a, nd_win *w, int64_t *group)
+{
+    const popc_view *x = &in[0], *wt = &in[1];
+    int64_t pads[2 * MAX_SP], op[MAX_SP], oshape[MAX_SP];
+    int ap = auto_pad_of(a), has_shape;
+    popc_status st;
+
+    *group = popc_attr_int(a, "group", 1);
+    w->sp = x->rank - 2;
+    if (w->sp < 1 || w->sp > MAX_SP || wt->rank != x->rank)
+        return opsu_host->set_error(POPC_EUNSUPPORTED, "ConvTranspose '%s': "
+                                    "X must have 1 to 3 spatial dimensions "
+                                    "and W the same rank", node);
+    if (*group < 1 || wt->dims[0] != x->dims[1] || x->dims[1] % *group)
+        return opsu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': W's "
+                                    "dim 0 must equal X's channels, "
+                                    "divisible by group", node);
+    for (int i = 0; i < w->sp; i++) {
+        w->in[i] = x->dims[2 + i];
+        w->k[i] = wt->dims[2 + i];
+    }
+    has_shape = popc_attr_ints(a, "output_shape", oshape, w->sp) == w->sp;
+    if ((st = ints_attr("ConvTranspose", node, a, "strides", w->sp, 1,
+                        w->s)) != POPC_OK ||
+        (st = ints_attr("ConvTranspose", node, a, "dilations", w->sp, 1,
+                        w->d)) != POPC_OK ||
+        (st = ints_attr("ConvTranspose", node, a, "pads", 2 * w->sp, 0,
+                        pads)) != POPC_OK ||
+        (st = ints_attr("ConvTranspose", node, a, "output_padding", w->sp, 0,
+                        op)) != POPC_OK)
+        return st;
+    for (int i = 0; i < w->sp; i++) {
+        int64_t full = w->s[i] * (w->in[i] - 1) + op[i] +
+                       (w->k[i] - 1) * w->d[i] + 1;
+
+        w->p0[i] = pads[i];
+        w->p1[i] = pads[i + w->sp];
+        if (has_shape || ap == 1 || ap == 2) {
+            int64_t want = has_shape ? oshape[i] : x->dims[2 + i] * w->s[i];
+            int64_t total = full - want;
+            /* floor division, as ONNX's reference: a negative total (an
+            ** output_shape larger than the full result) pads at the end */
+            int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+
+            if (!has_shape && total < 0)
+                total = half = 0;
+            if (ap == 1) {
+                w->p0[i] = half;
+                w->p1[i] = total - half;
+            } else {
+                w->p0[i] = total - half;
+                w->p1[i] = half;
+            }
+        }
+        w->out[i] = full - w->p0[i] - w->p1[i];
+        if (w->out[i] < 1)
+            return opsu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': "
+                                        "the output would be empty", node);
+    }
+    return POPC_OK;
+}
+
+static popc_status convt_infer(popc_infer_ctx *ic)
+{
+    nd_win w;
+    int64_t g, d[2 + MAX_SP];
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "ConvTranspose", 0, "input X")) != POPC_OK ||
+        (st = opsu_want_f32(ic, "ConvTranspose", 1, "weight W")) !=
+            POPC_OK ||
+        (st = convt_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
+            POPC_OK)
+        return st;
+    d[0] = ic->inputs[0].dims[0];
+    d[1] = ic->inputs[1].dims[1] * g;
+    memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
+    return POPC_OK;
+}
+
+/* Gathers into each output element the input elements that scatter to it,
+** so parts write disjoint outputs. */
+static popc_status convt_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0], *wt = &kc->inputs[1];
+    const float *xd = x->data, *wd = wt->data, *bias = NULL;
+    float *y = kc->outputs[0].data;
+    nd_win w;
+    int64_t g, C, Cg, Mg, M, osz, isz, ksz, s, e;
+    popc_status st;
+
+    if ((st = convt_win(kc->node_name, kc->inputs, kc->attrs, &w, &g)) !=
+        POPC_OK)
+        return st;
+    if (kc->n_inputs > 2 && kc->inputs[2].data)
+        bias = kc->inputs[2].data;
+    C = x->dims[1];
+    Cg = C / g;
+    Mg = wt->dims[1];
+    M = Mg * g;
+    osz = sp_size(w.out, w.sp);
+    isz = sp_size(w.in, w.sp);
+    ksz = sp_size(w.k, w.sp);
+    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+               &e);
+    for (int64_t i = s; i < e; i++) {
+        int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
+        int64_t oi[MAX_SP], ki[MAX_SP], grp = m / Mg, mm = m % Mg;
+        double acc = bias ? bias[m] : 0.0;
+
+        unflatten(o, w.out, w.sp, oi);
+        for (int64_t k = 0; k < ksz; k++) {
+            int64_t off = 0;
+            int ok = 1;
+
+            unflatten(k, w.k, w.sp, ki);
+            for (int q = 0; q < w.sp && ok; q++) {
+                int64_t t = oi[q] + w.p0[q] - ki[q] * w.d[q];
+
+                ok = t >= 0 && t % w.s[q] == 0 && t / w.s[q] < w.in[q];
+                off = off * w.in[q] + (ok ? t / w.s[q] : 0);
+            }
+            if (!ok)
+                continue;
+            for (int64_t c = 0; c < Cg; c++) {
+                int64_t ci = grp * Cg + c;
+
+                acc += (double)xd[(n * C + ci) * isz + off] *
+                       wd[(ci * Mg + mm) * ksz + k];
+            }
+        }
+        y[i] = (float)acc;
+    }
+    return POPC_OK;
+}
+
+static const popc_op_def nd_ops[] = {
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "ConvTranspose",
+        .since_version = 11,
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = convt_infer,
+        .forward = convt_forward,
+        .doc = "transposed convolution, 1-D to 3-D (output_padding, "
+               "output_shape, groups)",
+    },
+};
+
+popc_status nn_register_nd(const popc_host *h, popc_registrar *r)
+{
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof nd_ops / sizeof nd_ops[0]; i++)
+        if ((st = h->register_op(r, &nd_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}
