@@ -452,6 +452,16 @@ static void b_spatial_nd(bld *b)
     pc_output(b, node(b, NULL, "ConvTranspose", in, 2, ct, 3));
 }
 
+static void b_instance_norm(bld *b)
+{
+    int64_t c[1] = {64};
+    int in[3] = {pc_in3(b, -1.0, 1.0),
+                 input(b, POPC_DTYPE_F32, c, 1, 0.5, 1.5),
+                 input(b, POPC_DTYPE_F32, c, 1, -1.0, 1.0)};
+
+    pc_output(b, node(b, NULL, "InstanceNormalization", in, 3, NULL, 0));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -806,6 +816,7 @@ const pcase pc_cases[] = {
     {"arrange", b_arrange, 0},
     {"scan", b_scan, 0},
     {"spatial_nd", b_spatial_nd, 0},
+    {"instance_norm", b_instance_norm, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

@@ -1,0 +1,237 @@
+/* norm_more.c - InstanceNormalization, MeanVarianceNormalization, LRN and
+** GlobalMaxPool on float32 of any rank >= 3 (N, C, spatial...), as direct
+** loops accumulating in double. Each part computes whole (n, c) planes or
+** its share of elements. Forward only for now.
+*/
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/nn/nn_priv.h"
+#include "ops/nn/util.h"
+
+static int64_t plane_of(const popc_view *x)
+{
+    int64_t n = 1;
+
+    for (int d = 2; d < x->rank; d++)
+        n *= x->dims[d];
+    return n;
+}
+
+static popc_status same_shape_infer(popc_infer_ctx *ic, const char *op,
+                                    int min_rank)
+{
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, op, 0, "input X")) != POPC_OK)
+        return st;
+    if (ic->inputs[0].rank < min_rank)
+        return opsu_host->set_error(POPC_EINVAL, "%s '%s': input must have "
+                                    "rank >= %d", op, ic->node_name,
+                                    min_rank);
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, ic->inputs[0].dims,
+             ic->inputs[0].rank);
+    return POPC_OK;
+}
+
+/* ---- InstanceNormalization ------------------------------------------------ */
+
+static popc_status instance_norm_infer(popc_infer_ctx *ic)
+{
+    return same_shape_infer(ic, "InstanceNormalization", 3);
+}
+
+static popc_status instance_norm_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0];
+    const float *xd = x->data, *scale = kc->inputs[1].data;
+    const float *bias = kc->inputs[2].data;
+    float *y = kc->outputs[0].data;
+    double eps = popc_attr_float(kc->attrs, "epsilon", 1e-5);
+    int64_t P = plane_of(x), C = x->dims[1], s, e;
+
+    opsu_range(x->dims[0] * C, kc->part, kc->n_parts, &s, &e);
+    for (int64_t nc = s; nc < e; nc++) {
+        const float *p = xd + nc * P;
+        double mean = 0, var = 0, inv;
+
+        for (int64_t i = 0; i < P; i++)
+            mean += p[i];
+        mean /= (double)P;
+        for (int64_t i = 0; i < P; i++)
+            var += (p[i] - mean) * (p[i] - mean);
+        inv = 1.0 / sqrt(var / (double)P + eps);
+        for (int64_t i = 0; i < P; i++)
+            y[nc * P + i] = (float)((p[i] - mean) * inv * scale[nc % C] +
+                                    bias[nc % C]);
+    }
+    return POPC_OK;
+}
+
+/* ---- MeanVarianceNormalization ---------------------------------------------- */
+
+static popc_status mvn_infer(popc_infer_ctx *ic)
+{
+    return same_shape_infer(ic, "MeanVarianceNormalization", 1);
+}
+
+/* Normalised over the axes (default 0, 2, 3): each group of elements that
+** share the kept coordinates. */
+static popc_status mvn_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0];
+    const float *xd = x->data;
+    float *y = kc->outputs[0].data;
+    int64_t axes[POPC_MAX_RANK] = {0, 2, 3};
+    int64_t n = popc_attr_ints(kc->attrs, "axes", axes, POPC_MAX_RANK);
+    uint8_t red[POPC_MAX_RANK] = {0};
+    int64_t total = popc_view_numel(x), groups = 1, per;
+
+    if (n < 0)
+        n = 3;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+
+        if (a >= 0 && a < x->rank)
+            red[a] = 1;
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (!red[d])
+            groups *= x->dims[d];
+    per = groups ? total / groups : 0;
+    for (int64_t g = 0; g < groups; g++) {
+        double mean = 0, var = 0, inv;
+        int64_t idx[POPC_MAX_RANK];
+
+        /* element i of group g: kept coordinates from g, reduced from i */
+        for (int pass = 0; pass < 3; pass++) {
+            for (int64_t i = 0; i < per; i++) {
+                int64_t kg = g, ki = i, off = 0, stride = 1;
+
+                for (int d = x->rank - 1; d >= 0; d--) {
+                    if (red[d]) {
+                        idx[d] = ki % x->dims[d];
+                        ki /= x->dims[d];
+                    } else {
+                        idx[d] = kg % x->dims[d];
+                        kg /= x->dims[d];
+                    }
+                }
+                for (int d = x->rank - 1; d >= 0; d--) {
+                    off += idx[d] * stride;
+                    stride *= x->dims[d];
+                }
+                if (pass == 0)
+                    mean += xd[off];
+                else if (pass == 1)
+                    var += (xd[off] - mean) * (xd[off] - mean);
+                else
+                    y[off] = (float)((xd[off] - mean) * inv);
+            }
+            if (pass == 0)
+                mean /= (double)per;
+            else if (pass == 1)
+                inv = 1.0 / (sqrt(var / (double)per) + 1e-9);
+        }
+    }
+    return POPC_OK;
+}
+
+/* ---- LRN ------------------------------------------------------------------------ */
+
+static popc_status lrn_infer(popc_infer_ctx *ic)
+{
+    return same_shape_infer(ic, "LRN", 3);
+}
+
+static popc_status lrn_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0];
+    const float *xd = x->data;
+    float *y = kc->outputs[0].data;
+    double alpha = popc_attr_float(kc->attrs, "alpha", 1e-4);
+    double beta = popc_attr_float(kc->attrs, "beta", 0.75);
+    double bias = popc_attr_float(kc->attrs, "bias", 1.0);
+    int64_t size = popc_attr_int(kc->attrs, "size", 1);
+    int64_t C = x->dims[1], P = plane_of(x), s, e;
+    int64_t lo_off = (size - 1) / 2, hi_off = size - 1 - lo_off;
+
+    opsu_range(popc_view_numel(x), kc->part, kc->n_parts, &s, &e);
+    for (int64_t i = s; i < e; i++) {
+        int64_t c = (i / P) % C, base = i - c * P;
+        double sq = 0;
+
+        for (int64_t k = c - lo_off; k <= c + hi_off; k++)
+            if (k >= 0 && k < C)
+                sq += (double)xd[base + k * P] * xd[base + k * P];
+        y[i] = (float)(xd[i] / pow(bias + alpha / (double)size * sq, beta));
+    }
+    return POPC_OK;
+}
+
+/* ---- GlobalMaxPool ---------------------------------------------------------------- */
+
+static popc_status global_max_pool_infer(popc_infer_ctx *ic)
+{
+    int64_t d[POPC_MAX_RANK];
+    popc_status st;
+
+    if ((st = same_shape_infer(ic, "GlobalMaxPool", 3)) != POPC_OK)
+        return st;
+    memcpy(d, ic->inputs[0].dims, sizeof d);
+    for (int k = 2; k < ic->inputs[0].rank; k++)
+        d[k] = 1;
+    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, ic->inputs[0].rank);
+    return POPC_OK;
+}
+
+static popc_status global_max_pool_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0];
+    const float *xd = x->data;
+    float *y = kc->outputs[0].data;
+    int64_t P = plane_of(x), s, e;
+
+    opsu_range(x->dims[0] * x->dims[1], kc->part, kc->n_parts, &s, &e);
+    for (int64_t nc = s; nc < e; nc++) {
+        float m = -INFINITY;
+
+        for (int64_t i = 0; i < P; i++)
+            if (xd[nc * P + i] > m || xd[nc * P + i] != xd[nc * P + i])
+                m = xd[nc * P + i];
+        y[nc] = m;
+    }
+    return POPC_OK;
+}
+
+#define DEF(NAME, VER, MIN_IN, MAX_IN, P, DOC)                              \
+    {                                                                       \
+        .size = sizeof(popc_op_def), .domain = "ai.onnx", .name = NAME,     \
+        .since_version = VER, .min_inputs = MIN_IN, .max_inputs = MAX_IN,   \
+        .min_outputs = 1, .max_outputs = 1, .flags = POPC_OP_SPLIT,         \
+        .infer = P##_infer, .forward = P##_forward, .doc = DOC              \
+    }
+
+static const popc_op_def more_ops[] = {
+    DEF("InstanceNormalization", 6, 3, 3, instance_norm,
+        "normalise each (n, c) plane; scale and bias per channel"),
+    DEF("LRN", 13, 1, 1, lrn, "local response normalisation across channels"),
+    DEF("GlobalMaxPool", 1, 1, 1, global_max_pool, "max over each plane"),
+    {.size = sizeof(popc_op_def), .domain = "ai.onnx",
+     .name = "MeanVarianceNormalization", .since_version = 13,
+     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+     .flags = 0, .infer = mvn_infer, .forward = mvn_forward,
+     .doc = "(x - mean) / std over axes"},
+};
+
+popc_status nn_register_norm_more(const popc_host *h, popc_registrar *r)
+{
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof more_ops / sizeof more_ops[0]; i++)
+        if ((st = h->register_op(r, &more_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}
