@@ -462,6 +462,24 @@ static void b_instance_norm(bld *b)
     pc_output(b, node(b, NULL, "InstanceNormalization", in, 3, NULL, 0));
 }
 
+/* quantize two operands, multiply them quantized, dequantize */
+static void b_quant(bld *b)
+{
+    int64_t ad[3] = {B, 8, 16}, bd[3] = {B, 16, 4};
+    int a = input(b, POPC_DTYPE_F32, ad, 3, -1.0, 1.0);
+    int w = input(b, POPC_DTYPE_F32, bd, 3, -1.0, 1.0);
+    int sa = const_f32(b, 0.01f), sb = const_f32(b, 0.02f);
+    int sy = const_f32(b, 0.05f);
+    int qa = node2(b, "QuantizeLinear", a, sa);
+    int qb = node2(b, "QuantizeLinear", w, sb);
+    int za = node(b, NULL, "QuantizeLinear", (int[]){const_f32(b, 0.5f), sa},
+                  2, NULL, 0);
+    int in[8] = {qa, sa, za, qb, sb, za, sy, za};
+    int y = node(b, NULL, "QLinearMatMul", in, 8, NULL, 0);
+
+    pc_output(b, node2(b, "DequantizeLinear", y, sy));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -817,6 +835,7 @@ const pcase pc_cases[] = {
     {"scan", b_scan, 0},
     {"spatial_nd", b_spatial_nd, 0},
     {"instance_norm", b_instance_norm, 0},
+    {"quant", b_quant, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

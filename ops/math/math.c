@@ -29,7 +29,9 @@ static popc_status math_init(const popc_host *host, popc_registrar *reg)
         POPC_OK)
         return st;
     if ((st = register_all(host, reg, mop_wide_ops, mop_wide_count)) !=
-        POPC_OK)
+            POPC_OK ||
+        (st = register_all(host, reg, mop_quant_ops, mop_quant_count)) !=
+            POPC_OK)
         return st;
     return register_all(host, reg, mop_misc_ops, mop_misc_count);
 }

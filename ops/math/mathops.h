@@ -140,5 +140,7 @@ extern const popc_op_def mop_minmax_ops[];
 extern const int mop_minmax_count;
 extern const popc_op_def mop_wide_ops[];
 extern const int mop_wide_count;
+extern const popc_op_def mop_quant_ops[];
+extern const int mop_quant_count;
 
 #endif /* POPC_OPS_MATHOPS_H */
