@@ -654,6 +654,41 @@ static unsigned compile_time_mask(const char *op)
     return 0;
 }
 
+/* A small set of value names (borrowed from the model). */
+typedef struct needset {
+    const char **names;
+    size_t n, cap;
+} needset;
+
+static int need_has(const needset *s, const char *name)
+{
+    for (size_t i = 0; name && i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void need_add(needset *s, const char *name)
+{
+    if (need_has(s, name))
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        const char **g = realloc(s->names, cap * sizeof *g);
+
+        if (!g)
+            return;
+        s->names = g;
+        s->cap = cap;
+    }
+    s->names[s->n++] = name;
+}
+
+static void need_free(needset *s)
+{
+    free(s->names);
+}
+
 void popc_onnx_free_names(char **names, int n)
 {
     for (int i = 0; names && i < n; i++)
@@ -687,26 +722,45 @@ popc_status popc_onnx_compile_time_inputs(const char *path, char ***names,
         onnx__model_proto__free_unpacked(mp, NULL);
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
     }
-    for (size_t i = 0; i < gp->n_input; i++) {
-        const char *in = gp->input[i]->name;
-        int needed = 0;
+    /* Needed values, from the operands themselves back through the nodes
+    ** that compute them: an input feeding a Reshape's shape through a Cast
+    ** is needed as much as one feeding it directly. */
+    {
+        needset need = {0};
 
-        for (size_t k = 0; in && k < gp->n_node && !needed; k++) {
+        for (size_t k = 0; k < gp->n_node; k++) {
             const Onnx__NodeProto *np = gp->node[k];
             unsigned mask = is_onnx_domain(np->domain)
                                 ? compile_time_mask(np->op_type)
                                 : 0;
 
             for (size_t j = 0; j < np->n_input && j < 32; j++)
-                if ((mask >> j & 1u) && np->input[j] &&
-                    strcmp(np->input[j], in) == 0)
-                    needed = 1;
+                if ((mask >> j & 1u) && np->input[j] && *np->input[j])
+                    need_add(&need, np->input[j]);
         }
-        if (needed && !(list[count++] = strdup(in))) {
-            popc_onnx_free_names(list, count);
-            onnx__model_proto__free_unpacked(mp, NULL);
-            return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+        for (size_t k = gp->n_node; k-- > 0;) {
+            const Onnx__NodeProto *np = gp->node[k];
+            int feeds = 0;
+
+            for (size_t j = 0; j < np->n_output; j++)
+                feeds |= need_has(&need, np->output[j]);
+            for (size_t j = 0; feeds && j < np->n_input; j++)
+                if (np->input[j] && *np->input[j])
+                    need_add(&need, np->input[j]);
         }
+        for (size_t i = 0; i < gp->n_input; i++) {
+            const char *in = gp->input[i]->name;
+
+            if (!in || !need_has(&need, in))
+                continue;
+            if (!(list[count++] = strdup(in))) {
+                need_free(&need);
+                popc_onnx_free_names(list, count);
+                onnx__model_proto__free_unpacked(mp, NULL);
+                return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+            }
+        }
+        need_free(&need);
     }
     onnx__model_proto__free_unpacked(mp, NULL);
     *names = list;

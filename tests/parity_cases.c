@@ -348,6 +348,9 @@ static void b_generate(bld *b)
     in[2] = const_scalar_i64(b, 3);
     pc_output(b, node(b, NULL, "Range", in, 3, NULL, 0));
     pc_output(b, node1(b, "EyeLike", x));
+    pc_output(b, node1(b, "HannWindow", const_scalar_i64(b, 10)));
+    pc_output(b, node1(b, "HammingWindow", const_scalar_i64(b, 7)));
+    pc_output(b, node1(b, "BlackmanWindow", const_scalar_i64(b, 9)));
 }
 
 /* GatherElements, ScatterElements, Scatter, GatherND, ScatterND, OneHot,

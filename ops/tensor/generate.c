@@ -10,6 +10,10 @@
 #include <string.h>
 
 #include "ops/math/opu_elem.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 #include "ops/tensor/tensorops.h"
 
 /* ---- ConstantOfShape ------------------------------------------------------ */
@@ -196,7 +200,82 @@ static popc_status trilu_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* ---- window functions ---------------------------------------------------------- */
+
+/* Generalised cosine windows: a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N),
+** N = size (periodic, the default) or size - 1 (symmetric). */
+static popc_status window_infer(popc_infer_ctx *ic, const char *op)
+{
+    const popc_attr *dt = popc_attrs_find(ic->attrs, "output_datatype");
+    const popc_view *n = &ic->inputs[0];
+
+    if (!n->data || popc_view_numel(n) != 1)
+        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name, "size "
+                         "must be a scalar known at compile time");
+    ic->outputs[0].dtype = dt ? opu_dtype_from_onnx(dt->i) : POPC_DTYPE_F32;
+    if (ic->outputs[0].dtype == POPC_DTYPE_UNDEFINED)
+        return opu_error(ic->host, POPC_EUNSUPPORTED, op, ic->node_name,
+                         "output_datatype %lld is not supported",
+                         (long long)dt->i);
+    ic->outputs[0].rank = 1;
+    ic->outputs[0].dims[0] = opu_load_i(n, 0) > 0 ? opu_load_i(n, 0) : 0;
+    return POPC_OK;
+}
+
+static popc_status window_forward(const popc_kernel_ctx *kc, double a0,
+                                  double a1, double a2)
+{
+    const popc_view *o = &kc->outputs[0];
+    int64_t size = o->dims[0], s, e;
+    double N = popc_attr_int(kc->attrs, "periodic", 1) ? (double)size
+                                                       : (double)size - 1;
+
+    opu_range(size, kc->part, kc->n_parts, &s, &e);
+    for (int64_t i = s; i < e; i++) {
+        double t = N > 0 ? 2.0 * M_PI * (double)i / N : 0;
+
+        opu_store_f(o, i, a0 - a1 * cos(t) + a2 * cos(2 * t));
+    }
+    return POPC_OK;
+}
+
+static popc_status hann_infer(popc_infer_ctx *ic)
+{
+    return window_infer(ic, "HannWindow");
+}
+
+static popc_status hann_forward(const popc_kernel_ctx *kc)
+{
+    return window_forward(kc, 0.5, 0.5, 0);
+}
+
+static popc_status hamming_infer(popc_infer_ctx *ic)
+{
+    return window_infer(ic, "HammingWindow");
+}
+
+static popc_status hamming_forward(const popc_kernel_ctx *kc)
+{
+    return window_forward(kc, 25.0 / 46.0, 21.0 / 46.0, 0);
+}
+
+static popc_status blackman_infer(popc_infer_ctx *ic)
+{
+    return window_infer(ic, "BlackmanWindow");
+}
+
+static popc_status blackman_forward(const popc_kernel_ctx *kc)
+{
+    return window_forward(kc, 0.42, 0.5, 0.08);
+}
+
 const popc_op_def top_generate_ops[] = {
+    OPU_DEF("ai.onnx", "HannWindow", 17, 1, 1, 1, 1, POPC_OP_SPLIT, hann,
+            NULL, NULL, "Hann window of the given size (periodic)"),
+    OPU_DEF("ai.onnx", "HammingWindow", 17, 1, 1, 1, 1, POPC_OP_SPLIT,
+            hamming, NULL, NULL, "Hamming window (periodic)"),
+    OPU_DEF("ai.onnx", "BlackmanWindow", 17, 1, 1, 1, 1, POPC_OP_SPLIT,
+            blackman, NULL, NULL, "Blackman window (periodic)"),
     OPU_DEF("ai.onnx", "ConstantOfShape", 9, 1, 1, 1, 1, POPC_OP_SPLIT, cos,
             NULL, NULL, "a tensor of the given shape filled with 'value'"),
     OPU_DEF("ai.onnx", "Range", 11, 3, 3, 1, 1, POPC_OP_SPLIT, range, NULL,
