@@ -11,6 +11,7 @@ ops_LTLIBRARIES += %reldir%/math.la
     %reldir%/math/minmax.c \
     %reldir%/math/wide.c \
     %reldir%/math/quant.c \
+    %reldir%/math/train_ops.c \
     %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h

@@ -483,6 +483,27 @@ static void b_quant(bld *b)
     pc_output(b, node2(b, "DequantizeLinear", y, sy));
 }
 
+/* ai.onnx.preview.training updates of one tensor */
+static void b_train_ops(bld *b)
+{
+    int x = pc_in3(b, -1.0, 1.0), g = pc_in3(b, -1.0, 1.0);
+    int v = pc_in3(b, -1.0, 1.0), h = pc_in3(b, 0.0, 1.0);
+    int r = const_f32(b, 0.1f), t = const_scalar_i64(b, 3);
+    int in4[5] = {r, t, x, g, h}, in6[6] = {r, t, x, g, v, h}, out[3];
+    popc_attr eps = attr_f("epsilon", 1e-3);
+    const char *dom = "ai.onnx.preview.training";
+
+    ck_assert(pc_nodes_n(b, dom, "Adagrad", in4, 5, &eps, 1, out, 2));
+    pc_output(b, out[0]);
+    pc_output(b, out[1]);
+    in4[4] = v;
+    ck_assert(pc_nodes_n(b, dom, "Momentum", in4, 5, NULL, 0, out, 2));
+    pc_output(b, out[0]);
+    ck_assert(pc_nodes_n(b, dom, "Adam", in6, 6, &eps, 1, out, 3));
+    pc_output(b, out[0]);
+    pc_output(b, out[2]);
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -839,6 +860,7 @@ const pcase pc_cases[] = {
     {"spatial_nd", b_spatial_nd, 0},
     {"instance_norm", b_instance_norm, 0},
     {"quant", b_quant, 0},
+    {"train_ops", b_train_ops, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

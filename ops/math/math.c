@@ -31,6 +31,8 @@ static popc_status math_init(const popc_host *host, popc_registrar *reg)
     if ((st = register_all(host, reg, mop_wide_ops, mop_wide_count)) !=
             POPC_OK ||
         (st = register_all(host, reg, mop_quant_ops, mop_quant_count)) !=
+            POPC_OK ||
+        (st = register_all(host, reg, mop_train_ops, mop_train_count)) !=
             POPC_OK)
         return st;
     return register_all(host, reg, mop_misc_ops, mop_misc_count);

@@ -142,5 +142,7 @@ extern const popc_op_def mop_wide_ops[];
 extern const int mop_wide_count;
 extern const popc_op_def mop_quant_ops[];
 extern const int mop_quant_count;
+extern const popc_op_def mop_train_ops[];
+extern const int mop_train_count;
 
 #endif /* POPC_OPS_MATHOPS_H */
