@@ -87,6 +87,16 @@ popc_status popco_attrs_add_int(popco_attrs *a, const char *name, int64_t v)
     return POPC_OK;
 }
 
+popc_status popco_attrs_add_string(popco_attrs *a, const char *name,
+                                   const char *v)
+{
+    popc_attr *x = append(a, name, POPC_ATTR_STRING);
+
+    if (!x || !(x->s = own(a, strdup(v))))
+        return oom(name);
+    return POPC_OK;
+}
+
 popc_status popco_attrs_add_float(popco_attrs *a, const char *name, double v)
 {
     popc_attr *x = append(a, name, POPC_ATTR_FLOAT);

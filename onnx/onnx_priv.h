@@ -97,6 +97,8 @@ popc_status popco_attrs_add_proto(popco_attrs *a,
                                   const char *where);
 popc_status popco_attrs_add_int(popco_attrs *a, const char *name, int64_t v);
 popc_status popco_attrs_add_float(popco_attrs *a, const char *name, double v);
+popc_status popco_attrs_add_string(popco_attrs *a, const char *name,
+                                   const char *v);
 popc_status popco_attrs_add_ints(popco_attrs *a, const char *name,
                                  const int64_t *v, int64_t n);
 /* Takes ownership of g. */

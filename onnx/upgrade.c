@@ -239,6 +239,46 @@ static popc_status legacy_prelu(popco_importer *im, popco_node *n)
     return POPC_OK;
 }
 
+/* Upsample (deprecated at 10) and Resize-10 are Resize-13 with
+** asymmetric coordinates and nearest neighbours rounded down; their scales
+** become input 2 (an attribute before Upsample-9). */
+static popc_status to_resize(popco_importer *im, popco_node *n)
+{
+    popc_attr *sc = popco_attrs_find(&n->attrs, "scales");
+    int scales = n->n_inputs > 1 ? n->inputs[1] : -1;
+    popc_status st;
+
+    if (sc) {
+        popc_tensor *t = NULL;
+        int64_t d[1] = {sc->n};
+
+        if ((st = popc_tensor_new(POPC_DTYPE_F32, d, 1, &t)) != POPC_OK)
+            return st;
+        for (int64_t i = 0; i < sc->n; i++)
+            ((float *)popc_tensor_data(t))[i] = (float)sc->floats[i];
+        st = popco_add_constant(im, t, &scales);
+        popc_tensor_free(t);
+        if (st != POPC_OK)
+            return st;
+        popco_attrs_remove(&n->attrs, "scales");
+    }
+    n->n_inputs = 1;
+    if ((st = popco_node_add_input(n, -1)) != POPC_OK ||
+        (st = popco_node_add_input(n, scales)) != POPC_OK)
+        return st;
+    popco_attrs_remove(&n->attrs, "coordinate_transformation_mode");
+    popco_attrs_remove(&n->attrs, "nearest_mode");
+    if ((st = popco_attrs_add_string(&n->attrs,
+                                     "coordinate_transformation_mode",
+                                     "asymmetric")) != POPC_OK ||
+        (st = popco_attrs_add_string(&n->attrs, "nearest_mode", "floor")) !=
+            POPC_OK)
+        return st;
+    n->op = "Resize";
+    n->version = 13;
+    return POPC_OK;
+}
+
 /* One step of the walk: the op changed at version v (from the form of
 ** version `from`). */
 static popc_status step(popco_importer *im, popco_node *n, int from, int v)
@@ -264,6 +304,8 @@ static popc_status step(popco_importer *im, popco_node *n, int from, int v)
         popco_attrs_remove(&n->attrs, "broadcast");
         popco_attrs_remove(&n->attrs, "axis");
     }
+    if (!strcmp(op, "Resize") && v == 11)
+        return to_resize(im, n);
     if (!strcmp(op, "PRelu") && v == 7 && (st = legacy_prelu(im, n)) !=
                                               POPC_OK)
         return st;
@@ -362,6 +404,9 @@ popc_status popco_upgrade(popco_importer *im, popco_node *n, int opset)
     int n_hist, schema, target;
     popc_status st;
 
+    if (!strcmp(n->op, "Upsample") &&
+        !popc_registry_find_op(im->reg, n->domain, n->op, opset))
+        return to_resize(im, n);
     schema = popco_schema_version(n->op, opset);
     direct = popc_registry_find_op(im->reg, n->domain, n->op, opset);
     n->version = opset;

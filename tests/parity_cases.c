@@ -504,6 +504,33 @@ static void b_train_ops(bld *b)
     pc_output(b, out[2]);
 }
 
+/* nearest, linear and cubic resizes of an image batch */
+static void b_resize(bld *b)
+{
+    int64_t d4[4] = {B, 3, 7, 5}, four[1] = {4}, sizes[4] = {B, 3, 11, 8};
+    int x = input(b, POPC_DTYPE_F32, d4, 4, -1.0, 1.0);
+    popc_tensor *t = NULL;
+    const float sc[4] = {1.0f, 1.0f, 2.0f, 1.5f};
+    int scales, in[4];
+    popc_attr lin[2] = {attr_s("mode", "linear"),
+                        attr_s("coordinate_transformation_mode",
+                               "align_corners")};
+    popc_attr cub[2] = {attr_s("mode", "cubic"), attr_i("exclude_outside",
+                                                        1)};
+
+    OK(popc_tensor_from_data(POPC_DTYPE_F32, four, 1, sc, &t));
+    OK(popc_graph_add_constant(b->g, NULL, t, &scales));
+    popc_tensor_free(t);
+    in[0] = x;
+    in[1] = -1;
+    in[2] = scales;
+    pc_output(b, node(b, NULL, "Resize", in, 3, NULL, 0));
+    pc_output(b, node(b, NULL, "Resize", in, 3, lin, 2));
+    in[2] = -1;
+    in[3] = const_i64n(b, sizes, four, 1);
+    pc_output(b, node(b, NULL, "Resize", in, 4, cub, 2));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -861,6 +888,7 @@ const pcase pc_cases[] = {
     {"instance_norm", b_instance_norm, 0},
     {"quant", b_quant, 0},
     {"train_ops", b_train_ops, 0},
+    {"resize", b_resize, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},
