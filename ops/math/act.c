@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
+#include "ops/math/opu_elem.h"
 
 #define SQRT1_2 0.70710678118654752440f
 #define GELU_BETA 0.79788456080286535588f   /* sqrt(2 / pi) */
@@ -312,15 +313,38 @@ static popc_status clip_infer(popc_infer_ctx *ic)
 {
     popc_status st;
 
-    if ((st = mop_infer_ew(ic, "Clip", 1, MOP_F | MOP_I, UNDEF)) != POPC_OK)
+    if ((st = mop_infer_ew(ic, "Clip", 1, MOP_F | MOP_I | MOP_WF | MOP_WI,
+                           UNDEF)) != POPC_OK)
         return st;
     return clip_check(ic, "Clip", 1);
+}
+
+/* The other dtypes, element by element in double (exact for them). */
+static popc_status clip_wide(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0], *o = &kc->outputs[0];
+    double lo = -INFINITY, hi = INFINITY;
+    int64_t s, e;
+
+    if (kc->n_inputs > 1 && opu_present(&kc->inputs[1]))
+        lo = opu_load_f(&kc->inputs[1], 0);
+    if (kc->n_inputs > 2 && opu_present(&kc->inputs[2]))
+        hi = opu_load_f(&kc->inputs[2], 0);
+    opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
+    for (int64_t i = s; i < e; i++) {
+        double v = opu_load_f(x, i);
+
+        opu_store_f(o, i, v < lo ? lo : v > hi ? hi : v);
+    }
+    return POPC_OK;
 }
 
 static popc_status clip_forward(const popc_kernel_ctx *kc)
 {
     mop_params p;
 
+    if (((MOP_WF | MOP_WI) >> kc->inputs[0].dtype) & 1u)
+        return clip_wide(kc);
     clip_params(kc, 1, &p);
     return mop_map(kc, &k_clip, kc->inputs, 1, kc->outputs, 1, &p);
 }
