@@ -16,6 +16,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/spatial_nd.c \
     %reldir%/nn/norm_more.c \
     %reldir%/nn/resize.c \
+    %reldir%/nn/recurrent.c \
     %reldir%/nn/norm.c \
     %reldir%/nn/softmax.c \
     %reldir%/nn/util.c \

@@ -531,6 +531,48 @@ static void b_resize(bld *b)
     pc_output(b, node(b, NULL, "Resize", in, 4, cub, 2));
 }
 
+/* bidirectional LSTM with peepholes */
+static void b_recurrent(bld *b)
+{
+    int64_t xd[3] = {B, 3, 5};
+    int64_t wl[3] = {2, 16, 5}, rl[3] = {2, 16, 4}, bl[2] = {2, 32};
+    int64_t pl[2] = {2, 12};
+    int x = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
+    popc_attr lstm[3] = {attr_i("hidden_size", 4),
+                         attr_s("direction", "bidirectional"),
+                         attr_i("layout", 1)};
+    int in[8] = {x, input(b, POPC_DTYPE_F32, wl, 3, -0.5, 0.5),
+                 input(b, POPC_DTYPE_F32, rl, 3, -0.5, 0.5),
+                 input(b, POPC_DTYPE_F32, bl, 2, -0.5, 0.5), -1, -1, -1,
+                 input(b, POPC_DTYPE_F32, pl, 2, -0.5, 0.5)};
+    int out[3];
+
+    ck_assert(pc_nodes_n(b, NULL, "LSTM", in, 8, lstm, 3, out, 3));
+    pc_output(b, out[0]);
+    pc_output(b, out[2]);
+}
+
+/* GRU (linear_before_reset) and RNN */
+static void b_gru_rnn(bld *b)
+{
+    int64_t xd[3] = {B, 3, 5}, wg[3] = {1, 12, 5}, rg[3] = {1, 12, 4};
+    int64_t wr[3] = {1, 4, 5}, rr[3] = {1, 4, 4};
+    popc_attr gru[3] = {attr_i("hidden_size", 4),
+                        attr_i("linear_before_reset", 1),
+                        attr_i("layout", 1)};
+    int in[3], out[2];
+
+    in[0] = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
+    in[1] = input(b, POPC_DTYPE_F32, wg, 3, -0.5, 0.5);
+    in[2] = input(b, POPC_DTYPE_F32, rg, 3, -0.5, 0.5);
+    ck_assert(pc_nodes_n(b, NULL, "GRU", in, 3, gru, 3, out, 2));
+    pc_output(b, out[1]);
+    in[1] = input(b, POPC_DTYPE_F32, wr, 3, -0.5, 0.5);
+    in[2] = input(b, POPC_DTYPE_F32, rr, 3, -0.5, 0.5);
+    ck_assert(pc_nodes_n(b, NULL, "RNN", in, 3, gru, 1, out, 2));
+    pc_output(b, out[0]);
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -889,6 +931,8 @@ const pcase pc_cases[] = {
     {"quant", b_quant, 0},
     {"train_ops", b_train_ops, 0},
     {"resize", b_resize, 0},
+    {"recurrent", b_recurrent, 0},
+    {"gru_rnn", b_gru_rnn, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},
