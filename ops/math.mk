@@ -30,6 +30,7 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/generate.c \
     %reldir%/tensor/index.c \
     %reldir%/tensor/arrange.c \
+    %reldir%/tensor/linalg.c \
     %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h

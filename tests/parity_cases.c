@@ -573,6 +573,18 @@ static void b_gru_rnn(bld *b)
     pc_output(b, out[0]);
 }
 
+static void b_einsum(bld *b)
+{
+    int64_t ad[3] = {B, 3, 4}, bd[3] = {B, 4, 5};
+    int in[2] = {input(b, POPC_DTYPE_F32, ad, 3, -1.0, 1.0),
+                 input(b, POPC_DTYPE_F32, bd, 3, -1.0, 1.0)};
+    popc_attr mm = attr_s("equation", "bij,bjk->bik");
+    popc_attr tr = attr_s("equation", "...ij->...ji");
+
+    pc_output(b, node(b, NULL, "Einsum", in, 2, &mm, 1));
+    pc_output(b, node(b, NULL, "Einsum", in, 1, &tr, 1));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -933,6 +945,7 @@ const pcase pc_cases[] = {
     {"resize", b_resize, 0},
     {"recurrent", b_recurrent, 0},
     {"gru_rnn", b_gru_rnn, 0},
+    {"einsum", b_einsum, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

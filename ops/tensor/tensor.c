@@ -37,7 +37,10 @@ static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
         (st = register_all(host, reg, top_index_ops, top_index_count)) !=
             POPC_OK)
         return st;
-    return register_all(host, reg, top_arrange_ops, top_arrange_count);
+    if ((st = register_all(host, reg, top_arrange_ops, top_arrange_count)) !=
+        POPC_OK)
+        return st;
+    return register_all(host, reg, top_linalg_ops, top_linalg_count);
 }
 
 POPC_PLUGIN_DEFINE(tensor, "0.1.0",

@@ -31,5 +31,7 @@ extern const popc_op_def top_index_ops[];
 extern const int top_index_count;
 extern const popc_op_def top_arrange_ops[];
 extern const int top_arrange_count;
+extern const popc_op_def top_linalg_ops[];
+extern const int top_linalg_count;
 
 #endif /* POPC_OPS_TENSOROPS_H */
