@@ -17,6 +17,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/norm_more.c \
     %reldir%/nn/resize.c \
     %reldir%/nn/recurrent.c \
+    %reldir%/nn/grid_sample.c \
     %reldir%/nn/norm.c \
     %reldir%/nn/softmax.c \
     %reldir%/nn/util.c \

@@ -585,6 +585,28 @@ static void b_einsum(bld *b)
     pc_output(b, node(b, NULL, "Einsum", in, 1, &tr, 1));
 }
 
+/* GridSample (three modes and paddings) and MaxPool -> MaxUnpool */
+static void b_sampling(bld *b)
+{
+    int64_t xd[4] = {B, 2, 6, 8}, gd[4] = {B, 5, 4, 2}, k[2] = {2, 2};
+    int x = input(b, POPC_DTYPE_F32, xd, 4, -1.0, 1.0);
+    int g = input(b, POPC_DTYPE_F32, gd, 4, -1.2, 1.2);
+    popc_attr bil = attr_s("padding_mode", "border");
+    popc_attr near[2] = {attr_s("mode", "nearest"),
+                         attr_s("padding_mode", "reflection")};
+    popc_attr cub[2] = {attr_s("mode", "bicubic"), attr_i("align_corners",
+                                                          1)};
+    popc_attr pool[2] = {attr_ints("kernel_shape", k, 2),
+                         attr_ints("strides", k, 2)};
+    int in[2] = {x, g}, out[2];
+
+    pc_output(b, node(b, NULL, "GridSample", in, 2, &bil, 1));
+    pc_output(b, node(b, NULL, "GridSample", in, 2, near, 2));
+    pc_output(b, node(b, NULL, "GridSample", in, 2, cub, 2));
+    ck_assert(pc_nodes_n(b, NULL, "MaxPool", &x, 1, pool, 2, out, 2));
+    pc_output(b, node(b, NULL, "MaxUnpool", out, 2, pool, 2));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -946,6 +968,7 @@ const pcase pc_cases[] = {
     {"recurrent", b_recurrent, 0},
     {"gru_rnn", b_gru_rnn, 0},
     {"einsum", b_einsum, 0},
+    {"sampling", b_sampling, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

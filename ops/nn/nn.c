@@ -18,6 +18,7 @@ static popc_status nn_init(const popc_host *host, popc_registrar *reg)
         (st = nn_register_norm_more(host, reg)) != POPC_OK ||
         (st = nn_register_resize(host, reg)) != POPC_OK ||
         (st = nn_register_recurrent(host, reg)) != POPC_OK ||
+        (st = nn_register_grid_sample(host, reg)) != POPC_OK ||
         (st = nn_register_norm(host, reg)) != POPC_OK ||
         (st = nn_register_softmax(host, reg)) != POPC_OK)
         return st;

@@ -22,6 +22,7 @@ popc_status nn_register_nd(const popc_host *h, popc_registrar *r);
 popc_status nn_register_norm_more(const popc_host *h, popc_registrar *r);
 popc_status nn_register_resize(const popc_host *h, popc_registrar *r);
 popc_status nn_register_recurrent(const popc_host *h, popc_registrar *r);
+popc_status nn_register_grid_sample(const popc_host *h, popc_registrar *r);
 /* spatial_nd.c: Conv and pools on 3-D inputs (direct loops). */
 popc_status nn_nd_conv_infer(popc_infer_ctx *ic);
 popc_status nn_nd_conv_forward(const popc_kernel_ctx *kc);
