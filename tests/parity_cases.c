@@ -607,6 +607,29 @@ static void b_sampling(bld *b)
     pc_output(b, node(b, NULL, "MaxUnpool", out, 2, pool, 2));
 }
 
+/* ConvInteger and QLinearConv of quantized operands; a DFT */
+static void b_int_conv(bld *b)
+{
+    int64_t xd[4] = {B, 2, 6, 5}, wd[4] = {3, 2, 3, 2}, sd[3] = {B, 8, 1};
+    int x = input(b, POPC_DTYPE_F32, xd, 4, -1.0, 1.0);
+    int w = input(b, POPC_DTYPE_F32, wd, 4, -1.0, 1.0);
+    int sig = input(b, POPC_DTYPE_F32, sd, 3, -1.0, 1.0);
+    int sx = const_f32(b, 0.01f), sw = const_f32(b, 0.02f);
+    int sy = const_f32(b, 0.05f);
+    int qx = node2(b, "QuantizeLinear", x, sx);
+    int qw = node2(b, "QuantizeLinear", w, sw);
+    int z = node(b, NULL, "QuantizeLinear", (int[]){const_f32(b, 0.3f), sx},
+                 2, NULL, 0);
+    int64_t pads[4] = {1, 0, 1, 1};
+    popc_attr pa = attr_ints("pads", pads, 4);
+    int ci[4] = {qx, qw, z, z};
+    int ql[8] = {qx, sx, z, qw, sw, z, sy, z};
+
+    pc_output(b, node(b, NULL, "ConvInteger", ci, 4, &pa, 1));
+    pc_output(b, node(b, NULL, "QLinearConv", ql, 8, &pa, 1));
+    pc_output(b, node1(b, "DFT", sig));
+}
+
 static void b_dropout(bld *b)
 {
     int h = trained(b, -1.0, 1.0), y;
@@ -969,6 +992,7 @@ const pcase pc_cases[] = {
     {"gru_rnn", b_gru_rnn, 0},
     {"einsum", b_einsum, 0},
     {"sampling", b_sampling, 0},
+    {"int_conv", b_int_conv, 0},
     {"dropout", b_dropout, 1},
     {"not_where", b_not_where, 1},
     {"cast", b_cast, 0},

@@ -16,6 +16,7 @@
 
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/util.h"
+#include "ops/math/opu_elem.h"
 
 #define MAX_SP 3
 
@@ -478,7 +479,201 @@ static popc_status convt_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* ---- ConvInteger ------------------------------------------------------------- */
+
+/* Conv of (x - x_zero_point) and (w - w_zero_point) in int32 (uint8 or
+** int8 operands; w's zero point per tensor or per output channel), 1-D to
+** 3-D, direct loops. */
+static popc_status conv_integer_infer(popc_infer_ctx *ic)
+{
+    nd_win w;
+    int64_t g, d[2 + MAX_SP];
+    popc_status st;
+
+    if (popc_dtype_is_float(ic->inputs[0].dtype) ||
+        popc_dtype_is_float(ic->inputs[1].dtype))
+        return opsu_host->set_error(POPC_EINVAL, "ConvInteger '%s': x and w "
+                                    "must be 8-bit integers",
+                                    ic->node_name);
+    if ((st = conv_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
+        POPC_OK)
+        return st;
+    d[0] = ic->inputs[0].dims[0];
+    d[1] = ic->inputs[1].dims[0];
+    memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
+    opsu_set(&ic->outputs[0], POPC_DTYPE_I32, d, 2 + w.sp);
+    return POPC_OK;
+}
+
+static popc_status conv_integer_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0], *wt = &kc->inputs[1];
+    const popc_view *xz = kc->n_inputs > 2 ? &kc->inputs[2] : NULL;
+    const popc_view *wz = kc->n_inputs > 3 ? &kc->inputs[3] : NULL;
+    int32_t *y = kc->outputs[0].data;
+    nd_win w;
+    int64_t g, M, C, Cg, Mg, osz, isz, ksz, s, e;
+    popc_status st;
+
+    if ((st = conv_win(kc->node_name, kc->inputs, kc->attrs, &w, &g)) !=
+        POPC_OK)
+        return st;
+    if (xz && xz->dtype == POPC_DTYPE_UNDEFINED)
+        xz = NULL;
+    if (wz && wz->dtype == POPC_DTYPE_UNDEFINED)
+        wz = NULL;
+    M = wt->dims[0];
+    C = x->dims[1];
+    Cg = C / g;
+    Mg = M / g;
+    osz = sp_size(w.out, w.sp);
+    isz = sp_size(w.in, w.sp);
+    ksz = sp_size(w.k, w.sp);
+    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+               &e);
+    for (int64_t i = s; i < e; i++) {
+        int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
+        int64_t oi[MAX_SP], ki[MAX_SP], acc = 0, c0 = (m / Mg) * Cg;
+        int64_t zx = xz ? opu_load_i(xz, 0) : 0;
+        int64_t zw = wz ? opu_load_i(wz, popc_view_numel(wz) > 1 ? m : 0)
+                        : 0;
+
+        unflatten(o, w.out, w.sp, oi);
+        for (int64_t k = 0; k < ksz; k++) {
+            int64_t off = 0;
+            int inside = 1;
+
+            unflatten(k, w.k, w.sp, ki);
+            for (int q = 0; q < w.sp && inside; q++) {
+                int64_t p = oi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
+
+                inside = p >= 0 && p < w.in[q];
+                off = off * w.in[q] + p;
+            }
+            for (int64_t c = 0; c < Cg; c++) {
+                /* padding holds the zero point: it contributes 0 */
+                int64_t xv = inside ? opu_load_i(x, (n * C + c0 + c) * isz +
+                                                        off) -
+                                          zx
+                                    : 0;
+
+                acc += xv * (opu_load_i(wt, (m * Cg + c) * ksz + k) - zw);
+            }
+        }
+        y[i] = (int32_t)acc;
+    }
+    return POPC_OK;
+}
+
+/* QLinearConv: ConvInteger of the zero-point-shifted operands plus the
+** int32 bias, requantized with x_scale * w_scale / y_scale (w_scale per
+** tensor or per output channel), rounded half to even, saturated. */
+static popc_status qlinear_conv_infer(popc_infer_ctx *ic)
+{
+    popc_view xw[2] = {ic->inputs[0], ic->inputs[3]};
+    nd_win w;
+    int64_t g, d[2 + MAX_SP];
+    popc_status st;
+
+    if ((st = conv_win(ic->node_name, xw, ic->attrs, &w, &g)) != POPC_OK)
+        return st;
+    d[0] = xw[0].dims[0];
+    d[1] = xw[1].dims[0];
+    memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
+    opsu_set(&ic->outputs[0], ic->inputs[7].dtype, d, 2 + w.sp);
+    return POPC_OK;
+}
+
+static popc_status qlinear_conv_forward(const popc_kernel_ctx *kc)
+{
+    popc_view xw[2] = {kc->inputs[0], kc->inputs[3]};
+    const popc_view *x = &xw[0], *wt = &xw[1], *o = &kc->outputs[0];
+    const popc_view *bias = kc->n_inputs > 8 &&
+                                    kc->inputs[8].dtype != POPC_DTYPE_UNDEFINED
+                                ? &kc->inputs[8]
+                                : NULL;
+    double xs = opu_load_f(&kc->inputs[1], 0), ys = opu_load_f(&kc->inputs[6],
+                                                               0);
+    int64_t zx = opu_load_i(&kc->inputs[2], 0), zy = opu_load_i(&kc->inputs[7],
+                                                                0);
+    int lo = o->dtype == POPC_DTYPE_I8 ? -128 : 0;
+    int hi = o->dtype == POPC_DTYPE_I8 ? 127 : 255;
+    nd_win w;
+    int64_t g, M, C, Cg, Mg, osz, isz, ksz, s, e;
+    popc_status st;
+
+    if ((st = conv_win(kc->node_name, xw, kc->attrs, &w, &g)) != POPC_OK)
+        return st;
+    M = wt->dims[0];
+    C = x->dims[1];
+    Cg = C / g;
+    Mg = M / g;
+    osz = sp_size(w.out, w.sp);
+    isz = sp_size(w.in, w.sp);
+    ksz = sp_size(w.k, w.sp);
+    opsu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
+    for (int64_t i = s; i < e; i++) {
+        int64_t oo = i % osz, m = (i / osz) % M, n = i / osz / M;
+        int64_t oi[MAX_SP], ki[MAX_SP], acc = bias ? opu_load_i(bias, m) : 0;
+        int64_t c0 = (m / Mg) * Cg, pc = popc_view_numel(&kc->inputs[5]) > 1;
+        int64_t zw = opu_load_i(&kc->inputs[5], pc ? m : 0);
+        double ws = opu_load_f(&kc->inputs[4],
+                               popc_view_numel(&kc->inputs[4]) > 1 ? m : 0);
+        double q;
+
+        unflatten(oo, w.out, w.sp, oi);
+        for (int64_t k = 0; k < ksz; k++) {
+            int64_t off = 0;
+            int inside = 1;
+
+            unflatten(k, w.k, w.sp, ki);
+            for (int qd = 0; qd < w.sp && inside; qd++) {
+                int64_t p = oi[qd] * w.s[qd] - w.p0[qd] + ki[qd] * w.d[qd];
+
+                inside = p >= 0 && p < w.in[qd];
+                off = off * w.in[qd] + p;
+            }
+            if (!inside)
+                continue;
+            for (int64_t c = 0; c < Cg; c++)
+                acc += (opu_load_i(x, (n * C + c0 + c) * isz + off) - zx) *
+                       (opu_load_i(wt, (m * Cg + c) * ksz + k) - zw);
+        }
+        q = nearbyint((double)acc * xs * ws / ys) + (double)zy;
+        opu_store_i(o, i, (int64_t)(q < lo ? lo : q > hi ? hi : q));
+    }
+    return POPC_OK;
+}
+
 static const popc_op_def nd_ops[] = {
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "QLinearConv",
+        .since_version = 10,
+        .min_inputs = 8,
+        .max_inputs = 9,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = qlinear_conv_infer,
+        .forward = qlinear_conv_forward,
+        .doc = "quantized convolution, requantized to y's type",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "ConvInteger",
+        .since_version = 10,
+        .min_inputs = 2,
+        .max_inputs = 4,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .flags = POPC_OP_SPLIT,
+        .infer = conv_integer_infer,
+        .forward = conv_integer_forward,
+        .doc = "int32 convolution of zero-point-shifted 8-bit operands",
+    },
     {
         .size = sizeof(popc_op_def),
         .domain = "ai.onnx",

@@ -13,6 +13,10 @@
 #include "ops/math/opu_elem.h"
 #include "ops/tensor/tensorops.h"
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
 #define MAX_TERMS 8
 #define MAX_LABELS 52 /* letters; '.' dims use the slots after them */
 
@@ -279,7 +283,101 @@ static popc_status det_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* ---- DFT -------------------------------------------------------------------------- */
+
+/* DFT-17: x is [..., signal..., 1 or 2] (real, or real and imaginary);
+** the transform runs along axis, of length dft_length (input 1, known at
+** compile time; the signal is cut or zero-padded) or the signal's; output
+** [..., 2]; onesided keeps the first n/2 + 1 frequencies of a real
+** signal; inverse scales by 1/n. Computed directly in double. */
+static popc_status dft_geom(const popc_host *h, const char *node,
+                            const popc_view *in, int n_in,
+                            const popc_attrs *a, int *axis, int64_t *len)
+{
+    const popc_view *x = &in[0];
+    popc_status st;
+
+    if (x->rank < 3 || (x->dims[x->rank - 1] != 1 &&
+                        x->dims[x->rank - 1] != 2) ||
+        !popc_dtype_is_float(x->dtype))
+        return opu_error(h, POPC_EINVAL, "DFT", node, "input must be "
+                         "[batch, signal..., 1 or 2] floating point");
+    if ((st = opu_axis(h, "DFT", node, popc_attr_int(a, "axis", 1),
+                       x->rank - 1, "axis", axis)) != POPC_OK)
+        return st;
+    *len = x->dims[*axis];
+    if (n_in > 1 && in[1].dtype != POPC_DTYPE_UNDEFINED) {
+        int n;
+
+        if ((st = opu_const_ints(h, "DFT", node, &in[1], "dft_length", len,
+                                 1, &n)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+static popc_status dft_infer(popc_infer_ctx *ic)
+{
+    int axis;
+    int64_t len;
+    popc_status st;
+
+    if ((st = dft_geom(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
+                       ic->attrs, &axis, &len)) != POPC_OK)
+        return st;
+    ic->outputs[0] = ic->inputs[0];
+    ic->outputs[0].data = NULL;
+    ic->outputs[0].dims[axis] =
+        popc_attr_int(ic->attrs, "onesided", 0) ? len / 2 + 1 : len;
+    ic->outputs[0].dims[ic->inputs[0].rank - 1] = 2;
+    return POPC_OK;
+}
+
+static popc_status dft_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0], *o = &kc->outputs[0];
+    int inv = (int)popc_attr_int(kc->attrs, "inverse", 0), axis;
+    int64_t len, inner = 1, outer = 1, n_in, n_out, cx;
+    popc_status st;
+
+    if ((st = dft_geom(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
+                       kc->attrs, &axis, &len)) != POPC_OK)
+        return st;
+    cx = x->dims[x->rank - 1];
+    n_in = x->dims[axis];
+    n_out = o->dims[axis];
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = axis + 1; d < x->rank - 1; d++)
+        inner *= x->dims[d];
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t k = 0; k < n_out; k++)
+            for (int64_t b = 0; b < inner; b++) {
+                double re = 0, im = 0;
+
+                for (int64_t t = 0; t < len && t < n_in; t++) {
+                    int64_t at_ = ((a * n_in + t) * inner + b) * cx;
+                    double xr = opu_load_f(x, at_);
+                    double xi = cx == 2 ? opu_load_f(x, at_ + 1) : 0;
+                    double ang = (inv ? 2 : -2) * M_PI * (double)(k * t % len) /
+                                 (double)len;
+
+                    re += xr * cos(ang) - xi * sin(ang);
+                    im += xr * sin(ang) + xi * cos(ang);
+                }
+                if (inv) {
+                    re /= (double)len;
+                    im /= (double)len;
+                }
+                opu_store_f(o, ((a * n_out + k) * inner + b) * 2, re);
+                opu_store_f(o, ((a * n_out + k) * inner + b) * 2 + 1, im);
+            }
+    return POPC_OK;
+}
+
 const popc_op_def top_linalg_ops[] = {
+    OPU_DEF("ai.onnx", "DFT", 17, 1, 2, 1, 1, 0, dft, NULL, NULL,
+            "discrete Fourier transform along axis (direct)"),
     OPU_DEF("ai.onnx", "Einsum", 12, 1, MAX_TERMS, 1, 1, 0, einsum, NULL,
             NULL, "Einstein summation over an equation"),
     OPU_DEF("ai.onnx", "Det", 11, 1, 1, 1, 1, 0, det, NULL, NULL,
