@@ -42,6 +42,9 @@ enum {
 /* Parse argv[1..argc) of a subcommand (argv[0] is its name). Prints
 ** "popc: ..." and returns EXIT_USAGE on a bad argument, -1 after --help
 ** (printed), else EXIT_OK. a->sets is malloc'd: free it. */
+/* cmd_infer_onnx.c: `popc infer MODEL.onnx ...` (cmd_infer hands over). */
+int cmd_infer_onnx(int argc, char **argv);
+
 int cli_parse(int argc, char **argv, unsigned accepted, const char *usage,
               cli_args *a);
 

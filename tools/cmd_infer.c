@@ -12,6 +12,8 @@
 
 static const char usage[] =
     "Usage: popc infer RUN.ini [OPTIONS]\n"
+    "       popc infer MODEL.onnx -i NAME=FILE.npy ... -o DIR (see popc\n"
+    "       infer MODEL.onnx --help)\n"
     "\n"
     "Classify the [infer] split (default: [data] test) of RUN.ini with the\n"
     "weights named by [infer] weights (popc train writes a model INI that\n"
@@ -67,6 +69,13 @@ static int write_json(const char *path, const char *ini, int rc,
     return json_write(&j, path);
 }
 
+static int is_onnx(const char *arg)
+{
+    size_t n = strlen(arg);
+
+    return n > 5 && strcmp(arg + n - 5, ".onnx") == 0;
+}
+
 int cmd_infer(int argc, char **argv)
 {
     popc_run *r = NULL;
@@ -76,6 +85,9 @@ int cmd_infer(int argc, char **argv)
     int rc;
     popc_status st;
 
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] != '-' && is_onnx(argv[i]))
+            return cmd_infer_onnx(argc, argv);
     memset(&res, 0, sizeof res);
     if ((rc = cli_parse(argc, argv, ARG_INI | ARG_SET | ARG_JSON | ARG_FOREIGN,
                         usage,

@@ -6,12 +6,13 @@ bin_PROGRAMS += %reldir%/popc
     %reldir%/json.c \
     %reldir%/cmd_train.c \
     %reldir%/cmd_infer.c \
+    %reldir%/cmd_infer_onnx.c \
     %reldir%/cmd_info.c \
     %reldir%/cmd_compile.c \
     %reldir%/cmd_run.c \
     %reldir%/cmd_inspect.c
-%canon_reldir%_popc_LDADD = libpopc.la
-%canon_reldir%_popc_CPPFLAGS = $(AM_CPPFLAGS)
+%canon_reldir%_popc_LDADD = libpopc-onnx.la libpopc.la
+%canon_reldir%_popc_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/onnx/include
 
 # Static builds cannot dlopen plugins: link the in-tree ones into the
 # program and let the registry find them through libtool's preload table.

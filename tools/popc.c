@@ -30,6 +30,8 @@ static const char usage[] =
     "Commands:\n"
     "  train RUN.ini    train the model described by a run file\n"
     "  infer RUN.ini    classify a dataset with trained weights\n"
+    "  infer MODEL.onnx -i NAME=FILE.npy ... -o DIR\n"
+    "                   run an ONNX model once on .npy inputs\n"
     "  compile RUN.ini -o FILE\n"
     "                   compile the model and export the executable\n"
     "  run FILE         load an exported executable and run it\n"

@@ -1,0 +1,89 @@
+#!/bin/sh
+# test_infer_cli.sh - `popc infer MODEL.onnx`: PyTorch-exported models (a
+# CNN, a TransformerEncoder, an LSTM and a GRU classifier; see
+# tests/onnx/models/gen_models.py) give PyTorch's outputs on cpu and
+# ipumodel, and bad models, inputs and arguments get clear errors with
+# exit status 2.
+POPC="$POPC_BUILDDIR/tools/popc"
+CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
+M="$POPC_SRCDIR/tests/onnx/models"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+checks=0
+failures=0
+pass() { checks=$((checks + 1)); echo "ok: $*"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+# expect CODE DESCRIPTION COMMAND...
+expect() {
+    want=$1 what=$2
+    shift 2
+    "$@" >out.txt 2>err.txt
+    got=$?
+    if [ "$got" -eq "$want" ]; then
+        pass "$what (exit $got)"
+    else
+        fail "$what: exit $got, want $want"
+        sed 's/^/    stderr: /' err.txt | head -5
+    fi
+}
+
+contains() {
+    if grep -qF -- "$2" "$1"; then pass "$3"; else
+        fail "$3: '$2' not in $1"; sed 's/^/    | /' "$1" | head -5
+    fi
+}
+
+# ---- PyTorch models: outputs equal PyTorch's within 1e-4 -------------------------
+
+for model in small_cnn tiny_transformer lstm_classifier gru_classifier; do
+    for backend in cpu ipumodel; do
+        expect 0 "$model on $backend" "$POPC" infer "$M/$model.onnx" \
+            -i "input=$M/$model.input.npy" -o "out/$model.$backend" \
+            --backend "$backend"
+        if "$CLOSE" "out/$model.$backend/output.npy" \
+            "$M/$model.output.npy" 1e-4 >diff.txt; then
+            pass "$model on $backend matches PyTorch: $(cat diff.txt)"
+        else
+            fail "$model on $backend differs from PyTorch: $(cat diff.txt)"
+        fi
+    done
+done
+
+# ---- errors ------------------------------------------------------------------------
+
+expect 2 "missing input" "$POPC" infer "$M/small_cnn.onnx" -o out/x
+contains err.txt "graph input 'input'" "missing input is named"
+contains err.txt "add -i input=FILE.npy" "missing input says how to give it"
+expect 2 "unknown input name" "$POPC" infer "$M/small_cnn.onnx" \
+    -i "input=$M/small_cnn.input.npy" -i "nope=$M/small_cnn.input.npy" \
+    -o out/x
+contains err.txt "no graph input named 'nope'" "unknown input is named"
+expect 2 "no output folder" "$POPC" infer "$M/small_cnn.onnx" \
+    -i "input=$M/small_cnn.input.npy"
+head -c 1000 "$M/tiny_transformer.onnx" >truncated.onnx
+expect 2 "truncated model" "$POPC" infer truncated.onnx \
+    -i "input=$M/tiny_transformer.input.npy" -o out/x
+contains err.txt "truncated.onnx: not a valid ONNX model" \
+    "truncated model is named"
+printf 'not a model' >junk.onnx
+expect 2 "not a model" "$POPC" infer junk.onnx -i "x=$M/small_cnn.input.npy" \
+    -o out/x
+contains err.txt "junk.onnx" "junk file is named"
+expect 2 "unsupported ops" "$POPC" infer "$M/unsupported_ops.onnx" \
+    -i "x=$M/lstm_classifier.output.npy" -o out/x
+contains err.txt "2 nodes use ops popc does not have" \
+    "every unsupported op is counted"
+contains err.txt "node 'frob_a': op FrobnicateA, domain com.example, opset 1" \
+    "first unsupported op listed with node, op, domain and opset"
+contains err.txt "node 'frob_b': op FrobnicateB" \
+    "second unsupported op listed in the same error"
+expect 2 "input of the wrong rank" "$POPC" infer "$M/small_cnn.onnx" \
+    -i "input=$M/small_cnn.output.npy" -o out/x
+contains err.txt "input" "wrong-rank input is named"
+[ ! -e out/x ] && pass "nothing written on errors" ||
+    fail "out/x written although every run failed"
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,349 @@
+/* cmd_infer_onnx.c - `popc infer MODEL.onnx -i NAME=FILE.npy ... -o DIR`:
+** import an ONNX model, compile it for the shapes of the given inputs, run
+** it once and write one .npy per graph output into DIR.
+**
+** Inputs that feed operands popc needs at compile time (a Reshape's shape,
+** a Slice's starts) are frozen to the given values, as PopTorch's tracing
+** turns shape arguments into constants; the others are run-time inputs
+** whose shapes fix the model's symbolic dimensions. Output files are named
+** after the outputs; characters that could leave DIR or are unsafe in
+** file names ('/', a leading '.', control bytes, '%') are written %XX.
+*/
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "popc/onnx.h"
+#include "popc/popc.h"
+#include "tools/cli.h"
+
+#define MAX_INPUTS 256
+
+static const char usage[] =
+    "Usage: popc infer MODEL.onnx -i NAME=FILE.npy ... -o DIR [OPTIONS]\n"
+    "\n"
+    "Import an ONNX model, run it once on the given inputs and write one\n"
+    "NumPy file per graph output to DIR/<output name>.npy. Give every graph\n"
+    "input; its .npy file fixes the input's shape (symbolic dimensions\n"
+    "included). Inputs that hold shapes or axes are compiled in as\n"
+    "constants, as PopTorch's tracing does.\n"
+    "\n"
+    "Options:\n"
+    "  -i, --input NAME=FILE    a graph input and its .npy file (repeat)\n"
+    "  -o, --output DIR         the folder to write the outputs to (created\n"
+    "                           when missing)\n"
+    "  --backend NAME           cpu or ipumodel (default: the option's)\n"
+    "  --option NAME=VALUE      set a PopTorch option (popc options lists\n"
+    "                           them); may be repeated\n"
+    "  --allow-foreign          let the model load the shared libraries and\n"
+    "                           call the symbols it names; only for models\n"
+    "                           you trust\n"
+    "  -h, --help               show this help\n";
+
+typedef struct onnx_args {
+    const char *model, *out_dir, *backend;
+    int n_in, n_opt;
+    char *in_names[MAX_INPUTS];
+    const char *in_files[MAX_INPUTS];
+    const char *options[MAX_INPUTS];
+} onnx_args;
+
+static void free_args(onnx_args *a)
+{
+    for (int i = 0; i < a->n_in; i++)
+        free(a->in_names[i]);
+}
+
+static int parse(int argc, char **argv, onnx_args *a)
+{
+    enum { O_BACKEND = 256, O_OPTION, O_FOREIGN };
+    static const struct option opts[] = {
+        {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"option", required_argument, NULL, O_OPTION},
+        {"allow-foreign", no_argument, NULL, O_FOREIGN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+
+    memset(a, 0, sizeof *a);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":i:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'i': {
+            const char *eq = strchr(optarg, '=');
+
+            if (!eq || eq == optarg || !eq[1]) {
+                cli_error("infer: -i %s: give NAME=FILE.npy", optarg);
+                return EXIT_USAGE;
+            }
+            if (a->n_in == MAX_INPUTS) {
+                cli_error("infer: more than %d inputs", MAX_INPUTS);
+                return EXIT_USAGE;
+            }
+            a->in_names[a->n_in] = strndup(optarg, (size_t)(eq - optarg));
+            a->in_files[a->n_in++] = eq + 1;
+            break;
+        }
+        case 'o':
+            a->out_dir = optarg;
+            break;
+        case O_BACKEND:
+            a->backend = optarg;
+            break;
+        case O_OPTION:
+            if (a->n_opt == MAX_INPUTS) {
+                cli_error("infer: too many --option");
+                return EXIT_USAGE;
+            }
+            a->options[a->n_opt++] = optarg;
+            break;
+        case O_FOREIGN:
+            popc_set_foreign_code_allowed(1);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        case ':':
+            cli_error("infer: option %s needs a value (see popc infer "
+                      "--help)", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            cli_error("infer: unknown option '%s' (see popc infer --help)",
+                      argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        cli_error("infer: give exactly one MODEL.onnx (see popc infer "
+                  "--help)");
+        return EXIT_USAGE;
+    }
+    a->model = argv[optind];
+    if (!a->out_dir) {
+        cli_error("infer: -o DIR is required: the folder for the outputs");
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+/* name with %XX for every byte that is unsafe in a file name. */
+static void file_name(const char *name, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t k = 0;
+
+    for (const unsigned char *p = (const unsigned char *)name;
+         *p && k + 4 < size; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                 (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
+                 *p == ':' || (*p == '.' && p != (const unsigned char *)name);
+
+        if (ok) {
+            buf[k++] = (char)*p;
+        } else {
+            buf[k++] = '%';
+            buf[k++] = hex[*p >> 4];
+            buf[k++] = hex[*p & 15];
+        }
+    }
+    if (k == 0 && size > 6)
+        k = (size_t)snprintf(buf, size, "%%00");
+    buf[k] = '\0';
+}
+
+static int is_frozen(char **frozen, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(frozen[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every graph input has a file and every file a graph input. */
+static int check_inputs(const onnx_args *a, const popc_graph *g,
+                        popc_tensor **run_in, popc_tensor *const *loaded,
+                        char **frozen, int n_frozen)
+{
+    int n = popc_graph_n_inputs(g);
+
+    for (int i = 0; i < a->n_in; i++) {
+        int found = is_frozen(frozen, n_frozen, a->in_names[i]);
+
+        for (int k = 0; k < n && !found; k++)
+            found = !strcmp(popc_graph_value_name(g, popc_graph_input(g, k)),
+                            a->in_names[i]);
+        if (!found) {
+            cli_error("infer: %s has no graph input named '%s'", a->model,
+                      a->in_names[i]);
+            return EXIT_USAGE;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        const char *name = popc_graph_value_name(g, popc_graph_input(g, k));
+        int found = -1;
+
+        for (int i = 0; i < a->n_in; i++)
+            if (!strcmp(a->in_names[i], name))
+                found = i;
+        if (found < 0) {
+            char shape[128];
+            popc_view v = popc_graph_value_info(g, popc_graph_input(g, k));
+
+            cli_error("infer: graph input '%s' (%s) needs a file: add -i "
+                      "%s=FILE.npy", name,
+                      popc_view_describe(&v, shape, sizeof shape), name);
+            return EXIT_USAGE;
+        }
+        run_in[k] = loaded[found];
+    }
+    return EXIT_OK;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+
+    if (n >= sizeof path)
+        return -1;
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++)
+        if (path[i] == '/' || path[i] == '\0') {
+            char c = path[i];
+
+            path[i] = '\0';
+            if (mkdir(path, 0777) != 0 && errno != EEXIST)
+                return -1;
+            path[i] = c;
+        }
+    return 0;
+}
+
+static int write_outputs(const char *dir, const popc_graph *g,
+                         popc_tensor **out, int n)
+{
+    char base[1024], path[4096];
+    popc_status st;
+
+    if (make_dirs(dir) != 0) {
+        cli_error("infer: cannot create '%s': %s", dir, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    for (int i = 0; i < n; i++) {
+        file_name(popc_graph_value_name(g, popc_graph_output(g, i)), base,
+                  sizeof base);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, base);
+        if ((st = popc_npy_save(path, out[i])) != POPC_OK)
+            return cli_fail(st);
+        printf("wrote %s\n", path);
+    }
+    return EXIT_OK;
+}
+
+int cmd_infer_onnx(int argc, char **argv)
+{
+    onnx_args a;
+    popc_tensor *loaded[MAX_INPUTS] = {0}, *run_in[MAX_INPUTS] = {0};
+    popc_tensor **out = NULL;
+    const char *shape_names[MAX_INPUTS], *value_names[MAX_INPUTS];
+    popc_view shapes[MAX_INPUTS];
+    popc_tensor *values[MAX_INPUTS];
+    char **frozen = NULL;
+    int n_frozen = 0, n_out = 0, rc;
+    popc_onnx_import_options o;
+    popc_graph *g = NULL;
+    popc_options *opts = NULL;
+    popc_model *m = NULL;
+    popc_status st;
+
+    if ((rc = parse(argc, argv, &a)) != EXIT_OK) {
+        free_args(&a);
+        return rc < 0 ? EXIT_OK : rc;
+    }
+    if ((st = popc_onnx_compile_time_inputs(a.model, &frozen, &n_frozen)) !=
+        POPC_OK) {
+        rc = cli_fail_load(st);
+        goto done;
+    }
+    popc_onnx_import_options_init(&o);
+    o.shape_names = shape_names;
+    o.shapes = shapes;
+    o.value_names = value_names;
+    o.values = values;
+    for (int i = 0; i < a.n_in; i++) {
+        if ((st = popc_npy_load(a.in_files[i], &loaded[i])) != POPC_OK) {
+            rc = cli_fail_load(st);
+            goto done;
+        }
+        if (is_frozen(frozen, n_frozen, a.in_names[i])) {
+            value_names[o.n_values] = a.in_names[i];
+            values[o.n_values++] = loaded[i];
+        } else {
+            shape_names[o.n_shapes] = a.in_names[i];
+            shapes[o.n_shapes++] = popc_tensor_view(loaded[i]);
+        }
+    }
+    if ((st = popc_onnx_import_file(a.model, &o, &g)) != POPC_OK) {
+        rc = cli_fail_load(st);
+        goto done;
+    }
+    if ((rc = check_inputs(&a, g, run_in, loaded, frozen, n_frozen)) !=
+        EXIT_OK)
+        goto done;
+    if ((st = popc_options_new(&opts)) != POPC_OK ||
+        (a.backend &&
+         (st = popc_options_set(opts, "backend", a.backend)) != POPC_OK)) {
+        rc = cli_fail(st == POPC_OK ? POPC_ECONFIG : st);
+        goto done;
+    }
+    for (int i = 0; i < a.n_opt; i++) {
+        char name[256];
+        const char *eq = strchr(a.options[i], '=');
+
+        if (!eq || (size_t)(eq - a.options[i]) >= sizeof name) {
+            cli_error("infer: --option %s: give NAME=VALUE", a.options[i]);
+            rc = EXIT_USAGE;
+            goto done;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(eq - a.options[i]),
+                 a.options[i]);
+        if ((st = popc_options_set(opts, name, eq + 1)) != POPC_OK) {
+            rc = cli_fail_load(st);
+            goto done;
+        }
+    }
+    n_out = popc_graph_n_outputs(g);
+    if (!(out = calloc((size_t)n_out + 1, sizeof *out))) {
+        cli_error("infer: out of memory");
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    if ((st = popc_model_new_inference(g, opts, &m)) != POPC_OK ||
+        (st = popc_model_run(m, run_in, popc_graph_n_inputs(g), out,
+                             n_out)) != POPC_OK) {
+        rc = cli_fail(st);
+        goto done;
+    }
+    rc = write_outputs(a.out_dir, g, out, n_out);
+done:
+    for (int i = 0; i < n_out && out; i++)
+        popc_tensor_free(out[i]);
+    free(out);
+    for (int i = 0; i < a.n_in; i++)
+        popc_tensor_free(loaded[i]);
+    popc_model_free(m);
+    popc_options_free(opts);
+    popc_graph_free(g);
+    popc_onnx_free_names(frozen, n_frozen);
+    free_args(&a);
+    return rc;
+}
