@@ -31,3 +31,52 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/models/gru_classifier.input.npy \
     %reldir%/onnx/models/gru_classifier.output.npy \
     %reldir%/onnx/models/unsupported_ops.onnx
+
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_onnx
+TESTS += %reldir%/check_onnx
+endif
+%canon_reldir%_check_onnx_SOURCES = %reldir%/check_onnx.c
+%canon_reldir%_check_onnx_CPPFLAGS = $(AM_CPPFLAGS) \
+    -I$(top_srcdir)/onnx/include
+%canon_reldir%_check_onnx_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_onnx_LDADD = libpopc-onnx.la libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_onnx_DEPENDENCIES = libpopc-onnx.la libpopc.la \
+    $(ops_LTLIBRARIES)
+EXTRA_DIST += %reldir%/data/onnx/gen_fixtures.py \
+    %reldir%/data/onnx/bfloat16_typed.pb \
+    %reldir%/data/onnx/bool_raw.pb \
+    %reldir%/data/onnx/bool_typed.pb \
+    %reldir%/data/onnx/double_raw.pb \
+    %reldir%/data/onnx/double_typed.pb \
+    %reldir%/data/onnx/external.onnx \
+    %reldir%/data/onnx/external_escape.onnx \
+    %reldir%/data/onnx/float16_typed.pb \
+    %reldir%/data/onnx/float_raw.pb \
+    %reldir%/data/onnx/float_typed.pb \
+    %reldir%/data/onnx/huge_claim.pb \
+    %reldir%/data/onnx/int16_raw.pb \
+    %reldir%/data/onnx/int16_typed.pb \
+    %reldir%/data/onnx/int32_raw.pb \
+    %reldir%/data/onnx/int32_typed.pb \
+    %reldir%/data/onnx/int64_raw.pb \
+    %reldir%/data/onnx/int64_typed.pb \
+    %reldir%/data/onnx/int8_raw.pb \
+    %reldir%/data/onnx/int8_typed.pb \
+    %reldir%/data/onnx/missing_input.onnx \
+    %reldir%/data/onnx/pad2.onnx \
+    %reldir%/data/onnx/reshape1.onnx \
+    %reldir%/data/onnx/short_typed.pb \
+    %reldir%/data/onnx/slice1.onnx \
+    %reldir%/data/onnx/softmax11.onnx \
+    %reldir%/data/onnx/symbolic.onnx \
+    %reldir%/data/onnx/uint16_raw.pb \
+    %reldir%/data/onnx/uint16_typed.pb \
+    %reldir%/data/onnx/uint32_raw.pb \
+    %reldir%/data/onnx/uint32_typed.pb \
+    %reldir%/data/onnx/uint64_raw.pb \
+    %reldir%/data/onnx/uint64_typed.pb \
+    %reldir%/data/onnx/uint8_raw.pb \
+    %reldir%/data/onnx/uint8_typed.pb \
+    %reldir%/data/onnx/unsupported.onnx \
+    %reldir%/data/onnx/w.bin
