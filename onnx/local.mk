@@ -10,7 +10,8 @@ libpopc_onnx_la_SOURCES = \
     %reldir%/upgrade.c \
     %reldir%/import.c \
     %reldir%/import_attrs.c \
-    %reldir%/fold.c
+    %reldir%/fold.c \
+    %reldir%/export.c
 nodist_libpopc_onnx_la_SOURCES = onnx/onnx.pb-c.c onnx/onnx.pb-c.h
 libpopc_onnx_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/onnx/include \
     -I$(top_builddir)/onnx

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "popc/model.h"
 #include "popc/onnx.h"
 #include "popc/plugin.h"
 #include "onnx.pb-c.h"

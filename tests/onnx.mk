@@ -13,9 +13,16 @@ check_PROGRAMS += %reldir%/onnx/npy_close
 %canon_reldir%_onnx_npy_close_SOURCES = %reldir%/onnx/npy_close.c
 %canon_reldir%_onnx_npy_close_LDADD = libpopc.la
 
-TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh
+check_PROGRAMS += %reldir%/onnx/export_roundtrip
+%canon_reldir%_onnx_export_roundtrip_SOURCES = %reldir%/onnx/export_roundtrip.c
+%canon_reldir%_onnx_export_roundtrip_CPPFLAGS = $(AM_CPPFLAGS) \
+    -I$(top_srcdir)/onnx/include
+%canon_reldir%_onnx_export_roundtrip_LDADD = libpopc-onnx.la libpopc.la -lm
+
+TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
+    %reldir%/onnx/test_export.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
-    %reldir%/onnx/test_infer_cli.sh \
+    %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
     %reldir%/onnx/expected-failures.txt \
     %reldir%/onnx/models/gen_models.py %reldir%/onnx/models/gen_bad.py \
     %reldir%/onnx/models/small_cnn.onnx \

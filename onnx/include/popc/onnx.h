@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "popc/graph.h"
+#include "popc/model.h"
 #include "popc/registry.h"
 #include "popc/tensor.h"
 
@@ -87,6 +88,21 @@ POPC_API POPC_NODISCARD popc_status popc_onnx_import_bytes(const void *data,
 POPC_API POPC_NODISCARD popc_status popc_onnx_compile_time_inputs(
     const char *path, char ***names, int *n);
 POPC_API void popc_onnx_free_names(char **names, int n);
+
+/* Export (popc to ONNX). Writes g as an ONNX model (atomically): graph
+** inputs with their compiled shapes, weights and constants as
+** initializers, every node with its attributes; ai.onnx nodes at one
+** opset (the newest among them), other domains with their own opset
+** imports. Importing the file gives a graph that computes bitwise the same
+** outputs. Subgraph attributes are not written yet (POPC_EUNSUPPORTED).
+** POPC_EIO naming the file, POPC_ENOMEM. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_export_graph(
+    const popc_graph *g, const char *path);
+/* The same for a model's graph with its current weights (copied from the
+** device first: the trained values). Export an inference model; a
+** training model's graph holds its loss. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_export_model(
+    popc_model *m, const char *path);
 
 /* A TensorProto file (such as the conformance suite's input_0.pb): *out a
 ** new tensor; *name (may be NULL) the tensor's name, malloc'd or NULL. */
