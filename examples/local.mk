@@ -8,7 +8,7 @@ dist_examples_DATA = \
 
 # the run file reference
 popcdocdir = $(docdir)
-dist_popcdoc_DATA = docs/ini-format.md docs/security.md
+dist_popcdoc_DATA = docs/ini-format.md docs/security.md docs/onnx.md
 
 # C programs using the public API only (they include no config.h, so the
 # installed copies build as they are against an installed popc):
