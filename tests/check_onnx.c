@@ -347,6 +347,78 @@ START_TEST(annotations_by_node_name_prefix)
 }
 END_TEST
 
+/* A PyTorch-exported CNN split over two IPUs by node-name prefix, run
+** pipelined with 4 device iterations and 2 replicas on ipumodel, gives
+** the outputs of plain runs of each micro-batch on cpu. */
+START_TEST(imported_model_pipelined_and_replicated)
+{
+    char path[1024];
+    static const char *const late[] = {"/pool", "/GlobalAveragePool",
+                                       "/Flatten", "/fc", "/Softmax"};
+    popc_onnx_annotation an[6];
+    popc_onnx_import_options o;
+    popc_graph *g = NULL, *plain_g = NULL;
+    popc_options *po = NULL, *pp = NULL;
+    popc_model *plain = NULL, *piped = NULL;
+    popc_tensor *x = NULL, *y = NULL;
+    int64_t xd[4] = {16, 1, 12, 12}, md[4] = {2, 1, 12, 12};
+
+    snprintf(path, sizeof path, "%s/tests/onnx/models/small_cnn.onnx",
+             getenv("POPC_SRCDIR"));
+    popc_onnx_import_options_init(&o);
+    memset(an, 0, sizeof an);
+    an[0].prefix = "/";
+    an[0].annot = (popc_annotations){.ipu = 0, .stage = -1, .phase = -1,
+                                     .recompute = -1};
+    for (int i = 0; i < 5; i++) {
+        an[i + 1].prefix = late[i];
+        an[i + 1].annot = (popc_annotations){.ipu = 1, .stage = -1,
+                                             .phase = -1, .recompute = -1};
+    }
+    o.n_annotations = 6;
+    o.annotations = an;
+    OK(popc_onnx_import_file(path, &o, &g));
+    OK(popc_onnx_import_file(path, NULL, &plain_g));
+    OK(popc_options_new(&pp));
+    OK(popc_options_set(pp, "backend", "ipumodel"));
+    OK(popc_options_set_int(pp, "deviceIterations", 4));
+    OK(popc_options_set_int(pp, "replicationFactor", 2));
+    OK(popc_model_new_inference(g, pp, &piped));
+    OK(popc_options_new(&po));
+    OK(popc_options_set(po, "backend", "cpu"));
+    OK(popc_model_new_inference(plain_g, po, &plain));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 4, &x));
+    for (int64_t i = 0; i < popc_tensor_numel(x); i++)
+        ((float *)popc_tensor_data(x))[i] = (float)((i * 37) % 29) / 14.0f -
+                                            1.0f;
+    OK(popc_model_run(piped, &x, 1, &y, 1));
+    ck_assert_int_eq(popc_tensor_dims(y)[0], 16);
+    for (int mb = 0; mb < 8; mb++) {
+        popc_tensor *xm = NULL, *ym = NULL;
+
+        OK(popc_tensor_from_data(POPC_DTYPE_F32, md, 4,
+                                 (const float *)popc_tensor_cdata(x) +
+                                     mb * 2 * 144,
+                                 &xm));
+        OK(popc_model_run(plain, &xm, 1, &ym, 1));
+        for (int i = 0; i < 20; i++)
+            ck_assert_msg(fabs(elem(ym, i) - elem(y, mb * 20 + i)) < 1e-6,
+                          "micro-batch %d element %d: %g vs %g", mb, i,
+                          elem(y, mb * 20 + i), elem(ym, i));
+        popc_tensor_free(xm);
+        popc_tensor_free(ym);
+    }
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(piped);
+    popc_model_free(plain);
+    popc_options_free(pp);
+    popc_options_free(po);
+    popc_graph_free(g);
+    popc_graph_free(plain_g);
+}
+END_TEST
+
 static Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -361,6 +433,7 @@ static Suite *onnx_suite(void)
     tcase_add_test(tc, bad_models_are_refused_by_name);
     tcase_add_test(tc, old_opset_forms_are_upgraded);
     tcase_add_test(tc, annotations_by_node_name_prefix);
+    tcase_add_test(tc, imported_model_pipelined_and_replicated);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
