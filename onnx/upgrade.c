@@ -106,6 +106,9 @@ static popc_status ints_attr_to_input(popco_importer *im, popco_node *n,
 
     if (!a)
         return POPC_OK;
+    if (a->type != POPC_ATTR_INT && a->type != POPC_ATTR_INTS)
+        return popc_set_error(POPC_EINVAL, "node '%s' (%s): attribute '%s' "
+                              "must be integers", n->name, n->op, name);
     if (a->type == POPC_ATTR_INT)
         st = const_ints(im, &a->i, 1, POPC_DTYPE_I64, &id);
     else
@@ -138,7 +141,8 @@ static popc_status coerced_softmax(popco_importer *im, popco_node *n,
 {
     popc_attr *a = popco_attrs_find(&n->attrs, "axis");
     int64_t axis = a ? a->i : 1;
-    popc_view x = popc_graph_value_info(im->g, n->inputs[0]);
+    popc_view x = popc_graph_value_info(im->g, n->n_inputs ? n->inputs[0]
+                                                         : -1);
     int flat, sm, shape;
     popc_attr fa = {.name = "axis", .type = POPC_ATTR_INT};
     popc_attr la = {.name = "axis", .type = POPC_ATTR_INT, .i = -1};
@@ -182,8 +186,12 @@ static popc_status coerced_softmax(popco_importer *im, popco_node *n,
 static popc_status legacy_broadcast(popco_importer *im, popco_node *n,
                                     int from, int v, int64_t axis)
 {
-    popc_view a = popc_graph_value_info(im->g, n->inputs[0]);
-    popc_view b = popc_graph_value_info(im->g, n->inputs[1]);
+    popc_view a = popc_graph_value_info(im->g, n->n_inputs > 1
+                                                   ? n->inputs[0]
+                                                   : -1);
+    popc_view b = popc_graph_value_info(im->g, n->n_inputs > 1
+                                                   ? n->inputs[1]
+                                                   : -1);
     int64_t shape[POPC_MAX_RANK];
     int rank, id, out;
     char name[512];
@@ -214,8 +222,12 @@ static popc_status legacy_broadcast(popco_importer *im, popco_node *n,
 /* PRelu before opset 7 applied a 1-D slope per channel (dimension 1). */
 static popc_status legacy_prelu(popco_importer *im, popco_node *n)
 {
-    popc_view x = popc_graph_value_info(im->g, n->inputs[0]);
-    popc_view s = popc_graph_value_info(im->g, n->inputs[1]);
+    popc_view x = popc_graph_value_info(im->g, n->n_inputs > 1
+                                                   ? n->inputs[0]
+                                                   : -1);
+    popc_view s = popc_graph_value_info(im->g, n->n_inputs > 1
+                                                   ? n->inputs[1]
+                                                   : -1);
     int64_t shape[POPC_MAX_RANK];
     int id, out;
     char name[512];
@@ -248,6 +260,11 @@ static popc_status to_resize(popco_importer *im, popco_node *n)
     int scales = n->n_inputs > 1 ? n->inputs[1] : -1;
     popc_status st;
 
+    if (n->n_inputs < 1)
+        return unsupported(n, n->version, 13, "it has no input");
+    if (sc && sc->type != POPC_ATTR_FLOATS)
+        return popc_set_error(POPC_EINVAL, "node '%s' (%s): attribute "
+                              "'scales' must be floats", n->name, n->op);
     if (sc) {
         popc_tensor *t = NULL;
         int64_t d[1] = {sc->n};
