@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "popc/data.h"
@@ -93,6 +94,28 @@ static popc_status read_exact(idx_file *f, void *buf, size_t n,
     return POPC_OK;
 }
 
+/* The header is a claim: before its elements are allocated, check that
+** the file can hold them. A plain file must hold them all; a gzip file
+** can expand at most 1032 times (deflate's limit). */
+static popc_status check_claim(const idx_file *f)
+{
+    struct stat sb;
+    double need = (double)f->count * (double)f->elem_size;
+    double have;
+
+    if (stat(f->path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return POPC_OK; /* pipes: the short read check applies */
+    have = (double)sb.st_size;
+    if (!gzdirect(f->gz))
+        have = have * 1032.0 + 65536.0;
+    if (need > have)
+        return popc_set_error(POPC_EIO, "%s: the IDX header declares %.0f "
+                              "bytes of data but the %lld-byte file cannot "
+                              "hold them: the file is truncated or corrupt",
+                              f->path, need, (long long)sb.st_size);
+    return POPC_OK;
+}
+
 static popc_status open_idx(const char *path, idx_file *f)
 {
     unsigned char magic[4], raw[4 * IDX_MAX_DIMS];
@@ -140,7 +163,7 @@ static popc_status open_idx(const char *path, idx_file *f)
                                   "%s: IDX dimension %d is 0: the file holds "
                                   "no samples",
                                   path, i);
-    return POPC_OK;
+    return check_claim(f);
 }
 
 /* The whole element block, then a check that nothing follows it. */

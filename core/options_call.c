@@ -210,6 +210,12 @@ static popc_status set_from_val(popc_options *o, int idx, const popci_val *v,
 static popc_status set_text(popc_options *o, const char *name,
                             const char *text, const char **kind)
 {
+    /* names built from what the user wrote may not exist */
+    if (popci_options_index(name) < 0) {
+        *kind = "AttributeError";
+        return popc_set_error(POPC_ENOTFOUND, "option '%s' does not exist",
+                              name);
+    }
     *kind = "ValueError";
     return popci_options_commit_other(o, name, text);
 }

@@ -245,6 +245,16 @@ START_TEST(idx_truncated)
         expect(popc_dataset_load_idx(cut, NULL, &ds), POPC_EIO, cut,
                "truncated");
     }
+    /* a header claiming 2^36 bytes over a few: refused before allocating,
+    ** plain or gzip (deflate expands at most 1032 times) */
+    for (int gz = 0; gz < 2; gz++) {
+        const char *p = tmp(gz ? "claim.gz" : "claim");
+        uint32_t huge[3] = {65536, 65536, 16};
+
+        write_idx(p, gz, 0x08, 3, huge, px, sizeof px, 0);
+        expect(popc_dataset_load_idx(p, NULL, &ds), POPC_EIO, p,
+               "declares 68719476736 bytes of data but the");
+    }
     /* a header that ends early */
     put_bytes(tmp("tiny"), 0, "\0\0\x08", 3);
     expect(popc_dataset_load_idx(tmp("tiny"), NULL, &ds), POPC_EIO,
