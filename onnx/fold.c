@@ -73,8 +73,12 @@ static popc_status fold_shape(popco_importer *im, const popco_node *n,
     return st;
 }
 
+/* Results above this stay nodes: a file must not make the importer
+** allocate without bound (a ConstantOfShape of a huge shape). */
+#define MAX_FOLD_BYTES ((size_t)64 << 20)
+
 static popc_status eval_node(popco_importer *im, const popco_node *n,
-                             int n_outputs, int *outputs)
+                             int n_outputs, int *outputs, int *folded)
 {
     popc_graph *tg = NULL;
     int ins[64], outs[64];
@@ -94,10 +98,19 @@ static popc_status eval_node(popco_importer *im, const popco_node *n,
     if ((st = popc_graph_add_node(tg, n->domain, n->op, n->version, ins,
                                   n->n_inputs, outs, n_outputs,
                                   n->attrs.items, n->attrs.n, n->name,
-                                  NULL)) != POPC_OK ||
-        (st = popc_graph_eval(tg, NULL, 0, outs, n_outputs, res, 0, 0)) !=
-            POPC_OK)
+                                  NULL)) != POPC_OK)
         goto done;
+    for (int i = 0; i < n_outputs; i++) {
+        popc_view v = popc_graph_value_info(tg, outs[i]);
+
+        if (v.dtype == POPC_DTYPE_UNDEFINED ||
+            popc_view_numel(&v) > (int64_t)(MAX_FOLD_BYTES / 8))
+            goto done; /* not folded: the node stays */
+    }
+    if ((st = popc_graph_eval(tg, NULL, 0, outs, n_outputs, res, 0, 0)) !=
+        POPC_OK)
+        goto done;
+    *folded = 1;
     for (int i = 0; i < n_outputs && st == POPC_OK; i++)
         st = popco_add_constant(im, res[i], &outputs[i]);
 done:
@@ -130,8 +143,5 @@ popc_status popco_try_fold(popco_importer *im, const popco_node *n,
         if (n->inputs[i] >= 0 &&
             popc_graph_value_kind(im->g, n->inputs[i]) != POPC_VALUE_CONSTANT)
             return POPC_OK;
-    if ((st = eval_node(im, n, n_outputs, outputs)) != POPC_OK)
-        return st;
-    *folded = 1;
-    return POPC_OK;
+    return eval_node(im, n, n_outputs, outputs, folded);
 }

@@ -87,6 +87,7 @@ static int safe_location(const char *loc)
     return 1;
 }
 
+/* dst NULL: only check that the data is there (before allocating). */
 static popc_status read_external(const Onnx__TensorProto *tp,
                                  const popco_tensor_src *src,
                                  const char *what, void *dst, size_t need)
@@ -155,7 +156,7 @@ static popc_status read_external(const Onnx__TensorProto *tp,
                               "fewer than offset %lld + %zu bytes",
                               src->file, what, path, offset, need);
     }
-    if (need == 0) {
+    if (need == 0 || !dst) {
         close(fd);
         return POPC_OK;
     }
@@ -279,6 +280,8 @@ popc_status popco_tensor_from_proto(const Onnx__TensorProto *tp,
                                   "bytes of %s data but %zu are present",
                                   src->file, what, nbytes,
                                   popco_onnx_type_name(tp->data_type), have);
+    } else if ((st = read_external(tp, src, what, NULL, nbytes)) != POPC_OK) {
+        return st;
     }
     if ((st = popc_tensor_new(dt, dims, (int)tp->n_dims, &t)) != POPC_OK)
         return popc_set_error(st, "%s: %s: %s", src->file, what,
