@@ -6,3 +6,10 @@ noinst_PROGRAMS += %reldir%/bench_train_step
 %canon_reldir%_bench_train_step_SOURCES = %reldir%/bench_train_step.c
 %canon_reldir%_bench_train_step_LDADD = libpopc.la
 EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/bench_modes.sh %reldir%/README.md
+
+# bench_onnx_load: import time and peak memory of a large ONNX model
+noinst_PROGRAMS += %reldir%/bench_onnx_load
+%canon_reldir%_bench_onnx_load_SOURCES = %reldir%/bench_onnx_load.c
+%canon_reldir%_bench_onnx_load_CPPFLAGS = $(AM_CPPFLAGS) \
+    -I$(top_srcdir)/onnx/include
+%canon_reldir%_bench_onnx_load_LDADD = libpopc-onnx.la libpopc.la

@@ -477,7 +477,7 @@ static popc_status import_model(popco_importer *im,
                               "with opset_version=17 or lower)", im->file,
                               opset);
     for (size_t i = 0; i < gp->n_initializer; i++) {
-        const Onnx__TensorProto *tp = gp->initializer[i];
+        Onnx__TensorProto *tp = gp->initializer[i];
         char what[600];
         popc_tensor *t = NULL;
         int id;
@@ -488,6 +488,11 @@ static popc_status import_model(popco_importer *im,
         snprintf(what, sizeof what, "initializer '%s'", tp->name);
         if ((st = popco_tensor_from_proto(tp, &im->src, what, &t)) != POPC_OK)
             return st;
+        /* the unpacked bytes are copied: release them now, so a model's
+        ** weights are held twice at most one tensor at a time */
+        free(tp->raw_data.data);
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
         if (im->opt->trainable && popc_dtype_is_float(popc_tensor_dtype(t)))
             st = popc_graph_add_initializer(im->g, tp->name, t, 1, &id);
         else
@@ -540,10 +545,13 @@ static popc_status import_model(popco_importer *im,
     return annotate(im);
 }
 
-popc_status popc_onnx_import_bytes(const void *data, size_t size,
-                                   const char *name, const char *base_dir,
-                                   const popc_onnx_import_options *opt,
-                                   popc_graph **out)
+/* Import from bytes; *map (may be NULL) is unmapped as soon as the message
+** is unpacked, so the file's pages and the unpacked copy are not both
+** held while tensors are made. */
+static popc_status import_data(const void *data, size_t size,
+                               const char *name, const char *base_dir,
+                               const popc_onnx_import_options *opt,
+                               popco_map *map, popc_graph **out)
 {
     popc_onnx_import_options defaults;
     Onnx__ModelProto *mp = NULL;
@@ -564,8 +572,10 @@ popc_status popc_onnx_import_bytes(const void *data, size_t size,
         im.reg = im.opt->registry;
     else if ((st = popc_registry_global(&im.reg)) != POPC_OK)
         return st;
-    if ((st = popco_unpack_model(data ? data : "", size, im.file, &mp)) !=
-        POPC_OK)
+    st = popco_unpack_model(data ? data : "", size, im.file, &mp);
+    if (map)
+        popco_unmap(map);
+    if (st != POPC_OK)
         return st;
     if ((st = popc_graph_new(mp->graph->name && *mp->graph->name
                                  ? mp->graph->name
@@ -580,6 +590,14 @@ popc_status popc_onnx_import_bytes(const void *data, size_t size,
     onnx__model_proto__free_unpacked(mp, NULL);
     *out = im.g;
     return POPC_OK;
+}
+
+popc_status popc_onnx_import_bytes(const void *data, size_t size,
+                                   const char *name, const char *base_dir,
+                                   const popc_onnx_import_options *opt,
+                                   popc_graph **out)
+{
+    return import_data(data, size, name, base_dir, opt, NULL, out);
 }
 
 static char *dir_of(const char *path)
@@ -616,9 +634,9 @@ popc_status popc_onnx_import_file(const char *path,
         popco_unmap(&m);
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
     }
-    st = popc_onnx_import_bytes(m.data, m.size, path, dir, opt, out);
+    st = import_data(m.data, m.size, path, dir, opt, &m, out);
     free(dir);
-    popco_unmap(&m);
+    popco_unmap(&m); /* already unmapped unless an argument was bad */
     return st;
 }
 
