@@ -419,6 +419,31 @@ START_TEST(imported_model_pipelined_and_replicated)
 }
 END_TEST
 
+/* A domain other than ai.onnx resolves through the plugin registry: a
+** third-party plugin (tests/plugins/good) serves test.vendor::Twice. */
+START_TEST(vendor_domain_served_by_a_plugin)
+{
+    popc_registry *reg = NULL;
+    popc_onnx_import_options o;
+    popc_graph *g = (popc_graph *)1;
+    int64_t d[2] = {2, 3};
+    popc_tensor *y;
+
+    popc_onnx_import_options_init(&o);
+    refused(popc_onnx_import_file(data("vendor_domain.onnx"), &o, &g),
+            POPC_EUNSUPPORTED, "node 'tw': op Twice, domain test.vendor, "
+            "opset 1", NULL);
+    OK(popc_registry_global(&reg));
+    OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/good"));
+    g = import("vendor_domain.onnx", NULL, 0);
+    y = run_iota(g, d, 2);
+    for (int i = 0; i < 6; i++)
+        ck_assert(elem(y, i) == 2.0 * i);
+    popc_tensor_free(y);
+    popc_graph_free(g);
+}
+END_TEST
+
 static Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -434,6 +459,7 @@ static Suite *onnx_suite(void)
     tcase_add_test(tc, old_opset_forms_are_upgraded);
     tcase_add_test(tc, annotations_by_node_name_prefix);
     tcase_add_test(tc, imported_model_pipelined_and_replicated);
+    tcase_add_test(tc, vendor_domain_served_by_a_plugin);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -45,11 +45,12 @@ TESTS += %reldir%/check_onnx
 endif
 %canon_reldir%_check_onnx_SOURCES = %reldir%/check_onnx.c
 %canon_reldir%_check_onnx_CPPFLAGS = $(AM_CPPFLAGS) \
-    -I$(top_srcdir)/onnx/include
+    -I$(top_srcdir)/onnx/include \
+    -DTEST_PLUGINS_DIR='"$(abs_top_builddir)/tests/plugins"'
 %canon_reldir%_check_onnx_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_onnx_LDADD = libpopc-onnx.la libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_onnx_DEPENDENCIES = libpopc-onnx.la libpopc.la \
-    $(ops_LTLIBRARIES)
+    $(ops_LTLIBRARIES) $(base_test_plugins)
 EXTRA_DIST += %reldir%/data/onnx/gen_fixtures.py \
     %reldir%/data/onnx/bfloat16_typed.pb \
     %reldir%/data/onnx/bool_raw.pb \
@@ -86,4 +87,5 @@ EXTRA_DIST += %reldir%/data/onnx/gen_fixtures.py \
     %reldir%/data/onnx/uint8_raw.pb \
     %reldir%/data/onnx/uint8_typed.pb \
     %reldir%/data/onnx/unsupported.onnx \
+    %reldir%/data/onnx/vendor_domain.onnx \
     %reldir%/data/onnx/w.bin

@@ -106,6 +106,15 @@ model("unsupported", [
     helper.make_node("NoSuchOpA", ["a"], ["b"], name="na"),
     helper.make_node("NoSuchOpB", ["b"], ["y"], name="nb")], [x23], [y])
 
+# an op of a vendor domain, served by a plugin (tests/plugins/good.c)
+g = helper.make_graph([helper.make_node("Twice", ["x"], ["y"], name="tw",
+                                        domain="test.vendor")],
+                      "vendor", [x23], [y])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                        helper.make_opsetid("test.vendor", 1)])
+m.ir_version = 7
+onnx.save(m, os.path.join(out, "vendor_domain.onnx"))
+
 # old forms: Reshape-1 (shape attribute), Slice-1 (attributes), Pad-2,
 # Softmax-11 along a middle axis (coerced to 2-D)
 x234 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
