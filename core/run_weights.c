@@ -150,15 +150,61 @@ static popc_status save_weights_into(popc_model *m, const char *dir)
     return POPC_OK;
 }
 
-static popc_status load_weights_from(popc_model *m, const char *dir)
+/* Tensors read from a directory and checked against the model but not yet
+** set: a load that fails part-way leaves the model as it was. */
+typedef struct staged {
+    int n;
+    popc_tensor **t;
+} staged;
+
+static void staged_free(staged *s)
 {
-    char file[4096], have[64], want[64];
+    for (int i = 0; i < s->n; i++)
+        popc_tensor_free(s->t[i]);
+    free(s->t);
+    s->t = NULL;
+    s->n = 0;
+}
+
+static popc_status staged_init(staged *s, int n, const char *dir)
+{
+    s->n = n;
+    s->t = n ? calloc((size_t)n, sizeof *s->t) : NULL;
+    if (n && !s->t) {
+        s->n = 0;
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);
+    }
+    return POPC_OK;
+}
+
+/* The same dtype and shape. */
+static popc_status check_like(const char *file, const char *name,
+                              const popc_tensor *t, const popc_tensor *cur)
+{
+    char have[64], want[64];
+
+    if (popc_tensor_dtype(t) == popc_tensor_dtype(cur) &&
+        popc_tensor_rank(t) == popc_tensor_rank(cur) &&
+        memcmp(popc_tensor_dims(t), popc_tensor_dims(cur),
+               (size_t)popc_tensor_rank(t) * sizeof(int64_t)) == 0)
+        return POPC_OK;
+    return popc_set_error(POPC_EIO,
+                          "%s: holds %s but the model's '%s' is %s (were "
+                          "these saved from another model?)",
+                          file, popc_tensor_describe(t, have, sizeof have),
+                          name, popc_tensor_describe(cur, want, sizeof want));
+}
+
+static popc_status stage_weights(popc_model *m, const char *dir, staged *s)
+{
+    char file[4096];
     popc_status st;
 
-    for (int i = 0; i < popc_model_n_tensors(m); i++) {
+    if ((st = staged_init(s, popc_model_n_tensors(m), dir)) != POPC_OK)
+        return st;
+    for (int i = 0; i < s->n; i++) {
         const char *name = popc_model_tensor_name(m, i);
         const popc_tensor *cur = NULL;
-        popc_tensor *t = NULL;
 
         tensor_file(dir, name, file, sizeof file);
         if (access(file, F_OK) != 0)
@@ -167,33 +213,35 @@ static popc_status load_weights_from(popc_model *m, const char *dir)
                                   "(were these weights saved from another "
                                   "model?)",
                                   file, name);
-        if ((st = popc_npy_load(file, &t)) != POPC_OK)
+        if ((st = popc_npy_load(file, &s->t[i])) != POPC_OK ||
+            (st = popc_model_get_weight(m, name, &cur)) != POPC_OK ||
+            (st = check_like(file, name, s->t[i], cur)) != POPC_OK)
             return st;
-        if ((st = popc_model_get_weight(m, name, &cur)) != POPC_OK) {
-            popc_tensor_free(t);
-            return st;
-        }
-        if (popc_tensor_dtype(t) != popc_tensor_dtype(cur) ||
-            popc_tensor_rank(t) != popc_tensor_rank(cur) ||
-            memcmp(popc_tensor_dims(t), popc_tensor_dims(cur),
-                   (size_t)popc_tensor_rank(t) * sizeof(int64_t)) != 0) {
-            st = popc_set_error(POPC_EIO,
-                                "%s: holds %s but the model's '%s' is %s "
-                                "(were these weights saved from another "
-                                "model?)",
-                                file, popc_tensor_describe(t, have,
-                                                           sizeof have),
-                                name,
-                                popc_tensor_describe(cur, want, sizeof want));
-            popc_tensor_free(t);
-            return st;
-        }
-        st = popc_model_set_weight(m, name, t);
-        popc_tensor_free(t);
+    }
+    return POPC_OK;
+}
+
+static popc_status apply_weights(popc_model *m, const staged *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        popc_status st = popc_model_set_weight(
+            m, popc_model_tensor_name(m, i), s->t[i]);
+
         if (st != POPC_OK)
             return st;
     }
     return POPC_OK;
+}
+
+static popc_status load_weights_from(popc_model *m, const char *dir)
+{
+    staged s = {0};
+    popc_status st = stage_weights(m, dir, &s);
+
+    if (st == POPC_OK)
+        st = apply_weights(m, &s);
+    staged_free(&s);
+    return st;
 }
 
 popc_status popc_weights_save(popc_model *m, const char *dir)
@@ -258,22 +306,39 @@ static popc_status save_optimizer_into(popc_model *m, const char *dir)
     return POPC_OK;
 }
 
-static popc_status load_optimizer_from(popc_model *m, const char *dir)
+static popc_status stage_optimizer(popc_model *m, const char *dir,
+                                   staged *s)
 {
     char file[4096];
     popc_status st;
 
-    for (int i = 0; i < popc_model_n_optimizer_states(m); i++) {
+    if ((st = staged_init(s, popc_model_n_optimizer_states(m), dir)))
+        return st;
+    for (int i = 0; i < s->n; i++) {
         const char *name = popc_model_optimizer_state_name(m, i);
-        popc_tensor *t = NULL;
+        popc_tensor *cur = NULL;
 
         tensor_file(dir, name, file, sizeof file);
-        if ((st = popc_npy_load(file, &t)) != POPC_OK)
+        if ((st = popc_npy_load(file, &s->t[i])) != POPC_OK)
             return st;
-        st = popc_model_set_optimizer_state(m, name, t);
-        popc_tensor_free(t);
-        if (st != POPC_OK)
+        if ((st = popc_model_get_optimizer_state(m, name, &cur)) != POPC_OK)
             return popc_set_error(st, "%s: %s", file, popc_last_error());
+        st = check_like(file, name, s->t[i], cur);
+        popc_tensor_free(cur);
+        if (st != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+static popc_status apply_optimizer(popc_model *m, const staged *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        popc_status st = popc_model_set_optimizer_state(
+            m, popc_model_optimizer_state_name(m, i), s->t[i]);
+
+        if (st != POPC_OK)
+            return st;
     }
     return POPC_OK;
 }
@@ -315,19 +380,22 @@ popc_status popci_checkpoint_save(popc_model *m, const popci_checkpoint *c,
 }
 
 /* An unsigned 64-bit value written by popci_checkpoint_save. */
+/* An unsigned decimal number up to max, as popci_checkpoint_save writes
+** it (strtoull alone would take "-1" as 2^64 - 1). */
 static popc_status get_u64(const popci_config *cfg, const char *key,
-                           uint64_t *out)
+                           uint64_t max, uint64_t *out)
 {
     const char *raw = popci_config_raw(cfg, "checkpoint", key);
-    char *end;
+    char *end = NULL;
 
     errno = 0;
-    *out = raw ? strtoull(raw, &end, 10) : 0;
-    if (!raw || errno || *end || !*raw)
+    *out = raw && *raw >= '0' && *raw <= '9' ? strtoull(raw, &end, 10) : 0;
+    if (!end || errno || *end || *out > max)
         return popc_set_error(POPC_EIO,
                               "%s: [checkpoint] %s is missing or not a "
-                              "number; the checkpoint is damaged",
-                              popci_config_path(cfg), key);
+                              "number from 0 to %" PRIu64 "; the checkpoint "
+                              "is damaged",
+                              popci_config_path(cfg), key, max);
     return POPC_OK;
 }
 
@@ -335,6 +403,7 @@ popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
                                   const char *dir)
 {
     popci_config *cfg = NULL;
+    staged weights = {0}, optimizer = {0};
     char sub[4096];
     int64_t version = 0;
     uint64_t step, epoch, batch, epoch_steps;
@@ -356,12 +425,12 @@ popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
                             sub, (long long)version, STATE_VERSION);
         goto done;
     }
-    if ((st = get_u64(cfg, "step", &step)) ||
-        (st = get_u64(cfg, "epoch", &epoch)) ||
-        (st = get_u64(cfg, "batch", &batch)) ||
-        (st = get_u64(cfg, "rng", &c->pos.rng)) ||
-        (st = get_u64(cfg, "epoch_steps", &epoch_steps)) ||
-        (st = get_u64(cfg, "fingerprint", &c->fingerprint)) ||
+    if ((st = get_u64(cfg, "step", INT64_MAX, &step)) ||
+        (st = get_u64(cfg, "epoch", INT64_MAX, &epoch)) ||
+        (st = get_u64(cfg, "batch", INT64_MAX, &batch)) ||
+        (st = get_u64(cfg, "rng", UINT64_MAX, &c->pos.rng)) ||
+        (st = get_u64(cfg, "epoch_steps", INT64_MAX, &epoch_steps)) ||
+        (st = get_u64(cfg, "fingerprint", UINT64_MAX, &c->fingerprint)) ||
         (st = popci_config_get_float(cfg, "checkpoint", "epoch_loss_sum", 0,
                                      -1e308, 1e308, &c->epoch_loss_sum)))
         goto done;
@@ -370,10 +439,28 @@ popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
     c->pos.batch = (int64_t)batch;
     c->epoch_steps = (int64_t)epoch_steps;
     if ((st = sub_dir(dir, "weights", sub, sizeof sub, 0)) == POPC_OK &&
-        (st = load_weights_from(m, sub)) == POPC_OK &&
-        (st = sub_dir(dir, "optimizer", sub, sizeof sub, 0)) == POPC_OK)
-        st = load_optimizer_from(m, sub);
+        (st = stage_weights(m, sub, &weights)) == POPC_OK &&
+        (st = sub_dir(dir, "optimizer", sub, sizeof sub, 0)) == POPC_OK &&
+        (st = stage_optimizer(m, sub, &optimizer)) == POPC_OK &&
+        (st = apply_weights(m, &weights)) == POPC_OK)
+        st = apply_optimizer(m, &optimizer);
 done:
+    staged_free(&weights);
+    staged_free(&optimizer);
     popci_config_free(cfg);
+    return st;
+}
+
+popc_status popc_checkpoint_load(popc_model *m, const char *dir,
+                                 int64_t *step)
+{
+    popci_checkpoint c;
+    popc_status st;
+
+    if (!m || !dir)
+        return popc_set_error(POPC_EINVAL, "popc_checkpoint_load: model "
+                                           "and directory are required");
+    if ((st = popci_checkpoint_load(m, &c, dir)) == POPC_OK && step)
+        *step = c.step;
     return st;
 }

@@ -3,7 +3,7 @@
 # and fuzz/regressions/<reader>/ crashes found before) goes through the
 # reader's harness once; a crash, a sanitizer report or a hang fails.
 status=0
-for name in npy idx csv ini options exe onnx; do
+for name in npy idx csv ini options exe weights checkpoint onnx; do
     set -- "$POPC_SRCDIR/fuzz/corpus/$name"
     [ -d "$POPC_SRCDIR/fuzz/regressions/$name" ] &&
         set -- "$@" "$POPC_SRCDIR/fuzz/regressions/$name"

@@ -610,6 +610,78 @@ START_TEST(train_checkpoint_resume_is_bitwise)
 }
 END_TEST
 
+/* A training model for the run's settings (batch size of [data]). */
+static popc_model *run_training_model(popc_run *r)
+{
+    popc_graph *g = NULL;
+    popc_model *m = NULL;
+
+    OK(popc_run_build_graph(r, 1, popc_run_batch_size(r), &g));
+    OK(popc_model_new_training(g, popc_run_options(r), popc_run_optimizer(r),
+                               &m));
+    popc_graph_free(g);
+    return m;
+}
+
+/* popc_checkpoint_load sets weights and optimizer state from a checkpoint
+** popc_run_train wrote; a damaged checkpoint leaves the model unchanged. */
+START_TEST(checkpoint_load_api)
+{
+    const char *ini = write_ini("mlp.ini", MLP);
+    stopper s = {0};
+    popc_train_result res;
+    popc_run *r;
+    popc_model *m;
+    popc_tensor *adam = NULL;
+    int64_t step = -1;
+    char w[700], bad[700], cmd[1600];
+
+    s.after = 7;
+    ck_assert_int_eq(train(ini, "ck", &s, 5, 0, 0, &res), POPC_EINTERRUPTED);
+    r = load(ini, NULL, 0);
+    m = run_training_model(r);
+    OK(popc_checkpoint_load(m, tmp("ck.ckpt"), &step));
+    ck_assert_int_eq(step, 7); /* stopping writes a checkpoint too */
+    snprintf(w, sizeof w, "%s", tmp("loaded.weights"));
+    OK(popc_weights_save(m, w));
+    snprintf(cmd, sizeof cmd, "%s/weights", tmp("ck.ckpt"));
+    same_weights(cmd, w);
+    OK(popc_model_get_optimizer_state(m, "fc1.weight/step", &adam));
+    ck_assert_int_eq(((const int64_t *)popc_tensor_data(adam))[0], 7);
+    popc_tensor_free(adam);
+
+    /* the last optimizer file cut short: refused, naming it, and the
+    ** weights already read are not set */
+    snprintf(bad, sizeof bad, "%s", tmp("bad.ckpt"));
+    snprintf(cmd, sizeof cmd,
+             "cp -r '%s' '%s' && truncate -s 100 "
+             "'%s/optimizer/fc2.bias%%2Fexp_avg_sq.npy' && "
+             "cp '%s/weights/fc1.bias.npy' '%s/weights/fc2.bias.npy'",
+             tmp("ck.ckpt"), bad, bad, tmp("ck.ckpt"), bad);
+    ck_assert_int_eq(system(cmd), 0);
+    popc_model_free(m);
+    m = run_training_model(r);
+    OK(popc_weights_save(m, tmp("before.weights")));
+    ck_assert_int_eq(popc_checkpoint_load(m, bad, &step), POPC_EIO);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "fc2.bias"));
+    OK(popc_weights_save(m, tmp("after.weights")));
+    snprintf(w, sizeof w, "%s", tmp("before.weights"));
+    same_weights(w, tmp("after.weights"));
+
+    /* a negative step is not read as 2^64 - 1 */
+    snprintf(cmd, sizeof cmd,
+             "cp -r '%s' '%s' && sed -i 's/^step = .*/step = -1/' "
+             "'%s/state.ini'", tmp("ck.ckpt"), tmp("neg.ckpt"),
+             tmp("neg.ckpt"));
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(popc_checkpoint_load(m, tmp("neg.ckpt"), &step),
+                     POPC_EIO);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "[checkpoint] step"));
+    popc_model_free(m);
+    popc_run_free(r);
+}
+END_TEST
+
 START_TEST(model_ini_runs_inference)
 {
     const char *ini = write_ini("mlp.ini", MLP);
@@ -670,6 +742,7 @@ static Suite *run_suite(void)
     tcase_add_checked_fixture(tr, setup, teardown);
     tcase_add_test(tr, train_checkpoint_resume_is_bitwise);
     tcase_add_test(tr, model_ini_runs_inference);
+    tcase_add_test(tr, checkpoint_load_api);
     tcase_set_timeout(tr, 300);
     suite_add_tcase(s, tr);
     return s;

@@ -104,6 +104,14 @@ POPC_API POPC_NODISCARD popc_status popc_weights_save(popc_model *m,
     const char *dir);
 POPC_API POPC_NODISCARD popc_status popc_weights_load(popc_model *m,
     const char *dir);
+/* A checkpoint directory written by popc_run_train (weights/, optimizer/,
+** state.ini): sets every weight and optimizer state tensor of the
+** training model m from it; *step (may be NULL) gets the number of steps
+** done when it was written. Every file is read and checked before any
+** tensor is set, so a checkpoint that does not fit leaves m unchanged
+** (POPC_EIO naming the file). Since 0.1.0. */
+POPC_API POPC_NODISCARD popc_status popc_checkpoint_load(popc_model *m,
+    const char *dir, int64_t *step);
 
 /* ---- training and inference --------------------------------------------- */
 
