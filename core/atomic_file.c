@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "popc/file.h"
+#include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 
 /* ---- stale temporaries -------------------------------------------------- */
@@ -69,7 +71,7 @@ void popci_remove_stale_temps(const char *path)
     DIR *d;
     struct dirent *e;
 
-    if (!base_len || !(dir = malloc(dir_len + 2)))
+    if (!base_len || !(dir = popci_malloc(dir_len + 2)))
         return;
     if (slash) {
         memcpy(dir, path, dir_len ? dir_len : 1);
@@ -85,7 +87,7 @@ void popci_remove_stale_temps(const char *path)
 
         if (!pid || !process_is_gone(pid))
             continue;
-        victim = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        victim = popci_malloc(strlen(dir) + strlen(e->d_name) + 2);
         if (!victim)
             break;
         sprintf(victim, "%s/%s", dir, e->d_name);
@@ -98,14 +100,82 @@ void popci_remove_stale_temps(const char *path)
 
 /* ---- writing ------------------------------------------------------------ */
 
+/* With a write fault armed (popc/fault.h), the temporary file is written
+** through this stream, which fills the file up to the limit and then
+** fails the way a full disk does. */
+typedef struct faulty_file {
+    int fd;
+    long long written;
+} faulty_file;
+
+static ssize_t faulty_write(void *cookie, const char *buf, size_t n)
+{
+    faulty_file *ff = cookie;
+    int err = 0;
+    long long room = popci_write_room(ff->written, &err);
+    ssize_t done;
+
+    /* the bytes that still fit go out first, as on a real disk */
+    if (room <= 0) {
+        errno = err;
+        return 0;
+    }
+    if ((long long)n > room) {
+        n = (size_t)room;
+        errno = err; /* stdio takes a short write for an error */
+    }
+    if ((done = write(ff->fd, buf, n)) > 0)
+        ff->written += done;
+    return done < 0 ? 0 : done;
+}
+
+static int faulty_close(void *cookie)
+{
+    free(cookie);
+    return 0;
+}
+
+/* The stream the data goes through; NULL with errno set. */
+static FILE *open_stream(int fd)
+{
+    cookie_io_functions_t io = {.write = faulty_write, .close = faulty_close};
+    faulty_file *ff;
+    FILE *f;
+
+    int err;
+
+    if (popci_write_room(0, &err) == LLONG_MAX && !popci_sync_fault())
+        return fdopen(fd, "wb");
+    if (!(ff = popci_calloc(1, sizeof *ff))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ff->fd = fd;
+    if (!(f = fopencookie(ff, "wb", io)))
+        free(ff);
+    return f;
+}
+
+/* fsync, or the injected error. */
+static int sync_file(int fd)
+{
+    int err = popci_sync_fault();
+
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return fsync(fd);
+}
+
 popc_status popci_write_atomic(const char *path,
                                popc_status (*fill)(FILE *f, void *arg),
                                void *arg)
 {
     size_t n = strlen(path) + 48;
-    char *tmp = malloc(n);
+    char *tmp = popci_malloc(n);
     FILE *f = NULL;
-    int fd;
+    int fd, cookie = 0, rc;
     popc_status st;
 
     if (!tmp)
@@ -119,28 +189,32 @@ popc_status popci_write_atomic(const char *path,
         return st;
     }
     /* mkstemp makes the file 0600; what popc writes is ordinary data. */
-    if (fchmod(fd, 0644) != 0 || !(f = fdopen(fd, "wb"))) {
+    if (fchmod(fd, 0644) != 0 || !(f = open_stream(fd))) {
         st = popc_set_error(POPC_EIO, "%s: %s", tmp, strerror(errno));
         close(fd);
         goto fail;
     }
+    cookie = fileno(f) < 0;
     if ((st = fill(f, arg)) != POPC_OK) {
         if (!strstr(popc_last_error(), path))
             st = popc_set_error(st, "%s: %s", path, popc_last_error());
         goto fail;
     }
-    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    errno = 0;
+    if (ferror(f) || fflush(f) != 0 || sync_file(fd) != 0) {
         st = popc_set_error(POPC_EIO, "%s: write failed: %s", path,
                             strerror(errno ? errno : EIO));
         goto fail;
     }
-    if (fclose(f) != 0) {
-        f = NULL;
+    rc = fclose(f);
+    f = NULL;
+    if (cookie)
+        rc |= close(fd);
+    if (rc != 0) {
         st = popc_set_error(POPC_EIO, "%s: write failed: %s", path,
                             strerror(errno));
-        goto fail;
+        goto fail_closed;
     }
-    f = NULL;
     if (rename(tmp, path) != 0) {
         st = popc_set_error(POPC_EIO, "%s: cannot rename %s into place: %s",
                             path, tmp, strerror(errno));
@@ -149,8 +223,12 @@ popc_status popci_write_atomic(const char *path,
     free(tmp);
     return POPC_OK;
 fail:
-    if (f)
+    if (f) {
         fclose(f);
+        if (cookie)
+            close(fd);
+    }
+fail_closed:
     unlink(tmp);
     free(tmp);
     return st;

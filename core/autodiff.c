@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/host_priv.h"
 
@@ -62,7 +63,7 @@ static popc_status add_named_node(ad *a, int fwd, const char *domain,
 {
     popci_annot an;
     size_t len = strlen(base_name) + strlen(op) + 8;
-    char *name = malloc(len);
+    char *name = popci_malloc(len);
     popc_status st;
 
     if (!name)
@@ -100,7 +101,7 @@ static popc_status cb_constant(popc_grad_ctx *gc, const popc_view *value,
 {
     ad *a = gc->impl;
     size_t len = strlen(gc->node_name) + 16;
-    char *name = malloc(len);
+    char *name = popci_malloc(len);
     popc_status st;
 
     if (!name)
@@ -130,7 +131,7 @@ static popc_status push_contrib(ad *a, int v, int grad)
 {
     if (a->n_pool == a->cap_pool) {
         int cap = a->cap_pool ? a->cap_pool * 2 : 64;
-        contrib *p = realloc(a->pool, (size_t)cap * sizeof *p);
+        contrib *p = popci_realloc(a->pool, (size_t)cap * sizeof *p);
         if (!p)
             return popc_set_error(POPC_ENOMEM, "autodiff: out of memory");
         a->pool = p;
@@ -160,7 +161,7 @@ static popc_status finalize(ad *a, int v, int *grad)
         *grad = a->pool[a->head[v]].value;
         return POPC_OK;
     }
-    if (!(ids = malloc((size_t)a->count[v] * sizeof *ids)))
+    if (!(ids = popci_malloc((size_t)a->count[v] * sizeof *ids)))
         return popc_set_error(POPC_ENOMEM, "autodiff: out of memory");
     /* the list is newest first: restore the order contributions came in */
     k = a->count[v];
@@ -209,7 +210,7 @@ static popc_status seed_constant(ad *a, int loss, double seed, int *id)
         return popc_set_error(POPC_EINVAL, "popc_graph_gradients: loss '%s' "
                               "is %s; a loss must be float32 or float16",
                               l->name, popc_dtype_name(l->info.dtype));
-    if (!(v.data = malloc((size_t)n * 4 + 4)))
+    if (!(v.data = popci_malloc((size_t)n * 4 + 4)))
         return popc_set_error(POPC_ENOMEM, "autodiff: out of memory");
     for (int64_t i = 0; i < n; i++) {
         if (v.dtype == POPC_DTYPE_F32)
@@ -217,7 +218,7 @@ static popc_status seed_constant(ad *a, int loss, double seed, int *id)
         else
             ((uint16_t *)v.data)[i] = popc_f32_to_f16((float)seed);
     }
-    if (!(name = malloc(len))) {
+    if (!(name = popci_malloc(len))) {
         free(v.data);
         return popc_set_error(POPC_ENOMEM, "autodiff: out of memory");
     }
@@ -285,10 +286,10 @@ static popc_status diff_node(ad *a, int n)
 
     if (!def || !def->grad)
         return no_grad_error(g, n, def);
-    in_info = calloc((size_t)x.n_inputs + 1, sizeof *in_info);
-    out_info = calloc((size_t)x.n_outputs + 1, sizeof *out_info);
-    out_grads = malloc(((size_t)x.n_outputs + 1) * sizeof *out_grads);
-    in_grads = malloc(((size_t)x.n_inputs + 1) * sizeof *in_grads);
+    in_info = popci_calloc((size_t)x.n_inputs + 1, sizeof *in_info);
+    out_info = popci_calloc((size_t)x.n_outputs + 1, sizeof *out_info);
+    out_grads = popci_malloc(((size_t)x.n_outputs + 1) * sizeof *out_grads);
+    in_grads = popci_malloc(((size_t)x.n_inputs + 1) * sizeof *in_grads);
     if (!in_info || !out_info || !out_grads || !in_grads) {
         st = popc_set_error(POPC_ENOMEM, "autodiff: out of memory");
         goto done;
@@ -345,9 +346,9 @@ static popc_status prune(ad *a, int *grads, int n_wrt)
 {
     popc_graph *g = a->g;
     int nn = g->n_nodes - a->nn0, nv = g->n_values - a->nv0;
-    unsigned char *keep_node = calloc((size_t)nn + 1, 1);
-    unsigned char *keep_value = calloc((size_t)nv + 1, 1);
-    int *remap = malloc(((size_t)nv + 1) * sizeof *remap);
+    unsigned char *keep_node = popci_calloc((size_t)nn + 1, 1);
+    unsigned char *keep_value = popci_calloc((size_t)nv + 1, 1);
+    int *remap = popci_malloc(((size_t)nv + 1) * sizeof *remap);
     popc_status st;
 
     if (!keep_node || !keep_value || !remap) {
@@ -449,10 +450,10 @@ popc_status popc_graph_gradients(popc_graph *g, int loss, const int *wrt,
     if (popc_registry_global(&reg) == POPC_OK && reg)
         a.have_sum = popc_registry_find_op(reg, POPC_DOMAIN_ONNX, "Sum",
                                            POPC_ONNX_OPSET) != NULL;
-    order = malloc(((size_t)a.nn0 + 1) * sizeof *order);
-    a.depends = calloc((size_t)a.nv0 + 1, 1);
-    a.head = malloc(((size_t)a.nv0 + 1) * sizeof *a.head);
-    a.count = calloc((size_t)a.nv0 + 1, sizeof *a.count);
+    order = popci_malloc(((size_t)a.nn0 + 1) * sizeof *order);
+    a.depends = popci_calloc((size_t)a.nv0 + 1, 1);
+    a.head = popci_malloc(((size_t)a.nv0 + 1) * sizeof *a.head);
+    a.count = popci_calloc((size_t)a.nv0 + 1, sizeof *a.count);
     if (!order || !a.depends || !a.head || !a.count) {
         st = popc_set_error(POPC_ENOMEM, "autodiff: out of memory");
         goto done;

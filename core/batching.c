@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "popc/tensor.h"
+#include "core/alloc_priv.h"
 #include "core/exec_priv.h"
 #include "core/optimizer_priv.h"
 #include "core/profile_priv.h"
@@ -355,7 +356,7 @@ popc_status popci_exec_run(popci_exec *e, const popci_exec_io *io,
     popc_status st = POPC_OK;
 
     *compute = 0.0;
-    tasks = malloc(sizeof *tasks * (size_t)(c->replicas * e->n_phases + 1));
+    tasks = popci_malloc(sizeof *tasks * (size_t)(c->replicas * e->n_phases + 1));
     if (!tasks)
         return popc_set_error(POPC_ENOMEM, "run: out of memory");
     if (c->training) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "popc/blocks.h"
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 popc_status popc_block_begin(popc_graph *g, const char *user_id, int ipu_id)
@@ -32,7 +33,7 @@ popc_status popc_block_begin(popc_graph *g, const char *user_id, int ipu_id)
         snprintf(auto_id, sizeof auto_id, "%d", g->block_next_id);
         user_id = auto_id;
     }
-    if (!(id = strdup(user_id)))
+    if (!(id = popci_strdup(user_id)))
         return popc_set_error(POPC_ENOMEM, "popc_block_begin: out of memory");
     if (user_id == auto_id)
         g->block_next_id++;

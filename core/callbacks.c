@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc_priv.h"
 #include "core/callbacks_priv.h"
 #include "core/host_priv.h"
 #include "core/model_priv.h"
@@ -108,7 +109,7 @@ popc_status popci_callbacks_new(popci_callbacks **out)
     popci_callbacks *cb;
 
     *out = NULL;
-    if (!(cb = calloc(1, sizeof *cb)))
+    if (!(cb = popci_calloc(1, sizeof *cb)))
         return popc_set_error(POPC_ENOMEM, "callbacks: out of memory");
     if (pthread_mutex_init(&cb->lock, NULL) != 0) {
         free(cb);
@@ -168,14 +169,14 @@ popc_status popci_callbacks_add(popci_callbacks *cb, const char *id,
     if (cb->n == cb->cap) {
         int cap = cb->cap ? 2 * cb->cap : 8;
 
-        if (!(grown = realloc(cb->items, (size_t)cap * sizeof *grown))) {
+        if (!(grown = popci_realloc(cb->items, (size_t)cap * sizeof *grown))) {
             pthread_mutex_unlock(&cb->lock);
             return popc_set_error(POPC_ENOMEM, "callbacks: out of memory");
         }
         cb->items = grown;
         cb->cap = cap;
     }
-    if (!(copy = strdup(id))) {
+    if (!(copy = popci_strdup(id))) {
         pthread_mutex_unlock(&cb->lock);
         return popc_set_error(POPC_ENOMEM, "callbacks: out of memory");
     }

@@ -23,6 +23,7 @@
 #include <ini_valueobj.h>
 
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/config_priv.h"
 
 /* Larger INI files are certainly a mistake (a weight file given as
@@ -98,7 +99,7 @@ void popci_config_free(popci_config *c)
 
 static char *dup_range(const char *b, const char *e)
 {
-    char *s = malloc((size_t)(e - b) + 1);
+    char *s = popci_malloc((size_t)(e - b) + 1);
 
     if (!s)
         return NULL;
@@ -173,13 +174,13 @@ static popc_status copy_section(popci_config *c, struct ini_cfgobj *ini,
     char **attrs;
     int n = 0, err = 0;
 
-    if (!(s->name = strdup(name)))
+    if (!(s->name = popci_strdup(name)))
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", c->path);
     attrs = ini_get_attribute_list(ini, name, &n, &err);
     if (err)
         return popc_set_error(POPC_ENOMEM, "%s: cannot list the keys of "
                               "[%s] (error %d)", c->path, name, err);
-    if (n > 0 && !(s->keys = calloc((size_t)n, sizeof *s->keys))) {
+    if (n > 0 && !(s->keys = popci_calloc((size_t)n, sizeof *s->keys))) {
         ini_free_attribute_list(attrs);
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", c->path);
     }
@@ -194,8 +195,8 @@ static popc_status copy_section(popci_config *c, struct ini_cfgobj *ini,
             continue;
         v = ini_get_const_string_config_value(vo, &err);
         value_get_line(vo, &line);
-        k->name = strdup(attrs[i]);
-        k->value = strdup(v && !err ? v : "");
+        k->name = popci_strdup(attrs[i]);
+        k->value = popci_strdup(v && !err ? v : "");
         k->line = (int)line;
         s->n_keys++;
         if (k->value && strlen(k->value) >= 2 && k->value[0] == '"' &&
@@ -256,7 +257,7 @@ static popc_status parse_text(popci_config *c, char *text, size_t len)
                             "%d)", c->path, err);
         goto done;
     }
-    if (n > 0 && !(c->sections = calloc((size_t)n, sizeof *c->sections))) {
+    if (n > 0 && !(c->sections = popci_calloc((size_t)n, sizeof *c->sections))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", c->path);
         goto done;
     }
@@ -279,7 +280,7 @@ static popc_status config_new(const char *name, popci_config **out)
     popci_config *c;
 
     *out = NULL;
-    if (!(c = calloc(1, sizeof *c)) || !(c->path = strdup(name))) {
+    if (!(c = popci_calloc(1, sizeof *c)) || !(c->path = popci_strdup(name))) {
         free(c);
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", name);
     }
@@ -302,7 +303,7 @@ popc_status popci_config_from_text(const char *name, const char *text,
     if ((st = config_new(name, &c)) != POPC_OK)
         return st;
     len = strlen(text);
-    if (!(copy = malloc(len + 1))) {
+    if (!(copy = popci_malloc(len + 1))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", name);
         goto fail;
     }
@@ -346,7 +347,7 @@ popc_status popci_config_open(const char *path, popci_config **out)
                                     MAX_CONFIG_BYTES);
                 goto fail;
             }
-            if (!(nt = realloc(text, ncap))) {
+            if (!(nt = popci_realloc(text, ncap))) {
                 st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
                 goto fail;
             }

@@ -16,6 +16,7 @@
 
 #include "popc/custom.h"
 #include "popc/registry.h"
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 #define VALUES_TEXT                                                         \
@@ -46,7 +47,7 @@ static void attr_set_free(attr_set *s)
 /* n bytes owned by s; NULL on failure (s keeps nothing). */
 static void *attr_alloc(attr_set *s, size_t n)
 {
-    void *p = calloc(1, n ? n : 1);
+    void *p = popci_calloc(1, n ? n : 1);
 
     if (!p)
         return NULL;
@@ -204,8 +205,8 @@ static popc_status convert_attrs(const char *domain, const char *name,
                               n < 0 ? "a negative count" : "attrs is NULL");
     if (n == 0)
         return POPC_OK;
-    if (!(s->a = calloc((size_t)n, sizeof *s->a)) ||
-        !(s->mem = calloc((size_t)n, sizeof *s->mem))) {
+    if (!(s->a = popci_calloc((size_t)n, sizeof *s->a)) ||
+        !(s->mem = popci_calloc((size_t)n, sizeof *s->mem))) {
         attr_set_free(s);
         return popc_set_error(POPC_ENOMEM, "custom_op: out of memory");
     }
@@ -325,7 +326,7 @@ static popc_status add_named(popc_graph *g, const char *domain,
 
     a.scope = g->scope_joined;
     len = (a.scope ? strlen(a.scope) + 1 : 0) + strlen(base) + 1;
-    if (!(name = malloc(len)))
+    if (!(name = popci_malloc(len)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     snprintf(name, len, "%s%s%s", a.scope ? a.scope : "", a.scope ? "/" : "",
              base);
@@ -354,8 +355,8 @@ static popc_status check_examples(const popc_graph *g, const popc_op_def *def,
                                   const popc_view *ex, int n_outputs,
                                   const attr_set *as)
 {
-    popc_view *in = calloc((size_t)n_inputs + 1, sizeof *in);
-    popc_view *outs = calloc((size_t)n_outputs + 1, sizeof *outs);
+    popc_view *in = popci_calloc((size_t)n_inputs + 1, sizeof *in);
+    popc_view *outs = popci_calloc((size_t)n_outputs + 1, sizeof *outs);
     popc_attrs av = {as->n, as->a};
     char who[300], a[128], b[128];
     int ready = 0;
@@ -485,8 +486,8 @@ popc_status popc_cpu_op(popc_graph *g, const char *id, const int *inputs,
     if ((st = find_def(POPC_DOMAIN_POPC, "HostOp", 1, "CPU ops need the "
                        "plugin ops/host", &def)) != POPC_OK)
         return st;
-    dtypes = malloc(sizeof *dtypes * ((size_t)n_out + 1));
-    shapes = malloc(sizeof *shapes * ((size_t)n_out * (POPC_MAX_RANK + 1) +
+    dtypes = popci_malloc(sizeof *dtypes * ((size_t)n_out + 1));
+    shapes = popci_malloc(sizeof *shapes * ((size_t)n_out * (POPC_MAX_RANK + 1) +
                                       1));
     if (!dtypes || !shapes) {
         st = popc_set_error(POPC_ENOMEM, "popc_cpu_op: out of memory");

@@ -13,6 +13,7 @@
 
 #include "popc/data.h"
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/data_priv.h"
 
 struct popc_dataloader {
@@ -129,7 +130,7 @@ popc_status popc_dataloader_new(popc_dataset *ds, const popc_options *opts,
         pid = option_int(opts, "Distributed.processId", 0);
         n_proc = option_int(opts, "Distributed.numProcesses", 1);
     }
-    if (!(dl = calloc(1, sizeof *dl)))
+    if (!(dl = popci_calloc(1, sizeof *dl)))
         return popc_set_error(POPC_ENOMEM, "data loader: out of memory");
     dl->ds = ds;
     dl->cfg = *cfg;
@@ -159,7 +160,7 @@ popc_status popc_dataloader_new(popc_dataset *ds, const popc_options *opts,
     dl->pos.batch = 0;
     dl->pos.rng = dl->sampler.rng;
     if (cfg->mode == POPC_LOADER_SYNC) {
-        if (!(dl->idx = malloc((size_t)combined * sizeof *dl->idx))) {
+        if (!(dl->idx = popci_malloc((size_t)combined * sizeof *dl->idx))) {
             st = popc_set_error(POPC_ENOMEM, "data loader: out of memory");
             goto fail;
         }

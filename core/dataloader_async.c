@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "popc/data.h"
+#include "core/alloc_priv.h"
 #include "core/data_priv.h"
 
 typedef enum { SLOT_FREE, SLOT_FILLING, SLOT_READY } slot_state;
@@ -196,7 +197,7 @@ popc_status popci_async_new(const popc_dataset *ds, popci_sampler *sampler,
     int rc = 0;
 
     *out = NULL;
-    if (!(a = calloc(1, sizeof *a)))
+    if (!(a = popci_calloc(1, sizeof *a)))
         return popc_set_error(POPC_ENOMEM, "data loader: out of memory");
     a->ds = ds;
     a->sampler = sampler;
@@ -208,13 +209,13 @@ popc_status popci_async_new(const popc_dataset *ds, popci_sampler *sampler,
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->work, NULL);
     pthread_cond_init(&a->ready, NULL);
-    a->slots = calloc((size_t)buffer_size, sizeof *a->slots);
-    a->threads = calloc((size_t)workers, sizeof *a->threads);
+    a->slots = popci_calloc((size_t)buffer_size, sizeof *a->slots);
+    a->threads = popci_calloc((size_t)workers, sizeof *a->threads);
     if (!a->slots || !a->threads)
         goto nomem;
     for (int i = 0; i < buffer_size; i++)
         if (!(a->slots[i].idx =
-                  malloc((size_t)sampler->batch * sizeof(int64_t))))
+                  popci_malloc((size_t)sampler->batch * sizeof(int64_t))))
             goto nomem;
     /* signals belong to the application's threads, never to the workers */
     sigfillset(&all);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "popc/data.h"
+#include "core/alloc_priv.h"
 #include "core/data_priv.h"
 
 struct popc_dataset {
@@ -37,7 +38,7 @@ struct popc_dataset {
 char *popci_dataset_source_name(const char *a, const char *b)
 {
     size_t len = strlen(a) + (b ? strlen(b) + 3 : 0) + 1;
-    char *s = malloc(len);
+    char *s = popci_malloc(len);
 
     if (!s)
         return NULL;
@@ -80,7 +81,7 @@ popc_status popci_dataset_new(const char *source, int64_t n,
                               "1 to %d",
                               source, rank, POPC_MAX_RANK);
     }
-    if (!(ds = calloc(1, sizeof *ds)) || !(ds->source = strdup(source))) {
+    if (!(ds = popci_calloc(1, sizeof *ds)) || !(ds->source = popci_strdup(source))) {
         free(ds);
         free(features);
         free(labels);
@@ -164,7 +165,7 @@ popc_status popci_dataset_from_tensors(const char *features_name,
     }
     if (popc_tensor_dtype(features) == POPC_DTYPE_U8) {
         storage = POPC_DTYPE_U8;
-        if (!(data = malloc((size_t)numel)))
+        if (!(data = popci_malloc((size_t)numel)))
             goto nomem;
         memcpy(data, popc_tensor_cdata(features), (size_t)numel);
     } else {
@@ -172,14 +173,14 @@ popc_status popci_dataset_from_tensors(const char *features_name,
         if ((st = popc_tensor_cast(features, POPC_DTYPE_F32, &f32)) !=
             POPC_OK)
             goto fail;
-        if (!(data = malloc((size_t)numel * sizeof(float))))
+        if (!(data = popci_malloc((size_t)numel * sizeof(float))))
             goto nomem;
         memcpy(data, popc_tensor_cdata(f32), (size_t)numel * sizeof(float));
     }
     if (labels) {
         if ((st = popc_tensor_cast(labels, POPC_DTYPE_I32, &l32)) != POPC_OK)
             goto fail;
-        if (!(lab = malloc((size_t)n * sizeof *lab)))
+        if (!(lab = popci_malloc((size_t)n * sizeof *lab)))
             goto nomem;
         memcpy(lab, popc_tensor_cdata(l32), (size_t)n * sizeof *lab);
     }
@@ -321,8 +322,8 @@ popc_status popc_dataset_normalize(popc_dataset *ds, const float *mean,
                                   "finite",
                                   ds->source, i, (double)mean[i],
                                   (double)std[i]);
-    m = malloc((size_t)n * sizeof *m);
-    s = malloc((size_t)n * sizeof *s);
+    m = popci_malloc((size_t)n * sizeof *m);
+    s = popci_malloc((size_t)n * sizeof *s);
     if (!m || !s) {
         free(m);
         free(s);

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "popc/data.h"
+#include "core/alloc_priv.h"
 #include "core/data_priv.h"
 
 #define NO_LABEL (-1)
@@ -155,7 +156,7 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t elem)
         return 1;
     while (n < need)
         n *= 2;
-    if (!(q = realloc(*p, (size_t)n * elem)))
+    if (!(q = popci_realloc(*p, (size_t)n * elem)))
         return 0;
     *p = q;
     *cap = n;
@@ -207,7 +208,7 @@ static popc_status first_row(csv_state *cs, char *line, const char *spec,
 
     for (const char *p = line; *p; p++)
         n += *p == ',';
-    if (!(*fields = calloc((size_t)n, sizeof **fields)))
+    if (!(*fields = popci_calloc((size_t)n, sizeof **fields)))
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", cs->path);
     split(line, *fields, n);
     cs->n_cols = n;
@@ -218,11 +219,11 @@ static popc_status first_row(csv_state *cs, char *line, const char *spec,
             header = 1;
     }
     if (header) {
-        if (!(cs->names = calloc((size_t)n, sizeof *cs->names)))
+        if (!(cs->names = popci_calloc((size_t)n, sizeof *cs->names)))
             return popc_set_error(POPC_ENOMEM, "%s: out of memory",
                                   cs->path);
         for (int i = 0; i < n; i++)
-            if (!(cs->names[i] = strdup((*fields)[i])))
+            if (!(cs->names[i] = popci_strdup((*fields)[i])))
                 return popc_set_error(POPC_ENOMEM, "%s: out of memory",
                                       cs->path);
     }
@@ -296,7 +297,7 @@ popc_status popc_dataset_load_csv(const char *path, const char *label_column,
         st = popc_set_error(POPC_EIO, "%s: no data rows", path);
         goto done;
     }
-    if (!(source = strdup(path))) {
+    if (!(source = popci_strdup(path))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
         goto done;
     }

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "popc/data.h"
+#include "core/alloc_priv.h"
 #include "core/data_priv.h"
 
 #define IDX_MAX_DIMS (POPC_MAX_RANK + 1)
@@ -241,7 +242,7 @@ static popc_status read_images(const char *path, int64_t *n, int *rank,
                             path, (long long)f.dims[0]);
         goto done;
     }
-    if (!(raw = malloc((size_t)f.count * (size_t)f.elem_size + 1))) {
+    if (!(raw = popci_malloc((size_t)f.count * (size_t)f.elem_size + 1))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory for %lld values",
                             path, (long long)f.count);
         goto done;
@@ -257,7 +258,7 @@ static popc_status read_images(const char *path, int64_t *n, int *rank,
         raw = NULL;
         goto done;
     }
-    if (!(conv = malloc((size_t)f.count * sizeof *conv + 1))) {
+    if (!(conv = popci_malloc((size_t)f.count * sizeof *conv + 1))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
         goto done;
     }
@@ -296,8 +297,8 @@ static popc_status read_labels(const char *path, int64_t *n, int32_t **out)
                             path, type_name(f.type));
         goto done;
     }
-    raw = malloc((size_t)f.count * (size_t)f.elem_size + 1);
-    lab = malloc((size_t)f.count * sizeof *lab + 1);
+    raw = popci_malloc((size_t)f.count * (size_t)f.elem_size + 1);
+    lab = popci_malloc((size_t)f.count * sizeof *lab + 1);
     if (!raw || !lab) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
         goto done;

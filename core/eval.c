@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/host_priv.h"
 
@@ -75,7 +76,7 @@ static popc_status plan(eval_state *s, const int *values, int n_values)
     const popc_graph *g = s->g;
     int *stack, n_stack = 0;
 
-    if (!(stack = malloc(((size_t)g->n_values + 1) * sizeof *stack)))
+    if (!(stack = popci_malloc(((size_t)g->n_values + 1) * sizeof *stack)))
         return popc_set_error(POPC_ENOMEM, "popc_graph_eval: out of memory");
     for (int i = 0; i < n_values; i++)
         if (!s->wanted[values[i]]) {
@@ -127,8 +128,8 @@ static popc_status run_node(eval_state *s, int n, int training, uint64_t seed)
     if (!def->forward)
         return popc_set_error(POPC_EPLUGIN, "node '%s': op %s::%s has no "
                               "forward kernel", x->name, x->domain, x->op);
-    in = calloc((size_t)x->n_inputs + 1, sizeof *in);
-    out = calloc((size_t)x->n_outputs + 1, sizeof *out);
+    in = popci_calloc((size_t)x->n_inputs + 1, sizeof *in);
+    out = popci_calloc((size_t)x->n_outputs + 1, sizeof *out);
     if (!in || !out) {
         st = popc_set_error(POPC_ENOMEM, "popc_graph_eval: out of memory");
         goto done;
@@ -200,11 +201,11 @@ popc_status popc_graph_eval(const popc_graph *g, popc_tensor *const *inputs,
     if ((st = check_inputs(g, inputs, n_inputs)) != POPC_OK)
         return st;
     s.g = g;
-    s.t = calloc((size_t)g->n_values + 1, sizeof *s.t);
-    s.uses = calloc((size_t)g->n_values + 1, sizeof *s.uses);
-    s.wanted = calloc((size_t)g->n_values + 1, 1);
-    s.needed = calloc((size_t)g->n_nodes + 1, 1);
-    s.order = malloc(((size_t)g->n_nodes + 1) * sizeof *s.order);
+    s.t = popci_calloc((size_t)g->n_values + 1, sizeof *s.t);
+    s.uses = popci_calloc((size_t)g->n_values + 1, sizeof *s.uses);
+    s.wanted = popci_calloc((size_t)g->n_values + 1, 1);
+    s.needed = popci_calloc((size_t)g->n_nodes + 1, 1);
+    s.order = popci_malloc(((size_t)g->n_nodes + 1) * sizeof *s.order);
     if (!s.t || !s.uses || !s.wanted || !s.needed || !s.order) {
         st = popc_set_error(POPC_ENOMEM, "popc_graph_eval: out of memory");
         goto fail;

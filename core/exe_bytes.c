@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/tensor_priv.h"
 
@@ -34,7 +35,7 @@ static int reserve(popci_wbuf *w, size_t n)
         }
         cap *= 2;
     }
-    if (!(p = realloc(w->buf, cap))) {
+    if (!(p = popci_realloc(w->buf, cap))) {
         w->oom = 1;
         return 0;
     }

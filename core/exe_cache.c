@@ -28,6 +28,7 @@
 
 #include "popc/log.h"
 #include "popc/popc.h"
+#include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
@@ -175,8 +176,8 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
     loss = (int)popci_r_i64(&r);
     seed = (int)popci_r_i64(&r);
     n_wrt = popci_r_count(&r, 16);
-    cc->wrt = malloc(sizeof(int) * ((size_t)n_wrt + 1));
-    cc->grads = malloc(sizeof(int) * ((size_t)n_wrt + 1));
+    cc->wrt = popci_malloc(sizeof(int) * ((size_t)n_wrt + 1));
+    cc->grads = popci_malloc(sizeof(int) * ((size_t)n_wrt + 1));
     if (!cc->wrt || !cc->grads) {
         popci_compiled_clear(cc);
         return popc_set_error(POPC_ENOMEM, "compile: out of memory");
@@ -192,7 +193,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
     cc->pc.graph = c;
     nv = popc_graph_n_values(c);
     n_slots = popci_r_count(&r, 8);
-    if (!(cc->arena_offset = malloc(sizeof(int64_t) * ((size_t)n_slots + 1)))) {
+    if (!(cc->arena_offset = popci_malloc(sizeof(int64_t) * ((size_t)n_slots + 1)))) {
         popci_compiled_clear(cc);
         return popc_set_error(POPC_ENOMEM, "compile: out of memory");
     }
@@ -283,7 +284,7 @@ static uint64_t mix_plugins(uint64_t h, const popc_model *m)
     unsigned char *used;
 
     if (popc_registry_global(&reg) != POPC_OK ||
-        !(used = calloc((size_t)reg->n_plugins + 1, 1)))
+        !(used = popci_calloc((size_t)reg->n_plugins + 1, 1)))
         return mix_str(h, "?");
     for (int k = 0; k < popc_graph_n_nodes(m->graph); k++) {
         const popc_op_def *def = popci_graph_node_def_c(m->graph, k);
@@ -360,7 +361,7 @@ static popc_status cache_key(const popc_model *m, popc_tensor *const *inputs,
 
 static popc_status make_dir(const char *dir)
 {
-    char *d = strdup(dir);
+    char *d = popci_strdup(dir);
     popc_status st = POPC_OK;
 
     if (!d)
@@ -399,12 +400,12 @@ static void lookup(popci_exe_cache *c, popc_model *m, const char *dir,
                    popci_plan_config *pc)
 {
     size_t n = strlen(dir) + 40;
-    char *lock = malloc(n);
+    char *lock = popci_malloc(n);
     popci_exe *x = NULL;
     struct stat sb;
     int used = 0;
 
-    if (!lock || !(c->path = malloc(n))) {
+    if (!lock || !(c->path = popci_malloc(n))) {
         free(lock);
         return;
     }
@@ -448,7 +449,7 @@ popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
 
     *out = NULL;
     pc->compiled = NULL;
-    if (!(c = calloc(1, sizeof *c)))
+    if (!(c = popci_calloc(1, sizeof *c)))
         return popc_set_error(POPC_ENOMEM, "compile: out of memory");
     c->lock_fd = -1;
     if (m->exe_hint) {

@@ -17,6 +17,7 @@
 
 #include "popc/log.h"
 #include "popc/popc.h"
+#include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
@@ -68,7 +69,7 @@ popc_status popc_model_save(popc_model *m, const char *path)
         return st;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         size_t n = strlen(path) + 16;
-        if (!(file = malloc(n)))
+        if (!(file = popci_malloc(n)))
             return popc_set_error(POPC_ENOMEM, "popc_model_save: out of "
                                   "memory");
         snprintf(file, n, "%s/model.popc", path);
@@ -111,7 +112,7 @@ static popc_status input_tensors(const popci_exe *x, int *n,
     *out = NULL;
     if ((st = popci_exe_get_inputs(x, n, &v, &names)) != POPC_OK)
         return st;
-    if (!(ts = calloc((size_t)*n + 1, sizeof *ts))) {
+    if (!(ts = popci_calloc((size_t)*n + 1, sizeof *ts))) {
         st = popc_set_error(POPC_ENOMEM, "load: out of memory");
         goto done;
     }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
@@ -92,7 +93,7 @@ popc_status popci_exe_get_options(const popci_exe *x, popc_options **out)
             memcpy(name, line, (size_t)(eq - line));
             name[eq - line] = '\0';
             free(value);
-            if (!(value = malloc(len + 1))) {
+            if (!(value = popci_malloc(len + 1))) {
                 st = popc_set_error(POPC_ENOMEM, "load: out of memory");
                 goto fail;
             }
@@ -147,7 +148,7 @@ static popc_status encode_plug(popc_model *m, popci_wbuf *w)
 
     if ((st = popc_registry_global(&reg)) != POPC_OK)
         return st;
-    if (!(uses = calloc((size_t)reg->n_plugins + 1, sizeof *uses)))
+    if (!(uses = popci_calloc((size_t)reg->n_plugins + 1, sizeof *uses)))
         return popc_set_error(POPC_ENOMEM, "save: out of memory");
     /* the plan's graph: forward and backward ops */
     for (int k = 0; k < popc_graph_n_nodes(p->graph); k++)
@@ -280,8 +281,8 @@ popc_status popci_exe_get_inputs(const popci_exe *x, int *n,
     cnt = popci_r_count(&r, 13);
     if (r.bad)
         return popci_exe_bad(x, POPCI_SEC_INPT, &r);
-    *views = calloc((size_t)cnt + 1, sizeof **views);
-    *names = calloc((size_t)cnt + 1, sizeof **names);
+    *views = popci_calloc((size_t)cnt + 1, sizeof **views);
+    *names = popci_calloc((size_t)cnt + 1, sizeof **names);
     if (!*views || !*names) {
         free(*views);
         free(*names);
@@ -538,8 +539,8 @@ popc_status popci_exe_get_tensors(const popci_exe *x, uint32_t tag, int *n,
     cnt = popci_r_count(&r, 22);
     if (r.bad)
         return popci_exe_bad(x, tag, &r);
-    *names = calloc((size_t)cnt + 1, sizeof **names);
-    *ts = calloc((size_t)cnt + 1, sizeof **ts);
+    *names = popci_calloc((size_t)cnt + 1, sizeof **names);
+    *ts = popci_calloc((size_t)cnt + 1, sizeof **ts);
     if (!*names || !*ts) {
         popci_exe_tensors_free(0, *names, *ts);
         *names = NULL;

@@ -23,6 +23,7 @@
 
 #include "popc/log.h"
 #include "popc/popc.h"
+#include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
@@ -169,7 +170,7 @@ static popc_status read_all(const char *path, unsigned char **data,
         return popc_set_error(POPC_EIO, "executable '%s' is not a regular "
                               "file", path);
     }
-    if (!(buf = malloc((size_t)sb.st_size + 1))) {
+    if (!(buf = popci_malloc((size_t)sb.st_size + 1))) {
         fclose(f);
         return popc_set_error(POPC_ENOMEM, "executable '%s': out of memory "
                               "reading %lld bytes", path,
@@ -291,7 +292,7 @@ popc_status popci_exe_read(const char *path, popci_exe **out)
     *out = NULL;
     if (!path || !*path)
         return popc_set_error(POPC_EINVAL, "executable: no file name given");
-    if (!(x = calloc(1, sizeof *x)) || !(x->path = strdup(path))) {
+    if (!(x = popci_calloc(1, sizeof *x)) || !(x->path = popci_strdup(path))) {
         free(x);
         return popc_set_error(POPC_ENOMEM, "executable '%s': out of memory",
                               path);
@@ -411,7 +412,7 @@ static void add_section(popci_wbuf *f, uint32_t tag, const popci_wbuf *s)
 /* mkdir -p of the directory part of path. */
 static popc_status make_parents(const char *path)
 {
-    char *dir = strdup(path);
+    char *dir = popci_strdup(path);
     popc_status st = POPC_OK;
 
     if (!dir)

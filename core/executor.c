@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc_priv.h"
 #include "core/exec_priv.h"
 #include "core/host_priv.h"
 
@@ -117,7 +118,7 @@ static popc_status make_phases(popci_exec *e)
     const popci_plan *p = e->plan;
     int n = p->pub.n_nodes, k = 0;
 
-    e->phase_first = malloc(sizeof(int) * (size_t)(n + 2));
+    e->phase_first = popci_malloc(sizeof(int) * (size_t)(n + 2));
     if (!e->phase_first)
         return oom();
     e->phase_first[k++] = 0;
@@ -137,8 +138,8 @@ static popc_status make_output_views(popci_exec *e)
     const popci_exec_config *c = &e->cfg;
     int64_t all = c->replicas * c->device_iterations * c->grad_accum;
 
-    e->out_views = calloc((size_t)p->n_outputs + 1, sizeof *e->out_views);
-    e->out_item = calloc((size_t)p->n_outputs + 1, sizeof *e->out_item);
+    e->out_views = popci_calloc((size_t)p->n_outputs + 1, sizeof *e->out_views);
+    e->out_item = popci_calloc((size_t)p->n_outputs + 1, sizeof *e->out_item);
     if (!e->out_views || !e->out_item)
         return oom();
     for (int i = 0; i < p->n_outputs; i++) {
@@ -173,8 +174,8 @@ static popc_status make_groups(popci_exec *e)
     const popci_plan *p = e->plan;
     int R = (int)e->cfg.replicas;
 
-    e->w_groups = malloc(sizeof(int) * (size_t)(p->n_weights + 1));
-    e->w_orth = calloc((size_t)p->n_weights + 1, 1);
+    e->w_groups = popci_malloc(sizeof(int) * (size_t)(p->n_weights + 1));
+    e->w_orth = popci_calloc((size_t)p->n_weights + 1, 1);
     if (!e->w_groups || !e->w_orth)
         return oom();
     for (int w = 0; w < p->n_weights; w++)
@@ -208,9 +209,9 @@ static popc_status make_weights(popci_exec *e)
     int nw = p->n_weights, R = (int)e->cfg.replicas;
     popc_status st;
 
-    e->wdata = calloc((size_t)(R * nw) + 1, sizeof *e->wdata);
-    e->w_own = calloc((size_t)(R * nw) + 1, 1);
-    e->accum = calloc((size_t)(R * nw) + 1, sizeof *e->accum);
+    e->wdata = popci_calloc((size_t)(R * nw) + 1, sizeof *e->wdata);
+    e->w_own = popci_calloc((size_t)(R * nw) + 1, 1);
+    e->accum = popci_calloc((size_t)(R * nw) + 1, sizeof *e->accum);
     if (!e->wdata || !e->w_own || !e->accum)
         return oom();
     if ((st = make_groups(e)) != POPC_OK)
@@ -303,9 +304,9 @@ static popc_status make_frames(popci_exec *e)
     int R = (int)e->cfg.replicas, nf = e->n_frames, ns = p->pub.n_slots;
     int nw = p->n_weights;
 
-    e->frames = calloc((size_t)(R * nf) + 1, sizeof *e->frames);
-    e->views = calloc((size_t)(R * nf * ns) + 1, sizeof *e->views);
-    e->arenas = calloc((size_t)(R * nf) + 1, sizeof *e->arenas);
+    e->frames = popci_calloc((size_t)(R * nf) + 1, sizeof *e->frames);
+    e->views = popci_calloc((size_t)(R * nf * ns) + 1, sizeof *e->views);
+    e->arenas = popci_calloc((size_t)(R * nf) + 1, sizeof *e->arenas);
     if (!e->frames || !e->views || !e->arenas)
         return oom();
     for (int r = 0; r < R; r++)
@@ -384,7 +385,7 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
     popc_status st;
 
     *out = NULL;
-    if (!(e = calloc(1, sizeof *e))) {
+    if (!(e = popci_calloc(1, sizeof *e))) {
         popci_plan_free(plan);
         return oom();
     }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -28,7 +29,7 @@ popc_status popci_grow(void **arr, int *cap, int need, size_t elem)
         return POPC_OK;
     while (n < need)
         n *= 2;
-    if (!(p = realloc(*arr, (size_t)n * elem)))
+    if (!(p = popci_realloc(*arr, (size_t)n * elem)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     *arr = p;
     *cap = n;
@@ -55,10 +56,10 @@ popc_status popc_graph_new(const char *name, popc_graph **out)
     if (!out)
         return popc_set_error(POPC_EINVAL, "popc_graph_new: out is NULL");
     *out = NULL;
-    if (!(g = calloc(1, sizeof *g)))
+    if (!(g = popci_calloc(1, sizeof *g)))
         return popc_set_error(POPC_ENOMEM, "popc_graph_new: out of memory");
     popci_annot_reset(&g->annot);
-    if (!(g->name = strdup(name && name[0] ? name : "graph"))) {
+    if (!(g->name = popci_strdup(name && name[0] ? name : "graph"))) {
         free(g);
         return popc_set_error(POPC_ENOMEM, "popc_graph_new: out of memory");
     }
@@ -122,11 +123,11 @@ static popc_status clone_node(const popci_node *src, popci_node *dst)
     dst->n_inputs = src->n_inputs;
     dst->n_outputs = src->n_outputs;
     dst->def = src->def;
-    dst->name = strdup(src->name);
-    dst->domain = strdup(src->domain);
-    dst->op = strdup(src->op);
-    dst->inputs = malloc(((size_t)src->n_inputs + 1) * sizeof(int));
-    dst->outputs = malloc(((size_t)src->n_outputs + 1) * sizeof(int));
+    dst->name = popci_strdup(src->name);
+    dst->domain = popci_strdup(src->domain);
+    dst->op = popci_strdup(src->op);
+    dst->inputs = popci_malloc(((size_t)src->n_inputs + 1) * sizeof(int));
+    dst->outputs = popci_malloc(((size_t)src->n_outputs + 1) * sizeof(int));
     if (!dst->name || !dst->domain || !dst->op || !dst->inputs ||
         !dst->outputs)
         return popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
@@ -169,7 +170,7 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
         d->name = NULL;
         d->tensor = NULL;
         c->n_values = v + 1;
-        if (!(d->name = strdup(s->name))) {
+        if (!(d->name = popci_strdup(s->name))) {
             st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
             goto fail;
         }
@@ -193,13 +194,13 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
         memcpy(c->updates, g->updates,
                (size_t)g->n_updates * sizeof *g->updates);
     for (int i = 0; i < g->n_scopes; i++) {
-        if (!(c->scopes[i] = strdup(g->scopes[i]))) {
+        if (!(c->scopes[i] = popci_strdup(g->scopes[i]))) {
             st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
             goto fail;
         }
         c->n_scopes = i + 1;
     }
-    if (g->scope_joined && !(c->scope_joined = strdup(g->scope_joined))) {
+    if (g->scope_joined && !(c->scope_joined = popci_strdup(g->scope_joined))) {
         st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
         goto fail;
     }
@@ -207,7 +208,7 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
     if ((st = popci_annot_copy(&c->annot, &g->annot)) != POPC_OK)
         goto fail;
     c->n_constants = g->n_constants;
-    if (g->origin && !(c->origin = strdup(g->origin))) {
+    if (g->origin && !(c->origin = popci_strdup(g->origin))) {
         st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
         goto fail;
     }
@@ -296,7 +297,7 @@ popc_status popc_graph_add_input(popc_graph *g, const char *name,
         return st;
     if ((st = POPCI_GROW(g, inputs, cap_inputs, g->n_inputs + 1)) != POPC_OK)
         return st;
-    if ((st = new_value(g, strdup(name), POPC_VALUE_INPUT, &v)) != POPC_OK)
+    if ((st = new_value(g, popci_strdup(name), POPC_VALUE_INPUT, &v)) != POPC_OK)
         return st;
     g->values[v].info.dtype = dt;
     g->values[v].info.rank = rank;
@@ -331,7 +332,7 @@ popc_status popc_graph_add_initializer(popc_graph *g, const char *name,
     if ((st = check_new_value_name(g, "popc_graph_add_initializer", name)) !=
         POPC_OK)
         return st;
-    if ((st = new_value(g, strdup(name), POPC_VALUE_INITIALIZER, &v)) !=
+    if ((st = new_value(g, popci_strdup(name), POPC_VALUE_INITIALIZER, &v)) !=
         POPC_OK)
         return st;
     g->values[v].tensor = popc_tensor_ref(t);
@@ -356,7 +357,7 @@ popc_status popc_graph_add_constant(popc_graph *g, const char *name,
         if ((st = check_new_value_name(g, "popc_graph_add_constant", name)) !=
             POPC_OK)
             return st;
-        nm = strdup(name);
+        nm = popci_strdup(name);
     } else {
         char base[32];
 
@@ -490,8 +491,8 @@ static char *make_node_name(popc_graph *g, const char *op, const char *name,
     char *full, *res;
 
     if (name)
-        full = strdup(name);
-    else if ((full = malloc(len)) != NULL)
+        full = popci_strdup(name);
+    else if ((full = popci_malloc(len)) != NULL)
         snprintf(full, len, "%s%s%s_%d", scope ? scope : "", scope ? "/" : "",
                  op, g->n_nodes);
     if (!full) {
@@ -524,7 +525,7 @@ static popc_status infer_new_node(popc_graph *g, const popc_op_def *def,
     popc_status st = POPC_OK;
     int ready;
 
-    if (n_inputs && !(in = calloc((size_t)n_inputs, sizeof *in)))
+    if (n_inputs && !(in = popci_calloc((size_t)n_inputs, sizeof *in)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     popci_graph_input_views(g, inputs, n_inputs, in, &ready);
     if (ready)
@@ -585,7 +586,7 @@ popc_status popci_graph_add_node_ex(popc_graph *g, const char *domain,
     if (def && (st = check_arity(def, domain, op, nd.name, n_inputs,
                                  n_outputs)) != POPC_OK)
         goto fail;
-    if (n_outputs && !(outs = calloc((size_t)n_outputs, sizeof *outs))) {
+    if (n_outputs && !(outs = popci_calloc((size_t)n_outputs, sizeof *outs))) {
         st = popc_set_error(POPC_ENOMEM, "graph: out of memory");
         goto fail;
     }
@@ -593,10 +594,10 @@ popc_status popci_graph_add_node_ex(popc_graph *g, const char *domain,
                                     n_attrs, outs, n_outputs)) != POPC_OK)
         goto fail;
 
-    nd.domain = strdup(domain);
-    nd.op = strdup(op);
-    nd.inputs = malloc(((size_t)n_inputs + 1) * sizeof(int));
-    nd.outputs = malloc(((size_t)n_outputs + 1) * sizeof(int));
+    nd.domain = popci_strdup(domain);
+    nd.op = popci_strdup(op);
+    nd.inputs = popci_malloc(((size_t)n_inputs + 1) * sizeof(int));
+    nd.outputs = popci_malloc(((size_t)n_outputs + 1) * sizeof(int));
     if (!nd.domain || !nd.op || !nd.inputs || !nd.outputs) {
         st = popc_set_error(POPC_ENOMEM, "graph: out of memory");
         goto fail;
@@ -620,7 +621,7 @@ popc_status popci_graph_add_node_ex(popc_graph *g, const char *domain,
         goto fail;
     for (int i = 0; i < n_outputs; i++) {
         size_t len = strlen(nd.name) + 16;
-        char *vn = malloc(len), *un;
+        char *vn = popci_malloc(len), *un;
         int v;
 
         if (!vn) {
@@ -694,7 +695,7 @@ popc_status popc_graph_add_node(popc_graph *g, const char *domain,
     current_annot(g, &a);
     if (name && a.scope) {
         size_t len = strlen(a.scope) + strlen(name) + 2;
-        if (!(full = malloc(len)))
+        if (!(full = popci_malloc(len)))
             return popc_set_error(POPC_ENOMEM, "graph: out of memory");
         snprintf(full, len, "%s/%s", a.scope, name);
     }
@@ -756,7 +757,7 @@ popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
     int *node_remap = NULL;
     int w;
 
-    if (nn && !(node_remap = malloc((size_t)nn * sizeof *node_remap)))
+    if (nn && !(node_remap = popci_malloc((size_t)nn * sizeof *node_remap)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     w = first_node;
     for (int i = 0; i < nn; i++) {

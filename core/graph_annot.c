@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 static char *dup_or_null(const char *s)
 {
-    return s ? strdup(s) : NULL;
+    return s ? popci_strdup(s) : NULL;
 }
 
 void popci_annot_free(popci_annot *a)
@@ -78,7 +79,7 @@ static popc_status join_scopes(popc_graph *g)
         return POPC_OK;
     for (int i = 0; i < g->n_scopes; i++)
         len += strlen(g->scopes[i]) + 1;
-    if (!(s = malloc(len)))
+    if (!(s = popci_malloc(len)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     for (int i = 0; i < g->n_scopes; i++) {
         size_t n = strlen(g->scopes[i]);
@@ -102,7 +103,7 @@ popc_status popc_graph_push_scope(popc_graph *g, const char *scope)
                               "scope name");
     if ((st = POPCI_GROW(g, scopes, cap_scopes, g->n_scopes + 1)) != POPC_OK)
         return st;
-    if (!(s = strdup(scope)))
+    if (!(s = popci_strdup(scope)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     g->scopes[g->n_scopes++] = s;
     if ((st = join_scopes(g)) != POPC_OK) {
@@ -147,7 +148,7 @@ popc_status popc_graph_set_annotations(popc_graph *g,
     na.phase = a->phase;
     na.recompute = a->recompute;
     na.available_memory = a->available_memory;
-    if (a->block && a->block[0] && !(na.block = strdup(a->block)))
+    if (a->block && a->block[0] && !(na.block = popci_strdup(a->block)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     popci_graph_clear_scopes(g);
     if (a->scope && a->scope[0] &&

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 /* ---- growable string ------------------------------------------------------ */
@@ -34,7 +35,7 @@ void popci_sb_vprintf(popci_sb *sb, const char *fmt, va_list ap)
 
         while (cap < sb->len + (size_t)n + 1)
             cap *= 2;
-        if (!(p = realloc(sb->buf, cap))) {
+        if (!(p = popci_realloc(sb->buf, cap))) {
             sb->oom = 1;
             return;
         }
@@ -67,7 +68,7 @@ char *popci_sb_take(popci_sb *sb)
     char *s = NULL;
 
     if (!sb->oom) {
-        s = sb->buf ? sb->buf : strdup("");
+        s = sb->buf ? sb->buf : popci_strdup("");
         sb->buf = NULL;
     }
     popci_sb_free(sb);
@@ -120,7 +121,7 @@ static popc_status copy_list(const popc_attr *src, popc_attr *dst)
                               " items without data", src->name, src->n);
     dst->n = src->n;
     if (src->type == POPC_ATTR_INTS) {
-        int64_t *p = calloc((size_t)src->n + 1, sizeof *p);
+        int64_t *p = popci_calloc((size_t)src->n + 1, sizeof *p);
         if (!p)
             return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
                                   src->name);
@@ -128,7 +129,7 @@ static popc_status copy_list(const popc_attr *src, popc_attr *dst)
             memcpy(p, src->ints, (size_t)src->n * sizeof *p);
         dst->ints = p;
     } else if (src->type == POPC_ATTR_FLOATS) {
-        double *p = calloc((size_t)src->n + 1, sizeof *p);
+        double *p = popci_calloc((size_t)src->n + 1, sizeof *p);
         if (!p)
             return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
                                   src->name);
@@ -136,7 +137,7 @@ static popc_status copy_list(const popc_attr *src, popc_attr *dst)
             memcpy(p, src->floats, (size_t)src->n * sizeof *p);
         dst->floats = p;
     } else {
-        char **p = calloc((size_t)src->n + 1, sizeof *p);
+        char **p = popci_calloc((size_t)src->n + 1, sizeof *p);
         if (!p)
             return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
                                   src->name);
@@ -145,7 +146,7 @@ static popc_status copy_list(const popc_attr *src, popc_attr *dst)
             if (!src->strings[k])
                 return popc_set_error(POPC_EINVAL, "attribute '%s': string "
                                       "%" PRId64 " is NULL", src->name, k);
-            if (!(p[k] = strdup(src->strings[k])))
+            if (!(p[k] = popci_strdup(src->strings[k])))
                 return popc_set_error(POPC_ENOMEM,
                                       "attribute '%s': out of memory",
                                       src->name);
@@ -173,11 +174,11 @@ static popc_status copy_tensor(const popc_attr *src, popc_attr *dst)
     if (nbytes && !v->data)
         return popc_set_error(POPC_EINVAL, "attribute '%s': tensor value has "
                               "no data", src->name);
-    if (!(copy = calloc(1, sizeof *copy)))
+    if (!(copy = popci_calloc(1, sizeof *copy)))
         return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
                               src->name);
     *copy = *v;
-    copy->data = malloc(nbytes ? nbytes : 1);
+    copy->data = popci_malloc(nbytes ? nbytes : 1);
     dst->tensor = copy;
     if (!copy->data)
         return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
@@ -189,7 +190,7 @@ static popc_status copy_tensor(const popc_attr *src, popc_attr *dst)
 
 static popc_status copy_one(const popc_attr *src, popc_attr *dst)
 {
-    if (!(dst->name = strdup(src->name)))
+    if (!(dst->name = popci_strdup(src->name)))
         return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
                               src->name);
     dst->type = src->type;
@@ -204,7 +205,7 @@ static popc_status copy_one(const popc_attr *src, popc_attr *dst)
         if (!src->s)
             return popc_set_error(POPC_EINVAL, "attribute '%s': string value "
                                   "is NULL", src->name);
-        if (!(dst->s = strdup(src->s)))
+        if (!(dst->s = popci_strdup(src->s)))
             return popc_set_error(POPC_ENOMEM, "attribute '%s': out of memory",
                                   src->name);
         return POPC_OK;
@@ -243,7 +244,7 @@ popc_status popci_attrs_copy(const popc_attr *src, int n, popc_attr **out)
                 return popc_set_error(POPC_EINVAL, "attribute '%s' is given "
                                       "twice", src[i].name);
     }
-    if (!(a = calloc((size_t)n, sizeof *a)))
+    if (!(a = popci_calloc((size_t)n, sizeof *a)))
         return popc_set_error(POPC_ENOMEM, "attributes: out of memory");
     for (int i = 0; i < n; i++)
         if ((st = copy_one(&src[i], &a[i])) != POPC_OK) {

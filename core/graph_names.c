@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 static size_t hash_str(const char *s)
@@ -55,7 +56,7 @@ popc_status popci_name_map_reserve(popci_name_map *m)
         return POPC_OK;
     bigger.cap = m->cap ? m->cap * 2 : 64;
     bigger.used = 0;
-    if (!(bigger.slots = calloc(bigger.cap, sizeof *bigger.slots)))
+    if (!(bigger.slots = popci_calloc(bigger.cap, sizeof *bigger.slots)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory (names)");
     for (size_t i = 0; i < m->cap; i++)
         if (m->slots[i].key)
@@ -96,8 +97,8 @@ char *popci_unique_name(const popci_name_map *map, const char *base)
     char *s;
 
     if (popci_name_map_find(map, base) < 0)
-        return strdup(base);
-    if (!(s = malloc(len + 24)))
+        return popci_strdup(base);
+    if (!(s = popci_malloc(len + 24)))
         return NULL;
     for (unsigned long k = 1;; k++) {
         snprintf(s, len + 24, "%s_%lu", base, k);
@@ -151,7 +152,7 @@ popc_status popc_graph_set_value_name(popc_graph *g, int value,
     if (other >= 0)
         return popc_set_error(POPC_EEXIST, "graph '%s': a value is already "
                               "named '%s'", g->name, name);
-    if (!(copy = strdup(name)))
+    if (!(copy = popci_strdup(name)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory (names)");
     if ((st = popci_name_map_reserve(&g->value_names)) != POPC_OK) {
         free(copy);

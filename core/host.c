@@ -8,6 +8,7 @@
 
 #include "popc/log.h"
 #include "popc/tensor.h"
+#include "core/alloc_priv.h"
 #include "core/host_priv.h"
 
 void *popci_alloc(size_t n)
@@ -16,7 +17,7 @@ void *popci_alloc(size_t n)
                      POPC_TENSOR_ALIGN;
     void *p;
 
-    if (rounded < n)
+    if (rounded < n || popci_alloc_should_fail())
         return NULL;
     if (rounded == 0)
         rounded = POPC_TENSOR_ALIGN;

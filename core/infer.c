@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/host_priv.h"
 
@@ -97,7 +98,7 @@ popc_status popci_graph_infer_node(popc_graph *g, int node, int training,
     *ran = 0;
     if (!def)
         return POPC_OK;
-    if (n->n_inputs && !(in = calloc((size_t)n->n_inputs, sizeof *in)))
+    if (n->n_inputs && !(in = popci_calloc((size_t)n->n_inputs, sizeof *in)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");
     popci_graph_input_views(g, n->inputs, n->n_inputs, in, &ready);
     if (!ready) {

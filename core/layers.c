@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "popc/layers.h"
+#include "core/alloc_priv.h"
 #include "core/rng.h"
 
 struct popc_layers {
@@ -32,7 +33,7 @@ popc_status popc_layers_new(popc_graph *g, uint64_t seed, popc_layers **out)
     *out = NULL;
     if (!g)
         return popc_set_error(POPC_EINVAL, "popc_layers_new: graph is NULL");
-    if (!(L = calloc(1, sizeof *L)))
+    if (!(L = popci_calloc(1, sizeof *L)))
         return popc_set_error(POPC_ENOMEM, "popc_layers_new: out of memory");
     L->g = g;
     L->seed = seed;

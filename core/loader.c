@@ -22,6 +22,7 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
+#include "core/alloc_priv.h"
 #include "core/registry_priv.h"
 
 #ifndef POPC_PLUGINDIR
@@ -313,7 +314,7 @@ static int collect(const char *filename, void *data)
 
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 32;
-        char **p = realloc(l->names, (size_t)cap * sizeof *p);
+        char **p = popci_realloc(l->names, (size_t)cap * sizeof *p);
         if (!p) {
             l->nomem = 1;
             return 1;
@@ -321,7 +322,7 @@ static int collect(const char *filename, void *data)
         l->names = p;
         l->cap = cap;
     }
-    if (!(l->names[l->n] = strdup(filename))) {
+    if (!(l->names[l->n] = popci_strdup(filename))) {
         l->nomem = 1;
         return 1;
     }
@@ -393,7 +394,7 @@ static int collect_preloaded(lt_dlhandle h)
 {
     if (pre_n == pre_cap) {
         int cap = pre_cap ? pre_cap * 2 : 16;
-        lt_dlhandle *p = realloc(pre_handles, (size_t)cap * sizeof *p);
+        lt_dlhandle *p = popci_realloc(pre_handles, (size_t)cap * sizeof *p);
         if (!p) {
             lt_dlclose(h);
             return 1;
@@ -416,7 +417,7 @@ popc_status popci_loader_load_preloaded(popc_registry *r)
     /* Fails harmlessly when the program preloaded nothing. */
     lt_dlpreload_open("@PROGRAM@", collect_preloaded);
     lt_dlerror();
-    if (pre_n > 0 && (hs = malloc((size_t)pre_n * sizeof *hs))) {
+    if (pre_n > 0 && (hs = popci_malloc((size_t)pre_n * sizeof *hs))) {
         memcpy(hs, pre_handles, (size_t)pre_n * sizeof *hs);
         n = pre_n;
     } else {

@@ -12,6 +12,7 @@ pkginclude_HEADERS += \
     %reldir%/include/popc/popc.h \
     %reldir%/include/popc/status.h \
     %reldir%/include/popc/file.h \
+    %reldir%/include/popc/fault.h \
     %reldir%/include/popc/types.h \
     %reldir%/include/popc/tensor.h \
     %reldir%/include/popc/log.h \

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 static int is_loss(const popc_graph *g, int n)
@@ -33,9 +34,9 @@ popc_status popci_graph_final_loss(const popc_graph *g, int *loss_value)
     char *list;
 
     *loss_value = -1;
-    order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
-    loss = calloc((size_t)g->n_nodes + 1, 1);
-    feeds = calloc((size_t)g->n_nodes + 1, 1);
+    order = popci_malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+    loss = popci_calloc((size_t)g->n_nodes + 1, 1);
+    feeds = popci_calloc((size_t)g->n_nodes + 1, 1);
     if (!order || !loss || !feeds) {
         st = popc_set_error(POPC_ENOMEM, "graph: out of memory");
         goto done;

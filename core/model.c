@@ -12,6 +12,7 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
+#include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
@@ -109,8 +110,8 @@ static popc_status list_weights(popc_model *m)
 {
     int nv = popc_graph_n_values(m->graph);
 
-    m->weight_values = calloc((size_t)nv + 1, sizeof(int));
-    m->weight_plan = calloc((size_t)nv + 1, sizeof(int));
+    m->weight_values = popci_calloc((size_t)nv + 1, sizeof(int));
+    m->weight_plan = popci_calloc((size_t)nv + 1, sizeof(int));
     if (!m->weight_values || !m->weight_plan)
         return oom("model");
     for (int v = 0; v < nv; v++)
@@ -148,7 +149,7 @@ static popc_status model_new(const popc_graph *g, popc_options *opts,
     *out = NULL;
     if (!g)
         return popc_set_error(POPC_EINVAL, "popc_model_new: graph is NULL");
-    if (!(m = calloc(1, sizeof *m)))
+    if (!(m = popci_calloc(1, sizeof *m)))
         return oom("popc_model_new");
     m->training = training;
     if (opts) {
@@ -479,7 +480,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     popci_progress prog;
     popc_status st;
 
-    if (!(micro = calloc((size_t)n + 1, sizeof *micro)))
+    if (!(micro = popci_calloc((size_t)n + 1, sizeof *micro)))
         return oom("compile");
     popci_progress_begin(&prog, m->opts, popc_graph_name(m->graph),
                          m->training);
@@ -538,8 +539,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         goto fail;
     free(m->sig);
     free(m->run_dtype);
-    m->sig = calloc((size_t)n + 1, sizeof *m->sig);
-    m->run_dtype = calloc((size_t)n + 1, sizeof *m->run_dtype);
+    m->sig = popci_calloc((size_t)n + 1, sizeof *m->sig);
+    m->run_dtype = popci_calloc((size_t)n + 1, sizeof *m->run_dtype);
     if (!m->sig || !m->run_dtype) {
         st = oom("compile");
         goto fail;
@@ -705,9 +706,9 @@ popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
         return st;
     if (m->device_dirty)
         popci_model_push_weights(m);
-    conv = calloc((size_t)n_inputs + 1, sizeof *conv);
-    in = calloc((size_t)n_inputs + 1, sizeof *in);
-    out = calloc((size_t)n_out + 1, sizeof *out);
+    conv = popci_calloc((size_t)n_inputs + 1, sizeof *conv);
+    in = popci_calloc((size_t)n_inputs + 1, sizeof *in);
+    out = popci_calloc((size_t)n_out + 1, sizeof *out);
     if (!conv || !in || !out) {
         st = oom("popc_model_run");
         goto done;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
 #include "core/strategy_priv.h"
@@ -184,7 +185,7 @@ popc_status popc_model_share_weights(popc_model *inference,
         return popc_set_error(POPC_EINVAL, "popc_model_share_weights: the "
                               "models have no weight name in common");
     popci_model_unshare(inference);
-    ns = realloc(training->sharers,
+    ns = popci_realloc(training->sharers,
                  sizeof *ns * (size_t)(training->n_sharers + 1));
     if (!ns)
         return popc_set_error(POPC_ENOMEM, "popc_model_share_weights: out "

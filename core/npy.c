@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "popc/tensor.h"
+#include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/tensor_priv.h"
 
@@ -333,7 +334,7 @@ popc_status popc_npy_load(const char *path, popc_tensor **out)
                             "%u is implausible", path, (unsigned)hlen);
         goto fail;
     }
-    if (!(text = malloc((size_t)hlen + 1))) {
+    if (!(text = popci_malloc((size_t)hlen + 1))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
         goto fail;
     }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "popc/options.h"
+#include "core/alloc_priv.h"
 #include "core/strategy_priv.h"
 
 static popc_status oom(void)
@@ -46,10 +47,10 @@ popc_status popci_offchip_add_slot(popci_plan *p, int s)
 
     if (!p->offchip_from)
         return POPC_OK;
-    f = realloc(p->offchip_from, sizeof *f * (size_t)(s + 2));
+    f = popci_realloc(p->offchip_from, sizeof *f * (size_t)(s + 2));
     if (f)
         p->offchip_from = f;
-    t = realloc(p->offchip_to, sizeof *t * (size_t)(s + 2));
+    t = popci_realloc(p->offchip_to, sizeof *t * (size_t)(s + 2));
     if (t)
         p->offchip_to = t;
     p->pub.offchip_from = p->offchip_from;
@@ -101,11 +102,11 @@ static popc_status find_gaps(popci_plan *p)
 {
     int n = p->pub.n_nodes, ns = p->pub.n_slots;
     int each = p->strategy.liveness == POPC_LIVENESS_OFF_CHIP_AFTER_EACH_PHASE;
-    int *seg = malloc(sizeof(int) * (size_t)(n + 1));
+    int *seg = popci_malloc(sizeof(int) * (size_t)(n + 1));
     popc_status st = POPC_OK;
 
-    p->offchip_from = malloc(sizeof(int) * (size_t)(ns + 1));
-    p->offchip_to = malloc(sizeof(int) * (size_t)(ns + 1));
+    p->offchip_from = popci_malloc(sizeof(int) * (size_t)(ns + 1));
+    p->offchip_to = popci_malloc(sizeof(int) * (size_t)(ns + 1));
     if (!seg || !p->offchip_from || !p->offchip_to) {
         st = oom();
         goto done;
@@ -144,8 +145,8 @@ done:
 static popc_status onchip_peak(popci_plan *p)
 {
     int n = p->pub.n_nodes;
-    int64_t *add = calloc((size_t)n + 1, sizeof *add);
-    int64_t *rem = calloc((size_t)n + 1, sizeof *rem);
+    int64_t *add = popci_calloc((size_t)n + 1, sizeof *add);
+    int64_t *rem = popci_calloc((size_t)n + 1, sizeof *rem);
     int64_t cur = 0, peak = 0;
 
     if (!add || !rem) {

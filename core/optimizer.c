@@ -19,6 +19,7 @@
 
 #include "popc/optimizer.h"
 #include "popc/registry.h"
+#include "core/alloc_priv.h"
 #include "core/optimizer_priv.h"
 
 /* ---- internal helpers --------------------------------------------------- */
@@ -141,8 +142,8 @@ static int group_alloc(popci_optim_group *gr, int n_hypers)
 {
     size_t n = n_hypers > 0 ? (size_t)n_hypers : 1;
 
-    gr->values = calloc(n, sizeof *gr->values);
-    gr->own = calloc(n, sizeof *gr->own);
+    gr->values = popci_calloc(n, sizeof *gr->values);
+    gr->own = popci_calloc(n, sizeof *gr->own);
     return gr->values && gr->own;
 }
 
@@ -154,7 +155,7 @@ static popc_status grow_groups(popc_optimizer *o)
     if (o->n_groups < o->cap_groups)
         return POPC_OK;
     cap = o->cap_groups ? 2 * o->cap_groups : 4;
-    if (!(g = realloc(o->groups, (size_t)cap * sizeof *g)))
+    if (!(g = popci_realloc(o->groups, (size_t)cap * sizeof *g)))
         return popc_set_error(POPC_ENOMEM, "optimizer: out of memory");
     o->groups = g;
     o->cap_groups = cap;
@@ -204,7 +205,7 @@ popc_status popci_optimizer_new_def(const popc_optim_def *def,
                                       "is declared twice", def->name,
                                       def->hypers[h].name);
     }
-    if (!(o = calloc(1, sizeof *o)))
+    if (!(o = popci_calloc(1, sizeof *o)))
         return popc_set_error(POPC_ENOMEM, "optimizer %s: out of memory",
                               def->name);
     o->def = def;
@@ -213,7 +214,7 @@ popc_status popci_optimizer_new_def(const popc_optim_def *def,
         goto fail;
     memset(&o->groups[0], 0, sizeof o->groups[0]);
     o->n_groups = 1;
-    o->variable = calloc((size_t)(o->n_hypers > 0 ? o->n_hypers : 1), 1);
+    o->variable = popci_calloc((size_t)(o->n_hypers > 0 ? o->n_hypers : 1), 1);
     if (!o->variable || !group_alloc(&o->groups[0], o->n_hypers)) {
         st = popc_set_error(POPC_ENOMEM, "optimizer %s: out of memory",
                             def->name);
@@ -298,12 +299,12 @@ popc_status popc_optimizer_clone(const popc_optimizer *o,
         dst = &c->groups[c->n_groups++];
         memset(dst, 0, sizeof *dst);
         if (!group_alloc(dst, o->n_hypers) ||
-            !(dst->prefix = calloc((size_t)src->n_prefix,
+            !(dst->prefix = popci_calloc((size_t)src->n_prefix,
                                    sizeof *dst->prefix)))
             goto nomem;
         for (; dst->n_prefix < src->n_prefix; dst->n_prefix++)
             if (!(dst->prefix[dst->n_prefix] =
-                      strdup(src->prefix[dst->n_prefix])))
+                      popci_strdup(src->prefix[dst->n_prefix])))
                 goto nomem;
         memcpy(dst->values, src->values,
                (size_t)o->n_hypers * sizeof(double));
@@ -375,9 +376,9 @@ popc_status popc_optimizer_add_group(popc_optimizer *o, const char *prefixes,
                                 o->def->name, prefixes);
             goto fail;
         }
-        if (!(item = strndup(p, len)))
+        if (!(item = popci_strndup(p, len)))
             goto nomem;
-        if (!(grown = realloc(gr.prefix, (size_t)(gr.n_prefix + 1) *
+        if (!(grown = popci_realloc(gr.prefix, (size_t)(gr.n_prefix + 1) *
                                              sizeof *grown))) {
             free(item);
             goto nomem;

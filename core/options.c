@@ -20,6 +20,7 @@
 
 #include "popc/log.h"
 #include "popc/options.h"
+#include "core/alloc_priv.h"
 #include "core/config_priv.h"
 #include "core/options_priv.h"
 
@@ -237,7 +238,7 @@ popc_status popci_options_parse(const popci_optdef *d, const char *text,
     case POPC_OPT_ENUM:
         return parse_enum(d, text, v);
     case POPC_OPT_STRING:
-        if (!(v->s = strdup(text)))
+        if (!(v->s = popci_strdup(text)))
             return popc_set_error(POPC_ENOMEM, "%s: out of memory",
                                   d->info.name);
         return POPC_OK;
@@ -434,8 +435,8 @@ static popc_status alloc_options(popc_options **out)
     popc_options *o;
 
     *out = NULL;
-    if (!(o = calloc(1, sizeof *o)) ||
-        !(o->v = calloc((size_t)popci_option_count, sizeof *o->v))) {
+    if (!(o = popci_calloc(1, sizeof *o)) ||
+        !(o->v = popci_calloc((size_t)popci_option_count, sizeof *o->v))) {
         free(o);
         return popc_set_error(POPC_ENOMEM, "popc_options_new: out of "
                               "memory");
@@ -561,7 +562,7 @@ popc_status popc_options_clone(const popc_options *o, popc_options **out)
     for (int i = 0; i < popci_option_count; i++) {
         c->v[i] = o->v[i];
         c->v[i].s = NULL;
-        if (o->v[i].s && !(c->v[i].s = strdup(o->v[i].s))) {
+        if (o->v[i].s && !(c->v[i].s = popci_strdup(o->v[i].s))) {
             popc_options_free(c);
             return popc_set_error(POPC_ENOMEM, "popc_options_clone: out of "
                                   "memory");

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "popc/options.h"
+#include "core/alloc_priv.h"
 #include "core/config_priv.h"
 #include "core/options_priv.h"
 
@@ -82,7 +83,7 @@ static int is_ident_start(int c)
 
 static char *dup_n(const char *s, size_t n)
 {
-    char *d = malloc(n + 1);
+    char *d = popci_malloc(n + 1);
 
     if (d) {
         memcpy(d, s, n);
@@ -124,7 +125,7 @@ static int parse_args(parser *ps, popci_val *call)
         const char *save = ps->p;
         char *kw = NULL;
 
-        if (!(items = realloc(call->items, (size_t)(call->n + 1) *
+        if (!(items = popci_realloc(call->items, (size_t)(call->n + 1) *
                                                sizeof *items)))
             return syntax(ps, "out of memory%s", NULL);
         call->items = items;
@@ -188,7 +189,7 @@ static int parse_call_rest(parser *ps, popci_val *v)
         if (*ps->p != '.')
             return 1;
         ps->p++;
-        if (!(m = calloc(1, sizeof *m)))
+        if (!(m = popci_calloc(1, sizeof *m)))
             return syntax(ps, "out of memory%s", NULL);
         last->next = m;
         last = m;
@@ -240,7 +241,7 @@ static int parse_string(parser *ps, popci_val *v)
 {
     char quote = *ps->p++;
     size_t cap = 32, n = 0;
-    char *s = malloc(cap);
+    char *s = popci_malloc(cap);
 
     if (!s)
         return syntax(ps, "out of memory%s", NULL);
@@ -261,7 +262,7 @@ static int parse_string(parser *ps, popci_val *v)
             }
         }
         if (n + 2 > cap) {
-            char *t = realloc(s, cap *= 2);
+            char *t = popci_realloc(s, cap *= 2);
             if (!t) {
                 free(s);
                 return syntax(ps, "out of memory%s", NULL);
@@ -291,7 +292,7 @@ static int parse_collection(parser *ps, popci_val *v)
     skip_space(ps);
     while (*ps->p != close) {
         int per = open == '{' ? 2 : 1;
-        popci_val *items = realloc(v->items, (size_t)(v->n + per) *
+        popci_val *items = popci_realloc(v->items, (size_t)(v->n + per) *
                                                  sizeof *items);
 
         if (!items)
@@ -484,13 +485,13 @@ static popc_status read_statements(const char *path, stmt **out, int *count)
         if (!*line || *line == '#')
             continue;
         kept++;
-        if (!(grown = realloc(sts, (size_t)(n + 1) * sizeof *sts))) {
+        if (!(grown = popci_realloc(sts, (size_t)(n + 1) * sizeof *sts))) {
             st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
             break;
         }
         sts = grown;
         memset(&sts[n], 0, sizeof sts[n]);
-        if (!(sts[n].line = strdup(line))) {
+        if (!(sts[n].line = popci_strdup(line))) {
             st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
             break;
         }

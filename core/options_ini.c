@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "popc/options.h"
+#include "core/alloc_priv.h"
 #include "core/config_priv.h"
 #include "core/options_priv.h"
 
@@ -49,8 +50,8 @@ popc_status popc_options_load_ini(popc_options *o, const char *path)
     for (int i = 0; i < popci_config_n_sections(c); i++)
         if (strcasecmp(popci_config_section(c, i), SECTION) == 0)
             sec = popci_config_section(c, i);
-    line_of = calloc((size_t)popci_option_count, sizeof *line_of);
-    key_of = calloc((size_t)popci_option_count, sizeof *key_of);
+    line_of = popci_calloc((size_t)popci_option_count, sizeof *line_of);
+    key_of = popci_calloc((size_t)popci_option_count, sizeof *key_of);
     if (!line_of || !key_of) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
         goto done;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "popc/options.h"
+#include "core/alloc_priv.h"
 #include "core/options_priv.h"
 
 #define MAX_DEPTH 16
@@ -73,7 +74,7 @@ static int jstring(jparser *js, char **out)
         js->p += *js->p == '\\' && js->p[1] ? 2 : 1;
     if (*js->p != '"')
         return jerr(js, "unterminated string");
-    if (!(s = malloc((size_t)(js->p - b) + 1)))
+    if (!(s = popci_malloc((size_t)(js->p - b) + 1)))
         return jerr(js, "out of memory");
     for (const char *q = b; q < js->p; q++) {
         if (*q != '\\') {
@@ -164,7 +165,7 @@ static int jlist(jparser *js, popci_val *v, int object)
     }
     for (;;) {
         int per = object ? 2 : 1;
-        popci_val *items = realloc(v->items, (size_t)(v->n + per) *
+        popci_val *items = popci_realloc(v->items, (size_t)(v->n + per) *
                                                  sizeof *items);
 
         if (!items)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/options_priv.h"
 
 #define C  POPCI_OPT_COMPILE
@@ -344,7 +345,7 @@ static popc_status hook_amp(popc_options *o, const popci_optdef *d,
         v->none = 1;
         return POPC_OK;
     }
-    if (!(v->s = strdup(out)))
+    if (!(v->s = popci_strdup(out)))
         return popc_set_error(POPC_ENOMEM, "%s: out of memory",
                               d->info.name);
     return POPC_OK;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/host_priv.h"
 #include "core/plan_priv.h"
@@ -62,7 +63,7 @@ static popc_status set_input_shapes(popci_plan *p, const popci_plan_config *c)
         v->info = c->inputs[i];
         v->info.data = NULL;
     }
-    if (!(order = malloc(sizeof *order * (size_t)(nn + 1))))
+    if (!(order = popci_malloc(sizeof *order * (size_t)(nn + 1))))
         return oom("shape inference");
     if ((st = popci_graph_topo(g, order)) != POPC_OK)
         goto done;
@@ -120,8 +121,8 @@ static popc_status build_gradients(popci_plan *p, int *loss, int **wrt_out,
     *n_wrt_out = 0;
     if ((st = popci_graph_final_loss(g, loss)) != POPC_OK)
         return st;
-    wrt = malloc(sizeof *wrt * (size_t)(nv + 1));
-    grads = malloc(sizeof *grads * (size_t)(nv + 1));
+    wrt = popci_malloc(sizeof *wrt * (size_t)(nv + 1));
+    grads = popci_malloc(sizeof *grads * (size_t)(nv + 1));
     if (!wrt || !grads) {
         st = oom("gradients");
         goto fail;
@@ -153,8 +154,8 @@ static popc_status take_compiled(popci_plan *p, popci_plan_compiled *c,
 {
     int n = p->pub.training ? c->n_wrt : 0;
 
-    *wrt_out = malloc(sizeof **wrt_out * (size_t)(n + 1));
-    *grads_out = malloc(sizeof **grads_out * (size_t)(n + 1));
+    *wrt_out = popci_malloc(sizeof **wrt_out * (size_t)(n + 1));
+    *grads_out = popci_malloc(sizeof **grads_out * (size_t)(n + 1));
     if (!*wrt_out || !*grads_out)
         return oom("gradients");
     if (n) {
@@ -180,10 +181,10 @@ static popc_status schedule(popci_plan *p, int n_fwd, const char *keep,
 {
     popc_graph *g = p->graph;
     int nn = popc_graph_n_nodes(g), nv = popc_graph_n_values(g);
-    int *topo = malloc(sizeof *topo * (size_t)(nn + 1));
-    int *order = malloc(sizeof *order * (size_t)(nn + 1));
-    char *need = calloc((size_t)nv + 1, 1);
-    char *run = calloc((size_t)nn + 1, 1);
+    int *topo = popci_malloc(sizeof *topo * (size_t)(nn + 1));
+    int *order = popci_malloc(sizeof *order * (size_t)(nn + 1));
+    char *need = popci_calloc((size_t)nv + 1, 1);
+    char *run = popci_calloc((size_t)nn + 1, 1);
     popc_status st = POPC_OK;
     int k = 0;
 
@@ -238,7 +239,7 @@ static int add_slot(popci_plan *p, int *cap, const char *name,
 {
     if (p->pub.n_slots == *cap) {
         int nc = *cap ? *cap * 2 : 64;
-        popc_plan_slot *ns = realloc(p->slots, sizeof *ns * (size_t)nc);
+        popc_plan_slot *ns = popci_realloc(p->slots, sizeof *ns * (size_t)nc);
         if (!ns)
             return -1;
         p->slots = ns;
@@ -276,7 +277,7 @@ static int value_slot(popci_plan *p, int *cap, int v)
 static char *join_name(const char *a, const char *b)
 {
     size_t n = strlen(a) + strlen(b) + 2;
-    char *s = malloc(n);
+    char *s = popci_malloc(n);
 
     if (s)
         snprintf(s, n, "%s/%s", a, b);
@@ -290,7 +291,7 @@ static popc_status keep_name(popci_plan *p, char *s)
 
     while (p->slot_names && p->slot_names[n])
         n++;
-    nn = realloc(p->slot_names, sizeof *nn * (n + 2));
+    nn = popci_realloc(p->slot_names, sizeof *nn * (n + 2));
     if (!nn) {
         free(s);
         return oom("slot names");
@@ -314,9 +315,9 @@ static popc_status make_slots(popci_plan *p, const int *order, int n_order,
     for (int v = 0; v < p->n_values; v++)
         if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER)
             nw++;
-    p->weights = calloc((size_t)nw + 1, sizeof *p->weights);
-    p->input_slots = calloc((size_t)p->n_inputs + 1, sizeof(int));
-    p->output_slots = calloc((size_t)p->n_outputs + 1, sizeof(int));
+    p->weights = popci_calloc((size_t)nw + 1, sizeof *p->weights);
+    p->input_slots = popci_calloc((size_t)p->n_inputs + 1, sizeof(int));
+    p->output_slots = popci_calloc((size_t)p->n_outputs + 1, sizeof(int));
     if (!p->weights || !p->input_slots || !p->output_slots)
         return oom("slots");
     for (int v = 0; v < p->n_values; v++) {
@@ -484,17 +485,17 @@ static popc_status build_nodes(popci_plan *p, const int *order, int n_order,
 {
     popc_graph *g = p->graph;
     int n_io = 0, pos = 0, max_ipu = 0, max_stage = 0;
-    int *value_stage = malloc(sizeof(int) * (size_t)(p->n_values + 1));
-    int *value_ipu = malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    int *value_stage = popci_malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    int *value_ipu = popci_malloc(sizeof(int) * (size_t)(p->n_values + 1));
     popc_view in[64], out[64];
     popc_status st = POPC_OK;
 
     for (int k = 0; k < n_order; k++)
         n_io += popc_graph_node_n_inputs(g, order[k]) +
                 popc_graph_node_n_outputs(g, order[k]);
-    p->nodes = calloc((size_t)n_order + 1, sizeof *p->nodes);
-    p->node_attrs = calloc((size_t)n_order + 1, sizeof *p->node_attrs);
-    p->node_io = malloc(sizeof(int) * (size_t)(n_io + 1));
+    p->nodes = popci_calloc((size_t)n_order + 1, sizeof *p->nodes);
+    p->node_attrs = popci_calloc((size_t)n_order + 1, sizeof *p->node_attrs);
+    p->node_io = popci_malloc(sizeof(int) * (size_t)(n_io + 1));
     if (!p->nodes || !p->node_attrs || !p->node_io || !value_stage ||
         !value_ipu) {
         st = oom("nodes");
@@ -577,7 +578,7 @@ done:
 static popc_status liveness(popci_plan *p, const char *keep_to_end)
 {
     int n = p->pub.n_nodes;
-    char *placed = calloc((size_t)p->pub.n_slots + 1, 1);
+    char *placed = popci_calloc((size_t)p->pub.n_slots + 1, 1);
 
     if (!placed)
         return oom("liveness");
@@ -656,11 +657,11 @@ static void release(block *live, int *n_live, int64_t off)
 static popc_status plan_memory(popci_plan *p)
 {
     int n = p->pub.n_nodes, n_live = 0;
-    block *live = malloc(sizeof *live * (size_t)(p->pub.n_slots + 1));
-    char *freed = calloc((size_t)p->pub.n_slots + 1, 1);
+    block *live = popci_malloc(sizeof *live * (size_t)(p->pub.n_slots + 1));
+    char *freed = popci_calloc((size_t)p->pub.n_slots + 1, 1);
     int64_t peak = 0;
 
-    p->arena_offset = malloc(sizeof(int64_t) * (size_t)(p->pub.n_slots + 1));
+    p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(p->pub.n_slots + 1));
     if (!live || !freed || !p->arena_offset) {
         free(live);
         free(freed);
@@ -727,7 +728,7 @@ static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
         if (!ok)
             return plan_memory(p);
     }
-    if (!(p->arena_offset = malloc(sizeof(int64_t) * (size_t)(ns + 1))))
+    if (!(p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(ns + 1))))
         return oom("memory plan");
     memcpy(p->arena_offset, c->arena_offset, sizeof(int64_t) * (size_t)ns);
     p->arena_bytes = c->arena_bytes;
@@ -785,7 +786,7 @@ popc_status popci_plan_add_state(popci_plan *p, int w, int n,
             return st;
         s = add_slot(p, &cap, name, POPC_SLOT_STATE,
                      p->slots[p->weights[w].slot].info);
-        if (s < 0 || !(off = realloc(p->arena_offset,
+        if (s < 0 || !(off = popci_realloc(p->arena_offset,
                                      sizeof *off * (size_t)(s + 1))))
             return oom("state slots");
         p->arena_offset = off;
@@ -813,7 +814,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     popc_status st;
 
     *out = NULL;
-    if (!(p = calloc(1, sizeof *p)))
+    if (!(p = popci_calloc(1, sizeof *p)))
         return oom("plan");
     p->pub.size = sizeof p->pub;
     p->pub.training = cfg->training;
@@ -856,8 +857,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     p->n_values = popc_graph_n_values(p->graph);
     p->n_inputs = popc_graph_n_inputs(p->graph);
     p->n_outputs = popc_graph_n_outputs(p->graph);
-    keep = calloc((size_t)p->n_values + 1, 1);
-    p->value_slot = malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    keep = popci_calloc((size_t)p->n_values + 1, 1);
+    p->value_slot = popci_malloc(sizeof(int) * (size_t)(p->n_values + 1));
     if (!keep || !p->value_slot) {
         st = oom("plan");
         goto fail;
@@ -889,7 +890,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     if ((st = build_nodes(p, order, n_order, n_forward)) != POPC_OK)
         goto fail;
     p->pub.nodes = p->nodes;
-    if (!(keep_slot = calloc((size_t)p->pub.n_slots + 1, 1))) {
+    if (!(keep_slot = popci_calloc((size_t)p->pub.n_slots + 1, 1))) {
         st = oom("plan");
         goto fail;
     }

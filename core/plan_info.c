@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "popc/strategy.h"
+#include "core/alloc_priv.h"
 #include "core/model_priv.h"
 #include "core/strategy_priv.h"
 
@@ -21,7 +22,7 @@ static int count_phases(const popci_plan *p)
     for (int k = 0; k < p->pub.n_nodes; k++)
         if (p->nodes[k].phase > max)
             max = p->nodes[k].phase;
-    if (max < 0 || !(seen = calloc((size_t)max + 1, 1)))
+    if (max < 0 || !(seen = popci_calloc((size_t)max + 1, 1)))
         return max + 1;
     for (int k = 0; k < p->pub.n_nodes; k++)
         if (p->nodes[k].phase >= 0)

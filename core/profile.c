@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
@@ -593,7 +594,7 @@ static char *profile_json(const popci_profile *p, const popc_model *m,
 popc_status popci_profile_mkdir(const char *dir)
 {
     size_t n = strlen(dir);
-    char *path = malloc(n + 1);
+    char *path = popci_malloc(n + 1);
 
     if (!path)
         return popc_set_error(POPC_ENOMEM, "enableProfiling: out of memory");
@@ -630,7 +631,7 @@ static popc_status write_atomic(const char *dir, const char *name,
                                 const char *data, size_t len)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
-    char *path = malloc(n);
+    char *path = popci_malloc(n);
     popc_status st;
 
     if (!path)

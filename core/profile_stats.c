@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "popc/log.h"
+#include "core/alloc_priv.h"
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
 
@@ -117,7 +118,7 @@ static char *read_all(const char *path)
     if (!f)
         return NULL;
     if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+        fseek(f, 0, SEEK_SET) == 0 && (buf = popci_malloc((size_t)n + 1))) {
         if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
             free(buf);
             buf = NULL;
@@ -135,7 +136,7 @@ static char *read_all(const char *path)
 static void fetch_report(popci_profile *p, const popci_exec *e)
 {
     size_t len = strlen(p->dir) + sizeof "/.popc-report-XXXXXX";
-    char *path = malloc(len);
+    char *path = popci_malloc(len);
     int fd;
 
     if (!e->be->report || !path) {
@@ -177,7 +178,7 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
     int64_t tasks;
     popc_status st;
 
-    if (!p && !(p = *pp = calloc(1, sizeof *p)))
+    if (!p && !(p = *pp = popci_calloc(1, sizeof *p)))
         return oom();
     reset(p);
     p->training = m->training;
@@ -189,7 +190,7 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
     p->n_iterations = p->micro_batches * p->replicas;
     p->compile_seconds = pg->total;
     memcpy(p->phase_seconds, pg->seconds, sizeof p->phase_seconds);
-    if (!(p->phase_cycles = calloc((size_t)p->phases + 1,
+    if (!(p->phase_cycles = popci_calloc((size_t)p->phases + 1,
                                    sizeof *p->phase_cycles)))
         return oom();
     if (e->be->cycles) {
@@ -206,10 +207,10 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
                                  .windows = p->windows,
                                  .replicas = p->replicas,
                                  .phases = p->phases};
-        p->trace.task = calloc((size_t)tasks * 4 + 1, sizeof(double));
-        p->trace.step = calloc((size_t)p->windows * 2 + 1, sizeof(double));
+        p->trace.task = popci_calloc((size_t)tasks * 4 + 1, sizeof(double));
+        p->trace.step = popci_calloc((size_t)p->windows * 2 + 1, sizeof(double));
         for (int ev = 0; ev < POPC_PERF_EVENTS; ev++)
-            if (!(p->perf[ev] = calloc((size_t)p->n_iterations + 1,
+            if (!(p->perf[ev] = popci_calloc((size_t)p->n_iterations + 1,
                                        sizeof(double))))
                 return oom();
         if (!p->trace.task || !p->trace.step)
@@ -221,7 +222,7 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
     }
     if (!dir || !*dir)
         return POPC_OK;
-    if (!(p->dir = strdup(dir)))
+    if (!(p->dir = popci_strdup(dir)))
         return oom();
     if ((st = popci_profile_mkdir(dir)) != POPC_OK)
         return st;
@@ -268,7 +269,7 @@ static void counters(popci_profile *p, double t0)
         p->perf[POPC_PERF_OUTPUT_COMPLETE][i] = last[3] - t0;
     }
     /* the latency lists reuse one buffer per figure */
-    lat[0] = malloc(sizeof(double) * (size_t)(n + 1) * POPCI_LATS);
+    lat[0] = popci_malloc(sizeof(double) * (size_t)(n + 1) * POPCI_LATS);
     if (!lat[0]) {
         memset(p->lat, 0, sizeof p->lat);
         return;

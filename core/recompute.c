@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/strategy_priv.h"
 
@@ -90,7 +91,7 @@ static popc_status push(rc *c, int n)
 {
     if (c->n_stack == c->cap_stack) {
         int cap = c->cap_stack ? c->cap_stack * 2 : 64;
-        int *s = realloc(c->stack, sizeof *s * (size_t)cap);
+        int *s = popci_realloc(c->stack, sizeof *s * (size_t)cap);
         if (!s)
             return oom();
         c->stack = s;
@@ -105,10 +106,10 @@ static popc_status add_clone(rc *c, int n)
 {
     popc_graph *g = c->g;
     popci_node x = g->nodes[n]; /* shallow: g->nodes may move below */
-    int *in = malloc(sizeof(int) * (size_t)(x.n_inputs + 1));
-    int *out = malloc(sizeof(int) * (size_t)(x.n_outputs + 1));
+    int *in = popci_malloc(sizeof(int) * (size_t)(x.n_inputs + 1));
+    int *out = popci_malloc(sizeof(int) * (size_t)(x.n_outputs + 1));
     size_t len = strlen(x.name) + 16;
-    char *name = malloc(len);
+    char *name = popci_malloc(len);
     popci_annot a = x.annot;
     popc_status st;
 
@@ -209,10 +210,10 @@ popc_status popci_recompute(popc_graph *g, int n_fwd)
     c.g = g;
     c.n_fwd = n_fwd;
     c.nv = g->n_values;
-    c.stored = malloc((size_t)c.nv + 1);
-    c.clone_of = malloc(sizeof(int) * (size_t)(c.nv + 1));
-    c.cloned = calloc((size_t)n_fwd + 1, 1);
-    order = malloc(sizeof(int) * (size_t)(nn + 1));
+    c.stored = popci_malloc((size_t)c.nv + 1);
+    c.clone_of = popci_malloc(sizeof(int) * (size_t)(c.nv + 1));
+    c.cloned = popci_calloc((size_t)n_fwd + 1, 1);
+    order = popci_malloc(sizeof(int) * (size_t)(nn + 1));
     if (!c.stored || !c.clone_of || !c.cloned || !order) {
         st = oom();
         goto done;

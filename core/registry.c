@@ -17,6 +17,7 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
+#include "core/alloc_priv.h"
 #include "core/host_priv.h"
 #include "core/registry_priv.h"
 
@@ -41,7 +42,7 @@ struct popc_registrar {
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s ? s : "") + 1;
-    char *d = malloc(n);
+    char *d = popci_malloc(n);
 
     if (d)
         memcpy(d, s ? s : "", n);
@@ -59,7 +60,7 @@ static int reserve(void *arr, int *cap, int need, size_t esize)
         return 0;
     while (n < need)
         n *= 2;
-    if (!(q = realloc(*p, (size_t)n * esize)))
+    if (!(q = popci_realloc(*p, (size_t)n * esize)))
         return -1;
     *p = q;
     *cap = n;
@@ -77,7 +78,7 @@ static char *format_item(const char *fmt, ...)
     va_start(ap, fmt);
     va_copy(ap2, ap);
     n = vsnprintf(NULL, 0, fmt, ap);
-    s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    s = n >= 0 ? popci_malloc((size_t)n + 1) : NULL;
     if (s)
         vsnprintf(s, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
@@ -269,7 +270,7 @@ popc_status popc_registry_new(popc_registry **out)
     if (!out)
         return popc_set_error(POPC_EINVAL, "popc_registry_new: out is NULL");
     *out = NULL;
-    if (!(r = calloc(1, sizeof *r)))
+    if (!(r = popci_calloc(1, sizeof *r)))
         return popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
     pthread_mutex_init(&r->lock, NULL);
     if (!(r->problems = dup_str(""))) {
@@ -339,7 +340,7 @@ void popci_registry_problem(popc_registry *r)
     char *p;
 
     popc_log(POPC_LOG_WARN, "%s", msg);
-    if (!(p = realloc(r->problems, r->problems_len + n + 2)))
+    if (!(p = popci_realloc(r->problems, r->problems_len + n + 2)))
         return; /* the log line above still tells */
     memcpy(p + r->problems_len, msg, n);
     p[r->problems_len + n] = '\n';
@@ -424,17 +425,17 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
         reserve(&r->plugins, &r->cap_plugins, r->n_plugins + 1,
                 sizeof *r->plugins))
         goto nomem;
-    if (!(p->items = calloc((size_t)total + 1, sizeof *p->items)) ||
-        !(entries = calloc((size_t)total + 1, sizeof *entries)))
+    if (!(p->items = popci_calloc((size_t)total + 1, sizeof *p->items)) ||
+        !(entries = popci_calloc((size_t)total + 1, sizeof *entries)))
         goto nomem;
     for (int i = 0; i < g->n_ops; i++)
-        if (!(entries[n_entries++] = malloc(sizeof(popci_op_entry))))
+        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_op_entry))))
             goto nomem;
     for (int i = 0; i < g->n_optims; i++)
-        if (!(entries[n_entries++] = malloc(sizeof(popci_optim_entry))))
+        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_optim_entry))))
             goto nomem;
     for (int i = 0; i < g->n_backends; i++)
-        if (!(entries[n_entries++] = malloc(sizeof(popci_backend_entry))))
+        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_backend_entry))))
             goto nomem;
 
     /* Nothing below fails except item names (then the item is "?"). */
@@ -535,7 +536,7 @@ popc_status popci_registry_attach(popc_registry *r,
             return st;
         }
     pthread_once(&plugin_host_once, make_plugin_host);
-    if (!(p = calloc(1, sizeof *p)) || !(g = calloc(1, sizeof *g)) ||
+    if (!(p = popci_calloc(1, sizeof *p)) || !(g = popci_calloc(1, sizeof *g)) ||
         !(p->name = dup_str(info->name)) ||
         !(p->version = dup_str(info->version)) ||
         !(p->description = dup_str(info->description)) ||
@@ -621,7 +622,7 @@ popc_status popc_registry_add_op(popc_registry *r, const popc_op_def *def)
         goto out;
     }
     if (reserve(&r->ops, &r->cap_ops, r->n_ops + 1, sizeof *r->ops) ||
-        !(e = malloc(sizeof *e))) {
+        !(e = popci_malloc(sizeof *e))) {
         st = popc_set_error(POPC_ENOMEM, "popc_registry_add_op: out of "
                             "memory");
         goto out;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "popc/strategy.h"
+#include "core/alloc_priv.h"
 #include "core/model_priv.h"
 #include "core/strategy_priv.h"
 
@@ -205,21 +206,21 @@ static popc_status group_entry(popc_model *m, int w, rgroup **out)
     if (*out)
         return POPC_OK;
     if (!r) {
-        if (!(r = calloc(1, sizeof *r)))
+        if (!(r = popci_calloc(1, sizeof *r)))
             return oom();
         m->groups = r;
     }
-    g = realloc(r->g, sizeof *g * (size_t)(r->n + 1));
+    g = popci_realloc(r->g, sizeof *g * (size_t)(r->n + 1));
     if (g)
         r->g = g;
-    ex = realloc(r->exec, sizeof *ex * (size_t)(r->n + 1));
+    ex = popci_realloc(r->exec, sizeof *ex * (size_t)(r->n + 1));
     if (ex)
         r->exec = ex;
     if (!g || !ex)
         return oom();
     g = &r->g[r->n];
     memset(g, 0, sizeof *g);
-    if (!(g->name = strdup(popc_graph_value_name(
+    if (!(g->name = popci_strdup(popc_graph_value_name(
               m->graph, m->weight_values[w]))))
         return oom();
     g->weight = w;
@@ -255,7 +256,7 @@ popc_status popc_model_set_replica_grouping(popc_model *m, const char *weight,
                               "AllReplicas 2)", weight, (int)mode);
     if ((st = group_count(m, weight, type, shards, &n_groups)) != POPC_OK)
         return st;
-    if (!(host = calloc((size_t)n_groups + 1, sizeof *host)))
+    if (!(host = popci_calloc((size_t)n_groups + 1, sizeof *host)))
         return oom();
     for (int k = 1; k < n_groups; k++)
         if ((st = popc_tensor_clone(host_tensor(m, w), &host[k])) !=

@@ -27,6 +27,7 @@
 #include <strings.h>
 
 #include "popc/custom.h"
+#include "core/alloc_priv.h"
 #include "core/run_custom_priv.h"
 
 #define MAX_ATTRS 64
@@ -286,7 +287,7 @@ static popc_status read_spec(const popc_run *r, const char *section,
                                               sizeof where),
                               (long long)s->output, (long long)s->outputs);
     collect_keys(r, section, &k);
-    if (!(s->text = malloc(text_size(r, section, &k))))
+    if (!(s->text = popci_malloc(text_size(r, section, &k))))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     buf = s->text;
     if (custom) {
@@ -359,7 +360,7 @@ static popc_status read_spec(const popc_run *r, const char *section,
 popc_status popci_run_parse_custom(const popc_run *r, const char *section,
                                    int foreign)
 {
-    spec *s = malloc(sizeof *s);
+    spec *s = popci_malloc(sizeof *s);
     popc_status st;
 
     if (!s)
@@ -374,7 +375,7 @@ popc_status popci_run_add_custom(const popc_run *r, popc_graph *g,
                                  const char *section, int foreign, int x,
                                  int *y)
 {
-    spec *s = malloc(sizeof *s);
+    spec *s = popci_malloc(sizeof *s);
     int outs[MAX_OUT];
     popc_status st;
 

@@ -17,6 +17,7 @@
 
 #include "popc/data.h"
 #include "popc/run.h"
+#include "core/alloc_priv.h"
 #include "core/run_priv.h"
 
 static const char *const data_keys[] = {
@@ -199,7 +200,7 @@ popc_status popci_run_parse_data(popc_run *r)
         (st = async_only(r, "early_preload", mode != 0)) ||
         (st = async_only(r, "rebatched_worker_size", mode == 2)))
         return st;
-    if (label_column && !(r->label_column = strdup(label_column)))
+    if (label_column && !(r->label_column = popci_strdup(label_column)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     if (r->train && !r->train_labels && file_format(r, r->train) != FMT_CSV)
         return popc_set_error(POPC_ECONFIG,

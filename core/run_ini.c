@@ -19,6 +19,7 @@
 
 #include "popc/optimizer.h"
 #include "popc/run.h"
+#include "core/alloc_priv.h"
 #include "core/run_priv.h"
 
 static const char *const sections[] = {"options", "data",  "optimizer",
@@ -101,23 +102,23 @@ static popc_status parse_set(const char *spec, popci_run_set *s)
                                   "--set %s: a layer setting is "
                                   "layer.NAME.key=value",
                                   spec);
-        s->section = malloc((size_t)(kd - dot) + 6);
+        s->section = popci_malloc((size_t)(kd - dot) + 6);
         if (s->section)
             sprintf(s->section, "layer %.*s", (int)(kd - dot - 1), dot + 1);
-        s->key = strndup(kd + 1, (size_t)(eq - kd - 1));
+        s->key = popci_strndup(kd + 1, (size_t)(eq - kd - 1));
     } else {
-        s->section = strndup(spec, (size_t)(dot - spec));
-        s->key = strndup(dot + 1, (size_t)(eq - dot - 1));
+        s->section = popci_strndup(spec, (size_t)(dot - spec));
+        s->key = popci_strndup(dot + 1, (size_t)(eq - dot - 1));
     }
-    s->value = strdup(eq + 1);
+    s->value = popci_strdup(eq + 1);
     if (!s->section || !s->key || !s->value)
         return popc_set_error(POPC_ENOMEM, "--set: out of memory");
     if (strpbrk(s->value, "\n\r"))
         return popc_set_error(POPC_ECONFIG,
                               "--set %s: the value must be one line", spec);
     len = strlen(s->section) + strlen(s->key) + 16;
-    name = malloc(strlen(spec) + 8);
-    text = malloc(len + strlen(s->value));
+    name = popci_malloc(strlen(spec) + 8);
+    text = popci_malloc(len + strlen(s->value));
     if (!name || !text) {
         free(name);
         free(text);
@@ -229,12 +230,12 @@ popc_status popci_run_path(const popc_run *r, const char *section,
                                               sizeof where));
     if (input && v[0] != '/' && c == r->file && r->dir &&
         popci_config_has_key(c, section, key)) {
-        if (!(*out = malloc(strlen(r->dir) + strlen(v) + 2)))
+        if (!(*out = popci_malloc(strlen(r->dir) + strlen(v) + 2)))
             return popc_set_error(POPC_ENOMEM, "out of memory");
         sprintf(*out, "%s/%s", r->dir, v);
         return POPC_OK;
     }
-    if (!(*out = strdup(v)))
+    if (!(*out = popci_strdup(v)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     return POPC_OK;
 }
@@ -299,7 +300,7 @@ static popc_status output_path(popc_run *r, const char *section,
                                const char *key, const char *suffix,
                                char **out)
 {
-    char *def = malloc(strlen(r->name) + strlen(suffix) + 1);
+    char *def = popci_malloc(strlen(r->name) + strlen(suffix) + 1);
     popc_status st;
 
     if (!def)
@@ -413,15 +414,15 @@ static popc_status split_path(popc_run *r, const char *path)
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     size_t len = strlen(base);
 
-    if (!(r->path = strdup(path)))
+    if (!(r->path = popci_strdup(path)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
-    if (slash && !(r->dir = strndup(path, (size_t)(slash - path) + 1)))
+    if (slash && !(r->dir = popci_strndup(path, (size_t)(slash - path) + 1)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     if (r->dir && strlen(r->dir) > 1)
         r->dir[strlen(r->dir) - 1] = '\0';
     if (len > 4 && strcasecmp(base + len - 4, ".ini") == 0)
         len -= 4;
-    if (!(r->name = strndup(base, len)))
+    if (!(r->name = popci_strndup(base, len)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     return POPC_OK;
 }
@@ -435,14 +436,14 @@ popc_status popc_run_load(const char *path, const char *const *overrides,
     *out = NULL;
     if (!path || n_overrides < 0 || (n_overrides && !overrides))
         return popc_set_error(POPC_EINVAL, "popc_run_load: bad arguments");
-    if (!(r = calloc(1, sizeof *r)))
+    if (!(r = popci_calloc(1, sizeof *r)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     if ((st = split_path(r, path)) != POPC_OK)
         goto fail;
     if ((st = popci_config_open(path, &r->file)) != POPC_OK)
         goto fail;
     if (n_overrides &&
-        !(r->sets = calloc((size_t)n_overrides, sizeof *r->sets))) {
+        !(r->sets = popci_calloc((size_t)n_overrides, sizeof *r->sets))) {
         st = popc_set_error(POPC_ENOMEM, "out of memory");
         goto fail;
     }
@@ -556,7 +557,7 @@ static void put(sbuf *b, const char *fmt, ...)
         }
         {
             size_t cap = (b->cap + (size_t)n + 1) * 2;
-            char *p = realloc(b->s, cap);
+            char *p = popci_realloc(b->s, cap);
 
             if (!p) {
                 b->failed = 1;
@@ -596,10 +597,10 @@ static char *absolute(const char *path)
     char *out;
 
     if (path[0] == '/')
-        return strdup(path);
+        return popci_strdup(path);
     if (!getcwd(cwd, sizeof cwd))
-        return strdup(path);
-    if ((out = malloc(strlen(cwd) + strlen(path) + 2)))
+        return popci_strdup(path);
+    if ((out = popci_malloc(strlen(cwd) + strlen(path) + 2)))
         sprintf(out, "%s/%s", cwd, path);
     return out;
 }

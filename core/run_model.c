@@ -17,6 +17,7 @@
 #include "popc/layers.h"
 #include "popc/registry.h"
 #include "popc/run.h"
+#include "core/alloc_priv.h"
 #include "core/run_priv.h"
 #include "core/run_custom_priv.h"
 
@@ -213,7 +214,7 @@ static popc_status parse_layer(popc_run *r, const char *name,
     popc_status st;
 
     memset(L, 0, sizeof *L);
-    if (!(L->name = strdup(name)))
+    if (!(L->name = popci_strdup(name)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
     snprintf(section, sizeof section, "layer %s", name);
     L->has_section = popci_config_has_section(r->file, section);
@@ -309,11 +310,11 @@ static popc_status split_names(const char *text, char ***names, int *n)
             p++;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
-            if (!(grown = realloc(*names, (size_t)cap * sizeof *grown)))
+            if (!(grown = popci_realloc(*names, (size_t)cap * sizeof *grown)))
                 return popc_set_error(POPC_ENOMEM, "out of memory");
             *names = grown;
         }
-        if (!((*names)[*n] = strndup(start, (size_t)(p - start))))
+        if (!((*names)[*n] = popci_strndup(start, (size_t)(p - start))))
             return popc_set_error(POPC_ENOMEM, "out of memory");
         (*n)++;
     }
@@ -392,7 +393,7 @@ popc_status popci_run_parse_model(popc_run *r)
                                             sizeof where));
         goto done;
     }
-    if (!(r->layers = calloc((size_t)n, sizeof *r->layers))) {
+    if (!(r->layers = popci_calloc((size_t)n, sizeof *r->layers))) {
         st = popc_set_error(POPC_ENOMEM, "out of memory");
         goto done;
     }

@@ -28,6 +28,7 @@
 #include "popc/model.h"
 #include "popc/run.h"
 #include "popc/tensor.h"
+#include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/config_priv.h"
 #include "core/run_priv.h"
@@ -46,7 +47,7 @@ static int is_dir(const char *path)
 /* A fresh, empty "<dir>.tmp-<pid>". */
 static popc_status make_tmp_dir(const char *dir, char **out)
 {
-    char *tmp = malloc(strlen(dir) + 32);
+    char *tmp = popci_malloc(strlen(dir) + 32);
     struct stat sb;
 
     *out = NULL;
@@ -92,7 +93,7 @@ static popc_status swap_into_place(const char *tmp, const char *dir)
     }
 #endif
     /* no exchange on this file system: two renames, a short window */
-    if (!(old = malloc(strlen(dir) + 32)))
+    if (!(old = popci_malloc(strlen(dir) + 32)))
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);
     sprintf(old, "%s.old-%ld", dir, (long)getpid());
     popci_remove_tree(old);
@@ -169,7 +170,7 @@ static void staged_free(staged *s)
 static popc_status staged_init(staged *s, int n, const char *dir)
 {
     s->n = n;
-    s->t = n ? calloc((size_t)n, sizeof *s->t) : NULL;
+    s->t = n ? popci_calloc((size_t)n, sizeof *s->t) : NULL;
     if (n && !s->t) {
         s->n = 0;
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "popc/executable.h"
+#include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 
@@ -159,7 +160,7 @@ static char *r_dup(popci_rbuf *r)
 {
     const char *s = popci_r_str(r);
 
-    return r->bad ? NULL : strdup(s);
+    return r->bad ? NULL : popci_strdup(s);
 }
 
 /* A small integer (id, annotation) that must fit an int and be >= min. */
@@ -233,14 +234,14 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
         n = popci_r_count(r, 8);
         a->n = n;
         if (type == POPC_ATTR_INTS) {
-            int64_t *p = calloc((size_t)n + 1, sizeof *p);
+            int64_t *p = popci_calloc((size_t)n + 1, sizeof *p);
             if (!p)
                 return nomem();
             for (uint32_t k = 0; k < n; k++)
                 p[k] = popci_r_i64(r);
             a->ints = p;
         } else {
-            double *p = calloc((size_t)n + 1, sizeof *p);
+            double *p = popci_calloc((size_t)n + 1, sizeof *p);
             if (!p)
                 return nomem();
             for (uint32_t k = 0; k < n; k++)
@@ -253,7 +254,7 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
         char **p;
 
         n = popci_r_count(r, 5);
-        if (!(p = calloc((size_t)n + 1, sizeof *p)))
+        if (!(p = popci_calloc((size_t)n + 1, sizeof *p)))
             return nomem();
         a->strings = (const char *const *)p;
         a->n = n;
@@ -263,7 +264,7 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
         return POPC_OK;
     }
     case POPC_ATTR_TENSOR: {
-        popc_view *v = calloc(1, sizeof *v);
+        popc_view *v = popci_calloc(1, sizeof *v);
         const void *data;
         uint64_t nbytes;
 
@@ -281,7 +282,7 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
         }
         if (!(data = popci_r_bytes(r, (size_t)nbytes)))
             return POPC_OK;
-        if (!(v->data = malloc(nbytes ? (size_t)nbytes : 1)))
+        if (!(v->data = popci_malloc(nbytes ? (size_t)nbytes : 1)))
             return nomem();
         if (nbytes)
             memcpy(v->data, data, (size_t)nbytes);
@@ -368,20 +369,20 @@ static popc_status r_node(popci_rbuf *r, popci_node *n)
         return nomem();
     n->version = r_int(r, 0, INT32_MAX);
     cnt = popci_r_count(r, 8);
-    if (!(n->inputs = malloc(((size_t)cnt + 1) * sizeof(int))))
+    if (!(n->inputs = popci_malloc(((size_t)cnt + 1) * sizeof(int))))
         return nomem();
     n->n_inputs = (int)cnt;
     for (uint32_t i = 0; i < cnt; i++)
         n->inputs[i] = r_int(r, -1, INT32_MAX);
     cnt = popci_r_count(r, 8);
-    if (!(n->outputs = malloc(((size_t)cnt + 1) * sizeof(int))))
+    if (!(n->outputs = popci_malloc(((size_t)cnt + 1) * sizeof(int))))
         return nomem();
     n->n_outputs = (int)cnt;
     for (uint32_t i = 0; i < cnt; i++)
         n->outputs[i] = r_int(r, 0, INT32_MAX);
     cnt = popci_r_count(r, 9);
     if (cnt) {
-        if (!(n->attrs = calloc(cnt, sizeof *n->attrs)))
+        if (!(n->attrs = popci_calloc(cnt, sizeof *n->attrs)))
             return nomem();
         n->n_attrs = (int)cnt;
         for (uint32_t i = 0; i < cnt && !r->bad; i++)
@@ -523,7 +524,7 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
         size_t len = 1;
         for (int i = 0; i < g->n_scopes; i++)
             len += strlen(g->scopes[i]) + 1;
-        if (!(g->scope_joined = malloc(len))) {
+        if (!(g->scope_joined = popci_malloc(len))) {
             st = nomem();
             goto fail;
         }

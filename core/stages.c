@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/strategy_priv.h"
 
@@ -70,7 +71,7 @@ static popc_status auto_stage(stage_map *m, const char *id, int *stage)
         }
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 16;
-        const char **ids = realloc(m->ids, sizeof *ids * (size_t)cap);
+        const char **ids = popci_realloc(m->ids, sizeof *ids * (size_t)cap);
         if (!ids)
             return oom();
         m->ids = ids;
@@ -175,7 +176,7 @@ static popc_status resolve_phases(popc_graph *g, const popci_strategy *s)
                               "for PhasedExecution, please explicitly specify "
                               "the phases (popc_graph_set_stages with a "
                               "phase per stage, or phase annotations)");
-    if (!(order = malloc(sizeof *order * (size_t)(n + 1))))
+    if (!(order = popci_malloc(sizeof *order * (size_t)(n + 1))))
         return oom();
     if ((st = popci_graph_topo(g, order)) != POPC_OK)
         goto done;
@@ -291,11 +292,11 @@ static popc_status order_region(const popc_graph *g, int *order, int lo,
                                 int hi, int descending, const int *pos)
 {
     int n = hi - lo;
-    int *key = malloc(sizeof(int) * (size_t)(n + 1));
-    int *indeg = calloc((size_t)n + 1, sizeof(int));
-    int *start = calloc((size_t)n + 2, sizeof(int));
-    int *succ = NULL, *out = malloc(sizeof(int) * (size_t)(n + 1));
-    heap h = {malloc(sizeof(int) * (size_t)(n + 1)), 0, NULL};
+    int *key = popci_malloc(sizeof(int) * (size_t)(n + 1));
+    int *indeg = popci_calloc((size_t)n + 1, sizeof(int));
+    int *start = popci_calloc((size_t)n + 2, sizeof(int));
+    int *succ = NULL, *out = popci_malloc(sizeof(int) * (size_t)(n + 1));
+    heap h = {popci_malloc(sizeof(int) * (size_t)(n + 1)), 0, NULL};
     int n_edges = 0, k = 0;
     popc_status st = POPC_OK;
 
@@ -327,7 +328,7 @@ static popc_status order_region(const popc_graph *g, int *order, int lo,
             for (int i = 0; i < n; i++)
                 start[i + 1] += start[i];
             n_edges = start[n];
-            if (!(succ = malloc(sizeof(int) * (size_t)(n_edges + 1)))) {
+            if (!(succ = popci_malloc(sizeof(int) * (size_t)(n_edges + 1)))) {
                 st = oom();
                 goto done;
             }
@@ -377,7 +378,7 @@ popc_status popci_stages_order(const popc_graph *g, const popci_strategy *s,
 
     if (!popci_strategy_phased(s) || n_order == 0)
         return POPC_OK;
-    if (!(pos = malloc(sizeof(int) * (size_t)(g->n_nodes + 1))))
+    if (!(pos = popci_malloc(sizeof(int) * (size_t)(g->n_nodes + 1))))
         return oom();
     for (int i = 0; i < g->n_nodes; i++)
         pos[i] = -1;

@@ -9,17 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 popc_status popci_consumers_build(const popc_graph *g, popci_consumers *c)
 {
     int total = 0, *fill = NULL;
 
-    c->start = calloc((size_t)g->n_values + 1, sizeof *c->start);
+    c->start = popci_calloc((size_t)g->n_values + 1, sizeof *c->start);
     for (int n = 0; n < g->n_nodes; n++)
         total += g->nodes[n].n_inputs;
-    c->idx = malloc(((size_t)total + 1) * sizeof *c->idx);
-    fill = calloc((size_t)g->n_values + 1, sizeof *fill);
+    c->idx = popci_malloc(((size_t)total + 1) * sizeof *c->idx);
+    fill = popci_calloc((size_t)g->n_values + 1, sizeof *fill);
     if (!c->start || !c->idx || !fill) {
         free(fill);
         popci_consumers_free(c);
@@ -87,8 +88,8 @@ static int heap_pop(int *h, int *n)
 static popc_status cycle_error(const popc_graph *g, const popci_consumers *c,
                                int *pending)
 {
-    int *outdeg = calloc((size_t)g->n_nodes + 1, sizeof *outdeg);
-    int *stack = malloc(((size_t)g->n_nodes + 1) * sizeof *stack);
+    int *outdeg = popci_calloc((size_t)g->n_nodes + 1, sizeof *outdeg);
+    int *stack = popci_malloc(((size_t)g->n_nodes + 1) * sizeof *stack);
     int n_stack = 0, shown = 0, left = 0;
     popci_sb sb = {0};
     popc_status st;
@@ -154,8 +155,8 @@ popc_status popci_graph_topo(const popc_graph *g, int *order)
 
     if ((st = popci_consumers_build(g, &c)) != POPC_OK)
         return st;
-    pending = calloc((size_t)g->n_nodes + 1, sizeof *pending);
-    heap = malloc(((size_t)g->n_nodes + 1) * sizeof *heap);
+    pending = popci_calloc((size_t)g->n_nodes + 1, sizeof *pending);
+    heap = popci_malloc(((size_t)g->n_nodes + 1) * sizeof *heap);
     if (!pending || !heap) {
         st = popc_set_error(POPC_ENOMEM, "graph: out of memory");
         goto done;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "popc/tensor.h"
+#include "core/alloc_priv.h"
 #include "core/exec_priv.h"
 #include "core/host_priv.h"
 #include "core/optimizer_priv.h"
@@ -76,7 +77,7 @@ static popc_status add_name(popci_optstate *s, int w, int i,
                             const char *state)
 {
     size_t n = strlen(s->w[w].name) + strlen(state) + 2;
-    char *name = malloc(n);
+    char *name = popci_malloc(n);
 
     if (!name)
         return oom();
@@ -96,9 +97,9 @@ popc_status popci_optstate_new(const popc_optimizer *o, const popc_graph *g,
     popc_status st;
 
     *out = NULL;
-    if (!(s = calloc(1, sizeof *s)))
+    if (!(s = popci_calloc(1, sizeof *s)))
         return oom();
-    if (!(s->w = calloc((size_t)nv + 1, sizeof *s->w)))
+    if (!(s->w = popci_calloc((size_t)nv + 1, sizeof *s->w)))
         goto nomem;
     for (int v = 0; v < nv; v++) {
         optw *w;
@@ -110,7 +111,7 @@ popc_status popci_optstate_new(const popc_optimizer *o, const popc_graph *g,
             continue;
         w = &s->w[s->n_w++];
         info = popc_graph_value_info(g, v);
-        if (!(w->name = strdup(popc_graph_value_name(g, v))))
+        if (!(w->name = popci_strdup(popc_graph_value_name(g, v))))
             goto nomem;
         w->n = popc_view_numel(&info);
         w->n_groups = 1;
@@ -118,7 +119,7 @@ popc_status popci_optstate_new(const popc_optimizer *o, const popc_graph *g,
         memcpy(w->dims, info.dims, sizeof w->dims);
         group = popci_optimizer_group_of(o, w->name);
         w->n_state = popci_optimizer_n_state(o, group);
-        if (!(w->arr = calloc((size_t)w->n_state + 1, sizeof *w->arr)))
+        if (!(w->arr = popci_calloc((size_t)w->n_state + 1, sizeof *w->arr)))
             goto nomem;
         for (int j = 0; j < w->n_state; j++)
             if (!(w->arr[j] = popci_alloc(sizeof(float) * (size_t)w->n)))
@@ -126,9 +127,9 @@ popc_status popci_optstate_new(const popc_optimizer *o, const popc_graph *g,
         popci_optimizer_init_state(o, group, w->arr, w->n);
         total += w->n_state + 1;
     }
-    s->names = calloc((size_t)total + 1, sizeof *s->names);
-    s->name_w = calloc((size_t)total + 1, sizeof(int));
-    s->name_i = calloc((size_t)total + 1, sizeof(int));
+    s->names = popci_calloc((size_t)total + 1, sizeof *s->names);
+    s->name_w = popci_calloc((size_t)total + 1, sizeof(int));
+    s->name_i = popci_calloc((size_t)total + 1, sizeof(int));
     if (!s->names || !s->name_w || !s->name_i)
         goto nomem;
     for (int w = 0; w < s->n_w; w++) {
@@ -226,7 +227,7 @@ popc_status popci_optstate_set_groups(popci_optstate *s, const char *name,
         return popc_set_error(POPC_EINVAL, "optimizer state of '%s': %d "
                               "replica groups of a rank-%d weight are not "
                               "possible", name, n_groups, w->rank);
-    if (!(arr = calloc((size_t)w->n_state + 1, sizeof *arr)))
+    if (!(arr = popci_calloc((size_t)w->n_state + 1, sizeof *arr)))
         return oom();
     for (int j = 0; j < w->n_state; j++) {
         size_t one = sizeof(float) * (size_t)w->n;
@@ -429,9 +430,9 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
     const popci_plan *p = e->plan;
     double max_norm;
     int grouped = 0;
-    int *trained = malloc(sizeof(int) * (size_t)(p->n_weights + 1));
-    float **grads = malloc(sizeof(float *) * (size_t)(p->n_weights + 1));
-    int64_t *sizes = malloc(sizeof(int64_t) * (size_t)(p->n_weights + 1));
+    int *trained = popci_malloc(sizeof(int) * (size_t)(p->n_weights + 1));
+    float **grads = popci_malloc(sizeof(float *) * (size_t)(p->n_weights + 1));
+    int64_t *sizes = popci_malloc(sizeof(int64_t) * (size_t)(p->n_weights + 1));
     int n = 0;
     step_ctx c;
     popc_status st;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 /* Report at most this many nodes; the rest are counted. */
@@ -38,7 +39,7 @@ popc_status popc_graph_set_origin(popc_graph *g, const char *origin)
     if (!g)
         return popc_set_error(POPC_EINVAL, "popc_graph_set_origin: graph is "
                               "NULL");
-    if (origin && !(copy = strdup(origin)))
+    if (origin && !(copy = popci_strdup(origin)))
         return popc_set_error(POPC_ENOMEM, "popc_graph_set_origin: out of "
                               "memory");
     free(g->origin);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "popc/tensor.h"
+#include "core/alloc_priv.h"
 #include "core/txn_priv.h"
 
 typedef struct saved {
@@ -64,8 +65,8 @@ popc_status popci_txn_begin(popci_exec *e, popci_optstate *state,
     all = e->cfg.device_iterations > 1;
     if (!all && !has_updates)
         return POPC_OK;
-    if (!(t = calloc(1, sizeof *t)) ||
-        !(t->w = calloc((size_t)(R * nw) + 1, sizeof *t->w)))
+    if (!(t = popci_calloc(1, sizeof *t)) ||
+        !(t->w = popci_calloc((size_t)(R * nw) + 1, sizeof *t->w)))
         return oom(t);
     for (int r = 0; r < R; r++)
         for (int w = 0; w < nw; w++) {
@@ -79,7 +80,7 @@ popc_status popci_txn_begin(popci_exec *e, popci_optstate *state,
             s = &t->w[n];
             s->device = e->wdata[i];
             s->bytes = popci_plan_slot_bytes(p, pw->slot);
-            if (!(s->copy = malloc(s->bytes ? s->bytes : 1)))
+            if (!(s->copy = popci_malloc(s->bytes ? s->bytes : 1)))
                 return oom(t);
             memcpy(s->copy, s->device, s->bytes);
             t->n = ++n;
@@ -87,7 +88,7 @@ popc_status popci_txn_begin(popci_exec *e, popci_optstate *state,
     if (all && state) {
         t->state = state;
         t->n_state = popci_optstate_count(state);
-        if (!(t->st = calloc((size_t)t->n_state + 1, sizeof *t->st)))
+        if (!(t->st = popci_calloc((size_t)t->n_state + 1, sizeof *t->st)))
             return oom(t);
         for (int i = 0; i < t->n_state; i++)
             if (popci_optstate_get(state, i, &t->st[i]) != POPC_OK)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 
 /* Each category keeps its first few lines; the rest are counted. */
@@ -51,7 +52,7 @@ static int same_op(const popci_node *x, const popci_node *y)
 ** type, in order of first use. */
 static void unknown_ops(popc_graph *g, popci_sb *sb, int *n_unknown)
 {
-    unsigned char *done = calloc((size_t)g->n_nodes + 1, 1);
+    unsigned char *done = popci_calloc((size_t)g->n_nodes + 1, 1);
 
     *n_unknown = 0;
     if (!done) {
@@ -128,7 +129,7 @@ static void reinfer(popc_graph *g, const int *order, int training, report *r)
         popc_status st;
 
         if (x->n_outputs > cap) {
-            popc_view *p = realloc(outs, (size_t)x->n_outputs * sizeof *p);
+            popc_view *p = popci_realloc(outs, (size_t)x->n_outputs * sizeof *p);
             if (!p) {
                 add_line(r, "out of memory while inferring shapes");
                 break;
@@ -203,7 +204,7 @@ popc_status popc_graph_verify(popc_graph *g, int training)
     memset(&r, 0, sizeof r);
     unknown_ops(g, &unk, &n_unknown);
     check_structure(g, &r);
-    if (!(order = malloc(((size_t)g->n_nodes + 1) * sizeof *order))) {
+    if (!(order = popci_malloc(((size_t)g->n_nodes + 1) * sizeof *order))) {
         popci_sb_free(&unk);
         popci_sb_free(&r.sb);
         return popc_set_error(POPC_ENOMEM, "popc_graph_verify: out of "

@@ -1,18 +1,20 @@
 /* check_write_faults.c - a write that fails part-way leaves the previous
 ** file intact and says why.
 **
-** The kernel's file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored) makes
-** every write past a chosen offset fail (EFBIG), like a full disk does
-** (ENOSPC) but without privileges or a special file system. For each kind
-** of file popc writes (a .npy file, a weights directory, an exported
-** executable), the limit is moved over the whole length of the new file;
-** at every step the write must fail with POPC_EIO naming the path, the
-** old file (or directory) must be byte-identical, and no temporary file
-** may remain.
+** Three faults: the kernel's file-size limit (RLIMIT_FSIZE, with SIGXFSZ
+** ignored: every write past an offset fails with EFBIG), and popc's write
+** fault switch (popc/fault.h) making the disk "full" (ENOSPC) or broken
+** (EIO) past an offset, or making the final fsync fail. For each kind of
+** file popc writes (a .npy file, a weights directory, an exported
+** executable), the offset is moved over the whole length of the new file;
+** at every step the write must fail with POPC_EIO naming the path and
+** the cause, the old file (or directory) must be byte-identical, and no
+** temporary file may remain.
 */
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include <unistd.h>
 #include <check.h>
 
+#include "popc/fault.h"
 #include "popc/popc.h"
 #include "popc/run.h"
 
@@ -87,14 +90,24 @@ static int count_entries(const char *path)
     return n;
 }
 
-/* Run write() in a child process under the file-size limit, so that
-** only popc's writes meet it (Check's own result file must not). The
-** child exits 0 when the write failed with POPC_EIO naming path, 1 when
+/* The fault a write meets: err 0 is the file-size limit (EFBIG); ENOSPC
+** and EIO come from popc_fault_fail_writes, at an offset or (limit -1) at
+** the fsync. */
+typedef struct fault {
+    int err;
+    long limit;
+} fault;
+
+static const int errs[] = {0, ENOSPC, EIO};
+#define N_ERRS 3
+
+/* Run write() in a child process under the fault, so that only popc's
+** writes meet it (Check's own result file must not). The child exits 0
+** when the write failed with POPC_EIO naming path and the cause, 1 when
 ** it failed otherwise, 2 when it succeeded. */
 typedef popc_status (*writer)(void *arg);
 
-static void limited_write(rlim_t limit, writer write, void *arg,
-                          const char *path)
+static void faulty_write(fault f, writer write, void *arg, const char *path)
 {
     pid_t pid = fork();
     int status = 0;
@@ -105,16 +118,21 @@ static void limited_write(rlim_t limit, writer write, void *arg,
         struct rlimit rl;
         popc_status st;
 
-        if (getrlimit(RLIMIT_FSIZE, &rl) != 0)
-            _exit(3);
-        rl.rlim_cur = limit;
-        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
-            _exit(3);
+        if (f.err) {
+            popc_fault_fail_writes(f.err, f.limit);
+        } else {
+            if (getrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(3);
+            rl.rlim_cur = (rlim_t)f.limit;
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(3);
+        }
         st = write(arg);
         if (st == POPC_OK)
             _exit(2);
-        if (st != POPC_EIO || !strstr(popc_last_error(), path)) {
-            fprintf(stderr, "limit %ld: %s: %s\n", (long)limit,
+        if (st != POPC_EIO || !strstr(popc_last_error(), path) ||
+            !strstr(popc_last_error(), strerror(f.err ? f.err : EFBIG))) {
+            fprintf(stderr, "%s at %ld: %s: %s\n", strerror(f.err), f.limit,
                     popc_status_name(st), popc_last_error());
             _exit(1);
         }
@@ -122,10 +140,32 @@ static void limited_write(rlim_t limit, writer write, void *arg,
     }
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "limit %ld: the write %s", (long)limit,
+                  "%s at %ld: the write %s", strerror(f.err ? f.err : EFBIG),
+                  f.limit,
                   WIFEXITED(status) && WEXITSTATUS(status) == 2
                       ? "succeeded"
-                      : "failed without POPC_EIO naming the file");
+                      : "failed without POPC_EIO naming the file and cause");
+}
+
+/* The faults tried for a file of len bytes: each error at STEPS offsets
+** over the length, and ENOSPC and EIO at the fsync. */
+static int n_faults(void)
+{
+    return N_ERRS * STEPS + 2;
+}
+
+static fault fault_at(int i, long len)
+{
+    fault f;
+
+    if (i >= N_ERRS * STEPS) {
+        f.err = i == N_ERRS * STEPS ? ENOSPC : EIO;
+        f.limit = -1;
+    } else {
+        f.err = errs[i / STEPS];
+        f.limit = len * (i % STEPS) / STEPS;
+    }
+    return f;
 }
 
 struct npy_job {
@@ -181,15 +221,14 @@ START_TEST(npy_write_failures_keep_the_old_file)
 
     OK(popc_npy_save(path, old));
     before = slurp(path, &old_len);
-    for (int s = 0; s < STEPS; s++) {
-        long limit = new_len * s / STEPS;
-
+    for (int i = 0; i < n_faults(); i++) {
+        fault f = fault_at(i, new_len);
         struct npy_job job = {path, neu};
 
-        limited_write((rlim_t)limit, npy_write, &job, path);
+        faulty_write(f, npy_write, &job, path);
         after = slurp(path, &len);
         ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
-                      0, "limit %ld: the old file changed", limit);
+                      0, "fault %d: the old file changed", i);
         free(after);
         ck_assert_int_eq(count_entries(dir), 1);
     }
@@ -272,15 +311,14 @@ START_TEST(weights_write_failures_keep_the_old_directory)
     OK(popc_weights_save(a, wdir));
     before = dir_bytes(wdir, &old_len);
     /* the largest file, fc1.weight, is 64*32 floats */
-    for (int s = 0; s < STEPS; s++) {
-        long limit = (128 + 64 * 32 * 4) * s / STEPS;
-
+    for (int i = 0; i < n_faults(); i++) {
+        fault f = fault_at(i, 128 + 64 * 32 * 4);
         struct model_job job = {b, wdir};
 
-        limited_write((rlim_t)limit, weights_write, &job, wdir);
+        faulty_write(f, weights_write, &job, wdir);
         after = dir_bytes(wdir, &len);
         ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
-                      0, "limit %ld: the old weights changed", limit);
+                      0, "fault %d: the old weights changed", i);
         free(after);
         ck_assert_int_eq(count_entries(dir), 1);
     }
@@ -300,15 +338,14 @@ START_TEST(executable_write_failures_keep_the_old_file)
 
     OK(popc_model_save(a, path));
     before = slurp(path, &old_len);
-    for (int s = 0; s < STEPS; s++) {
-        long limit = old_len * s / STEPS;
-
+    for (int i = 0; i < n_faults(); i++) {
+        fault f = fault_at(i, old_len);
         struct model_job job = {b, path};
 
-        limited_write((rlim_t)limit, exe_write, &job, path);
+        faulty_write(f, exe_write, &job, path);
         after = slurp(path, &len);
         ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
-                      0, "limit %ld: the old executable changed", limit);
+                      0, "fault %d: the old executable changed", i);
         free(after);
         ck_assert_int_eq(count_entries(dir), 1);
     }

@@ -1,0 +1,25 @@
+/* alloc_priv.h - libpopc's allocator: libc's, counted so that tests can
+** make the nth allocation fail (popc/fault.h). Memory from these is
+** released with free(); popci_alloc (host_priv.h) is the aligned,
+** zero-filled variant plugins get. */
+#ifndef POPC_ALLOC_PRIV_H
+#define POPC_ALLOC_PRIV_H
+
+#include <stddef.h>
+
+void *popci_malloc(size_t n);
+void *popci_calloc(size_t n, size_t size);
+void *popci_realloc(void *p, size_t n);
+char *popci_strdup(const char *s);
+char *popci_strndup(const char *s, size_t n);
+
+/* 1 when the allocation being made must fail (an armed fault). */
+int popci_alloc_should_fail(void);
+
+/* Bytes a file that holds `written` bytes may still take before the
+** armed write fault hits (*err: its errno); LLONG_MAX when none is armed.
+** popci_sync_fault: the errno an fsync must fail with, or 0. */
+long long popci_write_room(long long written, int *err);
+int popci_sync_fault(void);
+
+#endif /* POPC_ALLOC_PRIV_H */
