@@ -355,7 +355,7 @@ void popci_exec_free(popci_exec *e)
     }
     for (int i = 0; e->arenas && i < R * e->n_frames; i++)
         popci_free(e->arenas[i]);
-    for (int i = 0; e->wdata && i < R * nw; i++)
+    for (int i = 0; e->wdata && e->w_own && i < R * nw; i++)
         if (e->w_own[i])
             popci_free(e->wdata[i]);
     for (int i = 0; e->accum && i < R * nw; i++)

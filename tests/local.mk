@@ -19,3 +19,4 @@ include %reldir%/profile.mk
 include %reldir%/strategies.mk
 include %reldir%/parity.mk
 include %reldir%/onnx.mk
+include %reldir%/faults.mk

@@ -1,0 +1,12 @@
+# tests/faults.mk - injected faults: every allocation of a whole scenario
+# failed in turn (check_alloc_faults), and training killed at random
+# moments then resumed (test_soak.sh).
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_alloc_faults
+TESTS += %reldir%/check_alloc_faults
+endif
+
+%canon_reldir%_check_alloc_faults_SOURCES = %reldir%/check_alloc_faults.c
+%canon_reldir%_check_alloc_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_alloc_faults_LDADD = libpopc.la $(CHECK_LIBS)
+%canon_reldir%_check_alloc_faults_DEPENDENCIES = $(exe_test_deps)
