@@ -9,6 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     popc_options *o = NULL;
+    popc_status st = POPC_OK; /* any outcome is fine; crashes are not */
     const char *p;
 
     if (size < 1 || popc_options_new(&o) != POPC_OK)
@@ -17,11 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (data[0] % 3) {
     case 0:
         if ((p = fuzz_file(data + 1, size - 1, ".txt")))
-            (void)popc_options_load_file(o, p);
+            st = popc_options_load_file(o, p);
         break;
     case 1:
         if ((p = fuzz_file(data + 1, size - 1, ".ini")))
-            (void)popc_options_load_ini(o, p);
+            st = popc_options_load_ini(o, p);
         break;
     default: {
         char *s = malloc(size);
@@ -29,11 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (s) {
             memcpy(s, data + 1, size - 1);
             s[size - 1] = '\0';
-            (void)popc_options_load_json(o, s);
+            st = popc_options_load_json(o, s);
             free(s);
         }
     }
     }
+    (void)st;
     fuzz_file_close();
     popc_options_free(o);
     return 0;

@@ -39,6 +39,7 @@ static const char *const params[N_PARAMS] = {"fc1.weight", "fc1.bias",
 ** did not finish NULL (or as they were). */
 typedef struct scene {
     const char *dir;
+    const char *backend;
     popc_graph *g;
     popc_options *o;
     popc_optimizer *opt;
@@ -95,7 +96,7 @@ static popc_status make_options(scene *s)
     popc_status st;
 
     if ((st = popc_options_new(&o)) ||
-        (st = popc_options_set(o, "backend", "cpu")) ||
+        (st = popc_options_set(o, "backend", s->backend)) ||
         (st = popc_options_set_int(o, "deviceIterations", 1))) {
         popc_options_free(o);
         return st;
@@ -267,9 +268,12 @@ static void same(const popc_tensor *a, const popc_tensor *b, long n,
                   n, what);
 }
 
+/* cpu, then ipumodel (worker threads allocate too) */
+static const char *const backends[] = {"cpu", "ipumodel"};
+
 START_TEST(every_allocation_can_fail)
 {
-    scene ref = {.dir = dir}, s;
+    scene ref = {.dir = dir, .backend = backends[_i]}, s;
     long n, failures = 0, recovered_ok = 0;
 
     run_all(&ref, 0); /* also loads the plugins, once per process */
@@ -279,6 +283,7 @@ START_TEST(every_allocation_can_fail)
 
         memset(&s, 0, sizeof s);
         s.dir = dir;
+        s.backend = ref.backend;
         popc_fault_fail_alloc(n, 0);
         for (int k = 0; k < N_STAGES && failed < 0; k++)
             if ((st = stages[k](&s)) != POPC_OK)
@@ -305,9 +310,9 @@ START_TEST(every_allocation_can_fail)
         if (!fired)
             break;
     }
-    printf("allocation failures tried: %ld (%ld gave an error, %ld were "
-           "worked around)\n",
-           n - 1, failures, recovered_ok);
+    printf("%s: allocation failures tried: %ld (%ld gave an error, %ld "
+           "were worked around)\n",
+           ref.backend, n - 1, failures, recovered_ok);
     ck_assert_int_gt(n, 100);
     scene_free(&ref);
 }
@@ -319,7 +324,7 @@ static Suite *alloc_faults_suite(void)
     TCase *tc = tcase_create("alloc_faults");
 
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, every_allocation_can_fail);
+    tcase_add_loop_test(tc, every_allocation_can_fail, 0, 2);
     tcase_set_timeout(tc, 1200);
     suite_add_tcase(s, tc);
     return s;

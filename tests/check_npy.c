@@ -313,7 +313,7 @@ static void touch(const char *path)
 START_TEST(stale_temps_of_dead_processes_are_removed)
 {
     popc_tensor *a = load("f32_2x3.npy");
-    char stale[512], stale_dir[512], inner[600], live[512], other[512];
+    char stale[4400], stale_dir[4400], inner[4500], live[4400], other[4400];
     struct stat sb;
 
     snprintf(stale, sizeof stale, "%s.tmp-%ld.Ab12Cd", scratch("x.npy"),

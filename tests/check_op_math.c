@@ -672,19 +672,19 @@ START_TEST(cast_between_types)
     b = run(NULL, "Cast", &x, 1, &to, 1, 0);
     ck_assert_int_eq(popc_tensor_dtype(b), POPC_DTYPE_F64);
     for (int i = 0; i < 6; i++) {
-        double d = ((const double *)popc_tensor_cdata(b))[i];
-        float f = ((const float *)popc_tensor_cdata(x))[i];
+        double wide = ((const double *)popc_tensor_cdata(b))[i];
+        float src = ((const float *)popc_tensor_cdata(x))[i];
 
-        ck_assert(d == (double)f || (isnan(d) && isnan(f)));
+        ck_assert(wide == (double)src || (isnan(wide) && isnan(src)));
     }
     to = attr_i("to", 16);
     popc_tensor_free(b);
     b = run(NULL, "Cast", &x, 1, &to, 1, 0);
     for (int i = 0; i < 6; i++) {
         uint32_t bits;
-        float f = ((const float *)popc_tensor_cdata(x))[i];
+        float src = ((const float *)popc_tensor_cdata(x))[i];
 
-        memcpy(&bits, &f, sizeof bits);
+        memcpy(&bits, &src, sizeof bits);
         ck_assert_uint_eq(((const uint16_t *)popc_tensor_cdata(b))[i],
                           bits >> 16);
     }

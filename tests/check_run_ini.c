@@ -634,7 +634,7 @@ START_TEST(checkpoint_load_api)
     popc_model *m;
     popc_tensor *adam = NULL;
     int64_t step = -1;
-    char w[700], bad[700], cmd[1600];
+    char w[700], broken[700], cmd[3000];
 
     s.after = 7;
     ck_assert_int_eq(train(ini, "ck", &s, 5, 0, 0, &res), POPC_EINTERRUPTED);
@@ -652,17 +652,17 @@ START_TEST(checkpoint_load_api)
 
     /* the last optimizer file cut short: refused, naming it, and the
     ** weights already read are not set */
-    snprintf(bad, sizeof bad, "%s", tmp("bad.ckpt"));
+    snprintf(broken, sizeof broken, "%s", tmp("bad.ckpt"));
     snprintf(cmd, sizeof cmd,
              "cp -r '%s' '%s' && truncate -s 100 "
              "'%s/optimizer/fc2.bias%%2Fexp_avg_sq.npy' && "
              "cp '%s/weights/fc1.bias.npy' '%s/weights/fc2.bias.npy'",
-             tmp("ck.ckpt"), bad, bad, tmp("ck.ckpt"), bad);
+             tmp("ck.ckpt"), broken, broken, tmp("ck.ckpt"), broken);
     ck_assert_int_eq(system(cmd), 0);
     popc_model_free(m);
     m = run_training_model(r);
     OK(popc_weights_save(m, tmp("before.weights")));
-    ck_assert_int_eq(popc_checkpoint_load(m, bad, &step), POPC_EIO);
+    ck_assert_int_eq(popc_checkpoint_load(m, broken, &step), POPC_EIO);
     ck_assert_ptr_nonnull(strstr(popc_last_error(), "fc2.bias"));
     OK(popc_weights_save(m, tmp("after.weights")));
     snprintf(w, sizeof w, "%s", tmp("before.weights"));

@@ -10,3 +10,6 @@ endif
 %canon_reldir%_check_alloc_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_alloc_faults_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_alloc_faults_DEPENDENCIES = $(exe_test_deps)
+
+TESTS += %reldir%/test_soak.sh
+EXTRA_DIST += %reldir%/test_soak.sh

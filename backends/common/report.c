@@ -180,7 +180,7 @@ popc_status ipum_report_write(const ipum_map *m, const char *backend,
     if (!len)
         return ipum_host->set_error(POPC_EINVAL, "%s backend: report: no "
                                     "file name given", backend);
-    if (!(tmp = malloc(len + 16)))
+    if (!(tmp = ipum_host->alloc(len + 16)))
         return ipum_host->set_error(POPC_ENOMEM, "%s backend: report: out "
                                     "of memory", backend);
     snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
@@ -192,7 +192,7 @@ popc_status ipum_report_write(const ipum_map *m, const char *backend,
             close(fd);
             unlink(tmp);
         }
-        free(tmp);
+        ipum_host->free(tmp);
         return ipum_host->set_error(POPC_EIO, "%s backend: cannot write the "
                                     "report '%s': %s", backend, path,
                                     strerror(err));
@@ -202,11 +202,11 @@ popc_status ipum_report_write(const ipum_map *m, const char *backend,
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
         int err = errno;
         unlink(tmp);
-        free(tmp);
+        ipum_host->free(tmp);
         return ipum_host->set_error(POPC_EIO, "%s backend: cannot write the "
                                     "report '%s': %s", backend, path,
                                     strerror(err ? err : EIO));
     }
-    free(tmp);
+    ipum_host->free(tmp);
     return POPC_OK;
 }

@@ -167,10 +167,10 @@ void ipum_map_free(ipum_map *m)
 {
     if (!m)
         return;
-    free(m->tiles);
-    free(m->slots);
-    free(m->nodes);
-    free(m);
+    ipum_host->free(m->tiles);
+    ipum_host->free(m->slots);
+    ipum_host->free(m->nodes);
+    ipum_host->free(m);
 }
 
 static popc_status bad_plan(const char *who, const char *what,
@@ -393,12 +393,12 @@ static popc_status measure(ipum_map *m)
     sweep w = {0};
     popc_status st = POPC_OK;
 
-    w.live = calloc(nt, sizeof *w.live);
-    w.peak = calloc(nt, sizeof *w.peak);
-    w.from_head = malloc(nk * sizeof(int));
-    w.to_head = malloc(nk * sizeof(int));
-    w.from_next = malloc(ns * sizeof(int));
-    w.to_next = malloc(ns * sizeof(int));
+    w.live = popc_host_calloc(ipum_host, nt, sizeof *w.live);
+    w.peak = popc_host_calloc(ipum_host, nt, sizeof *w.peak);
+    w.from_head = popc_host_calloc(ipum_host, nk, sizeof(int));
+    w.to_head = popc_host_calloc(ipum_host, nk, sizeof(int));
+    w.from_next = popc_host_calloc(ipum_host, ns, sizeof(int));
+    w.to_next = popc_host_calloc(ipum_host, ns, sizeof(int));
     if (!w.live || !w.peak || !w.from_head || !w.to_head || !w.from_next ||
         !w.to_next) {
         st = ipum_host->set_error(POPC_ENOMEM, "compile: out of memory "
@@ -431,12 +431,12 @@ static popc_status measure(ipum_map *m)
         }
     }
 done:
-    free(w.live);
-    free(w.peak);
-    free(w.from_head);
-    free(w.to_head);
-    free(w.from_next);
-    free(w.to_next);
+    ipum_host->free(w.live);
+    ipum_host->free(w.peak);
+    ipum_host->free(w.from_head);
+    ipum_host->free(w.to_head);
+    ipum_host->free(w.from_next);
+    ipum_host->free(w.to_next);
     return st;
 }
 
@@ -526,20 +526,23 @@ popc_status ipum_map_build(const ipum_device *dev, const popc_plan *plan,
     popc_status st;
 
     *out = NULL;
-    if (!(m = calloc(1, sizeof *m)))
+    if (!(m = popc_host_calloc(ipum_host, 1, sizeof *m)))
         return ipum_host->set_error(POPC_ENOMEM, "compile: out of memory");
     m->dev = *dev;
     m->plan = plan;
-    m->slots = calloc((size_t)plan->n_slots + 1, sizeof *m->slots);
-    m->nodes = calloc((size_t)plan->n_nodes + 1, sizeof *m->nodes);
+    m->slots = popc_host_calloc(ipum_host, (size_t)plan->n_slots + 1,
+                                sizeof *m->slots);
+    m->nodes = popc_host_calloc(ipum_host, (size_t)plan->n_nodes + 1,
+                                sizeof *m->nodes);
     if (!m->slots || !m->nodes) {
         st = ipum_host->set_error(POPC_ENOMEM, "compile: out of memory");
         goto fail;
     }
     if ((st = place_ranges(m, who)) != POPC_OK)
         goto fail;
-    m->tiles = calloc((size_t)m->n_ipus * (size_t)dev->tiles,
-                      sizeof *m->tiles);
+    m->tiles = popc_host_calloc(ipum_host,
+                                (size_t)m->n_ipus * (size_t)dev->tiles,
+                                sizeof *m->tiles);
     if (!m->tiles) {
         st = ipum_host->set_error(POPC_ENOMEM, "compile: out of memory "
                                   "for the tile map of %d IPUs", m->n_ipus);

@@ -394,7 +394,7 @@ static void *helper_main(void *arg)
 {
     helper_arg a = *(helper_arg *)arg;
 
-    free(arg);
+    host->free(arg);
     serve(&a.pool->root, a.member);
     return NULL;
 }
@@ -410,8 +410,8 @@ void ipum_pool_free(ipum_pool *p)
             pthread_join(p->tids[i], NULL);
     }
     group_destroy(&p->root);
-    free(p->tids);
-    free(p);
+    host->free(p->tids);
+    host->free(p);
 }
 
 popc_status ipum_pool_new(int threads, ipum_pool **out)
@@ -423,9 +423,10 @@ popc_status ipum_pool_new(int threads, ipum_pool **out)
     *out = NULL;
     if (threads < 1)
         threads = 1;
-    if (!(p = calloc(1, sizeof *p)) ||
-        !(p->tids = calloc((size_t)threads, sizeof *p->tids))) {
-        free(p);
+    if (!(p = popc_host_calloc(host, 1, sizeof *p)) ||
+        !(p->tids = popc_host_calloc(host, (size_t)threads,
+                                     sizeof *p->tids))) {
+        host->free(p);
         return host->set_error(POPC_ENOMEM, "ipumodel backend: out of "
                                "memory for %d workers", threads);
     }
@@ -435,7 +436,7 @@ popc_status ipum_pool_new(int threads, ipum_pool **out)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int i = 1; i < threads && !err; i++) {
-        helper_arg *a = malloc(sizeof *a);
+        helper_arg *a = popc_host_calloc(host, 1, sizeof *a);
 
         if (!a) {
             err = -1;
@@ -443,7 +444,7 @@ popc_status ipum_pool_new(int threads, ipum_pool **out)
         }
         *a = (helper_arg){p, i};
         if ((err = pthread_create(&p->tids[i - 1], NULL, helper_main, a))) {
-            free(a);
+            host->free(a);
             break;
         }
         p->started++;
@@ -565,11 +566,11 @@ popc_status ipum_pool_parallel(ipum_pool *p, int n, ipum_task_fn fn,
             run_one(&j.fail, fn, arg, i);
         return failure_end(&j.fail);
     }
-    j.subs = calloc((size_t)j.k, sizeof *j.subs);
-    j.first = calloc((size_t)j.k + 1, sizeof *j.first);
+    j.subs = popc_host_calloc(host, (size_t)j.k, sizeof *j.subs);
+    j.first = popc_host_calloc(host, (size_t)j.k + 1, sizeof *j.first);
     if (!j.subs || !j.first) {
-        free(j.subs);
-        free(j.first);
+        host->free(j.subs);
+        host->free(j.first);
         failure_end(&j.fail);
         return host->set_error(POPC_ENOMEM, "ipumodel backend: out of "
                                "memory for %d parallel tasks", n);
@@ -582,8 +583,8 @@ popc_status ipum_pool_parallel(ipum_pool *p, int n, ipum_task_fn fn,
     run_job(g, par_member, &j);
     for (int s = 0; s < j.k; s++)
         group_destroy(&j.subs[s]);
-    free(j.subs);
-    free(j.first);
+    host->free(j.subs);
+    host->free(j.first);
     st = failure_end(&j.fail);
     return st;
 }

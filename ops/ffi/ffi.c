@@ -147,9 +147,9 @@ static void ffi_release(void *state)
     if (c->lib)
         dlclose(c->lib);
     pthread_mutex_destroy(&c->lock);
-    free(c->library);
-    free(c->symbol);
-    free(c);
+    host->free(c->library);
+    host->free(c->symbol);
+    host->free(c);
 }
 
 static popc_status make_reporter(fcall *c, const char *node)
@@ -187,11 +187,11 @@ static popc_status ffi_prepare(const popc_infer_ctx *ic, void **state)
         return host->set_error(POPC_EINVAL, "ForeignCall '%s': %d outputs; "
                                "at most %d", ic->node_name, ic->n_outputs,
                                FFS_MAX_ARGS);
-    if (!(c = calloc(1, sizeof *c)))
+    if (!(c = popc_host_calloc(host, 1, sizeof *c)))
         return host->set_error(POPC_ENOMEM, "ForeignCall '%s': out of "
                                "memory", ic->node_name);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
-        free(c);
+        host->free(c);
         return host->set_error(POPC_ENOMEM, "ForeignCall '%s': cannot "
                                "create a mutex", ic->node_name);
     }
@@ -208,8 +208,8 @@ static popc_status ffi_prepare(const popc_infer_ctx *ic, void **state)
                                  ic->node_name, f.symbol, f.library, j);
             goto fail;
         }
-    c->library = strdup(f.library);
-    c->symbol = strdup(f.symbol);
+    c->library = popc_host_strdup(host, f.library);
+    c->symbol = popc_host_strdup(host, f.symbol);
     if (!c->library || !c->symbol) {
         st = host->set_error(POPC_ENOMEM, "ForeignCall '%s': out of memory",
                              ic->node_name);

@@ -414,6 +414,8 @@ struct popc_host {
     popc_status (*set_error)(popc_status st, const char *fmt, ...)
         POPC_PRINTF(2, 3);
     void (*log_msg)(int level, const char *fmt, ...) POPC_PRINTF(2, 3);
+    /* Plugins allocate here, not with malloc, so that popc's allocation
+    ** fault tests (popc/fault.h) reach them too. */
     void *(*alloc)(size_t n);  /* POPC_TENSOR_ALIGN-aligned, zeroed */
     void (*free)(void *p);
     /* Add a node while building gradients. domain NULL means "ai.onnx".
@@ -460,6 +462,23 @@ typedef struct popc_plugin_info {
     {                                                                     \
         return &popc_plugin_info_;                                        \
     }
+
+/* n zeroed objects of size bytes from h->alloc; NULL when n * size
+** overflows or memory runs out. Release with h->free. */
+static inline void *popc_host_calloc(const popc_host *h, size_t n,
+                                     size_t size)
+{
+    return size && n > SIZE_MAX / size ? NULL : h->alloc(n * size);
+}
+
+/* A copy of s from h->alloc (NULL when out of memory). */
+static inline char *popc_host_strdup(const popc_host *h, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = (char *)h->alloc(n);
+
+    return p ? (char *)memcpy(p, s, n) : NULL;
+}
 
 #ifdef __cplusplus
 }

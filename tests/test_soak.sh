@@ -1,0 +1,123 @@
+#!/bin/sh
+# test_soak.sh - training killed with SIGKILL at 50 random moments (cpu
+# backend, a checkpoint every 3 steps, so most kills land in the middle of
+# writing one), each run resumed with --resume to the end: the final
+# weights must be bitwise equal to an uninterrupted run's every time, and
+# no temporary file or directory may be left behind.
+#
+# Environment (set by make check): POPC, MAKE_IDX, POPC_PLUGIN_PATH.
+set -u
+
+: "${POPC:?set POPC to the popc binary}"
+: "${MAKE_IDX:?set MAKE_IDX to tests/make_idx}"
+KILLS=${POPC_SOAK_KILLS:-50}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/popc-soak-XXXXXX") || exit 99
+bg=
+cleanup() {
+    [ -n "$bg" ] && kill -9 "$bg" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+cd "$tmp" || exit 99
+
+"$MAKE_IDX" . 256 64 || { echo "make_idx failed"; exit 99; }
+cat >run.ini <<'INI'
+[options]
+backend = cpu
+[data]
+train = train-images-idx3-ubyte
+train_labels = train-labels-idx1-ubyte
+test = t10k-images-idx3-ubyte.gz
+test_labels = t10k-labels-idx1-ubyte
+batch_size = 2
+shuffle = true
+seed = 5
+[optimizer]
+name = adam
+lr = 0.01
+[train]
+epochs = 3
+[model]
+input = 64
+classes = 4
+layers = fc1, relu, fc2
+[layer fc1]
+type = linear
+out_features = 16
+[layer fc2]
+type = linear
+out_features = 4
+INI
+
+# train OUT [popc train options...]
+train() {
+    out=$1
+    shift
+    "$POPC" train run.ini --quiet --set train.weights="$out.weights" \
+        --set train.model="$out.model.ini" "$@"
+}
+
+same_weights() {
+    n=0
+    for f in "$1"/*.npy; do
+        cmp -s "$f" "$2/$(basename "$f")" || return 1
+        n=$((n + 1))
+    done
+    [ "$n" -eq 4 ]
+}
+
+now_ms() { date +%s%3N; }
+
+train full >full.log 2>&1 || { cat full.log; echo "FAIL: uninterrupted run"; exit 1; }
+start=$(now_ms)
+train timed --set train.checkpoint=timed.ckpt --checkpoint-every 3 \
+    >timed.log 2>&1 || { cat timed.log; echo "FAIL: checkpointed run"; exit 1; }
+span=$(($(now_ms) - start))
+same_weights full.weights timed.weights ||
+    { echo "FAIL: checkpoints change the trained weights"; exit 1; }
+echo "an uninterrupted checkpointed run takes $span ms; killing $KILLS runs"
+
+failures=0 killed=0 resumed_mid=0
+i=0
+while [ "$i" -lt "$KILLS" ]; do
+    i=$((i + 1))
+    rm -rf k.weights k.ckpt k.model.ini
+    delay=$(awk -v s="$i" -v span="$span" \
+        'BEGIN { srand(s); printf "%.3f", (0.05 + 0.95 * rand()) * span / 1000 }')
+    "$POPC" train run.ini --quiet --set train.weights=k.weights \
+        --set train.model=k.model.ini --set train.checkpoint=k.ckpt \
+        --checkpoint-every 3 >kill.log 2>&1 &
+    bg=$!
+    sleep "$delay"
+    kill -9 "$bg" 2>/dev/null
+    wait "$bg" 2>/dev/null
+    rc=$?
+    bg=
+    [ "$rc" -eq 137 ] && killed=$((killed + 1))
+    if ! train k --set train.checkpoint=k.ckpt --checkpoint-every 3 \
+        --resume --json resume.json >resume.log 2>&1; then
+        failures=$((failures + 1))
+        echo "FAIL: kill $i (after ${delay} s, exit $rc): resume failed"
+        sed 's/^/    | /' resume.log | head -5
+        continue
+    fi
+    grep -q '"resumed_step": [1-9]' resume.json && resumed_mid=$((resumed_mid + 1))
+    if ! same_weights full.weights k.weights; then
+        failures=$((failures + 1))
+        echo "FAIL: kill $i (after ${delay} s): resumed weights differ"
+    fi
+    left=$(ls -a | grep -c '\.tmp-')
+    if [ "$left" -ne 0 ]; then
+        failures=$((failures + 1))
+        echo "FAIL: kill $i: temporary files left behind: $(ls -a | grep '\.tmp-')"
+    fi
+done
+echo "$KILLS runs: $killed killed mid-run, $resumed_mid resumed from a checkpoint, $failures failed"
+# most kills must land while training (not before it or after it ended)
+if [ "$killed" -lt $((KILLS * 3 / 4)) ] || [ "$resumed_mid" -lt $((KILLS / 2)) ]; then
+    echo "FAIL: too few kills landed mid-run to mean anything"
+    failures=$((failures + 1))
+fi
+[ "$failures" -eq 0 ] && echo "PASS: every resumed run ended bitwise equal" 
+[ "$failures" -eq 0 ]
