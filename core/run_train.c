@@ -15,6 +15,7 @@
 
 #include "popc/log.h"
 #include "popc/run.h"
+#include "core/atomic_file_priv.h"
 #include "core/run_priv.h"
 
 static double now(void)
@@ -118,6 +119,7 @@ typedef struct trainer {
     int64_t steps_here;         /* steps run by this process */
     double t0;
     double loss;
+    int ckpt_lock;              /* flock on the checkpoint, or -1 */
 } trainer;
 
 static void report(trainer *t, popc_train_event ev, double acc,
@@ -342,6 +344,12 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     res->weights = r->weights_out;
     res->model_ini = r->model_out;
     res->checkpoint = t.ckpt_every ? r->checkpoint : NULL;
+    t.ckpt_lock = -1;
+    /* two runs sharing a checkpoint would resume from each other's steps */
+    if ((t.ckpt_every || (hooks && hooks->resume)) && r->checkpoint &&
+        (st = popci_lock_path(r->checkpoint, "training checkpoint",
+                              &t.ckpt_lock)) != POPC_OK)
+        goto done;
     if ((st = setup(&t, res)) != POPC_OK)
         goto done;
     res->steps = t.ck.step;
@@ -374,6 +382,7 @@ done:
     popc_dataloader_free(t.train_dl);
     popc_dataset_free(t.test_ds);
     popc_dataset_free(t.train_ds);
+    popci_unlock_path(t.ckpt_lock);
     return st;
 }
 

@@ -1,6 +1,7 @@
 # tests/faults.mk - injected faults: every allocation of a whole scenario
-# failed in turn (check_alloc_faults), and training killed at random
-# moments then resumed (test_soak.sh).
+# failed in turn (check_alloc_faults), training killed at random moments
+# then resumed (test_soak.sh), and processes sharing output names, a
+# checkpoint or an executable cache (test_concurrency.sh).
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_alloc_faults
 TESTS += %reldir%/check_alloc_faults
@@ -11,5 +12,5 @@ endif
 %canon_reldir%_check_alloc_faults_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_alloc_faults_DEPENDENCIES = $(exe_test_deps)
 
-TESTS += %reldir%/test_soak.sh
-EXTRA_DIST += %reldir%/test_soak.sh
+TESTS += %reldir%/test_soak.sh %reldir%/test_concurrency.sh
+EXTRA_DIST += %reldir%/test_soak.sh %reldir%/test_concurrency.sh
