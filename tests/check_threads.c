@@ -1,0 +1,254 @@
+/* check_threads.c - several models driven from several threads of one
+** process at once.
+**
+** Each thread builds its own graph, then trains a model (Adam) and runs an
+** inference model sharing its weights, on the cpu or the ipumodel
+** backend, while the others do the same. The losses and outputs must be
+** bitwise those of the same work done alone beforehand. CI also runs this
+** test in a ThreadSanitizer build (.ci/run), which reports any data race
+** in the registry, the options, the error and log state, or the backends.
+*/
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <check.h>
+
+#include "popc/layers.h"
+#include "popc/popc.h"
+
+#define THREADS 4
+#define STEPS 3
+#define BATCH 4
+
+/* What one thread computes. */
+typedef struct work {
+    const char *backend;
+    uint64_t seed;
+    popc_status st;
+    char error[512];
+    popc_tensor *loss[STEPS];
+    popc_tensor *out;
+} work;
+
+static popc_status build(uint64_t seed, int training, popc_graph **out)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t xd[2] = {BATCH, 6}, yd[2] = {BATCH, 2};
+    int x, y, h, o, loss;
+    popc_status st;
+
+    if ((st = popc_graph_new("mlp", &g)) ||
+        (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x)) ||
+        (training &&
+         (st = popc_graph_add_input(g, "y", POPC_DTYPE_F32, yd, 2, &y))) ||
+        (st = popc_layers_new(g, seed, &L)) ||
+        (st = popc_nn_linear(L, "fc1", x, 6, 12, 1, &h)) ||
+        (st = popc_nn_activation(L, "Tanh", h, 0.0, &h)) ||
+        (st = popc_nn_linear(L, "fc2", h, 12, 2, 1, &o)) ||
+        (training && (st = popc_nn_mse_loss(L, o, y, "mean", &loss))) ||
+        (st = popc_graph_add_output(g, training ? loss : o))) {
+        popc_layers_free(L);
+        popc_graph_free(g);
+        return st;
+    }
+    popc_layers_free(L);
+    *out = g;
+    return POPC_OK;
+}
+
+static popc_status fill(popc_tensor **t, int cols, uint64_t seed)
+{
+    int64_t d[2] = {BATCH, cols};
+    popc_status st = popc_tensor_new(POPC_DTYPE_F32, d, 2, t);
+
+    for (int i = 0; st == POPC_OK && i < BATCH * cols; i++)
+        ((float *)popc_tensor_data(*t))[i] =
+            (float)((i * 7 + (int)seed) % 13) / 13.0f - 0.5f;
+    return st;
+}
+
+static popc_status do_work(work *w)
+{
+    popc_graph *gt = NULL, *gi = NULL;
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *train = NULL, *infer = NULL;
+    popc_tensor *x = NULL, *y = NULL;
+    popc_status st;
+
+    if ((st = build(w->seed, 1, &gt)) || (st = build(w->seed, 0, &gi)) ||
+        (st = popc_options_new(&o)) ||
+        (st = popc_options_set(o, "backend", w->backend)) ||
+        (st = popc_optimizer_new("adam", &opt)) ||
+        (st = popc_optimizer_set(opt, "lr", 0.05)) ||
+        (st = popc_model_new_training(gt, o, opt, &train)) ||
+        (st = popc_model_new_inference(gi, o, &infer)) ||
+        (st = popc_model_share_weights(infer, train)) ||
+        (st = fill(&x, 6, w->seed)) || (st = fill(&y, 2, w->seed + 1)))
+        goto done;
+    for (int s = 0; s < STEPS; s++) {
+        popc_tensor *in[2] = {x, y};
+
+        if ((st = popc_model_run(train, in, 2, &w->loss[s], 1)))
+            goto done;
+    }
+    st = popc_model_run(infer, &x, 1, &w->out, 1);
+done:
+    if (st != POPC_OK)
+        snprintf(w->error, sizeof w->error, "%s", popc_last_error());
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(infer);
+    popc_model_free(train);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_graph_free(gi);
+    popc_graph_free(gt);
+    return st;
+}
+
+static void *thread_main(void *arg)
+{
+    work *w = arg;
+
+    w->st = do_work(w);
+    return NULL;
+}
+
+static void work_free(work *w)
+{
+    for (int s = 0; s < STEPS; s++)
+        popc_tensor_free(w->loss[s]);
+    popc_tensor_free(w->out);
+    memset(w, 0, sizeof *w);
+}
+
+static const char *backend_of(int i)
+{
+    return i % 2 ? "ipumodel" : "cpu";
+}
+
+START_TEST(models_in_parallel_threads)
+{
+    work alone[THREADS], together[THREADS];
+    pthread_t tid[THREADS];
+
+    for (int i = 0; i < THREADS; i++) {
+        memset(&alone[i], 0, sizeof alone[i]);
+        alone[i].backend = backend_of(i);
+        alone[i].seed = 11 + (uint64_t)i / 2;
+        ck_assert_msg(do_work(&alone[i]) == POPC_OK, "%s: %s",
+                      alone[i].backend, popc_last_error());
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < THREADS; i++) {
+            memset(&together[i], 0, sizeof together[i]);
+            together[i].backend = alone[i].backend;
+            together[i].seed = alone[i].seed;
+            ck_assert_int_eq(pthread_create(&tid[i], NULL, thread_main,
+                                            &together[i]),
+                             0);
+        }
+        for (int i = 0; i < THREADS; i++)
+            ck_assert_int_eq(pthread_join(tid[i], NULL), 0);
+        for (int i = 0; i < THREADS; i++) {
+            ck_assert_msg(together[i].st == POPC_OK, "thread %d (%s): %s",
+                          i, together[i].backend, together[i].error);
+            for (int s = 0; s < STEPS; s++)
+                ck_assert_msg(popc_tensor_equal(together[i].loss[s],
+                                                alone[i].loss[s]),
+                              "thread %d (%s): loss of step %d differs from "
+                              "the run alone",
+                              i, together[i].backend, s);
+            ck_assert_msg(popc_tensor_equal(together[i].out, alone[i].out),
+                          "thread %d (%s): inference output differs", i,
+                          together[i].backend);
+            work_free(&together[i]);
+        }
+    }
+    /* the same seed on cpu and ipumodel trains the same numbers */
+    for (int i = 0; i + 1 < THREADS; i += 2)
+        ck_assert(popc_tensor_max_abs_diff(alone[i].out, alone[i + 1].out) <
+                  1e-5);
+    for (int i = 0; i < THREADS; i++)
+        work_free(&alone[i]);
+}
+END_TEST
+
+/* Errors are per thread: a failure in one thread never shows up as
+** another thread's popc_last_error. */
+static void *bad_option(void *arg)
+{
+    popc_options *o = NULL;
+    int *ok = arg;
+
+    *ok = 1;
+    for (int i = 0; i < 200 && *ok; i++) {
+        if (popc_options_new(&o) != POPC_OK) {
+            *ok = 0;
+            break;
+        }
+        *ok = popc_options_set(o, "noSuchOption", "1") != POPC_OK &&
+              strstr(popc_last_error(), "noSuchOption") != NULL;
+        popc_options_free(o);
+    }
+    return NULL;
+}
+
+static void *good_option(void *arg)
+{
+    popc_options *o = NULL;
+    int *ok = arg;
+
+    *ok = 1;
+    for (int i = 0; i < 200 && *ok; i++) {
+        if (popc_options_new(&o) != POPC_OK) {
+            *ok = 0;
+            break;
+        }
+        *ok = popc_options_set_int(o, "fooBarBaz", 1) != POPC_OK &&
+              strstr(popc_last_error(), "fooBarBaz") != NULL;
+        popc_options_free(o);
+    }
+    return NULL;
+}
+
+START_TEST(errors_are_per_thread)
+{
+    pthread_t a, b;
+    int ok_a = 0, ok_b = 0;
+
+    ck_assert_int_eq(pthread_create(&a, NULL, bad_option, &ok_a), 0);
+    ck_assert_int_eq(pthread_create(&b, NULL, good_option, &ok_b), 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    ck_assert_msg(ok_a && ok_b, "an error message crossed threads");
+}
+END_TEST
+
+static Suite *threads_suite(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc = tcase_create("threads");
+
+    tcase_add_test(tc, models_in_parallel_threads);
+    tcase_add_test(tc, errors_are_per_thread);
+    tcase_set_timeout(tc, 600);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(threads_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
