@@ -191,6 +191,13 @@ contains err.txt "epoch 2/2: loss" "progress lines when stderr is not a tty"
 contains train.json '"status": "ok"' "train JSON status"
 [ "$(json_value train.json steps)" = 128 ] && pass "JSON steps" ||
     fail "JSON steps: $(json_value train.json steps)"
+# "losses": one per step, the last being the final loss
+losses=$(sed -n 's/.*"losses": \[\([^]]*\)\].*/\1/p' train.json | tr ',' '\n')
+[ "$(printf '%s\n' "$losses" | grep -c .)" = 128 ] && pass "JSON losses: one per step" ||
+    fail "JSON losses: $(printf '%s\n' "$losses" | grep -c .) values for 128 steps"
+[ "$(printf '%s\n' "$losses" | tail -n 1 | tr -d ' ')" = "$(json_value train.json final_loss)" ] &&
+    pass "JSON losses end with the final loss" ||
+    fail "JSON last loss $(printf '%s\n' "$losses" | tail -n 1) != final_loss $(json_value train.json final_loss)"
 acc=$(json_value train.json test_accuracy)
 case $acc in
 0.[6-9]* | 1) pass "test accuracy $acc" ;;

@@ -35,7 +35,9 @@ static const char usage[] =
     "                           checkpoint; default RUN.ckpt)\n"
     "  --resume                 continue from the checkpoint; the result is\n"
     "                           the same as an uninterrupted run\n"
-    "  --json FILE              write the results as JSON\n"
+    "  --json FILE              write the results as JSON (status, steps,\n"
+    "                           final loss, accuracy, \"losses\": the loss of\n"
+    "                           every step, \"epoch_results\")\n"
     "  --quiet                  no progress, only the summary\n"
     "  --allow-foreign          let the file load the shared libraries and\n"
     "                           call the symbols it names (foreign layers);\n"
@@ -61,6 +63,8 @@ typedef struct display {
     int bar_shown;
     epoch_rec *epochs;
     int n_epochs, cap_epochs;
+    double *losses;             /* of every step this process trained */
+    int64_t n_losses, cap_losses;
     int64_t checkpoints;
     int oom;
 } display;
@@ -134,6 +138,22 @@ static void record_epoch(display *d, const popc_train_progress *p,
     d->n_epochs++;
 }
 
+static void record_loss(display *d, double loss)
+{
+    if (d->n_losses == d->cap_losses) {
+        int64_t cap = d->cap_losses ? 2 * d->cap_losses : 1024;
+        double *l = realloc(d->losses, (size_t)cap * sizeof *l);
+
+        if (!l) {
+            d->oom = 1;
+            return;
+        }
+        d->losses = l;
+        d->cap_losses = cap;
+    }
+    d->losses[d->n_losses++] = loss;
+}
+
 static void on_progress(const popc_train_progress *p, void *user)
 {
     display *d = user;
@@ -145,6 +165,7 @@ static void on_progress(const popc_train_progress *p, void *user)
         d->epoch_start = t;
     switch (p->event) {
     case POPC_TRAIN_STEP:
+        record_loss(d, p->loss);
         if (d->quiet)
             break;
         if (d->tty) {
@@ -230,6 +251,13 @@ static int write_json(const char *path, const char *ini, int rc,
         json_str(&j, res->checkpoint);
         json_key(&j, "checkpoints_written");
         json_int(&j, d->checkpoints);
+        /* one loss per step this process trained, from step
+        ** resumed_step + 1 on, for plotting training curves */
+        json_key(&j, "losses");
+        json_begin(&j, '[');
+        for (int64_t i = 0; i < d->n_losses; i++)
+            json_num(&j, d->losses[i]);
+        json_end(&j, ']');
         json_key(&j, "epoch_results");
         json_begin(&j, '[');
         for (int i = 0; i < d->n_epochs; i++) {
@@ -318,6 +346,7 @@ int cmd_train(int argc, char **argv)
     if (d.oom && rc == EXIT_OK)
         cli_error("out of memory recording the epoch results");
     free(d.epochs);
+    free(d.losses);
     free(a.sets);
     popc_run_free(r);
     return rc;
