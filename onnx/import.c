@@ -488,11 +488,15 @@ static popc_status import_model(popco_importer *im,
         snprintf(what, sizeof what, "initializer '%s'", tp->name);
         if ((st = popco_tensor_from_proto(tp, &im->src, what, &t)) != POPC_OK)
             return st;
-        /* the unpacked bytes are copied: release them now, so a model's
-        ** weights are held twice at most one tensor at a time */
-        free(tp->raw_data.data);
-        tp->raw_data.data = NULL;
-        tp->raw_data.len = 0;
+        /* the bytes are copied: release them now, so a model's weights
+        ** are held twice at most one tensor at a time */
+        if (im->lean_map) {
+            popco_lean_release(tp, im->lean_map);
+        } else {
+            free(tp->raw_data.data);
+            tp->raw_data.data = NULL;
+            tp->raw_data.len = 0;
+        }
         if (im->opt->trainable && popc_dtype_is_float(popc_tensor_dtype(t)))
             st = popc_graph_add_initializer(im->g, tp->name, t, 1, &id);
         else
@@ -545,9 +549,10 @@ static popc_status import_model(popco_importer *im,
     return annotate(im);
 }
 
-/* Import from bytes; *map (may be NULL) is unmapped as soon as the message
-** is unpacked, so the file's pages and the unpacked copy are not both
-** held while tensors are made. */
+/* Import from bytes; with *map (a mapped file; may be NULL) the weights
+** are read from the mapping without an unpacked copy (lean.c), its pages
+** dropped as each tensor is made; without that, *map is unmapped as soon
+** as the message is unpacked. */
 static popc_status import_data(const void *data, size_t size,
                                const char *name, const char *base_dir,
                                const popc_onnx_import_options *opt,
@@ -555,6 +560,7 @@ static popc_status import_data(const void *data, size_t size,
 {
     popc_onnx_import_options defaults;
     Onnx__ModelProto *mp = NULL;
+    popco_raw_ref *refs = NULL;
     popco_importer im;
     popc_status st;
 
@@ -572,11 +578,17 @@ static popc_status import_data(const void *data, size_t size,
         im.reg = im.opt->registry;
     else if ((st = popc_registry_global(&im.reg)) != POPC_OK)
         return st;
-    st = popco_unpack_model(data ? data : "", size, im.file, &mp);
     if (map)
+        st = popco_unpack_model_lean(data ? data : "", size, im.file, &mp,
+                                     &refs);
+    else
+        st = popco_unpack_model(data ? data : "", size, im.file, &mp);
+    if (map && !refs)
         popco_unmap(map);
     if (st != POPC_OK)
         return st;
+    im.lean_map = refs ? map : NULL;
+    im.src.raw_is_mapped = refs != NULL;
     if ((st = popc_graph_new(mp->graph->name && *mp->graph->name
                                  ? mp->graph->name
                                  : "onnx",
@@ -584,12 +596,14 @@ static popc_status import_data(const void *data, size_t size,
         (st = popc_graph_set_origin(im.g, im.file)) != POPC_OK ||
         (st = import_model(&im, mp)) != POPC_OK) {
         popc_graph_free(im.g);
-        onnx__model_proto__free_unpacked(mp, NULL);
-        return st;
+        im.g = NULL;
     }
+    popco_lean_forget(mp, refs);
     onnx__model_proto__free_unpacked(mp, NULL);
+    if (map)
+        popco_unmap(map);
     *out = im.g;
-    return POPC_OK;
+    return st;
 }
 
 popc_status popc_onnx_import_bytes(const void *data, size_t size,

@@ -5,6 +5,7 @@ lib_LTLIBRARIES += libpopc-onnx.la
 libpopc_onnx_la_SOURCES = \
     %reldir%/onnx_priv.h \
     %reldir%/proto.c \
+    %reldir%/lean.c \
     %reldir%/tensor.c \
     %reldir%/history.c \
     %reldir%/upgrade.c \

@@ -38,6 +38,30 @@ void popco_unmap(popco_map *m);
 /* Unpack with protobuf-c; POPC_EIO "<name>: not a valid ONNX ... file". */
 popc_status popco_unpack_model(const void *data, size_t size,
                                const char *name, Onnx__ModelProto **out);
+
+/* ---- lean.c -------------------------------------------------------------- */
+
+/* Where an initializer's raw_data lies in the file (len 0: none). */
+typedef struct popco_raw_ref {
+    size_t off, len;
+} popco_raw_ref;
+
+/* popco_unpack_model without copying the main graph's initializer
+** raw_data: those point into data (which must stay mapped) and *refs
+** (one per initializer) says so; *refs is NULL when the model was
+** unpacked the usual way (owning every byte). */
+popc_status popco_unpack_model_lean(const void *data, size_t size,
+                                    const char *name, Onnx__ModelProto **out,
+                                    popco_raw_ref **refs);
+/* After its bytes were copied: drop an initializer's pages of the mapping
+** and its borrowed raw_data pointer. */
+void popco_lean_release(Onnx__TensorProto *tp, const popco_map *map);
+/* memcpy from a read-only file mapping, dropping the source's pages as
+** they are copied, so that source and copy are not both resident. */
+void popco_copy_from_mapping(void *dst, const void *src, size_t n);
+/* Before onnx__model_proto__free_unpacked: clear the borrowed pointers
+** left, and free refs (NULL-safe). */
+void popco_lean_forget(Onnx__ModelProto *mp, popco_raw_ref *refs);
 popc_status popco_unpack_tensor(const void *data, size_t size,
                                 const char *name, Onnx__TensorProto **out);
 
@@ -53,6 +77,7 @@ const char *popco_onnx_type_name(int onnx_type);
 typedef struct popco_tensor_src {
     const char *file;      /* for messages */
     const char *base_dir;
+    int raw_is_mapped;     /* raw_data points into a file mapping (lean.c) */
 } popco_tensor_src;
 
 /* A new popc tensor from a TensorProto; what names the tensor in errors. */
@@ -141,6 +166,7 @@ typedef struct popco_importer {
     const popc_onnx_import_options *opt;
     popc_registry *reg;
     popc_graph *g;
+    const popco_map *lean_map; /* initializers borrow its bytes (lean.c) */
 } popco_importer;
 
 /* A constant value (a copy of t is not taken: reference added). */

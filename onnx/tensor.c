@@ -168,7 +168,8 @@ static popc_status read_external(const Onnx__TensorProto *tp,
     if (map == MAP_FAILED)
         return popc_set_error(POPC_EIO, "%s: %s: cannot map '%s': %s",
                               src->file, what, path, strerror(errno));
-    memcpy(dst, (const char *)map + ((size_t)offset - start), need);
+    popco_copy_from_mapping(dst, (const char *)map + ((size_t)offset - start),
+                            need);
     munmap(map, span);
     return POPC_OK;
 }
@@ -288,6 +289,9 @@ popc_status popco_tensor_from_proto(const Onnx__TensorProto *tp,
                               popc_last_error());
     if (external)
         st = read_external(tp, src, what, popc_tensor_data(t), nbytes);
+    else if (tp->raw_data.len && src->raw_is_mapped)
+        popco_copy_from_mapping(popc_tensor_data(t), tp->raw_data.data,
+                                nbytes);
     else if (tp->raw_data.len)
         memcpy(popc_tensor_data(t), tp->raw_data.data, nbytes);
     else
@@ -336,7 +340,7 @@ popc_status popc_onnx_read_tensor(const char *path, popc_tensor **out,
 {
     popco_map m;
     Onnx__TensorProto *tp = NULL;
-    popco_tensor_src src = {path, NULL};
+    popco_tensor_src src = {path, NULL, 0};
     char *dir = NULL, *slash;
     popc_status st;
 
