@@ -16,6 +16,7 @@ libpopc_la_SOURCES += \
     %reldir%/run_priv.h \
     %reldir%/run_ini.c \
     %reldir%/run_model.c \
+    %reldir%/run_format.c \
     %reldir%/run_data.c \
     %reldir%/run_weights.c \
     %reldir%/run_train.c

@@ -26,8 +26,8 @@ static const char *const sections[] = {"options", "data",  "optimizer",
                                        "train",   "infer", "model",
                                        "layer NAME", NULL};
 static const char *const train_keys[] = {
-    "epochs", "weights", "model", "checkpoint", "checkpoint_every",
-    "log_every", "evaluate", NULL};
+    "epochs",    "weights",  "model",       "checkpoint", "checkpoint_every",
+    "log_every", "evaluate", "export_onnx", NULL};
 static const char *const infer_keys[] = {"weights", "predictions", "split",
                                          NULL};
 
@@ -333,7 +333,9 @@ static popc_status parse_train(popc_run *r)
         (st = output_path(r, "train", "model", ".model.ini",
                           &r->model_out)) ||
         (st = output_path(r, "train", "checkpoint", ".ckpt",
-                          &r->checkpoint)))
+                          &r->checkpoint)) ||
+        (st = popci_run_path(r, "train", "export_onnx", 0, NULL,
+                             &r->export_onnx)))
         return st;
     return POPC_OK;
 }
@@ -492,6 +494,10 @@ void popc_run_free(popc_run *r)
     free(r->weights_out);
     free(r->model_out);
     free(r->checkpoint);
+    free(r->export_onnx);
+    free(r->model_file);
+    free(r->model_output);
+    free(r->labels_name);
     free(r->infer_weights);
     free(r->predictions);
     free(r->path);
@@ -632,7 +638,8 @@ popc_status popci_run_write_model_ini(const popc_run *r, const char *path,
         "shuffle", "seed", "drop_last", "limit", "test_limit", "mode",
         "workers", "buffer_size", "load_indefinitely", "early_preload",
         "rebatched_worker_size", NULL};
-    char *test = NULL, *test_labels = NULL, *weights = NULL;
+    static const char *const model_skip[] = {"onnx", NULL};
+    char *test = NULL, *test_labels = NULL, *weights = NULL, *onnx = NULL;
     sbuf b = {0};
     popc_status st;
 
@@ -641,7 +648,12 @@ popc_status popci_run_write_model_ini(const popc_run *r, const char *path,
         r->path);
     if (has_section(r, "options"))
         copy_section(&b, r, "options", NULL);
-    copy_section(&b, r, "model", NULL);
+    copy_section(&b, r, "model", model_skip);
+    if (r->model_file) {
+        onnx = absolute(r->model_file);
+        put(&b, "onnx = %s\n", onnx ? onnx : r->model_file);
+        free(onnx);
+    }
     for (int i = 0; i < r->n_layers; i++) {
         char section[256];
 

@@ -21,8 +21,9 @@
 #include "core/run_priv.h"
 #include "core/run_custom_priv.h"
 
-static const char *const model_keys[] = {"input", "classes", "loss",
-                                         "layers", "seed", NULL};
+static const char *const model_keys[] = {"input",  "classes", "loss",
+                                         "layers", "seed",    "onnx",
+                                         "output", "labels",  NULL};
 
 static const char *const k_linear[] = {"type", "out_features", "bias", NULL};
 static const char *const k_conv[] = {"type",    "out_channels", "kernel",
@@ -351,6 +352,30 @@ static popc_status check_unlisted(popc_run *r)
     return POPC_OK;
 }
 
+/* [model] onnx = FILE (relative to the run file), output, labels. */
+static popc_status parse_model_file(popc_run *r)
+{
+    const char *output = NULL, *labels = NULL;
+    char where[700];
+    popc_status st;
+
+    if (popci_run_has(r, "model", "layers"))
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: give either layers or onnx, not both",
+                              popci_run_where(r, "model", "onnx", where,
+                                              sizeof where));
+    if ((st = popci_run_path(r, "model", "onnx", 1, NULL, &r->model_file)) ||
+        (st = popci_config_get_string(popci_run_src(r, "model", "output"),
+                                      "model", "output", NULL, &output)) ||
+        (st = popci_config_get_string(popci_run_src(r, "model", "labels"),
+                                      "model", "labels", "labels", &labels)))
+        return st;
+    if ((output && !(r->model_output = popci_strdup(output))) ||
+        !(r->labels_name = popci_strdup(labels)))
+        return popc_set_error(POPC_ENOMEM, "out of memory");
+    return check_unlisted(r);
+}
+
 popc_status popci_run_parse_model(popc_run *r)
 {
     static const char *const losses[] = {"cross_entropy", "nll", NULL};
@@ -372,13 +397,28 @@ popc_status popci_run_parse_model(popc_run *r)
         (st = popci_config_get_enum(SRC("loss"), "model", "loss", losses, 0,
                                     &r->loss)) ||
         (st = popci_config_get_int(SRC("seed"), "model", "seed", 0, 0,
-                                   INT64_MAX, &seed)) ||
-        (st = popci_config_require(SRC("layers"), "model", "layers")) ||
+                                   INT64_MAX, &seed)))
+        return st;
+    r->model_seed = (uint64_t)seed;
+    if (popci_run_has(r, "model", "onnx"))
+        return parse_model_file(r);
+    if (popci_run_has(r, "model", "output") ||
+        popci_run_has(r, "model", "labels"))
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: output and labels name values of an "
+                              "ONNX model ([model] onnx); a model of layers "
+                              "has one output and its labels input",
+                              popci_run_where(r, "model",
+                                              popci_run_has(r, "model",
+                                                            "output")
+                                                  ? "output"
+                                                  : "labels",
+                                              where, sizeof where));
+    if ((st = popci_config_require(SRC("layers"), "model", "layers")) ||
         (st = popci_config_get_string(SRC("layers"), "model", "layers", NULL,
                                       &text)))
         return st;
 #undef SRC
-    r->model_seed = (uint64_t)seed;
     if (r->input_rank == 0)
         return popc_set_error(POPC_ECONFIG,
                               "%s: give the shape of one sample, e.g. "
@@ -532,6 +572,52 @@ static popc_status add_layer(const popc_run *r, popc_graph *g,
     return POPC_OK;
 }
 
+/* The graph of [model] onnx and the value its loss reads, checked
+** against [model] input. */
+static popc_status read_model_file(const popc_run *r, int64_t batch_size,
+                                   const int64_t *dims, popc_graph **g,
+                                   int *v)
+{
+    const popc_run_model_format *fmt;
+    popc_view in;
+    char where[700], shape[128], want[128];
+    popc_view want_view = {.rank = r->input_rank + 1};
+    popc_status st;
+
+    if ((st = popci_run_need_format(r, "model", "onnx", &fmt)) != POPC_OK)
+        return st;
+    /* a setting the file does not fit (EINVAL) is the run's to fix */
+    if ((st = fmt->read(r->model_file, batch_size, r->model_output, g, v)) !=
+        POPC_OK)
+        return popc_set_error(st == POPC_EINVAL ? POPC_ECONFIG : st, "%s: %s",
+                              popci_run_where(r, "model", "onnx", where,
+                                              sizeof where),
+                              popc_last_error());
+    if (popc_graph_n_inputs(*g) != 1)
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: the model has %d inputs; a run feeds one "
+                              "(the data)",
+                              popci_run_where(r, "model", "onnx", where,
+                                              sizeof where),
+                              popc_graph_n_inputs(*g));
+    in = popc_graph_value_info(*g, popc_graph_input(*g, 0));
+    memcpy(want_view.dims, dims, (size_t)want_view.rank * sizeof *dims);
+    if (in.dtype != POPC_DTYPE_F32 || in.rank != want_view.rank ||
+        memcmp(in.dims, dims, (size_t)in.rank * sizeof *dims) != 0)
+        return popc_set_error(POPC_ECONFIG,
+                              "%s: the model's input '%s' is %s %s, but the "
+                              "data gives float32 %s (batch_size, then "
+                              "[model] input)",
+                              popci_run_where(r, "model", "input", where,
+                                              sizeof where),
+                              popc_graph_value_name(*g,
+                                                    popc_graph_input(*g, 0)),
+                              popc_dtype_name(in.dtype),
+                              shape_str(in, shape, sizeof shape),
+                              shape_str(want_view, want, sizeof want));
+    return POPC_OK;
+}
+
 popc_status popc_run_build_graph(const popc_run *r, int training,
                                  int64_t batch_size, popc_graph **out)
 {
@@ -554,14 +640,20 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
         return st;
     dims[0] = batch_size;
     memcpy(dims + 1, r->input, (size_t)r->input_rank * sizeof *dims);
-    if ((st = popc_graph_new(r->name, &g)) ||
-        (st = popc_graph_set_origin(g, r->path)) ||
-        (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, dims,
-                                   r->input_rank + 1, &x)) ||
-        (st = popc_layers_new(g, r->model_seed, &B)))
+    if (r->model_file) {
+        if ((st = read_model_file(r, batch_size, dims, &g, &v)) ||
+            (st = popc_layers_new(g, r->model_seed, &B)))
+            goto fail;
+    } else if ((st = popc_graph_new(r->name, &g)) ||
+               (st = popc_graph_set_origin(g, r->path)) ||
+               (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, dims,
+                                          r->input_rank + 1, &x)) ||
+               (st = popc_layers_new(g, r->model_seed, &B))) {
         goto fail;
-    v = x;
-    for (int i = 0; i < r->n_layers; i++) {
+    } else {
+        v = x;
+    }
+    for (int i = 0; !r->model_file && i < r->n_layers; i++) {
         const popci_run_layer *L = &r->layers[i];
 
         /* placement keys hold for the layers that follow, as BeginBlock;
@@ -597,8 +689,10 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
         goto fail;
     }
     if (training) {
-        if ((st = popc_graph_add_input(g, "labels", POPC_DTYPE_I32, dims, 1,
-                                       &labels)))
+        if ((st = popc_graph_add_input(g,
+                                       r->labels_name ? r->labels_name
+                                                      : "labels",
+                                       POPC_DTYPE_I32, dims, 1, &labels)))
             goto fail;
         st = r->loss == 1
                  ? popc_nn_nll_loss(B, v, labels, "mean", &loss)

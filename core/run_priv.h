@@ -78,6 +78,9 @@ struct popc_run {
     uint64_t model_seed;
     popci_run_layer *layers;
     int n_layers;
+    char *model_file;         /* [model] onnx (instead of layers) */
+    char *model_output;       /* [model] output, NULL: the file's only one */
+    char *labels_name;        /* [model] labels, default "labels" */
 
     /* [data] */
     char *train, *train_labels, *test, *test_labels;
@@ -99,11 +102,22 @@ struct popc_run {
     int64_t epochs, checkpoint_every, log_every;
     int evaluate;
     char *weights_out, *model_out, *checkpoint;
+    char *export_onnx;        /* [train] export_onnx, NULL when off */
 
     /* [infer] */
     char *infer_weights, *predictions;
     int infer_split;          /* popc_split */
 };
+
+/* ---- run_format.c -------------------------------------------------------- */
+
+/* The registered format of key, or NULL. */
+const popc_run_model_format *popci_run_format(const char *key);
+/* The ONNX format, or POPC_ECONFIG naming (section, key) and how to
+** register it. */
+popc_status popci_run_need_format(const popc_run *r, const char *section,
+                                  const char *key,
+                                  const popc_run_model_format **out);
 
 /* ---- run_ini.c ---------------------------------------------------------- */
 

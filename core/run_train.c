@@ -282,6 +282,40 @@ static popc_status interrupted(trainer *t)
                           t->ckpt_every ? t->r->checkpoint : "");
 }
 
+/* [train] export_onnx: the inference graph with the trained weights. */
+static popc_status export_onnx(trainer *t)
+{
+    const popc_run_model_format *fmt = NULL;
+    popc_model *m = t->eval;
+    char where[700];
+    popc_status st;
+
+    if ((st = popci_run_need_format(t->r, "train", "export_onnx", &fmt)))
+        return st;
+    if (!m && (st = inference_model(t->r, &m)) != POPC_OK)
+        return st;
+    /* the trained values, whether or not m has run since the last step */
+    for (int i = 0; i < popc_model_n_tensors(t->model); i++) {
+        const char *name = popc_model_tensor_name(t->model, i);
+        const popc_tensor *w = NULL;
+
+        if ((st = popc_model_get_weight(t->model, name, &w)) ||
+            (st = popc_model_set_weight(m, name, w))) {
+            if (m != t->eval)
+                popc_model_free(m);
+            return st;
+        }
+    }
+    if ((st = fmt->write(m, t->r->export_onnx)) != POPC_OK)
+        st = popc_set_error(st, "%s: %s",
+                            popci_run_where(t->r, "train", "export_onnx",
+                                            where, sizeof where),
+                            popc_last_error());
+    if (m != t->eval)
+        popc_model_free(m);
+    return st;
+}
+
 static popc_status train_loop(trainer *t, popc_train_result *res)
 {
     const volatile sig_atomic_t *stop = t->hooks ? t->hooks->stop : NULL;
@@ -331,6 +365,7 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
                            popc_train_result *res)
 {
     trainer t;
+    const popc_run_model_format *fmt;
     popc_status st;
 
     memset(res, 0, sizeof *res);
@@ -345,6 +380,11 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     res->model_ini = r->model_out;
     res->checkpoint = t.ckpt_every ? r->checkpoint : NULL;
     t.ckpt_lock = -1;
+    /* refuse before training, not after it */
+    if (r->export_onnx &&
+        (st = popci_run_need_format(r, "train", "export_onnx", &fmt)) !=
+            POPC_OK)
+        goto done;
     /* two runs sharing a checkpoint would resume from each other's steps */
     if ((t.ckpt_every || (hooks && hooks->resume)) && r->checkpoint &&
         (st = popci_lock_path(r->checkpoint, "training checkpoint",
@@ -367,6 +407,8 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     if ((st = popc_weights_save(t.model, r->weights_out)) ||
         (st = popci_run_write_model_ini(r, r->model_out, r->weights_out,
                                         r->mean, r->std, r->n_norm)))
+        goto done;
+    if (r->export_onnx && (st = export_onnx(&t)) != POPC_OK)
         goto done;
     /* a finished run's checkpoint covers the whole run: resuming it is a
     ** no-op that rewrites the same outputs */

@@ -431,10 +431,10 @@ popc_status popc_onnx_export_model(popc_model *m, const char *path)
                               "model or path");
     if (!(w = calloc((size_t)popc_graph_n_values(g) + 1, sizeof *w)))
         return oom(path);
-    /* the current (trained) weights, from the device when it has them */
+    /* the current (trained) weights: the device's when compiled, else
+    ** the host's (set with popc_model_set_weight) */
     for (int v = 0; v < popc_graph_n_values(g); v++)
         if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
-            popc_model_is_compiled(m) &&
             (st = popc_model_get_weight(m, popc_graph_value_name(g, v),
                                         &w[v])) != POPC_OK) {
             free(w);

@@ -542,6 +542,8 @@ static popc_status import_model(popco_importer *im,
             return popc_set_error(POPC_EIO, "%s: graph output '%s' is not "
                                   "computed by any node", im->file,
                                   name ? name : "");
+        if (im->opt->no_outputs)
+            continue;
         if ((st = popc_graph_add_output(im->g, id)) != POPC_OK)
             return popc_set_error(st, "%s: graph output '%s': %s", im->file,
                                   name, popc_last_error());

@@ -682,6 +682,26 @@ START_TEST(checkpoint_load_api)
 }
 END_TEST
 
+/* libpopc alone does not read ONNX: a run naming an ONNX model says how to
+** register the format instead of failing obscurely. */
+START_TEST(onnx_model_needs_the_onnx_layer)
+{
+    const char *ini = write_ini("onnx.ini",
+                                "[options]\nbackend = cpu\n" DATA
+                                "[model]\ninput = 64\nclasses = 4\n"
+                                "onnx = model.onnx\n");
+    popc_run *r = load(ini, NULL, 0);
+    popc_graph *g = NULL;
+
+    ck_assert_int_eq(popc_run_build_graph(r, 1, 8, &g), POPC_ECONFIG);
+    ck_assert_ptr_null(g);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(),
+                                 "popc_onnx_register_run_format()"));
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "onnx.ini:"));
+    popc_run_free(r);
+}
+END_TEST
+
 START_TEST(model_ini_runs_inference)
 {
     const char *ini = write_ini("mlp.ini", MLP);
@@ -743,6 +763,7 @@ static Suite *run_suite(void)
     tcase_add_test(tr, train_checkpoint_resume_is_bitwise);
     tcase_add_test(tr, model_ini_runs_inference);
     tcase_add_test(tr, checkpoint_load_api);
+    tcase_add_test(tr, onnx_model_needs_the_onnx_layer);
     tcase_set_timeout(tr, 300);
     suite_add_tcase(s, tr);
     return s;

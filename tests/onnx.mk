@@ -20,9 +20,13 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 %canon_reldir%_onnx_export_roundtrip_LDADD = libpopc-onnx.la libpopc.la -lm
 
 TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
-    %reldir%/onnx/test_export.sh
+    %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
+    %reldir%/onnx/test_train_run.sh %reldir%/onnx/train/gen_train.py \
+    %reldir%/onnx/train/mlp.onnx %reldir%/onnx/train/x.npy \
+    %reldir%/onnx/train/x8.npy %reldir%/onnx/train/y.npy \
+    %reldir%/onnx/train/ref_losses.txt %reldir%/onnx/train/ref_logits.npy \
     %reldir%/onnx/expected-failures.txt \
     %reldir%/onnx/models/gen_models.py %reldir%/onnx/models/gen_bad.py \
     %reldir%/onnx/models/small_cnn.onnx \

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "popc/onnx.h"
 #include "popc/plugin.h"
 #include "popc/registry.h"
 #include "tools/cli.h"
@@ -121,6 +122,11 @@ int main(int argc, char **argv)
 #ifdef POPC_PRELOAD_PLUGINS
     popc_registry_use_preloaded(lt_preloaded_symbols);
 #endif
+    /* run files may name ONNX models ([model] onnx, [train] export_onnx) */
+    if (popc_onnx_register_run_format() != POPC_OK) {
+        cli_error("%s", popc_last_error());
+        return EXIT_RUNTIME;
+    }
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;

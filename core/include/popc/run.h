@@ -92,6 +92,32 @@ POPC_API POPC_NODISCARD popc_status popc_run_new_loader(const popc_run *r,
 /* [data] batch_size. */
 POPC_API int64_t popc_run_batch_size(const popc_run *r);
 
+/* ---- model files ------------------------------------------------------- */
+
+/* A model given as a file instead of layer sections: [model] onnx = FILE
+** (with input, classes, loss, and optionally output = the value the loss
+** reads and labels = the name of the labels input), and [train]
+** export_onnx = FILE. libpopc does not read ONNX itself: the ONNX layer
+** registers the format (popc_onnx_register_run_format in popc/onnx.h;
+** the popc command does it at start).
+**   read:  the graph of the file at path without graph outputs, its one
+**          data input bound to batch_size on dimension 0, initializers
+**          trainable; *output the value the loss reads: output_name, or
+**          the file's only output when output_name is NULL.
+**   write: model m's graph with its current weights to path. */
+typedef struct popc_run_model_format {
+    const char *key; /* the [model] key: "onnx" */
+    popc_status (*read)(const char *path, int64_t batch_size,
+                        const char *output_name, popc_graph **out,
+                        int *output);
+    popc_status (*write)(popc_model *m, const char *path);
+} popc_run_model_format;
+
+/* Register f (kept, not copied: static storage). A second registration
+** of the same key replaces the first. Thread-safe. Since 0.1.0. */
+POPC_API POPC_NODISCARD popc_status popc_run_register_model_format(
+    const popc_run_model_format *f);
+
 /* ---- weights and checkpoints -------------------------------------------- */
 
 /* A weights directory holds one NumPy file per model tensor

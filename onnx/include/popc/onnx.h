@@ -61,6 +61,9 @@ typedef struct popc_onnx_import_options {
     /* Annotations by node-name prefix. */
     int n_annotations;
     const popc_onnx_annotation *annotations;
+    /* 1: add no graph outputs; the caller picks values by name
+    ** (popc_graph_find_value) and adds its own, e.g. a loss. */
+    int no_outputs;
 } popc_onnx_import_options;
 
 /* Defaults: constants, the global registry, nothing bound or frozen. */
@@ -103,6 +106,12 @@ POPC_API POPC_NODISCARD popc_status popc_onnx_export_graph(
 ** training model's graph holds its loss. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_export_model(
     popc_model *m, const char *path);
+
+/* Let INI runs name ONNX models (popc/run.h: [model] onnx = FILE,
+** [train] export_onnx = FILE): registers the "onnx" model format with
+** libpopc. The popc command calls it at start; a program using
+** popc_run_* with ONNX models calls it once. Thread-safe. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_register_run_format(void);
 
 /* A TensorProto file (such as the conformance suite's input_0.pb): *out a
 ** new tensor; *name (may be NULL) the tensor's name, malloc'd or NULL. */

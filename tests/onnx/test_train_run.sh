@@ -1,0 +1,124 @@
+#!/bin/sh
+# test_train_run.sh - `popc train RUN.ini` with [model] onnx: a PyTorch MLP
+# exported to ONNX (tests/onnx/train/gen_train.py) trains with SGD
+# (momentum) on cpu and ipumodel, its loss at every step ("losses" of
+# --json) within 1e-4 of torch.optim.SGD's; [train] export_onnx writes
+# the trained model, which `popc infer` runs to PyTorch's trained logits
+# and onnx.checker accepts; the model INI written by training runs with
+# `popc infer`; bad [model] settings get exit status 2 and say why.
+POPC="$POPC_BUILDDIR/tools/popc"
+CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
+T="$POPC_SRCDIR/tests/onnx/train"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+checks=0
+failures=0
+pass() { checks=$((checks + 1)); echo "ok: $*"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+expect() {
+    want=$1 what=$2
+    shift 2
+    "$@" >out.txt 2>err.txt
+    got=$?
+    if [ "$got" -eq "$want" ]; then
+        pass "$what (exit $got)"
+    else
+        fail "$what: exit $got, want $want"
+        sed 's/^/    stderr: /' err.txt | head -5
+    fi
+}
+
+contains() {
+    if grep -qF -- "$2" "$1"; then pass "$3"; else
+        fail "$3: '$2' not in $1"; sed 's/^/    | /' "$1" | head -5
+    fi
+}
+
+# run.ini with [model] extra lines from $1 ("key = value" lines)
+write_run() {
+    cat >run.ini <<INI
+[options]
+backend = $backend
+[model]
+onnx = $T/mlp.onnx
+input = 16
+classes = 3
+$1
+[data]
+train = $T/x.npy
+train_labels = $T/y.npy
+batch_size = 8
+shuffle = false
+[optimizer]
+name = sgd
+lr = 0.1
+momentum = 0.9
+[train]
+epochs = 2
+evaluate = false
+export_onnx = trained.onnx
+INI
+}
+
+for backend in cpu ipumodel; do
+    write_run ""
+    expect 0 "train the ONNX MLP on $backend" "$POPC" train run.ini \
+        --json train.json --quiet
+    sed -n 's/.*"losses": \[\([^]]*\)\].*/\1/p' train.json | tr ',' '\n' |
+        tr -d ' ' | grep . >losses.txt
+    if [ "$(wc -l <losses.txt)" -eq "$(wc -l <"$T/ref_losses.txt")" ] &&
+        paste losses.txt "$T/ref_losses.txt" | awk '
+            { d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
+            END { printf "largest difference %.2g\n", worst; exit !(worst <= 1e-4) }' \
+            >diff.txt; then
+        pass "$backend: the loss of all 6 steps follows torch.optim.SGD ($(cat diff.txt))"
+    else
+        fail "$backend: losses differ from PyTorch's: $(tr '\n' ' ' <losses.txt) vs $(tr '\n' ' ' <"$T/ref_losses.txt")"
+    fi
+    expect 0 "$backend: infer the exported ONNX model" "$POPC" infer \
+        trained.onnx -i "features=$T/x8.npy" -o "out.$backend"
+    if "$CLOSE" "out.$backend/logits.npy" "$T/ref_logits.npy" 1e-4 >diff.txt; then
+        pass "$backend: the exported model gives PyTorch's trained logits ($(cat diff.txt))"
+    else
+        fail "$backend: exported model differs from PyTorch's: $(cat diff.txt)"
+    fi
+done
+
+if /usr/bin/python3 -c "import onnx" 2>/dev/null; then
+    /usr/bin/python3 -c "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)" \
+        trained.onnx >checker.txt 2>&1 &&
+        pass "onnx.checker accepts the exported model" ||
+        { fail "onnx.checker rejects the exported model"; head -5 checker.txt; }
+else
+    fail "python3-onnx is needed to check the exported model (apt-get install python3-onnx)"
+fi
+
+contains run.model.ini "onnx = $T/mlp.onnx" "the model INI names the ONNX file"
+expect 0 "popc infer runs the model INI" "$POPC" infer run.model.ini \
+    --set data.test="$T/x.npy" --set data.test_labels="$T/y.npy"
+
+# ---- bad settings ------------------------------------------------------------------
+
+backend=cpu
+write_run "layers = fc1"
+expect 2 "onnx with layers" "$POPC" train run.ini
+contains err.txt "give either layers or onnx, not both" "onnx with layers says why"
+write_run "output = probs"
+expect 2 "an output the model does not have" "$POPC" train run.ini
+contains err.txt "no output 'probs'; the model's outputs are 'logits'" \
+    "the unknown output is named with the model's outputs"
+sed -i 's/^input = 16$/input = 4, 4/' run.ini
+sed -i 's/^output = probs$//' run.ini
+expect 2 "an input shape the model does not take" "$POPC" train run.ini
+contains err.txt "[model] input" "the input mismatch names [model] input"
+contains err.txt "is float32 [8, 16], but the data gives float32 [8, 4, 4]" \
+    "the input mismatch gives both shapes"
+printf '[model]\ninput = 16\nclasses = 3\nlayers = fc1\noutput = logits\n[layer fc1]\ntype = linear\nout_features = 3\n' >layers.ini
+expect 2 "output without onnx" "$POPC" train layers.ini
+contains err.txt "output and labels name values of an ONNX model" \
+    "output without onnx is refused, not ignored"
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]
