@@ -24,7 +24,7 @@
 
 static const char *const sections[] = {"options", "data",  "optimizer",
                                        "train",   "infer", "model",
-                                       "layer NAME", NULL};
+                                       "layer NAME", "nodes PREFIX", NULL};
 static const char *const train_keys[] = {
     "epochs",    "weights",  "model",       "checkpoint", "checkpoint_every",
     "log_every", "evaluate", "export_onnx", NULL};
@@ -140,6 +140,14 @@ static popc_status check_section_name(const char *where, const char *name)
 {
     const char *close;
 
+    if (strncasecmp(name, "nodes ", 6) == 0)
+        return name[6] ? POPC_OK
+                       : popc_set_error(POPC_ECONFIG,
+                                        "%s: [%s] needs a node-name prefix: "
+                                        "[nodes /layer1] (or [nodes *] for "
+                                        "every node)",
+                                        where, name);
+
     if (strncasecmp(name, "layer ", 6) == 0) {
         const char *n = name + 6;
 
@@ -166,7 +174,7 @@ static popc_status check_section_name(const char *where, const char *name)
     return popc_set_error(POPC_ECONFIG,
                           "%s: unknown section [%s]%s%s%s (valid sections: "
                           "options, data, optimizer, train, infer, model, "
-                          "layer NAME)",
+                          "layer NAME, nodes PREFIX)",
                           where, name, close ? "; did you mean [" : "",
                           close ? close : "", close ? "]?" : "");
 }
@@ -498,6 +506,7 @@ void popc_run_free(popc_run *r)
     free(r->model_file);
     free(r->model_output);
     free(r->labels_name);
+    free(r->annots);
     free(r->infer_weights);
     free(r->predictions);
     free(r->path);
@@ -597,6 +606,17 @@ static void copy_section(sbuf *b, const popc_run *r, const char *section,
     }
 }
 
+/* Every [nodes PREFIX] section, in file order. */
+static void copy_nodes_sections(sbuf *b, const popc_run *r)
+{
+    for (int i = 0; i < popci_config_n_sections(r->file); i++) {
+        const char *s = popci_config_section(r->file, i);
+
+        if (strncasecmp(s, "nodes ", 6) == 0)
+            copy_section(b, r, s, NULL);
+    }
+}
+
 static char *absolute(const char *path)
 {
     char cwd[PATH_MAX];
@@ -662,6 +682,7 @@ popc_status popci_run_write_model_ini(const popc_run *r, const char *path,
         snprintf(section, sizeof section, "layer %s", r->layers[i].name);
         copy_section(&b, r, section, NULL);
     }
+    copy_nodes_sections(&b, r);
     copy_section(&b, r, "data", data_skip);
     if (r->test) {
         test = absolute(r->test);
@@ -704,6 +725,7 @@ uint64_t popci_run_fingerprint(const popc_run *r)
     sbuf b = {0};
 
     copy_section(&b, r, "model", NULL);
+    copy_nodes_sections(&b, r);
     copy_section(&b, r, "optimizer", NULL);
     copy_section(&b, r, "data", data_skip);
     for (int i = 0; i < r->n_layers; i++) {

@@ -352,6 +352,64 @@ static popc_status check_unlisted(popc_run *r)
     return POPC_OK;
 }
 
+/* One [nodes PREFIX] section ("*": every node). */
+static popc_status parse_nodes_section(popc_run *r, const char *section,
+                                       popc_run_annotation *a)
+{
+    static const char *const keys[] = {"ipu", "stage", "phase", "recompute",
+                                       "available_memory_proportion", NULL};
+    int64_t ipu, stage, phase;
+    int recompute;
+    double mem;
+    popc_status st;
+
+#define SRC(k) popci_run_src(r, section, k)
+    if ((st = popci_run_check_keys(r, section, keys)) ||
+        (st = popci_config_get_int(SRC("ipu"), section, "ipu", -1, 0, 63,
+                                   &ipu)) ||
+        (st = popci_config_get_int(SRC("stage"), section, "stage", -1, 0,
+                                   1 << 20, &stage)) ||
+        (st = popci_config_get_int(SRC("phase"), section, "phase", -1, 0,
+                                   1 << 20, &phase)) ||
+        (st = popci_config_get_bool(SRC("recompute"), section, "recompute", 0,
+                                    &recompute)) ||
+        (st = popci_config_get_float(SRC("available_memory_proportion"),
+                                     section, "available_memory_proportion",
+                                     0.0, 1e-9, 1.0, &mem)))
+        return st;
+#undef SRC
+    a->prefix = strcmp(section + 6, "*") == 0 ? "" : section + 6;
+    a->annot = (popc_annotations){.ipu = (int)ipu, .stage = (int)stage,
+                                  .phase = (int)phase,
+                                  .recompute = recompute ? 1 : -1,
+                                  .available_memory = mem};
+    return POPC_OK;
+}
+
+/* The [nodes PREFIX] sections, in file order (later ones win). */
+static popc_status parse_nodes(popc_run *r)
+{
+    int n = 0;
+    popc_status st;
+
+    for (int i = 0; i < popci_config_n_sections(r->file); i++)
+        n += strncasecmp(popci_config_section(r->file, i), "nodes ", 6) == 0;
+    if (!n)
+        return POPC_OK;
+    if (!(r->annots = popci_calloc((size_t)n, sizeof *r->annots)))
+        return popc_set_error(POPC_ENOMEM, "out of memory");
+    for (int i = 0; i < popci_config_n_sections(r->file); i++) {
+        const char *s = popci_config_section(r->file, i);
+
+        if (strncasecmp(s, "nodes ", 6) != 0)
+            continue;
+        if ((st = parse_nodes_section(r, s, &r->annots[r->n_annots])))
+            return st;
+        r->n_annots++;
+    }
+    return POPC_OK;
+}
+
 /* [model] onnx = FILE (relative to the run file), output, labels. */
 static popc_status parse_model_file(popc_run *r)
 {
@@ -373,6 +431,8 @@ static popc_status parse_model_file(popc_run *r)
     if ((output && !(r->model_output = popci_strdup(output))) ||
         !(r->labels_name = popci_strdup(labels)))
         return popc_set_error(POPC_ENOMEM, "out of memory");
+    if ((st = parse_nodes(r)) != POPC_OK)
+        return st;
     return check_unlisted(r);
 }
 
@@ -402,6 +462,20 @@ popc_status popci_run_parse_model(popc_run *r)
     r->model_seed = (uint64_t)seed;
     if (popci_run_has(r, "model", "onnx"))
         return parse_model_file(r);
+    for (int i = 0; i < popci_config_n_sections(r->file); i++) {
+        const char *s = popci_config_section(r->file, i);
+
+        if (strncasecmp(s, "nodes ", 6) == 0) {
+            snprintf(where, sizeof where, "%s:%d", r->path,
+                     popci_config_section_line(r->file, s));
+            return popc_set_error(POPC_ECONFIG,
+                                  "%s: [%s] places the nodes of an ONNX "
+                                  "model ([model] onnx); layers take ipu, "
+                                  "stage, phase and recompute in their "
+                                  "[layer NAME] section",
+                                  where, s);
+        }
+    }
     if (popci_run_has(r, "model", "output") ||
         popci_run_has(r, "model", "labels"))
         return popc_set_error(POPC_ECONFIG,
@@ -587,8 +661,8 @@ static popc_status read_model_file(const popc_run *r, int64_t batch_size,
     if ((st = popci_run_need_format(r, "model", "onnx", &fmt)) != POPC_OK)
         return st;
     /* a setting the file does not fit (EINVAL) is the run's to fix */
-    if ((st = fmt->read(r->model_file, batch_size, r->model_output, g, v)) !=
-        POPC_OK)
+    if ((st = fmt->read(r->model_file, batch_size, r->model_output,
+                        r->annots, r->n_annots, g, v)) != POPC_OK)
         return popc_set_error(st == POPC_EINVAL ? POPC_ECONFIG : st, "%s: %s",
                               popci_run_where(r, "model", "onnx", where,
                                               sizeof where),
@@ -644,6 +718,15 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
         if ((st = read_model_file(r, batch_size, dims, &g, &v)) ||
             (st = popc_layers_new(g, r->model_seed, &B)))
             goto fail;
+        /* the loss goes where the output it reads is computed, as a
+        ** PopTorch loss joins the last block */
+        if (r->n_annots > 0 && popc_graph_value_producer(g, v) >= 0) {
+            place = popc_graph_node_annotations(
+                g, popc_graph_value_producer(g, v));
+            place.recompute = -1;
+            if ((st = popc_graph_set_annotations(g, &place)) != POPC_OK)
+                goto fail;
+        }
     } else if ((st = popc_graph_new(r->name, &g)) ||
                (st = popc_graph_set_origin(g, r->path)) ||
                (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, dims,

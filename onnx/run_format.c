@@ -119,7 +119,9 @@ static popc_status pick_output(const char *path, const Onnx__GraphProto *gp,
 }
 
 static popc_status read_for_run(const char *path, int64_t batch_size,
-                                const char *output_name, popc_graph **out,
+                                const char *output_name,
+                                const popc_run_annotation *annotations,
+                                int n_annotations, popc_graph **out,
                                 int *output)
 {
     popco_map map;
@@ -128,6 +130,7 @@ static popc_status read_for_run(const char *path, int64_t batch_size,
     popc_onnx_import_options o;
     const char *input = NULL, *picked = NULL;
     char *input_copy = NULL, *picked_copy = NULL;
+    popc_onnx_annotation *annot = NULL;
     popc_view shape;
     popc_status st;
 
@@ -146,6 +149,15 @@ static popc_status read_for_run(const char *path, int64_t batch_size,
         onnx__model_proto__free_unpacked(mp, NULL);
     }
     popco_unmap(&map);
+    /* the same two members; the run's type keeps libpopc ONNX-free */
+    if (st == POPC_OK && n_annotations > 0) {
+        if (!(annot = calloc((size_t)n_annotations, sizeof *annot)))
+            st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
+        for (int i = 0; annot && i < n_annotations; i++) {
+            annot[i].prefix = annotations[i].prefix;
+            annot[i].annot = annotations[i].annot;
+        }
+    }
     if (st == POPC_OK) {
         const char *names[1] = {input_copy};
 
@@ -155,6 +167,8 @@ static popc_status read_for_run(const char *path, int64_t batch_size,
         o.shape_names = names;
         o.shapes = &shape;
         o.no_outputs = 1;
+        o.n_annotations = n_annotations;
+        o.annotations = annot;
         if ((st = popc_onnx_import_file(path, &o, out)) == POPC_OK &&
             (*output = popc_graph_find_value(*out, picked_copy)) < 0) {
             st = popc_set_error(POPC_EINVAL, "%s: output '%s' is not a "
@@ -166,6 +180,7 @@ static popc_status read_for_run(const char *path, int64_t batch_size,
     }
     free(input_copy);
     free(picked_copy);
+    free(annot);
     return st;
 }
 

@@ -5,7 +5,9 @@
 # --json) within 1e-4 of torch.optim.SGD's; [train] export_onnx writes
 # the trained model, which `popc infer` runs to PyTorch's trained logits
 # and onnx.checker accepts; the model INI written by training runs with
-# `popc infer`; bad [model] settings get exit status 2 and say why.
+# `popc infer`; [nodes PREFIX] sections pipeline the model over 2 IPUs
+# with the same losses; bad [model] settings get exit status 2 and say
+# why.
 POPC="$POPC_BUILDDIR/tools/popc"
 CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
 T="$POPC_SRCDIR/tests/onnx/train"
@@ -99,6 +101,32 @@ contains run.model.ini "onnx = $T/mlp.onnx" "the model INI names the ONNX file"
 expect 0 "popc infer runs the model INI" "$POPC" infer run.model.ini \
     --set data.test="$T/x.npy" --set data.test_labels="$T/y.npy"
 
+# ---- pipelined over 2 IPUs by node-name prefix ([nodes PREFIX]) ---------------------
+
+backend=ipumodel
+write_run "[nodes *]
+ipu = 0
+[nodes /2]
+ipu = 1"
+sed -i 's/^backend = ipumodel$/backend = ipumodel\nTraining.gradientAccumulation = 3/; s/^export_onnx = trained.onnx$/export_onnx = pipe.onnx/' run.ini
+expect 0 "train the ONNX MLP pipelined over 2 IPUs" env POPC_LOG_LEVEL=info \
+    "$POPC" train run.ini --json pipe.json --quiet
+contains err.txt "2 IPUs per replica" "the [nodes] sections place the model on 2 IPUs"
+contains run.model.ini "[nodes /2]" "the model INI keeps the [nodes] sections"
+backend=cpu
+write_run ""
+sed -i 's/^backend = cpu$/backend = cpu\nTraining.gradientAccumulation = 3/; s/^export_onnx = trained.onnx$/export_onnx = flat.onnx/' run.ini
+expect 0 "the same training on one IPU" "$POPC" train run.ini --json flat.json --quiet
+pl=$(sed -n 's/.*"losses": \(\[[^]]*\]\).*/\1/p' pipe.json)
+fl=$(sed -n 's/.*"losses": \(\[[^]]*\]\).*/\1/p' flat.json)
+[ -n "$pl" ] && [ "$pl" = "$fl" ] && pass "pipelined losses equal the unpipelined ones: $pl" ||
+    fail "pipelined losses $pl differ from $fl"
+"$POPC" infer pipe.onnx -i "features=$T/x8.npy" -o pipe.out >/dev/null 2>&1
+"$POPC" infer flat.onnx -i "features=$T/x8.npy" -o flat.out >/dev/null 2>&1
+"$CLOSE" pipe.out/logits.npy flat.out/logits.npy 0 >diff.txt &&
+    pass "the pipelined model exports bitwise the same weights ($(cat diff.txt))" ||
+    fail "pipelined export differs: $(cat diff.txt)"
+
 # ---- bad settings ------------------------------------------------------------------
 
 backend=cpu
@@ -119,6 +147,17 @@ printf '[model]\ninput = 16\nclasses = 3\nlayers = fc1\noutput = logits\n[layer 
 expect 2 "output without onnx" "$POPC" train layers.ini
 contains err.txt "output and labels name values of an ONNX model" \
     "output without onnx is refused, not ignored"
+
+printf '[model]\ninput = 16\nclasses = 3\nlayers = fc1\n[layer fc1]\ntype = linear\nout_features = 3\n[nodes fc1]\nipu = 1\n' >layers.ini
+expect 2 "[nodes] without onnx" "$POPC" train layers.ini
+contains err.txt "[nodes fc1] places the nodes of an ONNX model" \
+    "[nodes] without onnx is refused, not ignored"
+write_run "[nodes /0]
+ipu = 1
+stage = 2
+colour = red"
+expect 2 "an unknown key in [nodes]" "$POPC" train run.ini
+contains err.txt "colour" "the unknown [nodes] key is named"
 
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]

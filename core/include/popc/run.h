@@ -102,14 +102,24 @@ POPC_API int64_t popc_run_batch_size(const popc_run *r);
 ** the popc command does it at start).
 **   read:  the graph of the file at path without graph outputs, its one
 **          data input bound to batch_size on dimension 0, initializers
-**          trainable; *output the value the loss reads: output_name, or
-**          the file's only output when output_name is NULL.
+**          trainable, the annotations applied by node-name prefix;
+**          *output the value the loss reads: output_name, or the file's
+**          only output when output_name is NULL.
 **   write: model m's graph with its current weights to path. */
+/* PopTorch's annotations for the nodes of a model file whose name starts
+** with prefix ("" matches every node): a [nodes PREFIX] section. Later
+** entries win. */
+typedef struct popc_run_annotation {
+    const char *prefix;
+    popc_annotations annot;
+} popc_run_annotation;
+
 typedef struct popc_run_model_format {
     const char *key; /* the [model] key: "onnx" */
     popc_status (*read)(const char *path, int64_t batch_size,
-                        const char *output_name, popc_graph **out,
-                        int *output);
+                        const char *output_name,
+                        const popc_run_annotation *annotations,
+                        int n_annotations, popc_graph **out, int *output);
     popc_status (*write)(popc_model *m, const char *path);
 } popc_run_model_format;
 
