@@ -6,7 +6,7 @@
 ** fault switch (popc/fault.h) making the disk "full" (ENOSPC) or broken
 ** (EIO) past an offset, or making the final fsync fail. For each kind of
 ** file popc writes (a .npy file, a weights directory, an exported
-** executable), the offset is moved over the whole length of the new file;
+** executable, a training checkpoint), the offset is moved over the whole length of the new file;
 ** at every step the write must fail with POPC_EIO naming the path and
 ** the cause, the old file (or directory) must be byte-identical, and no
 ** temporary file may remain.
@@ -356,6 +356,137 @@ START_TEST(executable_write_failures_keep_the_old_file)
 }
 END_TEST
 
+/* ---- a training checkpoint ------------------------------------------------ */
+
+/* A run file training an 8 -> 16 -> 3 MLP on 32 samples written as .npy,
+** checkpointing every step into dir/ck.ckpt. */
+static const char *checkpoint_run(void)
+{
+    popc_tensor *x = NULL, *y = NULL;
+    int64_t xd[2] = {32, 8}, yd[1] = {32};
+    FILE *f;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_tensor_new(POPC_DTYPE_I32, yd, 1, &y));
+    for (int i = 0; i < 32 * 8; i++)
+        ((float *)popc_tensor_data(x))[i] = (float)((i * 7) % 11) / 11.0f;
+    for (int i = 0; i < 32; i++)
+        ((int32_t *)popc_tensor_data(y))[i] = i % 3;
+    OK(popc_npy_save(path_in("x.npy"), x));
+    OK(popc_npy_save(path_in("y.npy"), y));
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    ck_assert_ptr_nonnull(f = fopen(path_in("run.ini"), "w"));
+    fprintf(f,
+            "[options]\nbackend = cpu\n"
+            "[model]\ninput = 8\nclasses = 3\nlayers = fc1, relu, fc2\n"
+            "[layer fc1]\ntype = linear\nout_features = 16\n"
+            "[layer fc2]\ntype = linear\nout_features = 3\n"
+            "[data]\ntrain = x.npy\ntrain_labels = y.npy\nbatch_size = 4\n"
+            "[optimizer]\nname = adam\n"
+            "[train]\nepochs = 1\nevaluate = false\ncheckpoint = %s\n"
+            "checkpoint_every = 1\nweights = %s\nmodel = %s\n",
+            path_in("ck.ckpt"), path_in("w"), path_in("m.ini"));
+    fclose(f);
+    return path_in("run.ini");
+}
+
+static popc_status train_with_checkpoints(void *arg)
+{
+    const char *const sets[] = {"train.epochs=2"};
+    popc_train_hooks h = {0};
+    popc_train_result res;
+    popc_run *r = NULL;
+    popc_status st;
+
+    popc_log_set_level(POPC_LOG_OFF);
+    h.resume = 1;
+    if ((st = popc_run_load(arg, sets, 1, &r)) == POPC_OK)
+        st = popc_run_train(r, &h, &res);
+    popc_run_free(r);
+    return st;
+}
+
+/* Entries of path named like popc's temporaries. */
+static int temps_in(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)))
+        n += strstr(e->d_name, ".tmp-") != NULL ||
+             strstr(e->d_name, ".old-") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* Every file of a checkpoint (state.ini, weights/, optimizer/). */
+static char *checkpoint_bytes(const char *ck, long *len)
+{
+    char sub[700], *parts[3], *all;
+    long n[3];
+    FILE *f;
+
+    snprintf(sub, sizeof sub, "%s/weights", ck);
+    parts[0] = dir_bytes(sub, &n[0]);
+    snprintf(sub, sizeof sub, "%s/optimizer", ck);
+    parts[1] = dir_bytes(sub, &n[1]);
+    snprintf(sub, sizeof sub, "%s/state.ini", ck);
+    ck_assert_ptr_nonnull(f = fopen(sub, "rb"));
+    fclose(f);
+    parts[2] = slurp(sub, &n[2]);
+    *len = n[0] + n[1] + n[2];
+    ck_assert_ptr_nonnull(all = malloc((size_t)*len + 1));
+    memcpy(all, parts[0], (size_t)n[0]);
+    memcpy(all + n[0], parts[1], (size_t)n[1]);
+    memcpy(all + n[0] + n[1], parts[2], (size_t)n[2]);
+    for (int i = 0; i < 3; i++)
+        free(parts[i]);
+    return all;
+}
+
+START_TEST(checkpoint_write_failures_keep_the_old_checkpoint)
+{
+    const char *run = checkpoint_run();
+    char ck[600], *before, *after;
+    long old_len, len;
+    int64_t step = -1;
+    popc_run *r = NULL;
+    popc_graph *g = NULL;
+    popc_model *m = NULL;
+    popc_train_result res;
+
+    snprintf(ck, sizeof ck, "%s", path_in("ck.ckpt"));
+    OK(popc_run_load(run, NULL, 0, &r));
+    OK(popc_run_train(r, NULL, &res));
+    before = checkpoint_bytes(ck, &old_len);
+    /* the smallest file a checkpoint writes, fc2.bias (3 floats), is over
+    ** 128 bytes: every limit below fails its first file */
+    for (int i = 0; i < n_faults(); i++) {
+        fault f = fault_at(i, 128);
+
+        faulty_write(f, train_with_checkpoints, (void *)run, ck);
+        after = checkpoint_bytes(ck, &len);
+        ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
+                      0, "fault %d: the old checkpoint changed", i);
+        free(after);
+        ck_assert_msg(temps_in(dir) == 0, "fault %d: a temporary was left", i);
+    }
+    /* and it still loads: the step it was written after */
+    OK(popc_run_build_graph(r, 1, popc_run_batch_size(r), &g));
+    OK(popc_model_new_training(g, popc_run_options(r), popc_run_optimizer(r),
+                               &m));
+    OK(popc_checkpoint_load(m, ck, &step));
+    ck_assert_int_eq(step, 8);
+    popc_model_free(m);
+    popc_graph_free(g);
+    popc_run_free(r);
+    free(before);
+}
+END_TEST
+
 static Suite *write_faults_suite(void)
 {
     Suite *s = suite_create("write_faults");
@@ -365,6 +496,7 @@ static Suite *write_faults_suite(void)
     tcase_add_test(tc, npy_write_failures_keep_the_old_file);
     tcase_add_test(tc, weights_write_failures_keep_the_old_directory);
     tcase_add_test(tc, executable_write_failures_keep_the_old_file);
+    tcase_add_test(tc, checkpoint_write_failures_keep_the_old_checkpoint);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
