@@ -6,10 +6,10 @@
 ** fault switch (popc/fault.h) making the disk "full" (ENOSPC) or broken
 ** (EIO) past an offset, or making the final fsync fail. For each kind of
 ** file popc writes (a .npy file, a weights directory, an exported
-** executable, a training checkpoint), the offset is moved over the whole length of the new file;
-** at every step the write must fail with POPC_EIO naming the path and
-** the cause, the old file (or directory) must be byte-identical, and no
-** temporary file may remain.
+** executable, a training checkpoint), the offset is moved over the whole
+** length of the new file; at every step the write must fail with POPC_EIO
+** naming the path and the cause, the old file (or directory) must be
+** byte-identical, and no temporary file may remain.
 */
 #include "config.h"
 
