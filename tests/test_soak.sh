@@ -67,28 +67,37 @@ same_weights() {
     [ "$n" -eq 4 ]
 }
 
-now_ms() { date +%s%3N; }
-
 train full >full.log 2>&1 || { cat full.log; echo "FAIL: uninterrupted run"; exit 1; }
-start=$(now_ms)
 train timed --set train.checkpoint=timed.ckpt --checkpoint-every 3 \
     >timed.log 2>&1 || { cat timed.log; echo "FAIL: checkpointed run"; exit 1; }
-span=$(($(now_ms) - start))
 same_weights full.weights timed.weights ||
     { echo "FAIL: checkpoints change the trained weights"; exit 1; }
-echo "an uninterrupted checkpointed run takes $span ms; killing $KILLS runs"
+steps=384 # 3 epochs of 256 samples in batches of 2
 
+# The step of the newest checkpoint in k.ckpt (0 when there is none yet).
+ckpt_step() {
+    s=$(sed -n 's/^step = //p' k.ckpt/state.ini 2>/dev/null)
+    echo "${s:-0}"
+}
+
+# Kill moments are random points of progress, not of time, so that a
+# loaded machine still kills mid-run: once the checkpoint has reached a
+# random step, a random 0-30 ms more, then SIGKILL.
+echo "killing $KILLS checkpointed runs of $steps steps at random moments"
 failures=0 killed=0 resumed_mid=0
 i=0
 while [ "$i" -lt "$KILLS" ]; do
     i=$((i + 1))
     rm -rf k.weights k.ckpt k.model.ini
-    delay=$(awk -v s="$i" -v span="$span" \
-        'BEGIN { srand(s); printf "%.3f", (0.05 + 0.95 * rand()) * span / 1000 }')
+    target=$(awk -v s="$i" -v n="$steps" 'BEGIN { srand(s); print int(1 + rand() * (n - 10)) }')
+    delay=$(awk -v s="$i" 'BEGIN { srand(s * 7 + 1); printf "%.3f", rand() * 0.03 }')
     "$POPC" train run.ini --quiet --set train.weights=k.weights \
         --set train.model=k.model.ini --set train.checkpoint=k.ckpt \
         --checkpoint-every 3 >kill.log 2>&1 &
     bg=$!
+    while [ "$(ckpt_step)" -lt "$target" ] && kill -0 "$bg" 2>/dev/null; do
+        sleep 0.005
+    done
     sleep "$delay"
     kill -9 "$bg" 2>/dev/null
     wait "$bg" 2>/dev/null
@@ -98,14 +107,14 @@ while [ "$i" -lt "$KILLS" ]; do
     if ! train k --set train.checkpoint=k.ckpt --checkpoint-every 3 \
         --resume --json resume.json >resume.log 2>&1; then
         failures=$((failures + 1))
-        echo "FAIL: kill $i (after ${delay} s, exit $rc): resume failed"
+        echo "FAIL: kill $i (step $target + ${delay} s, exit $rc): resume failed"
         sed 's/^/    | /' resume.log | head -5
         continue
     fi
     grep -q '"resumed_step": [1-9]' resume.json && resumed_mid=$((resumed_mid + 1))
     if ! same_weights full.weights k.weights; then
         failures=$((failures + 1))
-        echo "FAIL: kill $i (after ${delay} s): resumed weights differ"
+        echo "FAIL: kill $i (step $target + ${delay} s): resumed weights differ"
     fi
     left=$(ls -a | grep -c '\.tmp-')
     if [ "$left" -ne 0 ]; then
