@@ -20,8 +20,10 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 %canon_reldir%_onnx_export_roundtrip_LDADD = libpopc-onnx.la libpopc.la -lm
 
 TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
-    %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh
+    %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
+    %reldir%/onnx/test_vision.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
+    %reldir%/onnx/test_vision.sh %reldir%/onnx/vision/gen_vision.py \
     %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
     %reldir%/onnx/test_train_run.sh %reldir%/onnx/train/gen_train.py \
     %reldir%/onnx/train/mlp.onnx %reldir%/onnx/train/x.npy \
