@@ -260,6 +260,66 @@ static popc_status constant_node(popco_importer *im,
     return st;
 }
 
+/* BatchNormalization 7 to 13 in training mode (PyTorch's export with
+** TrainingMode.TRAINING) has 5 outputs: Y, the new running mean and
+** variance, and the saved batch statistics, which only its own gradient
+** read in old runtimes. It becomes opset 15's training_mode = 1 with the
+** first 3; a later node reading a saved statistic finds it undefined. */
+static popc_status training_batchnorm(popco_importer *im, popco_node *n,
+                                      int opset, int *n_out)
+{
+    (void)im;
+    if (strcmp(n->op, "BatchNormalization") != 0 || opset >= 14 ||
+        *n_out <= 1)
+        return POPC_OK;
+    if (*n_out > 3)
+        *n_out = 3;
+    if (popco_attrs_find(&n->attrs, "training_mode"))
+        return POPC_OK;
+    return popco_attrs_add_int(&n->attrs, "training_mode", 1);
+}
+
+/* A training BatchNormalization's new running statistics are written
+** back into its mean and variance initializers after each step, as
+** PyTorch updates the module's buffers. */
+static popc_status batchnorm_updates(popco_importer *im, const popco_node *n,
+                                     int n_out, const int *outs)
+{
+    popc_status st;
+
+    if (strcmp(n->op, "BatchNormalization") != 0 || n_out < 3 ||
+        n->n_inputs < 5)
+        return POPC_OK;
+    for (int k = 0; k < 2; k++) {
+        int w = n->inputs[3 + k];
+
+        if (w < 0 || outs[1 + k] < 0 ||
+            popc_graph_value_kind(im->g, w) != POPC_VALUE_INITIALIZER)
+            continue;
+        if ((st = popc_graph_add_update(im->g, w, outs[1 + k])) != POPC_OK)
+            return popc_set_error(st, "%s: node '%s': %s", im->file,
+                                  n->name ? n->name : "", popc_last_error());
+    }
+    return POPC_OK;
+}
+
+/* Initializers that are BatchNormalization running statistics (inputs 3
+** and 4): buffers, never trainable weights. */
+static int is_batchnorm_statistic(const Onnx__GraphProto *gp,
+                                  const char *name)
+{
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+
+        if (!np->op_type || strcmp(np->op_type, "BatchNormalization") != 0)
+            continue;
+        for (size_t k = 3; k < 5 && k < np->n_input; k++)
+            if (np->input[k] && strcmp(np->input[k], name) == 0)
+                return 1;
+    }
+    return 0;
+}
+
 static popc_status find_input(popco_importer *im, const char *name,
                               const char *where, int *id)
 {
@@ -276,11 +336,11 @@ static popc_status find_input(popco_importer *im, const char *name,
 }
 
 static popc_status name_outputs(popco_importer *im, const Onnx__NodeProto *np,
-                                const int *outs)
+                                const int *outs, size_t n_outs)
 {
     popc_status st;
 
-    for (size_t i = 0; i < np->n_output; i++)
+    for (size_t i = 0; i < n_outs; i++)
         if (np->output[i] && *np->output[i] &&
             (st = popc_graph_set_value_name(im->g, outs[i], np->output[i])) !=
                 POPC_OK)
@@ -317,7 +377,7 @@ static popc_status import_node(popco_importer *im,
     popco_node n;
     const popc_op_def *def;
     char where[600];
-    int opset, outs[256], folded = 0, node = -1;
+    int opset, outs[256], folded = 0, node = -1, n_out = (int)np->n_output;
     popc_status st = POPC_OK;
 
     memset(&n, 0, sizeof n);
@@ -391,7 +451,7 @@ static popc_status import_node(popco_importer *im,
                                  &folded)) != POPC_OK)
             goto done;
         if (folded) {
-            st = name_outputs(im, np, outs);
+            st = name_outputs(im, np, outs, np->n_output);
             goto done;
         }
     }
@@ -405,19 +465,21 @@ static popc_status import_node(popco_importer *im,
     }
     if (unsupported->n)
         goto done; /* only listing from here on */
-    if ((st = popco_try_fold(im, &n, def, (int)np->n_output, outs,
-                             &folded)) != POPC_OK) {
+    if ((st = training_batchnorm(im, &n, opset, &n_out)) != POPC_OK)
+        goto done;
+    if ((st = popco_try_fold(im, &n, def, n_out, outs, &folded)) != POPC_OK) {
         st = popc_set_error(st, "%s: %s: %s", im->file, where,
                             popc_last_error());
         goto done;
     }
-    if (!folded && (st = add_node(im, &n, outs, (int)np->n_output,
-                                  &node)) != POPC_OK) {
+    if (!folded && (st = add_node(im, &n, outs, n_out, &node)) != POPC_OK) {
         st = popc_set_error(st, "%s: %s: %s", im->file, where,
                             popc_last_error());
         goto done;
     }
-    st = name_outputs(im, np, outs);
+    if (!folded && (st = batchnorm_updates(im, &n, n_out, outs)) != POPC_OK)
+        goto done;
+    st = name_outputs(im, np, outs, (size_t)n_out);
 done:
     popco_attrs_free(&n.attrs);
     free(n.inputs);
@@ -498,7 +560,9 @@ static popc_status import_model(popco_importer *im,
             tp->raw_data.len = 0;
         }
         if (im->opt->trainable && popc_dtype_is_float(popc_tensor_dtype(t)))
-            st = popc_graph_add_initializer(im->g, tp->name, t, 1, &id);
+            st = popc_graph_add_initializer(
+                im->g, tp->name, t, !is_batchnorm_statistic(gp, tp->name),
+                &id);
         else
             st = popc_graph_add_constant(im->g, tp->name, t, &id);
         popc_tensor_free(t);

@@ -4,7 +4,8 @@
 # exported with torch.onnx.export at opset 13 by
 # tests/onnx/vision/gen_vision.py at test time: they are too large to
 # commit) run with `popc infer` on cpu and ipumodel and give PyTorch's
-# outputs within 1e-4.
+# outputs within 1e-4; ResNet-18 exported for training trains from a run
+# file with SGD, its losses within 1e-4 of torch.optim.SGD's.
 POPC="$POPC_BUILDDIR/tools/popc"
 CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
 PY=/usr/bin/python3
@@ -38,5 +39,48 @@ for model in resnet18 mobilenet_v2 squeezenet1_0 shufflenet_v2_x0_5 efficientnet
         fi
     done
 done
+# ResNet-18 exported for training, trained from a run file with SGD: the
+# loss of each of 4 steps follows torch.optim.SGD's within 1e-4
+for backend in cpu ipumodel; do
+    cat >"$tmp/train.ini" <<INI
+[options]
+backend = $backend
+[model]
+onnx = $tmp/resnet18_train.onnx
+input = 3, 64, 64
+classes = 4
+[data]
+train = $tmp/train_x.npy
+train_labels = $tmp/train_y.npy
+batch_size = 8
+shuffle = false
+[optimizer]
+name = sgd
+lr = 0.01
+[train]
+epochs = 1
+evaluate = false
+weights = $tmp/trained.weights
+model = $tmp/trained.ini
+INI
+    if ! "$POPC" train "$tmp/train.ini" --quiet --json "$tmp/train.json" \
+        >"$tmp/err.txt" 2>&1; then
+        fail "ResNet-18 training on $backend failed"
+        head -5 "$tmp/err.txt"
+        continue
+    fi
+    sed -n 's/.*"losses": \[\([^]]*\)\].*/\1/p' "$tmp/train.json" | tr ',' '\n' |
+        tr -d ' ' | grep . >"$tmp/losses.txt"
+    if [ "$(wc -l <"$tmp/losses.txt")" -eq 4 ] &&
+        paste "$tmp/losses.txt" "$tmp/resnet18_train_losses.txt" | awk '
+            { d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
+            END { printf "largest difference %.2g\n", worst; exit !(worst <= 1e-4) }' \
+            >"$tmp/diff.txt"; then
+        pass "ResNet-18 trains on $backend with PyTorch's losses ($(cat "$tmp/diff.txt"))"
+    else
+        fail "ResNet-18 losses on $backend: $(tr '\n' ' ' <"$tmp/losses.txt") vs PyTorch $(tr '\n' ' ' <"$tmp/resnet18_train_losses.txt")"
+    fi
+done
+
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -5,9 +5,14 @@ EfficientNet-B0 with random weights (fixed seed; BatchNorm statistics and
 scales randomised too, so that no output is near zero), exported with
 torch.onnx.export at opset 13, with one input and PyTorch's output for it.
 
+Also ResNet-18 exported for training (TrainingMode.TRAINING, 4 classes,
+dynamic batch), a 32-sample dataset and the losses of 4 torch.optim.SGD
+steps (lr 0.01, batches of 8 in order) from the exported state.
+
 Usage: /usr/bin/python3 gen_vision.py DIR   (needs python3-torch and
 python3-torchvision). Writes DIR/NAME.onnx, NAME.input.npy and
-NAME.output.npy for each NAME."""
+NAME.output.npy for each NAME, and resnet18_train.onnx, train_x.npy,
+train_y.npy, resnet18_train_losses.txt."""
 import os
 import sys
 
@@ -53,5 +58,37 @@ def main():
         print("%s: output std %.3g" % (name, float(y.std())))
 
 
+def training(out):
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None, num_classes=4)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 3, 64, 64)).astype(np.float32)
+    y = rng.integers(0, 4, 32).astype(np.int32)
+    np.save(os.path.join(out, "train_x.npy"), x)
+    np.save(os.path.join(out, "train_y.npy"), y)
+    model.train()
+    torch.onnx.export(model, torch.from_numpy(x[:8]),
+                      os.path.join(out, "resnet18_train.onnx"),
+                      opset_version=13, input_names=["input"],
+                      output_names=["output"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      dynamic_axes={"input": {0: "batch"},
+                                    "output": {0: "batch"}})
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+    for b in range(0, 32, 8):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(
+            model(torch.from_numpy(x[b:b + 8])),
+            torch.from_numpy(y[b:b + 8]).long())
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    with open(os.path.join(out, "resnet18_train_losses.txt"), "w") as f:
+        f.write("".join("%.9g\n" % v for v in losses))
+
+
 if __name__ == "__main__":
     main()
+    training(sys.argv[1])
