@@ -6,7 +6,8 @@
 # processes compiling the same model into one executable cache at once
 # all succeed and leave one valid entry that later runs hit.
 #
-# Environment (set by make check): POPC, MAKE_IDX, POPC_PLUGIN_PATH.
+# Environment (set by make check): POPC, MAKE_IDX, POPC_PLUGIN_PATH,
+# POPC_SRCDIR.
 set -u
 
 : "${POPC:?set POPC to the popc binary}"
@@ -21,48 +22,9 @@ cleanup() {
 trap cleanup EXIT
 cd "$tmp" || exit 99
 
-failures=0
-checks=0
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
-
+. "$POPC_SRCDIR/tests/testlib.sh"
 "$MAKE_IDX" . 256 64 || { echo "make_idx failed"; exit 99; }
-cat >run.ini <<'INI'
-[options]
-backend = cpu
-[data]
-train = train-images-idx3-ubyte
-train_labels = train-labels-idx1-ubyte
-test = t10k-images-idx3-ubyte.gz
-test_labels = t10k-labels-idx1-ubyte
-batch_size = 4
-shuffle = true
-seed = 1
-[optimizer]
-name = adam
-lr = 0.01
-[train]
-epochs = 4
-[model]
-input = 64
-classes = 4
-layers = fc1, relu, fc2
-[layer fc1]
-type = linear
-out_features = 16
-[layer fc2]
-type = linear
-out_features = 4
-INI
-
-same_weights() {
-    n=0
-    for f in "$1"/*.npy; do
-        cmp -s "$f" "$2/$(basename "$f")" || return 1
-        n=$((n + 1))
-    done
-    [ "$n" -eq 4 ]
-}
+mlp_run run.ini 4 4 1
 
 no_temps() {
     [ "$(ls -a | grep -c '\.tmp-\|\.old-')" -eq 0 ]
@@ -165,5 +127,4 @@ POPC_LOG_LEVEL=info "$POPC" train run.ini --quiet --set train.epochs=1 \
     grep -q "executable cache hit" f.log && pass "a later run hits the shared entries" ||
     { fail "a later run does not hit the shared cache"; cat f.log; }
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -5,7 +5,8 @@
 # weights must be bitwise equal to an uninterrupted run's every time, and
 # no temporary file or directory may be left behind.
 #
-# Environment (set by make check): POPC, MAKE_IDX, POPC_PLUGIN_PATH.
+# Environment (set by make check): POPC, MAKE_IDX, POPC_PLUGIN_PATH,
+# POPC_SRCDIR.
 set -u
 
 : "${POPC:?set POPC to the popc binary}"
@@ -21,34 +22,9 @@ cleanup() {
 trap cleanup EXIT
 cd "$tmp" || exit 99
 
+. "$POPC_SRCDIR/tests/testlib.sh"
 "$MAKE_IDX" . 256 64 || { echo "make_idx failed"; exit 99; }
-cat >run.ini <<'INI'
-[options]
-backend = cpu
-[data]
-train = train-images-idx3-ubyte
-train_labels = train-labels-idx1-ubyte
-test = t10k-images-idx3-ubyte.gz
-test_labels = t10k-labels-idx1-ubyte
-batch_size = 2
-shuffle = true
-seed = 5
-[optimizer]
-name = adam
-lr = 0.01
-[train]
-epochs = 3
-[model]
-input = 64
-classes = 4
-layers = fc1, relu, fc2
-[layer fc1]
-type = linear
-out_features = 16
-[layer fc2]
-type = linear
-out_features = 4
-INI
+mlp_run run.ini 2 3 5
 
 # train OUT [popc train options...]
 train() {
@@ -56,15 +32,6 @@ train() {
     shift
     "$POPC" train run.ini --quiet --set train.weights="$out.weights" \
         --set train.model="$out.model.ini" "$@"
-}
-
-same_weights() {
-    n=0
-    for f in "$1"/*.npy; do
-        cmp -s "$f" "$2/$(basename "$f")" || return 1
-        n=$((n + 1))
-    done
-    [ "$n" -eq 4 ]
 }
 
 train full >full.log 2>&1 || { cat full.log; echo "FAIL: uninterrupted run"; exit 1; }

@@ -14,29 +14,7 @@ T="$POPC_SRCDIR/tests/onnx/train"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 99
-checks=0
-failures=0
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
-
-expect() {
-    want=$1 what=$2
-    shift 2
-    "$@" >out.txt 2>err.txt
-    got=$?
-    if [ "$got" -eq "$want" ]; then
-        pass "$what (exit $got)"
-    else
-        fail "$what: exit $got, want $want"
-        sed 's/^/    stderr: /' err.txt | head -5
-    fi
-}
-
-contains() {
-    if grep -qF -- "$2" "$1"; then pass "$3"; else
-        fail "$3: '$2' not in $1"; sed 's/^/    | /' "$1" | head -5
-    fi
-}
+. "$POPC_SRCDIR/tests/testlib.sh"
 
 # run.ini with [model] extra lines from $1 ("key = value" lines)
 write_run() {
@@ -159,5 +137,4 @@ colour = red"
 expect 2 "an unknown key in [nodes]" "$POPC" train run.ini
 contains err.txt "colour" "the unknown [nodes] key is named"
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

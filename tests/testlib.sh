@@ -1,0 +1,81 @@
+# testlib.sh - helpers shared by the shell tests (sourced):
+#   pass/fail DESCRIPTION      count a check
+#   expect CODE DESCRIPTION COMMAND...   run, check the exit status;
+#                                        stdout in out.txt, stderr in err.txt
+#   contains FILE TEXT DESCRIPTION       a fixed string in a file
+#   same_weights DIR1 DIR2     the .npy files of two weights directories
+#                              are byte-identical (4 of them)
+#   mlp_run FILE BATCH EPOCHS SEED       a run file training a small MLP
+#                              (64 -> 16 -> 4, Adam) on make_idx's dataset
+#   finish                     print the counts; status 1 when one failed
+checks=0
+failures=0
+
+pass() { checks=$((checks + 1)); echo "ok: $*"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+
+expect() {
+    want=$1 what=$2
+    shift 2
+    "$@" >out.txt 2>err.txt
+    got=$?
+    if [ "$got" -eq "$want" ]; then
+        pass "$what (exit $got)"
+    else
+        fail "$what: exit $got, want $want"
+        sed 's/^/    stderr: /' err.txt | head -5
+    fi
+}
+
+contains() {
+    if grep -qF -- "$2" "$1"; then
+        pass "$3"
+    else
+        fail "$3: '$2' not in $1"
+        sed 's/^/    | /' "$1" | head -5
+    fi
+}
+
+same_weights() {
+    n=0
+    for f in "$1"/*.npy; do
+        cmp -s "$f" "$2/$(basename "$f")" || return 1
+        n=$((n + 1))
+    done
+    [ "$n" -eq 4 ]
+}
+
+mlp_run() {
+    cat >"$1" <<INI
+[options]
+backend = cpu
+[data]
+train = train-images-idx3-ubyte
+train_labels = train-labels-idx1-ubyte
+test = t10k-images-idx3-ubyte.gz
+test_labels = t10k-labels-idx1-ubyte
+batch_size = $2
+shuffle = true
+seed = $4
+[optimizer]
+name = adam
+lr = 0.01
+[train]
+epochs = $3
+[model]
+input = 64
+classes = 4
+layers = fc1, relu, fc2
+[layer fc1]
+type = linear
+out_features = 16
+[layer fc2]
+type = linear
+out_features = 4
+INI
+}
+
+finish() {
+    echo "$checks checks, $failures failed"
+    [ "$failures" -eq 0 ]
+}
