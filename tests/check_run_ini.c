@@ -702,6 +702,85 @@ START_TEST(onnx_model_needs_the_onnx_layer)
 }
 END_TEST
 
+/* [nodes PREFIX] sections reach the model format's reader as PopTorch
+** annotations, in file order ("*" is every node). */
+static popc_run_annotation seen[4];
+static int n_seen = -1;
+
+static popc_status fake_read(const char *path, int64_t batch_size,
+                             const char *output_name,
+                             const popc_run_annotation *annotations,
+                             int n_annotations, popc_graph **out, int *output)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t d[2] = {batch_size, 64};
+    int x;
+    popc_status st;
+
+    (void)path;
+    (void)output_name;
+    n_seen = n_annotations;
+    for (int i = 0; i < n_annotations && i < 4; i++)
+        seen[i] = annotations[i];
+    if ((st = popc_graph_new("fake", &g)) ||
+        (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x)) ||
+        (st = popc_layers_new(g, 1, &L)) ||
+        (st = popc_nn_linear(L, "fc", x, 64, 4, 1, output))) {
+        popc_layers_free(L);
+        popc_graph_free(g);
+        return st;
+    }
+    popc_layers_free(L);
+    *out = g;
+    return POPC_OK;
+}
+
+static popc_status fake_write(popc_model *m, const char *path)
+{
+    (void)m;
+    (void)path;
+    return POPC_OK;
+}
+
+START_TEST(nodes_sections_reach_the_model_reader)
+{
+    static const popc_run_model_format fake = {"onnx", fake_read,
+                                               fake_write};
+    const char *ini = write_ini(
+        "nodes.ini", "[options]\nbackend = cpu\n" DATA
+                     "[model]\ninput = 64\nclasses = 4\nonnx = m.onnx\n"
+                     "[nodes *]\nipu = 0\nstage = 0\n"
+                     "[nodes /enc/layer1]\nipu = 1\nstage = 2\nphase = 3\n"
+                     "recompute = true\n"
+                     "available_memory_proportion = 0.25\n");
+    popc_run *r = load(ini, NULL, 0);
+    popc_graph *g = NULL;
+
+    OK(popc_run_register_model_format(&fake));
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_int_eq(n_seen, 2);
+    ck_assert_str_eq(seen[0].prefix, "");
+    ck_assert_int_eq(seen[0].annot.ipu, 0);
+    ck_assert_int_eq(seen[0].annot.stage, 0);
+    ck_assert_int_eq(seen[0].annot.phase, -1);
+    ck_assert_int_eq(seen[0].annot.recompute, -1);
+    ck_assert(seen[0].annot.available_memory == 0.0);
+    ck_assert_str_eq(seen[1].prefix, "/enc/layer1");
+    ck_assert_int_eq(seen[1].annot.ipu, 1);
+    ck_assert_int_eq(seen[1].annot.stage, 2);
+    ck_assert_int_eq(seen[1].annot.phase, 3);
+    ck_assert_int_eq(seen[1].annot.recompute, 1);
+    ck_assert(seen[1].annot.available_memory == 0.25);
+    /* the loss joins the block of the node computing the output */
+    ck_assert_int_eq(popc_graph_node_annotations(
+                         g, popc_graph_n_nodes(g) - 1).ipu,
+                     -1); /* the fake read annotated nothing itself */
+    popc_graph_free(g);
+    popc_run_free(r);
+}
+END_TEST
+
 START_TEST(model_ini_runs_inference)
 {
     const char *ini = write_ini("mlp.ini", MLP);
@@ -764,6 +843,7 @@ static Suite *run_suite(void)
     tcase_add_test(tr, model_ini_runs_inference);
     tcase_add_test(tr, checkpoint_load_api);
     tcase_add_test(tr, onnx_model_needs_the_onnx_layer);
+    tcase_add_test(tr, nodes_sections_reach_the_model_reader);
     tcase_set_timeout(tr, 300);
     suite_add_tcase(s, tr);
     return s;
