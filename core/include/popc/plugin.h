@@ -98,7 +98,17 @@ static inline int64_t popc_attr_int(const popc_attrs *a, const char *name,
     const popc_attr *x = popc_attrs_find(a, name);
     if (!x)
         return def;
-    return x->type == POPC_ATTR_FLOAT ? (int64_t)x->f : x->i;
+    if (x->type != POPC_ATTR_FLOAT)
+        return x->i;
+    /* a float from a file may be NaN or out of range: saturate, and let
+    ** the op's own range check refuse it */
+    if (x->f != x->f)
+        return def;
+    if (x->f >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (x->f <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)x->f;
 }
 
 static inline double popc_attr_float(const popc_attrs *a, const char *name,
