@@ -362,6 +362,13 @@ popc_status popc_npy_load(const char *path, popc_tensor **out)
                             popc_last_error());
         goto fail;
     }
+    if (wide && numel > INT64_MAX / 8) {
+        st = popc_set_error(POPC_EIO, "%s: the header claims %lld float64 "
+                            "values, more than any file holds (corrupt .npy "
+                            "shape)",
+                            path, (long long)numel);
+        goto fail;
+    }
     need = wide ? numel * 8 : (int64_t)nbytes;
     if ((st = check_data_fits(f, path, need)) != POPC_OK)
         goto fail;
