@@ -31,7 +31,8 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
     popc_infer_ctx ic;
     popc_status st;
 
-    memset(outs, 0, (size_t)n_out * sizeof *outs);
+    if (n_out > 0) /* a node may have no outputs (outs NULL) */
+        memset(outs, 0, (size_t)n_out * sizeof *outs);
     if (!def->infer)
         return popc_set_error(POPC_EPLUGIN, "node '%s': op %s::%s has no "
                               "infer(); the plugin is broken", node_name,
