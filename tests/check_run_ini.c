@@ -703,7 +703,8 @@ START_TEST(onnx_model_needs_the_onnx_layer)
 END_TEST
 
 /* [nodes PREFIX] sections reach the model format's reader as PopTorch
-** annotations, in file order ("*" is every node). */
+** annotations, in file order ("*" is every node), and [model] labels
+** names the labels input. */
 static popc_run_annotation seen[4];
 static int n_seen = -1;
 
@@ -750,6 +751,7 @@ START_TEST(nodes_sections_reach_the_model_reader)
     const char *ini = write_ini(
         "nodes.ini", "[options]\nbackend = cpu\n" DATA
                      "[model]\ninput = 64\nclasses = 4\nonnx = m.onnx\n"
+                     "labels = target\n"
                      "[nodes *]\nipu = 0\nstage = 0\n"
                      "[nodes /enc/layer1]\nipu = 1\nstage = 2\nphase = 3\n"
                      "recompute = true\n"
@@ -772,6 +774,10 @@ START_TEST(nodes_sections_reach_the_model_reader)
     ck_assert_int_eq(seen[1].annot.phase, 3);
     ck_assert_int_eq(seen[1].annot.recompute, 1);
     ck_assert(seen[1].annot.available_memory == 0.25);
+    /* [model] labels names the labels input popc adds */
+    ck_assert_int_eq(popc_graph_n_inputs(g), 2);
+    ck_assert_str_eq(popc_graph_value_name(g, popc_graph_input(g, 1)),
+                     "target");
     /* the loss joins the block of the node computing the output */
     ck_assert_int_eq(popc_graph_node_annotations(
                          g, popc_graph_n_nodes(g) - 1).ipu,
