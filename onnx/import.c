@@ -512,7 +512,7 @@ static popc_status annotate(popco_importer *im)
 
 /* ---- the model ---------------------------------------------------------- */
 
-static int is_initializer(const Onnx__GraphProto *gp, const char *name)
+int popco_is_initializer(const Onnx__GraphProto *gp, const char *name)
 {
     for (size_t i = 0; i < gp->n_initializer; i++)
         if (gp->initializer[i]->name &&
@@ -575,7 +575,7 @@ static popc_status import_model(popco_importer *im,
             return popc_set_error(POPC_EIO, "%s: graph input #%zu has no "
                                   "name", im->file, i);
         /* IR < 4 lists initializers among the inputs too */
-        if (is_initializer(gp, gp->input[i]->name))
+        if (popco_is_initializer(gp, gp->input[i]->name))
             continue;
         if ((st = add_graph_input(im, gp->input[i])) != POPC_OK)
             return st;

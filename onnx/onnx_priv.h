@@ -169,6 +169,10 @@ typedef struct popco_importer {
     const popco_map *lean_map; /* initializers borrow its bytes (lean.c) */
 } popco_importer;
 
+/* The graph has an initializer called name (IR < 4 lists them among
+** the inputs too). */
+int popco_is_initializer(const Onnx__GraphProto *gp, const char *name);
+
 /* A constant value (a copy of t is not taken: reference added). */
 popc_status popco_add_constant(popco_importer *im, popc_tensor *t, int *id);
 

@@ -17,15 +17,6 @@
 #include "popc/run.h"
 #include "onnx/onnx_priv.h"
 
-static int is_initializer(const Onnx__GraphProto *gp, const char *name)
-{
-    for (size_t i = 0; i < gp->n_initializer; i++)
-        if (gp->initializer[i]->name &&
-            strcmp(gp->initializer[i]->name, name) == 0)
-            return 1;
-    return 0;
-}
-
 /* Names of the graph's outputs, "a, b" (for messages). */
 static void list_outputs(const Onnx__GraphProto *gp, char *buf, size_t size)
 {
@@ -49,7 +40,8 @@ static popc_status data_input(const char *path, const Onnx__GraphProto *gp,
     int n = 0;
 
     for (size_t i = 0; i < gp->n_input; i++)
-        if (gp->input[i]->name && !is_initializer(gp, gp->input[i]->name)) {
+        if (gp->input[i]->name &&
+            !popco_is_initializer(gp, gp->input[i]->name)) {
             in = gp->input[i];
             n++;
         }

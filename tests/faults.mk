@@ -14,7 +14,7 @@ endif
 
 TESTS += %reldir%/test_soak.sh %reldir%/test_concurrency.sh
 EXTRA_DIST += %reldir%/test_soak.sh %reldir%/test_concurrency.sh \
-    %reldir%/tsan.supp %reldir%/testlib.sh
+    %reldir%/tsan.supp
 
 # Several models in several threads of one process (also run under
 # ThreadSanitizer by .ci/run).

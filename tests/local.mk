@@ -20,3 +20,6 @@ include %reldir%/strategies.mk
 include %reldir%/parity.mk
 include %reldir%/onnx.mk
 include %reldir%/faults.mk
+
+# helpers the shell tests source
+EXTRA_DIST += %reldir%/testlib.sh

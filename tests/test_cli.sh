@@ -22,40 +22,7 @@ cleanup() {
 trap cleanup EXIT
 cd "$tmp" || exit 99
 
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
-
-# expect CODE DESCRIPTION COMMAND...: exit status and captured output
-expect() {
-    want=$1 what=$2
-    shift 2
-    "$@" >out.txt 2>err.txt
-    got=$?
-    if [ "$got" -eq "$want" ]; then
-        pass "$what (exit $got)"
-    else
-        fail "$what: exit $got, want $want"
-        sed 's/^/    stderr: /' err.txt | head -5
-    fi
-}
-
-# contains FILE TEXT DESCRIPTION
-contains() {
-    if grep -qF -- "$2" "$1"; then
-        pass "$3"
-    else
-        fail "$3: '$2' not in $1"
-        sed 's/^/    | /' "$1" | head -5
-    fi
-}
-
-# The first value of "key": in a JSON file (numbers and strings).
-json_value() {
-    grep -o "\"$2\": [^,}]*" "$1" | head -n 1 | sed 's/^[^:]*: //; s/"//g'
-}
+. "$POPC_SRCDIR/tests/testlib.sh"
 
 "$MAKE_IDX" . 512 128 || { echo "make_idx failed"; exit 99; }
 
@@ -245,15 +212,6 @@ ls -a | grep -q '\.tmp-' && fail "temporary files left: $(ls -a | grep '\.tmp-')
 
 # ---- checkpoints: SIGKILL, SIGTERM, --resume ----------------------------------------
 
-# all .npy files of two weight directories are byte-identical
-same_weights() {
-    n=0
-    for f in "$1"/*.npy; do
-        cmp -s "$f" "$2/$(basename "$f")" || return 1
-        n=$((n + 1))
-    done
-    [ "$n" -eq 4 ]
-}
 
 # wait_for FILE PID: until FILE exists (0) or PID ends (1)
 wait_for() {
@@ -353,5 +311,4 @@ if command -v python3 >/dev/null 2>&1; then
     done
 fi
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

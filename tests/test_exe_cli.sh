@@ -17,35 +17,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/popc-test-exe-XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 99
 
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
-
-# expect CODE DESCRIPTION COMMAND...
-expect() {
-    want=$1 what=$2
-    shift 2
-    "$@" >out.txt 2>err.txt
-    got=$?
-    if [ "$got" -eq "$want" ]; then
-        pass "$what (exit $got)"
-    else
-        fail "$what: exit $got, want $want"
-        sed 's/^/    stderr: /' err.txt | head -5
-    fi
-}
-
-# contains FILE TEXT DESCRIPTION
-contains() {
-    if grep -qF -- "$2" "$1"; then
-        pass "$3"
-    else
-        fail "$3: '$2' not in $1"
-        sed 's/^/    | /' "$1" | head -8
-    fi
-}
+. "$POPC_SRCDIR/tests/testlib.sh"
 
 # same FILE1 FILE2 DESCRIPTION: byte for byte
 same() {
@@ -254,5 +226,4 @@ expect 1 "a cache entry is not loadable alone" "$POPC" run "$entry"
 contains err.txt "popc_model_load_executable" \
     "loading a cache entry says what to do instead"
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -5,6 +5,11 @@
 #   contains FILE TEXT DESCRIPTION       a fixed string in a file
 #   same_weights DIR1 DIR2     the .npy files of two weights directories
 #                              are byte-identical (4 of them)
+#   json_value FILE KEY        the first value of "KEY": in a JSON file
+#   losses_close JSON REF TOL  the "losses" of `popc train --json` and a
+#                              reference (one per line): same count, all
+#                              within TOL; prints the largest difference
+#                              or, when they disagree, both lists
 #   mlp_run FILE BATCH EPOCHS SEED       a run file training a small MLP
 #                              (64 -> 16 -> 4, Adam) on make_idx's dataset
 #   finish                     print the counts; status 1 when one failed
@@ -43,6 +48,23 @@ same_weights() {
         n=$((n + 1))
     done
     [ "$n" -eq 4 ]
+}
+
+json_value() {
+    grep -o "\"$2\": [^,}]*" "$1" | head -n 1 | sed 's/^[^:]*: //; s/"//g'
+}
+
+losses_close() {
+    got=$(sed -n 's/.*"losses": \[\([^]]*\)\].*/\1/p' "$1" | tr ',' '\n' |
+        tr -d ' ' | grep .)
+    if [ "$(printf '%s\n' "$got" | grep -c .)" -eq "$(grep -c . "$2")" ] &&
+        printf '%s\n' "$got" | paste - "$2" | awk -v tol="$3" '
+            { d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
+            END { printf "largest difference %.2g\n", worst; exit !(worst <= tol) }'; then
+        return 0
+    fi
+    echo "$(printf '%s ' $got)vs $(tr '\n' ' ' <"$2")"
+    return 1
 }
 
 mlp_run() {

@@ -10,30 +10,7 @@ M="$POPC_SRCDIR/tests/onnx/models"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 99
-checks=0
-failures=0
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
-
-# expect CODE DESCRIPTION COMMAND...
-expect() {
-    want=$1 what=$2
-    shift 2
-    "$@" >out.txt 2>err.txt
-    got=$?
-    if [ "$got" -eq "$want" ]; then
-        pass "$what (exit $got)"
-    else
-        fail "$what: exit $got, want $want"
-        sed 's/^/    stderr: /' err.txt | head -5
-    fi
-}
-
-contains() {
-    if grep -qF -- "$2" "$1"; then pass "$3"; else
-        fail "$3: '$2' not in $1"; sed 's/^/    | /' "$1" | head -5
-    fi
-}
+. "$POPC_SRCDIR/tests/testlib.sh"
 
 # ---- PyTorch models: outputs equal PyTorch's within 1e-4 -------------------------
 
@@ -85,5 +62,4 @@ contains err.txt "input" "wrong-rank input is named"
 [ ! -e out/x ] && pass "nothing written on errors" ||
     fail "out/x written although every run failed"
 
-echo "$checks checks, $failures failures"
-[ "$failures" -eq 0 ]
+finish

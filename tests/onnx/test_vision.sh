@@ -15,10 +15,7 @@ if ! $PY -c "import torch, torchvision" 2>/dev/null; then
 fi
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-checks=0
-failures=0
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+. "$POPC_SRCDIR/tests/testlib.sh"
 
 if ! $PY "$POPC_SRCDIR/tests/onnx/vision/gen_vision.py" "$tmp" >"$tmp/gen.log" 2>&1; then
     tail -20 "$tmp/gen.log"
@@ -69,18 +66,12 @@ INI
         head -5 "$tmp/err.txt"
         continue
     fi
-    sed -n 's/.*"losses": \[\([^]]*\)\].*/\1/p' "$tmp/train.json" | tr ',' '\n' |
-        tr -d ' ' | grep . >"$tmp/losses.txt"
-    if [ "$(wc -l <"$tmp/losses.txt")" -eq 4 ] &&
-        paste "$tmp/losses.txt" "$tmp/resnet18_train_losses.txt" | awk '
-            { d = $1 - $2; if (d < 0) d = -d; if (d > worst) worst = d }
-            END { printf "largest difference %.2g\n", worst; exit !(worst <= 1e-4) }' \
-            >"$tmp/diff.txt"; then
+    if losses_close "$tmp/train.json" "$tmp/resnet18_train_losses.txt" 1e-4 \
+        >"$tmp/diff.txt"; then
         pass "ResNet-18 trains on $backend with PyTorch's losses ($(cat "$tmp/diff.txt"))"
     else
-        fail "ResNet-18 losses on $backend: $(tr '\n' ' ' <"$tmp/losses.txt") vs PyTorch $(tr '\n' ' ' <"$tmp/resnet18_train_losses.txt")"
+        fail "ResNet-18 losses on $backend differ from PyTorch's: $(cat "$tmp/diff.txt")"
     fi
 done
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish
