@@ -17,6 +17,9 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/norm_more.c \
     %reldir%/nn/resize.c \
     %reldir%/nn/recurrent.c \
+    %reldir%/nn/recurrent_cell.c \
+    %reldir%/nn/recurrent_grad.c \
+    %reldir%/nn/recurrent_priv.h \
     %reldir%/nn/grid_sample.c \
     %reldir%/nn/norm.c \
     %reldir%/nn/softmax.c \

@@ -21,8 +21,14 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 
 TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
     %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
-    %reldir%/onnx/test_vision.sh
+    %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
+    %reldir%/onnx/test_seq_train.sh %reldir%/onnx/seqtrain/gen_seqtrain.py \
+    %reldir%/onnx/seqtrain/transformer.onnx \
+    %reldir%/onnx/seqtrain/transformer_losses.txt \
+    %reldir%/onnx/seqtrain/lstm.onnx %reldir%/onnx/seqtrain/lstm_losses.txt \
+    %reldir%/onnx/seqtrain/gru.onnx %reldir%/onnx/seqtrain/gru_losses.txt \
+    %reldir%/onnx/seqtrain/x.npy %reldir%/onnx/seqtrain/y.npy \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/vision/gen_vision.py \
     %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
     %reldir%/onnx/test_train_run.sh %reldir%/onnx/train/gen_train.py \

@@ -26,8 +26,9 @@ EXTRA_DIST += %reldir%/ref/gen_ops_math.py %reldir%/ref/ops
 # go through the graph (autodiff) and need math/tensor ops too
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_op_nn %reldir%/check_op_loss \
-    %reldir%/check_op_popc
-TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc
+    %reldir%/check_op_popc %reldir%/check_op_recurrent
+TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc \
+    %reldir%/check_op_recurrent
 endif
 NN_TEST_SOURCES = %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
     %reldir%/harness/ref_check.c %reldir%/harness/ref_check.h \
@@ -38,6 +39,11 @@ NN_TEST_DEPS = libpopc.la ops/nn.la ops/loss.la ops/popc.la ops/math.la \
 %canon_reldir%_check_op_nn_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_op_nn_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_op_nn_DEPENDENCIES = $(NN_TEST_DEPS)
+%canon_reldir%_check_op_recurrent_SOURCES = %reldir%/check_op_recurrent.c \
+    $(NN_TEST_SOURCES)
+%canon_reldir%_check_op_recurrent_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_recurrent_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_op_recurrent_DEPENDENCIES = $(NN_TEST_DEPS)
 %canon_reldir%_check_op_loss_SOURCES = %reldir%/check_op_loss.c \
     $(NN_TEST_SOURCES)
 %canon_reldir%_check_op_loss_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

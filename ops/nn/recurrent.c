@@ -3,30 +3,23 @@
 ** forward, reverse or bidirectional, layout 0 ([seq, batch, ...]) or 1
 ** ([batch, seq, ...]), optional bias, sequence_lens, initial states and
 ** LSTM peepholes, activations with their alpha and beta, clip,
-** input_forget and linear_before_reset. Gates are ordered as ONNX orders
-** them (LSTM i, o, f, c; GRU z, r, h). Steps past a batch entry's
+** input_forget and linear_before_reset. Steps past a batch entry's
 ** sequence length leave its state unchanged and its outputs zero.
-** float32, accumulating in double, one part. Forward only for now.
+** float32, accumulating in double, one part. The cell arithmetic is in
+** recurrent_cell.c, the gradients in recurrent_grad.c.
 */
 #include "config.h"
 
-#include <math.h>
 #include <string.h>
 #include <strings.h>
 
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/recurrent_priv.h"
 #include "ops/nn/util.h"
 
-enum { K_RNN, K_GRU, K_LSTM };
-
-static const char *const op_names[] = {"RNN", "GRU", "LSTM"};
-static const int n_gates[] = {1, 3, 4};
-static const int n_act[] = {1, 2, 3}; /* activations per direction */
-
-typedef struct act {
-    int kind;
-    double alpha, beta;
-} act;
+const char *const rnn_op_names[3] = {"RNN", "GRU", "LSTM"};
+const int rnn_n_gates[3] = {1, 3, 4};
+const int rnn_n_act[3] = {1, 2, 3};
 
 enum { A_SIGMOID, A_TANH, A_RELU, A_AFFINE, A_LEAKY, A_THRESH, A_SCALED_TANH,
        A_HARD_SIGMOID, A_ELU, A_SOFTSIGN, A_SOFTPLUS };
@@ -35,25 +28,8 @@ static const char *const act_names[] = {
     "Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
     "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
 
-static double apply(const act *a, double x)
-{
-    switch (a->kind) {
-    case A_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case A_TANH: return tanh(x);
-    case A_RELU: return x > 0 ? x : 0;
-    case A_AFFINE: return a->alpha * x + a->beta;
-    case A_LEAKY: return x >= 0 ? x : a->alpha * x;
-    case A_THRESH: return x > a->alpha ? x : 0;
-    case A_SCALED_TANH: return a->alpha * tanh(a->beta * x);
-    case A_HARD_SIGMOID: return fmax(0, fmin(1, a->alpha * x + a->beta));
-    case A_ELU: return x >= 0 ? x : a->alpha * (exp(x) - 1);
-    case A_SOFTSIGN: return x / (1 + fabs(x));
-    default: return log1p(exp(x));
-    }
-}
-
 /* Default alpha/beta of each activation when the attributes leave them. */
-static void act_defaults(act *a)
+static void act_defaults(rnn_act *a)
 {
     switch (a->kind) {
     case A_LEAKY: a->alpha = 0.01; break;
@@ -65,27 +41,65 @@ static void act_defaults(act *a)
     }
 }
 
-typedef struct rnn_p {
-    int kind, dirs, layout;
-    int64_t seq, batch, in, hidden;
-    double clip;
-    int input_forget, lbr;
-    act acts[6];
-} rnn_p;
+/* B, sequence_lens, initial_h, initial_c and P, when present, have the
+** shapes the node's X, W and R imply (a kernel indexes them by those). */
+static popc_status check_optional(const char *node, int kind,
+                                  const popc_view *in, int n_in,
+                                  const rnn_p *p)
+{
+    static const char *const names[] = {"B", "sequence_lens", "initial_h",
+                                        "initial_c", "P"};
+    int64_t G = rnn_n_gates[kind], want[5][3] = {
+        {p->dirs, 2 * G * p->hidden}, {p->batch},
+        {p->layout ? p->batch : p->dirs, p->layout ? p->dirs : p->batch,
+         p->hidden},
+        {p->layout ? p->batch : p->dirs, p->layout ? p->dirs : p->batch,
+         p->hidden},
+        {p->dirs, 3 * p->hidden}};
+    static const int rank[5] = {2, 1, 3, 3, 2};
+    char got[OPSU_DIMS_LEN], exp[OPSU_DIMS_LEN];
 
-static popc_status parse(const char *node, int kind, const popc_view *in,
-                         int n_in, const popc_attrs *a, rnn_p *p)
+    for (int k = 0; k < 5 && 3 + k < n_in; k++) {
+        const popc_view *v = &in[3 + k];
+        int ok = v->rank == rank[k];
+
+        if (v->dtype == POPC_DTYPE_UNDEFINED)
+            continue;
+        if (k == 1 && v->dtype != POPC_DTYPE_I32 && v->dtype != POPC_DTYPE_I64)
+            return opsu_host->set_error(POPC_EINVAL, "%s '%s': "
+                                        "sequence_lens must be int32 or "
+                                        "int64", rnn_op_names[kind], node);
+        if (k != 1 && v->dtype != POPC_DTYPE_F32)
+            return opsu_host->set_error(POPC_EINVAL, "%s '%s': %s must be "
+                                        "float32", rnn_op_names[kind], node,
+                                        names[k]);
+        for (int i = 0; ok && i < rank[k]; i++)
+            ok = v->dims[i] == want[k][i];
+        if (!ok)
+            return opsu_host->set_error(POPC_EINVAL, "%s '%s': %s is %s, but "
+                                        "X, W and R (layout %d) make it %s",
+                                        rnn_op_names[kind], node, names[k],
+                                        opsu_dims(v, got), p->layout,
+                                        opsu_dims_n(want[k], rank[k], exp));
+    }
+    return POPC_OK;
+}
+
+popc_status rnn_parse(const char *node, int kind, const popc_view *in,
+                      int n_in, const popc_attrs *a, rnn_p *p)
 {
     const popc_attr *dir = popc_attrs_find(a, "direction");
     const popc_attr *names = popc_attrs_find(a, "activations");
     const popc_attr *al = popc_attrs_find(a, "activation_alpha");
     const popc_attr *be = popc_attrs_find(a, "activation_beta");
-    const char *op = op_names[kind];
-    int n_acts;
+    const char *op = rnn_op_names[kind];
+    int n_acts, G = rnn_n_gates[kind];
+    popc_status st;
 
     memset(p, 0, sizeof *p);
     p->kind = kind;
     p->dirs = dir && dir->s && !strcmp(dir->s, "bidirectional") ? 2 : 1;
+    p->reverse = p->dirs == 1 && dir && dir->s && !strcmp(dir->s, "reverse");
     p->layout = (int)popc_attr_int(a, "layout", 0);
     p->hidden = popc_attr_int(a, "hidden_size", 0);
     p->clip = popc_attr_float(a, "clip", 0);
@@ -100,23 +114,23 @@ static popc_status parse(const char *node, int kind, const popc_view *in,
     p->in = in[0].dims[2];
     if (p->hidden <= 0)
         p->hidden = in[2].dims[2];
-    if (in[1].dims[0] != p->dirs ||
-        in[1].dims[1] != n_gates[kind] * p->hidden ||
-        in[1].dims[2] != p->in || in[2].dims[1] != n_gates[kind] * p->hidden ||
-        in[2].dims[2] != p->hidden)
+    if (in[1].dims[0] != p->dirs || in[1].dims[1] != G * p->hidden ||
+        in[1].dims[2] != p->in || in[2].dims[0] != p->dirs ||
+        in[2].dims[1] != G * p->hidden || in[2].dims[2] != p->hidden)
         return opsu_host->set_error(POPC_EINVAL, "%s '%s': W must be [%d, "
                                     "%lld, %lld] and R [%d, %lld, %lld]", op,
-                                    node, p->dirs,
-                                    (long long)(n_gates[kind] * p->hidden),
+                                    node, p->dirs, (long long)(G * p->hidden),
                                     (long long)p->in, p->dirs,
-                                    (long long)(n_gates[kind] * p->hidden),
+                                    (long long)(G * p->hidden),
                                     (long long)p->hidden);
-    n_acts = n_act[kind] * p->dirs;
+    if ((st = check_optional(node, kind, in, n_in, p)) != POPC_OK)
+        return st;
+    n_acts = rnn_n_act[kind] * p->dirs;
     for (int i = 0; i < n_acts; i++) {
-        int k = i % n_act[kind];
+        int k = i % rnn_n_act[kind];
 
-        p->acts[i].kind = kind == K_RNN ? A_TANH : k == 0 ? A_SIGMOID
-                                                          : A_TANH;
+        p->acts[i].kind = kind == RNN_K_RNN ? A_TANH : k == 0 ? A_SIGMOID
+                                                              : A_TANH;
         if (names && names->n > i) {
             int found = -1;
 
@@ -145,8 +159,8 @@ static popc_status rnn_infer_kind(popc_infer_ctx *ic, int kind)
     int64_t y[4], h[3];
     popc_status st;
 
-    if ((st = parse(ic->node_name, kind, ic->inputs, ic->n_inputs, ic->attrs,
-                    &p)) != POPC_OK)
+    if ((st = rnn_parse(ic->node_name, kind, ic->inputs, ic->n_inputs,
+                        ic->attrs, &p)) != POPC_OK)
         return st;
     if (p.layout) {
         y[0] = p.batch, y[1] = p.seq, y[2] = p.dirs, y[3] = p.hidden;
@@ -162,182 +176,98 @@ static popc_status rnn_infer_kind(popc_infer_ctx *ic, int kind)
 
 static const float *opt_data(const popc_kernel_ctx *kc, int i)
 {
-    return kc->n_inputs > i && kc->inputs[i].dtype != POPC_DTYPE_UNDEFINED
-               ? kc->inputs[i].data
-               : NULL;
+    return opsu_present(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
+                                                      : NULL;
 }
 
-/* Offset of state [dir, b] in Y_h/Y_c/initial states by layout. */
-static int64_t state_at(const rnn_p *p, int d, int64_t b)
+int64_t rnn_state_at(const rnn_p *p, int d, int64_t b)
 {
     return (p->layout ? b * p->dirs + d : d * p->batch + b) * p->hidden;
 }
 
-static int64_t y_at(const rnn_p *p, int64_t t, int d, int64_t b)
+int64_t rnn_y_at(const rnn_p *p, int64_t t, int d, int64_t b)
 {
     return (p->layout ? (b * p->seq + t) * p->dirs + d
                       : (t * p->dirs + d) * p->batch + b) *
            p->hidden;
 }
 
-static double clipped(const rnn_p *p, double v)
+int64_t rnn_x_at(const rnn_p *p, int64_t t, int64_t b)
 {
-    if (p->clip > 0)
-        return v < -p->clip ? -p->clip : v > p->clip ? p->clip : v;
-    return v;
+    return (p->layout ? b * p->seq + t : t * p->batch + b) * p->in;
+}
+
+int64_t rnn_len(const rnn_p *p, const popc_view *lens, int64_t b)
+{
+    int64_t len;
+
+    if (!lens || lens->dtype == POPC_DTYPE_UNDEFINED)
+        return p->seq;
+    len = lens->dtype == POPC_DTYPE_I64 ? ((const int64_t *)lens->data)[b]
+                                        : ((const int32_t *)lens->data)[b];
+    return len < 0 ? 0 : len > p->seq ? p->seq : len;
 }
 
 static popc_status rnn_forward_kind(const popc_kernel_ctx *kc, int kind)
 {
     rnn_p p;
-    const float *X = kc->inputs[0].data, *W = kc->inputs[1].data;
-    const float *R = kc->inputs[2].data, *B = opt_data(kc, 3);
-    const float *P = kind == K_LSTM ? opt_data(kc, 7) : NULL;
-    const float *h0 = opt_data(kc, 5), *c0 = kind == K_LSTM ? opt_data(kc, 6)
-                                                            : NULL;
-    const popc_view *lens = kc->n_inputs > 4 &&
-                                    kc->inputs[4].dtype != POPC_DTYPE_UNDEFINED
-                                ? &kc->inputs[4]
-                                : NULL;
-    float *Y = kc->n_outputs > 0 && kc->outputs[0].data ? kc->outputs[0].data
-                                                        : NULL;
-    float *Yh = kc->n_outputs > 1 ? kc->outputs[1].data : NULL;
-    float *Yc = kc->n_outputs > 2 ? kc->outputs[2].data : NULL;
-    double *h, *c, *g, *hn;
-    int64_t G, H;
+    rnn_cell cell;
+    const float *X = kc->inputs[0].data;
+    const float *h0 = opt_data(kc, 5);
+    const float *c0 = kind == RNN_K_LSTM ? opt_data(kc, 6) : NULL;
+    const popc_view *lens = kc->n_inputs > 4 ? &kc->inputs[4] : NULL;
+    float *Y = opsu_out_ready(kc, 0) ? kc->outputs[0].data : NULL;
+    float *Yh = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *Yc = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    double *h, *c, *hn, *cn, *scratch;
+    int64_t H;
     popc_status st;
 
-    if ((st = parse(kc->node_name, kind, kc->inputs, kc->n_inputs, kc->attrs,
-                    &p)) != POPC_OK)
+    if ((st = rnn_parse(kc->node_name, kind, kc->inputs, kc->n_inputs,
+                        kc->attrs, &p)) != POPC_OK)
         return st;
     H = p.hidden;
-    G = n_gates[kind];
-    h = kc->host->alloc(sizeof(double) * (size_t)(H * (G + 3)));
+    h = popc_host_calloc(kc->host, (size_t)(4 * H + rnn_step_doubles(&p)),
+                         sizeof(double));
     if (!h)
         return opsu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
-                                    op_names[kind], kc->node_name);
+                                    rnn_op_names[kind], kc->node_name);
     c = h + H;
     hn = c + H;
-    g = hn + H;
+    cn = hn + H;
+    scratch = cn + H;
     if (Y)
         memset(Y, 0, popc_view_nbytes(&kc->outputs[0]));
     for (int d = 0; d < p.dirs; d++) {
-        const float *Wd = W + d * G * H * p.in, *Rd = R + d * G * H * H;
-        const float *Bw = B ? B + d * 2 * G * H : NULL;
-        const float *Pd = P ? P + d * 3 * H : NULL;
-        const act *f = &p.acts[d * n_act[kind]];
-        int rev = p.dirs == 2 ? d == 1 : 0;
-        const popc_attr *dir = popc_attrs_find(kc->attrs, "direction");
+        int rev = p.dirs == 2 ? d == 1 : p.reverse;
 
-        if (p.dirs == 1 && dir && dir->s && !strcmp(dir->s, "reverse"))
-            rev = 1;
+        rnn_cell_init(&cell, &p, d, kc->inputs[1].data, kc->inputs[2].data,
+                      opt_data(kc, 3),
+                      kind == RNN_K_LSTM ? opt_data(kc, 7) : NULL);
         for (int64_t b = 0; b < p.batch; b++) {
-            int64_t len = lens ? (lens->dtype == POPC_DTYPE_I64
-                                      ? ((const int64_t *)lens->data)[b]
-                                      : ((const int32_t *)lens->data)[b])
-                               : p.seq;
+            int64_t len = rnn_len(&p, lens, b);
 
             for (int64_t j = 0; j < H; j++) {
-                h[j] = h0 ? h0[state_at(&p, d, b) + j] : 0;
-                c[j] = c0 ? c0[state_at(&p, d, b) + j] : 0;
+                h[j] = h0 ? h0[rnn_state_at(&p, d, b) + j] : 0;
+                c[j] = c0 ? c0[rnn_state_at(&p, d, b) + j] : 0;
             }
-            for (int64_t s = 0; s < len && s < p.seq; s++) {
+            for (int64_t s = 0; s < len; s++) {
                 int64_t t = rev ? len - 1 - s : s;
-                const float *x = X + (p.layout ? (b * p.seq + t)
-                                               : (t * p.batch + b)) *
-                                         p.in;
 
-                /* g = x W^T + Wb (+ h R^T + Rb, except GRU's h gate) */
-                for (int64_t k = 0; k < G * H; k++) {
-                    double acc = Bw ? Bw[k] : 0;
-
-                    for (int64_t i = 0; i < p.in; i++)
-                        acc += (double)x[i] * Wd[k * p.in + i];
-                    g[k] = acc;
-                }
-                for (int64_t k = 0; k < G * H; k++) {
-                    double acc = Bw ? Bw[G * H + k] : 0;
-
-                    if (kind == K_GRU && k >= 2 * H && !p.lbr)
-                        continue;
-                    for (int64_t i = 0; i < H; i++)
-                        acc += h[i] * Rd[k * H + i];
-                    if (kind == K_GRU && k >= 2 * H)
-                        hn[k - 2 * H] = acc; /* h R_h^T + Rb_h, reset later */
-                    else
-                        g[k] += acc;
-                }
-                for (int64_t j = 0; j < H; j++) {
-                    double out;
-
-                    if (kind == K_RNN) {
-                        out = apply(&f[0], clipped(&p, g[j]));
-                        hn[j] = out;
-                    } else if (kind == K_GRU) {
-                        double z = apply(&f[0], clipped(&p, g[j]));
-                        double r = apply(&f[0], clipped(&p, g[H + j]));
-                        double pre = g[2 * H + j];
-
-                        if (p.lbr) {
-                            pre += r * hn[j];
-                        } else {
-                            double acc = Bw ? Bw[G * H + 2 * H + j] : 0;
-
-                            for (int64_t i = 0; i < H; i++) {
-                                double ri = apply(&f[0],
-                                                  clipped(&p, g[H + i]));
-
-                                acc += ri * h[i] * Rd[(2 * H + j) * H + i];
-                            }
-                            pre += acc;
-                        }
-                        out = (1 - z) * apply(&f[1], clipped(&p, pre)) +
-                              z * h[j];
-                        g[j] = out; /* z no longer needed */
-                    } else {
-                        double ig = g[j] + (Pd ? Pd[j] * c[j] : 0);
-                        double fg = g[2 * H + j] + (Pd ? Pd[2 * H + j] * c[j]
-                                                       : 0);
-                        double i_ = apply(&f[0], clipped(&p, ig));
-                        double f_ = p.input_forget
-                                        ? 1 - i_
-                                        : apply(&f[0], clipped(&p, fg));
-                        double c_ = apply(&f[1], clipped(&p, g[3 * H + j]));
-                        double cn = f_ * c[j] + i_ * c_;
-                        double og = g[H + j] + (Pd ? Pd[H + j] * cn : 0);
-
-                        out = apply(&f[0], clipped(&p, og)) *
-                              apply(&f[2], cn);
-                        g[2 * H + j] = cn; /* f no longer needed */
-                    }
-                    if (Y)
-                        Y[y_at(&p, t, d, b) + j] = (float)out;
-                }
-                for (int64_t j = 0; j < H; j++) {
-                    if (kind == K_RNN)
-                        h[j] = hn[j];
-                    else if (kind == K_GRU)
-                        h[j] = g[j];
-                    else {
-                        c[j] = g[2 * H + j];
-                        h[j] = Y ? Y[y_at(&p, t, d, b) + j] : 0;
-                    }
-                }
-                if (kind == K_LSTM && !Y) {
-                    /* recompute h from c when Y is not wanted */
-                    for (int64_t j = 0; j < H; j++) {
-                        double og = g[H + j] + (Pd ? Pd[H + j] * c[j] : 0);
-
-                        h[j] = apply(&f[0], clipped(&p, og)) *
-                               apply(&f[2], c[j]);
-                    }
-                }
+                rnn_cell_step(&cell, X + rnn_x_at(&p, t, b), h, c, hn, cn,
+                              scratch);
+                memcpy(h, hn, sizeof(double) * (size_t)H);
+                if (kind == RNN_K_LSTM)
+                    memcpy(c, cn, sizeof(double) * (size_t)H);
+                if (Y)
+                    for (int64_t j = 0; j < H; j++)
+                        Y[rnn_y_at(&p, t, d, b) + j] = (float)h[j];
             }
             for (int64_t j = 0; j < H; j++) {
                 if (Yh)
-                    Yh[state_at(&p, d, b) + j] = (float)h[j];
+                    Yh[rnn_state_at(&p, d, b) + j] = (float)h[j];
                 if (Yc)
-                    Yc[state_at(&p, d, b) + j] = (float)c[j];
+                    Yc[rnn_state_at(&p, d, b) + j] = (float)c[j];
             }
         }
     }
@@ -353,18 +283,23 @@ static popc_status rnn_forward_kind(const popc_kernel_ctx *kc, int kind)
     static popc_status ID##_forward(const popc_kernel_ctx *kc)              \
     {                                                                       \
         return rnn_forward_kind(kc, K);                                     \
+    }                                                                       \
+    static popc_status ID##_grad(popc_grad_ctx *gc)                         \
+    {                                                                       \
+        return rnn_grad_kind(gc, K);                                        \
     }
 
-KIND(rnn, K_RNN)
-KIND(gru, K_GRU)
-KIND(lstm, K_LSTM)
+KIND(rnn, RNN_K_RNN)
+KIND(gru, RNN_K_GRU)
+KIND(lstm, RNN_K_LSTM)
 
 #define DEF(NAME, MAX_IN, MAX_OUT, P, DOC)                                  \
     {                                                                       \
         .size = sizeof(popc_op_def), .domain = "ai.onnx", .name = NAME,     \
         .since_version = 14, .min_inputs = 3, .max_inputs = MAX_IN,         \
         .min_outputs = 0, .max_outputs = MAX_OUT, .flags = 0,               \
-        .infer = P##_infer, .forward = P##_forward, .doc = DOC              \
+        .infer = P##_infer, .forward = P##_forward, .grad = P##_grad,       \
+        .doc = DOC                                                          \
     }
 
 static const popc_op_def rnn_ops[] = {
@@ -380,5 +315,5 @@ popc_status nn_register_recurrent(const popc_host *h, popc_registrar *r)
     for (size_t i = 0; i < sizeof rnn_ops / sizeof rnn_ops[0]; i++)
         if ((st = h->register_op(r, &rnn_ops[i])) != POPC_OK)
             return st;
-    return POPC_OK;
+    return rnn_register_grad(h, r);
 }
