@@ -121,7 +121,12 @@ MOP_BINARY(celu_grad_f32, float, float,
            y > 0.0f ? x : x * expf(y / p->alpha))
 MOP_BINARY(softplus_grad_f32, float, float,
            y > 20.0f ? x : x * (expf(y) / (expf(y) + 1.0f)))
-MOP_BINARY(clip_grad_f32, float, float, y >= p->lo && y <= p->hi ? x : 0.0f)
+/* Strictly inside (min, max), as torch's hardtanh and ReLU6 (where exported
+** Clips mostly come from) pass it: a value exactly at a bound, such as the 0
+** a constant channel gives after a training BatchNormalization, gets no
+** gradient. (torch.clamp passes it at the bounds; the rules differ only
+** there.) */
+MOP_BINARY(clip_grad_f32, float, float, y > p->lo && y < p->hi ? x : 0.0f)
 
 #define KF(f) {f, NULL, NULL, NULL, NULL, NULL}
 

@@ -4,8 +4,9 @@
 # exported with torch.onnx.export at opset 13 by
 # tests/onnx/vision/gen_vision.py at test time: they are too large to
 # commit) run with `popc infer` on cpu and ipumodel and give PyTorch's
-# outputs within 1e-4; ResNet-18 exported for training trains from a run
-# file with SGD, its losses within 1e-4 of torch.optim.SGD's.
+# outputs within 1e-4; ResNet-18 and MobileNetV2 exported for training
+# train from a run file with SGD, following torch.optim.SGD's losses (see
+# below for the tolerance).
 POPC="$POPC_BUILDDIR/tools/popc"
 CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
 PY=/usr/bin/python3
@@ -36,14 +37,24 @@ for model in resnet18 mobilenet_v2 squeezenet1_0 shufflenet_v2_x0_5 efficientnet
         fi
     done
 done
-# ResNet-18 exported for training, trained from a run file with SGD: the
-# loss of each of 4 steps follows torch.optim.SGD's within 1e-4
-for backend in cpu ipumodel; do
-    cat >"$tmp/train.ini" <<INI
+# ResNet-18 and MobileNetV2 exported for training, trained from a run file
+# with SGD for 4 steps. The first loss (a training-mode forward: batch
+# statistics) must be within 1e-4 of PyTorch's. Every loss must be within
+# 1e-4, or within twice the distance between PyTorch's own float32 and
+# float64 runs when that is larger: random-init MobileNetV2 training is so
+# ill-conditioned that float32 rounding alone moves PyTorch's fourth loss
+# by about 2e-2 (gen_vision.py writes NET_train_spread.txt), while
+# ResNet-18's spread is under 1e-6, so it is held to 1e-4.
+for net in resnet18 mobilenet_v2; do
+    spread=$(cat "$tmp/${net}_train_spread.txt")
+    tol=$(awk -v s="$spread" 'BEGIN { t = 2 * s; print (t > 1e-4 ? t : 1e-4) }')
+    head -1 "$tmp/${net}_train_losses.txt" >"$tmp/first_ref.txt"
+    for backend in cpu ipumodel; do
+        cat >"$tmp/train.ini" <<INI
 [options]
 backend = $backend
 [model]
-onnx = $tmp/resnet18_train.onnx
+onnx = $tmp/${net}_train.onnx
 input = 3, 64, 64
 classes = 4
 [data]
@@ -60,18 +71,27 @@ evaluate = false
 weights = $tmp/trained.weights
 model = $tmp/trained.ini
 INI
-    if ! "$POPC" train "$tmp/train.ini" --quiet --json "$tmp/train.json" \
-        >"$tmp/err.txt" 2>&1; then
-        fail "ResNet-18 training on $backend failed"
-        head -5 "$tmp/err.txt"
-        continue
-    fi
-    if losses_close "$tmp/train.json" "$tmp/resnet18_train_losses.txt" 1e-4 \
-        >"$tmp/diff.txt"; then
-        pass "ResNet-18 trains on $backend with PyTorch's losses ($(cat "$tmp/diff.txt"))"
-    else
-        fail "ResNet-18 losses on $backend differ from PyTorch's: $(cat "$tmp/diff.txt")"
-    fi
+        if ! "$POPC" train "$tmp/train.ini" --quiet --json "$tmp/train.json" \
+            >"$tmp/err.txt" 2>&1; then
+            fail "$net training on $backend failed"
+            head -5 "$tmp/err.txt"
+            continue
+        fi
+        sed 's/"losses": \[\([^],]*\)[^]]*\]/"losses": [\1]/' \
+            "$tmp/train.json" >"$tmp/first.json"
+        if losses_close "$tmp/first.json" "$tmp/first_ref.txt" 1e-4 \
+            >"$tmp/diff.txt"; then
+            pass "$net on $backend: first training loss matches PyTorch's ($(cat "$tmp/diff.txt"))"
+        else
+            fail "$net on $backend: first training loss differs from PyTorch's: $(cat "$tmp/diff.txt")"
+        fi
+        if losses_close "$tmp/train.json" "$tmp/${net}_train_losses.txt" \
+            "$tol" >"$tmp/diff.txt"; then
+            pass "$net trains on $backend with PyTorch's losses within $tol ($(cat "$tmp/diff.txt"); PyTorch float32 vs float64: $spread)"
+        else
+            fail "$net losses on $backend differ from PyTorch's by more than $tol: $(cat "$tmp/diff.txt")"
+        fi
+    done
 done
 
 finish

@@ -5,14 +5,18 @@ EfficientNet-B0 with random weights (fixed seed; BatchNorm statistics and
 scales randomised too, so that no output is near zero), exported with
 torch.onnx.export at opset 13, with one input and PyTorch's output for it.
 
-Also ResNet-18 exported for training (TrainingMode.TRAINING, 4 classes,
-dynamic batch), a 32-sample dataset and the losses of 4 torch.optim.SGD
-steps (lr 0.01, batches of 8 in order) from the exported state.
+Also ResNet-18 and MobileNetV2 exported for training
+(TrainingMode.TRAINING, 4 classes, dynamic batch, dropout 0), a 32-sample
+dataset and the losses of 4 torch.optim.SGD steps (lr 0.01, batches of 8
+in order) from the exported state, and how far those float32 losses are
+from the same training run in float64 (NAME_train_spread.txt).
 
 Usage: /usr/bin/python3 gen_vision.py DIR   (needs python3-torch and
 python3-torchvision). Writes DIR/NAME.onnx, NAME.input.npy and
-NAME.output.npy for each NAME, and resnet18_train.onnx, train_x.npy,
-train_y.npy, resnet18_train_losses.txt."""
+NAME.output.npy for each NAME, train_x.npy, train_y.npy, and
+NET_train.onnx, NET_train_losses.txt, NET_train_spread.txt for NET in
+resnet18, mobilenet_v2."""
+import copy
 import os
 import sys
 
@@ -20,6 +24,7 @@ import numpy as np
 import torch
 import torchvision
 
+TRAINED = ["resnet18", "mobilenet_v2"]
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_0", "shufflenet_v2_x0_5",
           "efficientnet_b0"]
 
@@ -58,9 +63,28 @@ def main():
         print("%s: output std %.3g" % (name, float(y.std())))
 
 
-def training(out):
+def sgd_losses(model, x, y, dtype):
+    model = copy.deepcopy(model).to(dtype)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+    for b in range(0, 32, 8):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(
+            model(torch.from_numpy(x[b:b + 8]).to(dtype)),
+            torch.from_numpy(y[b:b + 8]).long())
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def training(out, name):
     torch.manual_seed(0)
-    model = torchvision.models.resnet18(weights=None, num_classes=4)
+    model = getattr(torchvision.models, name)(weights=None, num_classes=4)
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Dropout):
+            mod.p = 0.0  # deterministic on both sides
     rng = np.random.default_rng(0)
     x = rng.standard_normal((32, 3, 64, 64)).astype(np.float32)
     y = rng.integers(0, 4, 32).astype(np.int32)
@@ -68,27 +92,25 @@ def training(out):
     np.save(os.path.join(out, "train_y.npy"), y)
     model.train()
     torch.onnx.export(model, torch.from_numpy(x[:8]),
-                      os.path.join(out, "resnet18_train.onnx"),
+                      os.path.join(out, name + "_train.onnx"),
                       opset_version=13, input_names=["input"],
                       output_names=["output"],
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False,
                       dynamic_axes={"input": {0: "batch"},
                                     "output": {0: "batch"}})
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    losses = []
-    for b in range(0, 32, 8):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(
-            model(torch.from_numpy(x[b:b + 8])),
-            torch.from_numpy(y[b:b + 8]).long())
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    with open(os.path.join(out, "resnet18_train_losses.txt"), "w") as f:
+    losses = sgd_losses(model, x, y, torch.float32)
+    with open(os.path.join(out, name + "_train_losses.txt"), "w") as f:
         f.write("".join("%.9g\n" % v for v in losses))
+    # How far PyTorch's own float32 run is from the same run in float64:
+    # the float32 rounding any implementation makes moves the losses after
+    # the first step by about this much.
+    exact = sgd_losses(model, x, y, torch.float64)
+    with open(os.path.join(out, name + "_train_spread.txt"), "w") as f:
+        f.write("%.9g\n" % max(abs(a - b) for a, b in zip(losses, exact)))
 
 
 if __name__ == "__main__":
     main()
-    training(sys.argv[1])
+    for net in TRAINED:
+        training(sys.argv[1], net)
