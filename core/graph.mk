@@ -12,6 +12,7 @@ libpopc_la_SOURCES += \
     %reldir%/trust.c \
     %reldir%/loss.c \
     %reldir%/eval.c \
+    %reldir%/subgraph.c \
     %reldir%/autodiff.c \
     %reldir%/rng.h \
     %reldir%/rng.c \

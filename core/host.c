@@ -145,6 +145,8 @@ static const popc_host base_host = {
     .value_info = value_info,
     .host_call = host_call,
     .last_error = popc_last_error,
+    .graph_signature = popci_graph_signature,
+    .graph_run = popci_graph_run,
 };
 
 const popc_host *popci_host(void)

@@ -36,4 +36,13 @@ const popc_host *popci_host(void);
 void *popci_alloc(size_t n);
 void popci_free(void *p);
 
+/* The table's graph_signature and graph_run (subgraph.c). */
+popc_status popci_graph_signature(const struct popc_graph *g, int *n_inputs,
+                                  popc_view *inputs, int *n_outputs,
+                                  popc_view *outputs, int cap);
+popc_status popci_graph_run(const struct popc_graph *g,
+                            const popc_view *inputs, int n_inputs,
+                            const popc_view *outputs, int n_outputs,
+                            int training, uint64_t seed);
+
 #endif /* POPC_HOST_PRIV_H */

@@ -406,15 +406,24 @@ static popc_status import_node(popco_importer *im,
         if ((st = popco_node_add_input(&n, id)) != POPC_OK)
             goto done;
     }
+    if (popco_has_subgraphs(np)) {
+        if (unsupported->n)
+            goto done; /* only listing */
+        if ((st = popco_import_subgraphs(im, mp, np, &n, opset, where)) !=
+            POPC_OK)
+            goto done;
+    }
     for (size_t i = 0; i < np->n_attribute; i++) {
         const Onnx__AttributeProto *ap = np->attribute[i];
 
         if (ap->has_type &&
-            (ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ||
-             ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS)) {
+            ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)
+            continue; /* imported above */
+        if (ap->has_type &&
+            ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS) {
             report_add(unsupported, "%s  node '%s': op %s, domain %s, opset "
-                       "%d (subgraph attribute '%s': control flow is not "
-                       "supported yet)", unsupported->n ? "\n" : "",
+                       "%d (attribute '%s' is a list of graphs, which popc "
+                       "does not support)", unsupported->n ? "\n" : "",
                        n.name ? n.name : "", n.op, n.domain, opset, ap->name);
             unsupported->n++;
             goto done;
@@ -521,23 +530,14 @@ int popco_is_initializer(const Onnx__GraphProto *gp, const char *name)
     return 0;
 }
 
-static popc_status import_model(popco_importer *im,
-                                const Onnx__ModelProto *mp)
+/* Initializers become weights (trainable when asked and floating point,
+** BatchNormalization statistics excepted) or constants. */
+static popc_status import_initializers(popco_importer *im,
+                                       const Onnx__GraphProto *gp,
+                                       int trainable)
 {
-    const Onnx__GraphProto *gp = mp->graph;
-    int opset = domain_opset(mp, NULL);
-    report unsupported = {0};
     popc_status st;
 
-    if (opset == 0 && mp->n_opset_import == 0)
-        opset = 1; /* IR version 2 files predate opset_import */
-    else if (opset == 0)
-        opset = 17; /* only other domains: no ai.onnx node reads it */
-    if (opset < 1 || opset > 17)
-        return popc_set_error(POPC_EUNSUPPORTED, "%s: unknown opset %d of "
-                              "ai.onnx; popc reads opsets 1 to 17 (export "
-                              "with opset_version=17 or lower)", im->file,
-                              opset);
     for (size_t i = 0; i < gp->n_initializer; i++) {
         Onnx__TensorProto *tp = gp->initializer[i];
         char what[600];
@@ -559,7 +559,7 @@ static popc_status import_model(popco_importer *im,
             tp->raw_data.data = NULL;
             tp->raw_data.len = 0;
         }
-        if (im->opt->trainable && popc_dtype_is_float(popc_tensor_dtype(t)))
+        if (trainable && popc_dtype_is_float(popc_tensor_dtype(t)))
             st = popc_graph_add_initializer(
                 im->g, tp->name, t, !is_batchnorm_statistic(gp, tp->name),
                 &id);
@@ -570,16 +570,17 @@ static popc_status import_model(popco_importer *im,
             return popc_set_error(st, "%s: %s: %s", im->file, what,
                                   popc_last_error());
     }
-    for (size_t i = 0; i < gp->n_input; i++) {
-        if (!gp->input[i]->name || !*gp->input[i]->name)
-            return popc_set_error(POPC_EIO, "%s: graph input #%zu has no "
-                                  "name", im->file, i);
-        /* IR < 4 lists initializers among the inputs too */
-        if (popco_is_initializer(gp, gp->input[i]->name))
-            continue;
-        if ((st = add_graph_input(im, gp->input[i])) != POPC_OK)
-            return st;
-    }
+    return POPC_OK;
+}
+
+/* The nodes, then the graph outputs (named as in the file). */
+static popc_status import_nodes_outputs(popco_importer *im,
+                                        const Onnx__ModelProto *mp,
+                                        const Onnx__GraphProto *gp)
+{
+    report unsupported = {0};
+    popc_status st;
+
     for (size_t i = 0; i < gp->n_node; i++)
         if ((st = import_node(im, mp, gp->node[i], (int)i, &unsupported)) !=
             POPC_OK) {
@@ -603,15 +604,60 @@ static popc_status import_model(popco_importer *im,
         int id = name ? popc_graph_find_value(im->g, name) : -1;
 
         if (id < 0)
-            return popc_set_error(POPC_EIO, "%s: graph output '%s' is not "
-                                  "computed by any node", im->file,
+            return popc_set_error(POPC_EIO, "%s: graph%s%s output '%s' is "
+                                  "not computed by any node", im->file,
+                                  im->parent ? " " : "",
+                                  im->parent ? popc_graph_name(im->g) : "",
                                   name ? name : "");
-        if (im->opt->no_outputs)
+        if (im->opt->no_outputs && !im->parent)
             continue;
         if ((st = popc_graph_add_output(im->g, id)) != POPC_OK)
             return popc_set_error(st, "%s: graph output '%s': %s", im->file,
                                   name, popc_last_error());
     }
+    return POPC_OK;
+}
+
+popc_status popco_import_body(popco_importer *im, const Onnx__ModelProto *mp,
+                              const Onnx__GraphProto *gp)
+{
+    popc_status st;
+
+    if ((st = import_initializers(im, gp, 0)) != POPC_OK)
+        return st;
+    return import_nodes_outputs(im, mp, gp);
+}
+
+static popc_status import_model(popco_importer *im,
+                                const Onnx__ModelProto *mp)
+{
+    const Onnx__GraphProto *gp = mp->graph;
+    int opset = domain_opset(mp, NULL);
+    popc_status st;
+
+    if (opset == 0 && mp->n_opset_import == 0)
+        opset = 1; /* IR version 2 files predate opset_import */
+    else if (opset == 0)
+        opset = 17; /* only other domains: no ai.onnx node reads it */
+    if (opset < 1 || opset > 17)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: unknown opset %d of "
+                              "ai.onnx; popc reads opsets 1 to 17 (export "
+                              "with opset_version=17 or lower)", im->file,
+                              opset);
+    if ((st = import_initializers(im, gp, im->opt->trainable)) != POPC_OK)
+        return st;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        if (!gp->input[i]->name || !*gp->input[i]->name)
+            return popc_set_error(POPC_EIO, "%s: graph input #%zu has no "
+                                  "name", im->file, i);
+        /* IR < 4 lists initializers among the inputs too */
+        if (popco_is_initializer(gp, gp->input[i]->name))
+            continue;
+        if ((st = add_graph_input(im, gp->input[i])) != POPC_OK)
+            return st;
+    }
+    if ((st = import_nodes_outputs(im, mp, gp)) != POPC_OK)
+        return st;
     return annotate(im);
 }
 

@@ -167,7 +167,31 @@ typedef struct popco_importer {
     popc_registry *reg;
     popc_graph *g;
     const popco_map *lean_map; /* initializers borrow its bytes (lean.c) */
+    const struct popco_importer *parent; /* importing a subgraph: the outer
+                                         ** graph's importer; else NULL */
 } popco_importer;
+
+/* Initializers (as constants), nodes and outputs of a subgraph into
+** im->g, whose inputs the caller has added (subgraph.c). */
+popc_status popco_import_body(popco_importer *im, const Onnx__ModelProto *mp,
+                              const Onnx__GraphProto *gp);
+
+/* ---- subgraph.c ------------------------------------------------------------ */
+
+/* The node has a GRAPH attribute (If, Loop, Scan). */
+int popco_has_subgraphs(const Onnx__NodeProto *np);
+
+/* Import every GRAPH attribute of np into n: each becomes a popc graph
+** whose inputs are the body's own inputs, with the dtype and shape the
+** node gives them (Loop: iteration count, condition, loop-carried values;
+** Scan: states, one slice of each scan input), followed by the values of
+** the enclosing graph that any of the bodies reads. Those captured values
+** are appended to n's inputs, in the same order, and counted by the INT
+** attribute `__captures` (popc/plugin.h). */
+popc_status popco_import_subgraphs(popco_importer *im,
+                                   const Onnx__ModelProto *mp,
+                                   const Onnx__NodeProto *np, popco_node *n,
+                                   int opset, const char *where);
 
 /* The graph has an initializer called name (IR < 4 lists them among
 ** the inputs too). */

@@ -1,5 +1,6 @@
 # ops/extend.mk - plugins host (popc::HostOp: CPU ops calling the model's
-# host callbacks) and ffi (popc::ForeignCall: C functions through libffi).
+# host callbacks), ffi (popc::ForeignCall: C functions through libffi) and
+# flow (If, Loop, Scan: ONNX control flow running subgraph attributes).
 ops_LTLIBRARIES += %reldir%/host.la
 %canon_reldir%_host_la_SOURCES = %reldir%/host/host.c
 %canon_reldir%_host_la_LDFLAGS = $(POPC_MODULE_FLAGS)
@@ -10,3 +11,9 @@ ops_LTLIBRARIES += %reldir%/ffi.la
 %canon_reldir%_ffi_la_CFLAGS = $(AM_CFLAGS) $(FFI_CFLAGS)
 %canon_reldir%_ffi_la_LDFLAGS = $(POPC_MODULE_FLAGS)
 %canon_reldir%_ffi_la_LIBADD = $(FFI_LIBS) -lpthread
+
+# flow: ONNX control flow (If, Loop, Scan) running subgraph attributes
+ops_LTLIBRARIES += %reldir%/flow.la
+%canon_reldir%_flow_la_SOURCES = %reldir%/flow/flow.c %reldir%/flow/if.c \
+    %reldir%/flow/loop.c %reldir%/flow/scan.c %reldir%/flow/flow_priv.h
+%canon_reldir%_flow_la_LDFLAGS = $(POPC_MODULE_FLAGS)

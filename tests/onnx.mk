@@ -21,8 +21,31 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 
 TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
     %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
-    %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh
+    %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh \
+    %reldir%/onnx/test_flow.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
+    %reldir%/onnx/test_flow.sh \
+    %reldir%/onnx/flow/gen_flow.py \
+    %reldir%/onnx/flow/if_shapes.c.npy \
+    %reldir%/onnx/flow/if_shapes.onnx \
+    %reldir%/onnx/flow/loop_classifier.logits.npy \
+    %reldir%/onnx/flow/loop_classifier.onnx \
+    %reldir%/onnx/flow/loop_classifier.x.npy \
+    %reldir%/onnx/flow/loop_classifier.y.npy \
+    %reldir%/onnx/flow/loop_early.onnx \
+    %reldir%/onnx/flow/loop_early.v.npy \
+    %reldir%/onnx/flow/loop_if.h0.npy \
+    %reldir%/onnx/flow/loop_if.h_final.npy \
+    %reldir%/onnx/flow/loop_if.m.npy \
+    %reldir%/onnx/flow/loop_if.onnx \
+    %reldir%/onnx/flow/loop_if.stacked.npy \
+    %reldir%/onnx/flow/scan_axes.m0.npy \
+    %reldir%/onnx/flow/scan_axes.mx.npy \
+    %reldir%/onnx/flow/scan_axes.onnx \
+    %reldir%/onnx/flow/scan_axes.s.npy \
+    %reldir%/onnx/flow/scan_axes.s0.npy \
+    %reldir%/onnx/flow/scan_axes.x.npy \
+    %reldir%/onnx/flow/scan_axes.ys.npy \
     %reldir%/onnx/test_seq_train.sh %reldir%/onnx/seqtrain/gen_seqtrain.py \
     %reldir%/onnx/seqtrain/transformer.onnx \
     %reldir%/onnx/seqtrain/transformer_losses.txt \

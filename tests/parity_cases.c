@@ -573,6 +573,127 @@ static void b_gru_rnn(bld *b)
     pc_output(b, out[0]);
 }
 
+/* LSTM (bidirectional, peepholes), GRU and RNN with trainable weights:
+** the gradient ops popc::LSTMGrad, GRUGrad and RNNGrad */
+static void b_recurrent_train(bld *b)
+{
+    int64_t xd[3] = {B, 3, 5};
+    int64_t wl[3] = {2, 16, 5}, rl[3] = {2, 16, 4}, bl[2] = {2, 32};
+    int64_t pl[2] = {2, 12}, wg[3] = {1, 12, 5}, rg[3] = {1, 12, 4};
+    int64_t wr[3] = {1, 4, 5}, rr[3] = {1, 4, 4};
+    int x = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
+    popc_attr lstm[3] = {attr_i("hidden_size", 4),
+                         attr_s("direction", "bidirectional"),
+                         attr_i("layout", 1)};
+    popc_attr one[2] = {attr_i("hidden_size", 4), attr_i("layout", 1)};
+    int in[8] = {x, weight(b, "lw", wl, 3, -0.5, 0.5),
+                 weight(b, "lr", rl, 3, -0.5, 0.5),
+                 weight(b, "lb", bl, 2, -0.5, 0.5), -1, -1, -1,
+                 weight(b, "lp", pl, 2, -0.5, 0.5)};
+    int out[3], sum;
+
+    ck_assert(pc_nodes_n(b, NULL, "LSTM", in, 8, lstm, 3, out, 3));
+    sum = node1(b, "ReduceMean", out[0]);
+    in[1] = weight(b, "gw", wg, 3, -0.5, 0.5);
+    in[2] = weight(b, "gr", rg, 3, -0.5, 0.5);
+    ck_assert(pc_nodes_n(b, NULL, "GRU", in, 3, one, 2, out, 2));
+    sum = node2(b, "Add", sum, node1(b, "ReduceMean", out[0]));
+    in[1] = weight(b, "rw", wr, 3, -0.5, 0.5);
+    in[2] = weight(b, "rr", rr, 3, -0.5, 0.5);
+    ck_assert(pc_nodes_n(b, NULL, "RNN", in, 3, one, 2, out, 2));
+    sum = node2(b, "Add", sum, node1(b, "ReduceMean", out[0]));
+    mean_loss(b, sum);
+}
+
+/* A subgraph with float inputs of the given shapes whose outputs are
+** op(input k) for the listed (op, k) pairs; non-float inputs (Loop's
+** iteration count and condition) come first when with_loop_head. */
+static popc_graph *body(const char *name, int with_loop_head,
+                        const int64_t *const *dims, const int *ranks,
+                        int n_in, const char *const *ops, const int *args,
+                        int n_out)
+{
+    popc_graph *g = NULL;
+    int v[8], head = with_loop_head ? 2 : 0, out;
+
+    OK(popc_graph_new(name, &g));
+    if (with_loop_head) {
+        OK(popc_graph_add_input(g, "iter", POPC_DTYPE_I64, NULL, 0, &v[0]));
+        OK(popc_graph_add_input(g, "cond", POPC_DTYPE_BOOL, NULL, 0, &v[1]));
+        OK(popc_graph_add_node(g, NULL, "Identity", 0, &v[1], 1, &out, 1,
+                               NULL, 0, NULL, NULL));
+        OK(popc_graph_add_output(g, out));
+    }
+    for (int i = 0; i < n_in; i++) {
+        char in_name[16];
+
+        snprintf(in_name, sizeof in_name, "x%d", i);
+        OK(popc_graph_add_input(g, in_name, POPC_DTYPE_F32, dims[i], ranks[i],
+                                &v[head + i]));
+    }
+    for (int j = 0; j < n_out; j++) {
+        int in2[2] = {v[head + args[j]], v[head + (args[j] + 1) % n_in]};
+        int binary = strcmp(ops[j], "Add") == 0;
+
+        OK(popc_graph_add_node(g, NULL, ops[j], 0, in2, binary ? 2 : 1, &out,
+                               1, NULL, 0, NULL, NULL));
+        OK(popc_graph_add_output(g, out));
+    }
+    return g;
+}
+
+/* If (both branches, reading a captured value), Loop (3 iterations, one
+** carried value, one scan output) and Scan (a running sum over the batch
+** axis) */
+static void b_flow(bld *b)
+{
+    static const int64_t img[2] = {64, 64}, one[1] = {1};
+    const int64_t *d1[1] = {img}, *d2[2] = {img, img};
+    const int r1[1] = {2}, r2[2] = {2, 2};
+    static const char *const neg[1] = {"Neg"}, *const tanh_[1] = {"Tanh"};
+    static const char *const loop_ops[2] = {"Tanh", "Neg"};
+    static const char *const scan_ops[2] = {"Add", "Tanh"};
+    static const int a0[2] = {0, 0};
+    static const uint8_t yes = 1, no = 0;
+    int64_t xd[3] = {B, 64, 64};
+    int x = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
+    int w = weight(b, "img", img, 2, -1.0, 1.0), out[2], in[4];
+    popc_graph *then_g = body("then", 0, d1, r1, 1, neg, a0, 1);
+    popc_graph *else_g = body("else", 0, d1, r1, 1, tanh_, a0, 1);
+    popc_graph *loop_g = body("loop", 1, d1, r1, 1, loop_ops, a0, 2);
+    popc_graph *scan_g = body("scan", 0, d2, r2, 2, scan_ops, a0, 2);
+    popc_attr ifa[3] = {{.name = "then_branch", .type = POPC_ATTR_GRAPH,
+                         .graph = then_g},
+                        {.name = "else_branch", .type = POPC_ATTR_GRAPH,
+                         .graph = else_g},
+                        attr_i("__captures", 1)};
+    popc_attr la = {.name = "body", .type = POPC_ATTR_GRAPH, .graph = loop_g};
+    popc_attr sa[2] = {{.name = "body", .type = POPC_ATTR_GRAPH,
+                        .graph = scan_g},
+                       attr_i("num_scan_inputs", 1)};
+
+    in[0] = const_bool(b, &yes, one);
+    in[1] = w;
+    pc_output(b, node(b, NULL, "If", in, 2, ifa, 3));
+    in[0] = const_bool(b, &no, one);
+    pc_output(b, node(b, NULL, "If", in, 2, ifa, 3));
+    in[0] = const_scalar_i64(b, 3);
+    in[1] = -1;
+    in[2] = w;
+    ck_assert(pc_nodes_n(b, NULL, "Loop", in, 3, &la, 1, out, 2));
+    pc_output(b, out[0]);
+    pc_output(b, out[1]);
+    in[0] = w;
+    in[1] = x;
+    ck_assert(pc_nodes_n(b, NULL, "Scan", in, 2, sa, 2, out, 2));
+    pc_output(b, out[0]);
+    pc_output(b, out[1]);
+    popc_graph_free(then_g);
+    popc_graph_free(else_g);
+    popc_graph_free(loop_g);
+    popc_graph_free(scan_g);
+}
+
 static void b_einsum(bld *b)
 {
     int64_t ad[3] = {B, 3, 4}, bd[3] = {B, 4, 5};
@@ -990,6 +1111,8 @@ const pcase pc_cases[] = {
     {"resize", b_resize, 0},
     {"recurrent", b_recurrent, 0},
     {"gru_rnn", b_gru_rnn, 0},
+    {"recurrent_train", b_recurrent_train, 1},
+    {"flow", b_flow, 0},
     {"einsum", b_einsum, 0},
     {"sampling", b_sampling, 0},
     {"int_conv", b_int_conv, 0},

@@ -449,6 +449,20 @@ struct popc_host {
     ** thread that joins it (STYLE B6.4). May be NULL: read it only when
     ** POPC_HAS_FIELD(popc_host, size, last_error) and it is set. */
     const char *(*last_error)(void);
+    /* Subgraphs (POPC_ATTR_GRAPH attributes: the bodies of If, Loop and
+    ** Scan). Read only when POPC_HAS_FIELD(popc_host, size, graph_run).
+    ** graph_signature: how many inputs and outputs g has, and the dtype
+    ** and shape of each (up to cap of each; arrays may be NULL). */
+    popc_status (*graph_signature)(const struct popc_graph *g, int *n_inputs,
+                                   popc_view *inputs, int *n_outputs,
+                                   popc_view *outputs, int cap);
+    /* Run g once on the reference kernels: inputs as g declares them, the
+    ** results written into outputs (allocated by the caller with the
+    ** dtype and shape of each result; a mismatch is an error naming it). */
+    popc_status (*graph_run)(const struct popc_graph *g,
+                             const popc_view *inputs, int n_inputs,
+                             const popc_view *outputs, int n_outputs,
+                             int training, uint64_t seed);
 };
 
 typedef struct popc_plugin_info {
