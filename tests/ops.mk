@@ -26,9 +26,10 @@ EXTRA_DIST += %reldir%/ref/gen_ops_math.py %reldir%/ref/ops
 # go through the graph (autodiff) and need math/tensor ops too
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_op_nn %reldir%/check_op_loss \
-    %reldir%/check_op_popc %reldir%/check_op_recurrent
+    %reldir%/check_op_popc %reldir%/check_op_recurrent \
+    %reldir%/check_op_onnx_grads
 TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc \
-    %reldir%/check_op_recurrent
+    %reldir%/check_op_recurrent %reldir%/check_op_onnx_grads
 endif
 NN_TEST_SOURCES = %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
     %reldir%/harness/ref_check.c %reldir%/harness/ref_check.h \
@@ -44,6 +45,11 @@ NN_TEST_DEPS = libpopc.la ops/nn.la ops/loss.la ops/popc.la ops/math.la \
 %canon_reldir%_check_op_recurrent_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_op_recurrent_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_op_recurrent_DEPENDENCIES = $(NN_TEST_DEPS)
+%canon_reldir%_check_op_onnx_grads_SOURCES = \
+    %reldir%/check_op_onnx_grads.c $(NN_TEST_SOURCES)
+%canon_reldir%_check_op_onnx_grads_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_op_onnx_grads_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_op_onnx_grads_DEPENDENCIES = $(NN_TEST_DEPS)
 %canon_reldir%_check_op_loss_SOURCES = %reldir%/check_op_loss.c \
     $(NN_TEST_SOURCES)
 %canon_reldir%_check_op_loss_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

@@ -268,6 +268,19 @@ static void b_clip(bld *b)
     mean_loss(b, node(b, NULL, "Clip", in, 3, NULL, 0));
 }
 
+/* gradients of wide.c's ops (popc::WideGrad), PRelu's slope trained */
+static void b_wide_train(bld *b)
+{
+    int64_t sd[1] = {64};
+    int h = trained(b, -1.0, 1.0);
+    int slope = weight(b, "slope", sd, 1, 0.05, 0.3);
+    int y = node2(b, "PRelu", h, slope);
+
+    y = node2(b, "Add", y, node1(b, "Softsign", h));
+    y = node2(b, "Add", y, node1(b, "Atan", h));
+    mean_loss(b, node2(b, "Add", y, node1(b, "HardSwish", h)));
+}
+
 /* Mod has no default for floats: fmod = 1 is required */
 static void b_mod(bld *b)
 {
@@ -1098,6 +1111,7 @@ const pcase pc_cases[] = {
     {"leaky_relu", b_leaky, 1},
     {"clip", b_clip, 1},
     {"mod", b_mod, 0},
+    {"wide_train", b_wide_train, 1},
     {"bitshift", b_bitshift, 0},
     {"logic", b_logic, 0},
     {"generate", b_generate, 0},

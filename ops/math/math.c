@@ -30,6 +30,8 @@ static popc_status math_init(const popc_host *host, popc_registrar *reg)
         return st;
     if ((st = register_all(host, reg, mop_wide_ops, mop_wide_count)) !=
             POPC_OK ||
+        (st = register_all(host, reg, mop_wide_grad_ops,
+                           mop_wide_grad_count)) != POPC_OK ||
         (st = register_all(host, reg, mop_quant_ops, mop_quant_count)) !=
             POPC_OK ||
         (st = register_all(host, reg, mop_train_ops, mop_train_count)) !=

@@ -140,6 +140,10 @@ extern const popc_op_def mop_minmax_ops[];
 extern const int mop_minmax_count;
 extern const popc_op_def mop_wide_ops[];
 extern const int mop_wide_count;
+extern const popc_op_def mop_wide_grad_ops[];
+extern const int mop_wide_grad_count;
+/* The grad() of a differentiable op of wide.c, by its ONNX name. */
+popc_status mop_wide_grad(popc_grad_ctx *gc, const char *op);
 extern const popc_op_def mop_quant_ops[];
 extern const int mop_quant_count;
 extern const popc_op_def mop_train_ops[];

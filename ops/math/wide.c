@@ -4,7 +4,7 @@
 ** models rarely spend time in (inverse trigonometry, rounding, logic,
 ** Mod, BitShift...); the hot ops keep the vectorised engine of ew.c.
 ** Kernels are split-safe (each part writes its own share of the output)
-** and deterministic. Not differentiable yet.
+** and deterministic. Gradients: wide_grad.c.
 */
 #include "config.h"
 
@@ -309,35 +309,76 @@ static popc_status mod_checked_forward(const popc_kernel_ctx *kc)
     return mod_forward(kc);
 }
 
+/* ---- gradients (wide_grad.c) ------------------------------------------------ */
+
+#define WGRAD(ID, NAME)                                                     \
+    static popc_status ID##_grad(popc_grad_ctx *gc)                         \
+    {                                                                       \
+        return mop_wide_grad(gc, NAME);                                     \
+    }
+
+WGRAD(acos, "Acos")
+WGRAD(asin, "Asin")
+WGRAD(atan, "Atan")
+WGRAD(acosh, "Acosh")
+WGRAD(asinh, "Asinh")
+WGRAD(atanh, "Atanh")
+WGRAD(cosh, "Cosh")
+WGRAD(sinh, "Sinh")
+WGRAD(tan, "Tan")
+WGRAD(softsign, "Softsign")
+WGRAD(selu, "Selu")
+WGRAD(hardsigmoid, "HardSigmoid")
+WGRAD(hardswish, "HardSwish")
+WGRAD(thresholded_relu, "ThresholdedRelu")
+WGRAD(ceil, "Ceil")
+WGRAD(floor, "Floor")
+WGRAD(round, "Round")
+WGRAD(sign, "Sign")
+WGRAD(shrink, "Shrink")
+WGRAD(prelu, "PRelu")
+
+/* Mod: floating point (fmod = 1) only; integer Mod has no gradient. */
+static popc_status mod_grad(popc_grad_ctx *gc)
+{
+    if (!popc_dtype_is_float(gc->input_info[0].dtype))
+        return opu_error(gc->host, POPC_EUNSUPPORTED, "Mod", gc->node_name,
+                         "integer Mod has no gradient");
+    return mop_wide_grad(gc, "Mod");
+}
+
 #define WDEF(NAME, VER, N_IN, P, DOC)                                       \
     OPU_DEF("ai.onnx", NAME, VER, N_IN, N_IN, 1, 1, POPC_OP_SPLIT, P, NULL, \
             NULL, DOC)
+#define WDEFG(NAME, VER, N_IN, P, DOC)                                      \
+    OPU_DEF("ai.onnx", NAME, VER, N_IN, N_IN, 1, 1, POPC_OP_SPLIT, P,       \
+            P##_grad, NULL, DOC)
 
 const popc_op_def mop_wide_ops[] = {
-    WDEF("Acos", 7, 1, acos, "arc cosine"),
-    WDEF("Asin", 7, 1, asin, "arc sine"),
-    WDEF("Atan", 7, 1, atan, "arc tangent"),
-    WDEF("Acosh", 9, 1, acosh, "inverse hyperbolic cosine"),
-    WDEF("Asinh", 9, 1, asinh, "inverse hyperbolic sine"),
-    WDEF("Atanh", 9, 1, atanh, "inverse hyperbolic tangent"),
-    WDEF("Cosh", 9, 1, cosh, "hyperbolic cosine"),
-    WDEF("Sinh", 9, 1, sinh, "hyperbolic sine"),
-    WDEF("Tan", 7, 1, tan, "tangent"),
-    WDEF("Softsign", 1, 1, softsign, "x / (1 + |x|)"),
-    WDEF("Selu", 6, 1, selu, "scaled ELU (alpha, gamma)"),
-    WDEF("HardSigmoid", 6, 1, hardsigmoid, "max(0, min(1, alpha x + beta))"),
-    WDEF("HardSwish", 14, 1, hardswish, "x * HardSigmoid(x; 1/6, 1/2)"),
-    WDEF("ThresholdedRelu", 10, 1, thresholded_relu, "x if x > alpha else 0"),
-    WDEF("Ceil", 13, 1, ceil, "round up"),
-    WDEF("Floor", 13, 1, floor, "round down"),
-    WDEF("Round", 11, 1, round, "round half to even"),
+    WDEFG("Acos", 7, 1, acos, "arc cosine"),
+    WDEFG("Asin", 7, 1, asin, "arc sine"),
+    WDEFG("Atan", 7, 1, atan, "arc tangent"),
+    WDEFG("Acosh", 9, 1, acosh, "inverse hyperbolic cosine"),
+    WDEFG("Asinh", 9, 1, asinh, "inverse hyperbolic sine"),
+    WDEFG("Atanh", 9, 1, atanh, "inverse hyperbolic tangent"),
+    WDEFG("Cosh", 9, 1, cosh, "hyperbolic cosine"),
+    WDEFG("Sinh", 9, 1, sinh, "hyperbolic sine"),
+    WDEFG("Tan", 7, 1, tan, "tangent"),
+    WDEFG("Softsign", 1, 1, softsign, "x / (1 + |x|)"),
+    WDEFG("Selu", 6, 1, selu, "scaled ELU (alpha, gamma)"),
+    WDEFG("HardSigmoid", 6, 1, hardsigmoid, "max(0, min(1, alpha x + beta))"),
+    WDEFG("HardSwish", 14, 1, hardswish, "x * HardSigmoid(x; 1/6, 1/2)"),
+    WDEFG("ThresholdedRelu", 10, 1, thresholded_relu, "x if x > alpha else 0"),
+    WDEFG("Ceil", 13, 1, ceil, "round up"),
+    WDEFG("Floor", 13, 1, floor, "round down"),
+    WDEFG("Round", 11, 1, round, "round half to even"),
     WDEF("IsNaN", 13, 1, isnan, "x is NaN (bool)"),
     WDEF("IsInf", 10, 1, isinf, "x is +-inf (detect_positive/negative)"),
-    WDEF("Sign", 13, 1, sign, "-1, 0 or 1"),
-    WDEF("Shrink", 9, 1, shrink, "shrink toward 0 (bias, lambd)"),
-    WDEF("PRelu", 16, 2, prelu, "x < 0 ? slope x : x (slope broadcast)"),
+    WDEFG("Sign", 13, 1, sign, "-1, 0 or 1"),
+    WDEFG("Shrink", 9, 1, shrink, "shrink toward 0 (bias, lambd)"),
+    WDEFG("PRelu", 16, 2, prelu, "x < 0 ? slope x : x (slope broadcast)"),
     OPU_DEF("ai.onnx", "Mod", 13, 2, 2, 1, 1, POPC_OP_SPLIT, mod_checked,
-            NULL, NULL, "remainder (fmod: C's fmod; else divisor's sign)"),
+            mod_grad, NULL, "remainder (fmod: C's fmod; else divisor's sign)"),
     WDEF("BitShift", 11, 2, bitshift, "unsigned shift (direction)"),
     WDEF("And", 7, 2, and, "logical and"),
     WDEF("Or", 7, 2, or, "logical or"),
