@@ -10,6 +10,7 @@ ops_LTLIBRARIES += %reldir%/math.la
     %reldir%/math/misc.c \
     %reldir%/math/minmax.c \
     %reldir%/math/wide.c \
+    %reldir%/math/wide_grad.c \
     %reldir%/math/quant.c \
     %reldir%/math/train_ops.c \
     %reldir%/math/opu_elem.h \
@@ -27,6 +28,7 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/slice.c \
     %reldir%/tensor/reduce.c \
     %reldir%/tensor/reduce_wide.c \
+    %reldir%/tensor/grads.c \
     %reldir%/tensor/generate.c \
     %reldir%/tensor/index.c \
     %reldir%/tensor/arrange.c \

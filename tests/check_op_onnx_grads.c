@@ -4,7 +4,10 @@
 ** the elementwise ops of the math plugin's wide.c (inverse and hyperbolic
 ** trigonometry, Softsign, Selu, HardSigmoid, HardSwish, ThresholdedRelu,
 ** Shrink, PRelu and its slope, floating-point Mod and its divisor, and the
-** zero gradients of Ceil, Floor, Round and Sign). */
+** zero gradients of Ceil, Floor, Round and Sign); the reductions of
+** reduce_wide.c; and the data-movement ops of the tensor plugin (Tile,
+** Pad, DepthToSpace, SpaceToDepth, CumSum, ReverseSequence, Trilu, the
+** gathers and scatters, Compress, TopK, Hardmax). */
 #include "config.h"
 
 #include <stdio.h>
@@ -112,6 +115,154 @@ START_TEST(wide_binary_gradients)
 }
 END_TEST
 
+static popc_tensor *ints(const int64_t *dims, int rank, const int64_t *v)
+{
+    popc_tensor *t = NULL;
+
+    ck_assert_int_eq(popc_tensor_from_data(POPC_DTYPE_I64, dims, rank, v, &t),
+                     POPC_OK);
+    return t;
+}
+
+static popc_tensor *ints1(int64_t n, const int64_t *v)
+{
+    return ints(&n, 1, v);
+}
+
+/* a grid of n values reshaped to dims */
+static popc_tensor *shaped(const int64_t *dims, int rank, int64_t n,
+                           double start, double step)
+{
+    popc_tensor *flat = grid(1, n, start, step), *t = NULL;
+
+    ck_assert_int_eq(popc_tensor_reshape(flat, dims, rank, &t), POPC_OK);
+    popc_tensor_free(flat);
+    return t;
+}
+
+static popc_attr ai(const char *name, int64_t v)
+{
+    return (popc_attr){.name = name, .type = POPC_ATTR_INT, .i = v};
+}
+
+static popc_attr as(const char *name, const char *v)
+{
+    return (popc_attr){.name = name, .type = POPC_ATTR_STRING, .s = v};
+}
+
+static popc_attr aints(const char *name, const int64_t *v, int n)
+{
+    return (popc_attr){.name = name, .type = POPC_ATTR_INTS, .n = n,
+                       .ints = v};
+}
+
+/* op(x, second) with the gradient checked for x only */
+static void fd_x(const char *op, popc_tensor *x, popc_tensor *second,
+                 const popc_attr *a, int na)
+{
+    popc_tensor *in[2] = {x, second};
+    static const int wrt[] = {0};
+
+    fd_ok(op, in, second ? 2 : 1, wrt, 1, a, na);
+    popc_tensor_free(x);
+    popc_tensor_free(second);
+}
+
+START_TEST(reduction_gradients)
+{
+    static const char *const ops[] = {"ReduceMin", "ReduceProd", "ReduceL1",
+                                      "ReduceL2", "ReduceLogSum",
+                                      "ReduceLogSumExp", "ReduceSumSquare"};
+    int64_t axes[1] = {1};
+    popc_attr a[2] = {aints("axes", axes, 1), ai("keepdims", 0)};
+
+    for (int i = 0; i < N_OF(ops); i++) {
+        /* positive (LogSum), away from 0 (L1), distinct (Min) */
+        fd_x(ops[i], grid(3, 4, 0.31, 0.11), NULL, a, 2);
+        fd_x(ops[i], grid(3, 4, 0.31, 0.11), NULL, NULL, 0);
+    }
+    {
+        /* ReduceProd through a zero: the other elements' product */
+        popc_tensor *x = grid(3, 4, -0.55, 0.1);
+
+        ((float *)popc_tensor_data(x))[5] = 0.0f;
+        fd_x("ReduceProd", x, NULL, a, 2);
+    }
+}
+END_TEST
+
+START_TEST(arrange_gradients)
+{
+    static const int64_t reps[2] = {2, 3}, pads[4] = {1, -1, 0, 2};
+    static const int64_t axis1[1] = {1}, k1[1] = {1}, two[1] = {2};
+    static const int64_t lens[2] = {3, 4};
+    int64_t d4[4] = {1, 8, 2, 3}, s4[4] = {1, 2, 4, 6}, t3[3] = {4, 2, 3};
+    popc_attr b2 = ai("blocksize", 2);
+    popc_attr crd[2] = {ai("blocksize", 2), as("mode", "CRD")};
+    popc_attr cum[2] = {ai("reverse", 1), ai("exclusive", 1)};
+    popc_attr rev[2] = {ai("batch_axis", 1), ai("time_axis", 0)};
+    popc_attr lower = ai("upper", 0), topk_axis = ai("axis", 1);
+
+    fd_x("Tile", grid(2, 3, -0.5, 0.1), ints1(2, reps), NULL, 0);
+    fd_x("Pad", grid(2, 3, -0.5, 0.1), ints1(4, pads), NULL, 0);
+    fd_x("DepthToSpace", shaped(d4, 4, 48, -0.5, 0.02), NULL, &b2, 1);
+    fd_x("DepthToSpace", shaped(d4, 4, 48, -0.5, 0.02), NULL, crd, 2);
+    fd_x("SpaceToDepth", shaped(s4, 4, 48, -0.5, 0.02), NULL, &b2, 1);
+    fd_x("CumSum", grid(3, 4, -0.5, 0.1), ints(NULL, 0, axis1), NULL, 0);
+    fd_x("CumSum", grid(3, 4, -0.5, 0.1), ints(NULL, 0, axis1), cum, 2);
+    fd_x("ReverseSequence", shaped(t3, 3, 24, -0.5, 0.04), ints1(2, lens),
+         rev, 2);
+    fd_x("Trilu", grid(3, 4, -0.5, 0.1), ints(NULL, 0, k1), &lower, 1);
+    fd_x("TopK", grid(3, 5, -0.5, 0.07), ints1(1, two), &topk_axis, 1);
+    fd_x("Hardmax", grid(3, 5, -0.5, 0.07), NULL, NULL, 0);
+}
+END_TEST
+
+static popc_status tensor_free_all(popc_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++)
+        popc_tensor_free(t[i]);
+    return POPC_OK;
+}
+
+START_TEST(index_gradients)
+{
+    static const int64_t ge[6] = {0, 3, 3, 1, 2, 2};   /* [3, 2] on axis 1 */
+    static const int64_t nd[4] = {0, 1, 2, 3};         /* [2, 2] pairs */
+    static const int64_t se[4] = {2, 0, 1, 2};         /* [1, 4] on axis 0 */
+    static const int64_t snd[2] = {1, 2};              /* [2, 1] rows */
+    int64_t ged[2] = {3, 2}, ndd[2] = {2, 2}, sed[2] = {1, 4};
+    int64_t sndd[2] = {2, 1}, cd[1] = {4}, cfd[1] = {5};
+    uint8_t cond[5] = {1, 0, 1, 1, 0};
+    popc_attr ax1 = ai("axis", 1), ax0 = ai("axis", 0);
+    popc_attr add[2] = {ai("axis", 0), as("reduction", "add")};
+    popc_attr add_nd = as("reduction", "add");
+    static const int data_upd[2] = {0, 2};
+    popc_tensor *in[3], *c = NULL;
+
+    fd_x("GatherElements", grid(3, 4, -0.5, 0.1), ints(ged, 2, ge), &ax1, 1);
+    fd_x("GatherND", grid(3, 4, -0.5, 0.1), ints(ndd, 2, nd), NULL, 0);
+    in[0] = grid(3, 4, -0.5, 0.1);
+    in[1] = ints(sed, 2, se);
+    in[2] = grid(1, 4, 0.3, 0.1);
+    fd_ok("ScatterElements", in, 3, data_upd, 2, &ax0, 1);
+    fd_ok("ScatterElements", in, 3, data_upd, 2, add, 2);
+    tensor_free_all(in, 3);
+    in[0] = grid(3, 4, -0.5, 0.1);
+    in[1] = ints(sndd, 2, snd);
+    in[2] = grid(2, 4, 0.3, 0.1);
+    fd_ok("ScatterND", in, 3, data_upd, 2, NULL, 0);
+    fd_ok("ScatterND", in, 3, data_upd, 2, &add_nd, 1);
+    tensor_free_all(in, 3);
+    ck_assert_int_eq(popc_tensor_from_data(POPC_DTYPE_BOOL, cd, 1, cond, &c),
+                     POPC_OK);
+    fd_x("Compress", grid(3, 4, -0.5, 0.1), c, &ax1, 1);
+    ck_assert_int_eq(popc_tensor_from_data(POPC_DTYPE_BOOL, cfd, 1, cond, &c),
+                     POPC_OK);
+    fd_x("Compress", grid(3, 4, -0.5, 0.1), c, NULL, 0);
+}
+END_TEST
+
 static Suite *grads_suite(void)
 {
     Suite *s = suite_create("op_onnx_grads");
@@ -121,6 +272,12 @@ static Suite *grads_suite(void)
     tcase_add_test(tc, wide_unary_gradients);
     tcase_add_test(tc, wide_attribute_gradients);
     tcase_add_test(tc, wide_binary_gradients);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("tensor");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, reduction_gradients);
+    tcase_add_test(tc, arrange_gradients);
+    tcase_add_test(tc, index_gradients);
     suite_add_tcase(s, tc);
     return s;
 }

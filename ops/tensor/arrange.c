@@ -2,7 +2,7 @@
 ** SpaceToDepth, Pad (constant, reflect, edge), CumSum, Hardmax, TopK and
 ** ReverseSequence, for every dtype. Repeats, pads, axes and K must be
 ** known at compile time. Gather-style kernels write their own share of
-** the output; the scans run as one part. Not differentiable yet.
+** the output; the scans run as one part. Gradients: grads.c.
 */
 #include "config.h"
 
@@ -523,22 +523,22 @@ static popc_status reverse_sequence_forward(const popc_kernel_ctx *kc)
 }
 
 const popc_op_def top_arrange_ops[] = {
-    OPU_DEF("ai.onnx", "Tile", 13, 2, 2, 1, 1, POPC_OP_SPLIT, tile, NULL,
+    OPU_DEF("ai.onnx", "Tile", 13, 2, 2, 1, 1, POPC_OP_SPLIT, tile, top_tile_grad,
             NULL, "repeat the input along each axis"),
     OPU_DEF("ai.onnx", "DepthToSpace", 13, 1, 1, 1, 1, POPC_OP_SPLIT,
-            depth_to_space, NULL, NULL, "channels to blocks (DCR or CRD)"),
+            depth_to_space, top_depth_to_space_grad, NULL, "channels to blocks (DCR or CRD)"),
     OPU_DEF("ai.onnx", "SpaceToDepth", 13, 1, 1, 1, 1, POPC_OP_SPLIT,
-            space_to_depth, NULL, NULL, "blocks to channels"),
-    OPU_DEF("ai.onnx", "Pad", 13, 2, 3, 1, 1, POPC_OP_SPLIT, pad, NULL, NULL,
+            space_to_depth, top_space_to_depth_grad, NULL, "blocks to channels"),
+    OPU_DEF("ai.onnx", "Pad", 13, 2, 3, 1, 1, POPC_OP_SPLIT, pad, top_pad_grad, NULL,
             "pad with a constant, reflection or the edge"),
-    OPU_DEF("ai.onnx", "CumSum", 14, 2, 2, 1, 1, 0, cumsum, NULL, NULL,
+    OPU_DEF("ai.onnx", "CumSum", 14, 2, 2, 1, 1, 0, cumsum, top_cumsum_grad, NULL,
             "running sum along axis (exclusive, reverse)"),
-    OPU_DEF("ai.onnx", "Hardmax", 13, 1, 1, 1, 1, 0, hardmax, NULL, NULL,
+    OPU_DEF("ai.onnx", "Hardmax", 13, 1, 1, 1, 1, 0, hardmax, top_hardmax_grad, NULL,
             "1 at the first maximum along axis"),
-    OPU_DEF("ai.onnx", "TopK", 11, 2, 2, 1, 2, 0, topk, NULL, NULL,
+    OPU_DEF("ai.onnx", "TopK", 11, 2, 2, 1, 2, 0, topk, top_topk_grad, NULL,
             "the K largest or smallest along axis, with indices"),
     OPU_DEF("ai.onnx", "ReverseSequence", 10, 2, 2, 1, 1, POPC_OP_SPLIT,
-            reverse_sequence, NULL, NULL,
+            reverse_sequence, top_reverse_sequence_grad, NULL,
             "reverse each batch entry's first sequence_lens steps"),
 };
 

@@ -1,8 +1,7 @@
 /* generate.c - ops whose output is made from shapes and constants:
 ** ConstantOfShape, Range, EyeLike, and Trilu (a masked copy). Shapes and
 ** limits must be known at compile time (popc fixes shapes, as PopTorch
-** does); every dtype popc has. Not differentiable, except Trilu's mask
-** which has no gradient builder yet.
+** does); every dtype popc has. Only Trilu is differentiable (grads.c).
 */
 #include "config.h"
 
@@ -282,7 +281,7 @@ const popc_op_def top_generate_ops[] = {
             NULL, "start, start + delta, ... up to limit (static)"),
     OPU_DEF("ai.onnx", "EyeLike", 9, 1, 1, 1, 1, POPC_OP_SPLIT, eye, NULL,
             NULL, "ones on diagonal k, zeros elsewhere"),
-    OPU_DEF("ai.onnx", "Trilu", 14, 1, 2, 1, 1, POPC_OP_SPLIT, trilu, NULL,
+    OPU_DEF("ai.onnx", "Trilu", 14, 1, 2, 1, 1, POPC_OP_SPLIT, trilu, top_trilu_grad,
             NULL, "upper or lower triangle (k)"),
 };
 

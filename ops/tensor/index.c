@@ -3,7 +3,7 @@
 ** (elements are moved as bytes). Negative indices count from the end; an
 ** index out of range is an error naming the node. Scatters copy the data
 ** and then apply the updates in index order (reduction none, add or
-** mul), so they run as one part. Not differentiable yet.
+** mul), so they run as one part. Gradients: grads.c.
 */
 #include "config.h"
 
@@ -468,19 +468,19 @@ static popc_status compress_forward(const popc_kernel_ctx *kc)
 
 const popc_op_def top_index_ops[] = {
     OPU_DEF("ai.onnx", "GatherElements", 13, 2, 2, 1, 1, POPC_OP_SPLIT,
-            gather_elements, NULL, NULL, "data[indices along axis]"),
+            gather_elements, top_gather_elements_grad, NULL, "data[indices along axis]"),
     OPU_DEF("ai.onnx", "ScatterElements", 16, 3, 3, 1, 1, 0,
-            scatter_elements, NULL, NULL,
+            scatter_elements, top_scatter_elements_grad, NULL,
             "data with updates at indices along axis (reduction)"),
-    OPU_DEF("ai.onnx", "Scatter", 9, 3, 3, 1, 1, 0, scatter, NULL, NULL,
+    OPU_DEF("ai.onnx", "Scatter", 9, 3, 3, 1, 1, 0, scatter, top_scatter_grad, NULL,
             "ScatterElements' older name (opset 9 and 10)"),
-    OPU_DEF("ai.onnx", "GatherND", 13, 2, 2, 1, 1, 0, gather_nd, NULL, NULL,
+    OPU_DEF("ai.onnx", "GatherND", 13, 2, 2, 1, 1, 0, gather_nd, top_gather_nd_grad, NULL,
             "slices of data at index tuples (batch_dims)"),
-    OPU_DEF("ai.onnx", "ScatterND", 16, 3, 3, 1, 1, 0, scatter_nd, NULL, NULL,
+    OPU_DEF("ai.onnx", "ScatterND", 16, 3, 3, 1, 1, 0, scatter_nd, top_scatter_nd_grad, NULL,
             "data with slices replaced at index tuples (reduction)"),
     OPU_DEF("ai.onnx", "OneHot", 11, 3, 3, 1, 1, POPC_OP_SPLIT, onehot, NULL,
             NULL, "one-hot encoding along axis with [off, on] values"),
-    OPU_DEF("ai.onnx", "Compress", 11, 2, 2, 1, 1, 0, compress, NULL, NULL,
+    OPU_DEF("ai.onnx", "Compress", 11, 2, 2, 1, 1, 0, compress, top_compress_grad, NULL,
             "the slices where the (static) condition holds"),
 };
 

@@ -423,21 +423,35 @@ static popc_status reduce_mean_grad(popc_grad_ctx *gc)
     return red_sum_mean_grad(gc, RED_MEAN);
 }
 
-/* ReduceMaxGrad(dY, X, Y, axes?) with the forward's attributes */
-static popc_status reduce_max_grad(popc_grad_ctx *gc)
+/* ReduceMaxGrad(dY, X, Y, axes?) with the forward's attributes and, for
+** the reductions of reduce_wide.c, "of" naming the forward op. */
+popc_status top_reduce_grad(popc_grad_ctx *gc, const char *of)
 {
-    int in[4];
+    popc_attr attrs[17];
+    int in[4], n_attrs = 0;
     int n = gc->n_inputs > 1 && gc->inputs[1] >= 0 ? 4 : 3;
 
     if (gc->output_grads[0] < 0)
         return POPC_OK;
+    if (gc->attrs && gc->attrs->n > 16)
+        return opu_error(gc->host, POPC_EINVAL, of, gc->node_name,
+                         "too many attributes (%d)", gc->attrs->n);
+    for (int i = 0; gc->attrs && i < gc->attrs->n; i++)
+        attrs[n_attrs++] = gc->attrs->items[i];
+    if (strcmp(of, "ReduceMax") != 0)
+        attrs[n_attrs++] = (popc_attr){.name = "of",
+                                       .type = POPC_ATTR_STRING, .s = of};
     in[0] = gc->output_grads[0];
     in[1] = gc->inputs[0];
     in[2] = gc->outputs[0];
     in[3] = n == 4 ? gc->inputs[1] : -1;
-    return opu_grad_node(gc, "popc", "ReduceMaxGrad", in, n,
-                         gc->attrs ? gc->attrs->items : NULL,
-                         gc->attrs ? gc->attrs->n : 0, &gc->input_grads[0]);
+    return opu_grad_node(gc, "popc", "ReduceMaxGrad", in, n, attrs, n_attrs,
+                         &gc->input_grads[0]);
+}
+
+static popc_status reduce_max_grad(popc_grad_ctx *gc)
+{
+    return top_reduce_grad(gc, "ReduceMax");
 }
 
 /* ---- ReduceMaxGrad ------------------------------------------------------------ */
@@ -458,6 +472,45 @@ static popc_status max_grad_spec(const popc_host *h, const char *node,
     return red_spec(h, RED_MAX, node, views, 2, attrs, spec, y);
 }
 
+/* What a reduction's gradient needs to know about one output: the count
+** of elements equal to it (Max, Min: torch's amax/amin backward shares
+** dY among ties), or the zeros and the product of the other elements
+** (Prod: torch's rule when an element is 0). */
+enum { G_MAX, G_MIN, G_PROD, G_L1, G_L2, G_LOGSUM, G_LOGSUMEXP, G_SUMSQ };
+
+static int grad_kind(const popc_attrs *a)
+{
+    static const char *const of[] = {"ReduceMax", "ReduceMin", "ReduceProd",
+                                     "ReduceL1", "ReduceL2", "ReduceLogSum",
+                                     "ReduceLogSumExp", "ReduceSumSquare"};
+    const char *name = popc_attr_string(a, "of", "ReduceMax");
+
+    for (int k = 0; k < (int)(sizeof of / sizeof of[0]); k++)
+        if (strcmp(of[k], name) == 0)
+            return k;
+    return -1;
+}
+
+/* d(reduction)/dx for one element x of an output y, with the output's
+** ties (Max/Min) or zeros and product of the non-zero elements (Prod). */
+static double red_deriv(int kind, double x, double y, int64_t count,
+                        double prod_nonzero)
+{
+    switch (kind) {
+    case G_MAX:
+    case G_MIN: return x == y ? 1.0 / (double)count : 0.0;
+    case G_PROD:
+        if (count == 0)
+            return y / x;
+        return count == 1 && x == 0 ? prod_nonzero : 0.0;
+    case G_L1: return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+    case G_L2: return y > 0 ? x / y : 0.0;
+    case G_LOGSUM: return exp(-y);
+    case G_LOGSUMEXP: return exp(x - y);
+    default: return 2.0 * x;
+    }
+}
+
 static popc_status reduce_max_grad_infer(popc_infer_ctx *ic)
 {
     reduce_spec spec;
@@ -467,6 +520,11 @@ static popc_status reduce_max_grad_infer(popc_infer_ctx *ic)
     popc_status st;
 
     memset(&y, 0, sizeof y);
+    if (grad_kind(ic->attrs) < 0)
+        return opu_error(ic->host, POPC_EINVAL, "ReduceMaxGrad",
+                         ic->node_name, "attribute 'of' names no reduction "
+                         "it differentiates ('%s')",
+                         popc_attr_string(ic->attrs, "of", ""));
     if ((st = max_grad_spec(ic->host, ic->node_name, in, ic->n_inputs,
                             ic->attrs, &spec, &y)) != POPC_OK)
         return st;
@@ -483,14 +541,14 @@ static popc_status reduce_max_grad_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-/* dX = dY / (number of maxima) at every maximum, 0 elsewhere (torch's
-** amax backward). A part owns outputs [s, e) of Y and writes exactly the
-** X positions that reduce into them. */
+/* dX for every reduction ReduceMaxGrad serves (attribute "of"). A part
+** owns outputs [s, e) of Y and writes exactly the X positions that reduce
+** into them. */
 static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
 {
     const popc_view *dy = &kc->inputs[0], *x = &kc->inputs[1];
     const popc_view *y = &kc->inputs[2], *dx = &kc->outputs[0];
-    int half = x->dtype == POPC_DTYPE_F16;
+    int half = x->dtype == POPC_DTYPE_F16, kind = grad_kind(kc->attrs);
     reduce_spec spec;
     reduce_geom g;
     popc_view shape;
@@ -502,7 +560,7 @@ static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
                             kc->n_inputs, kc->attrs, &spec, &shape)) !=
         POPC_OK)
         return st;
-    if (spec.noop) {
+    if (spec.noop && kind <= G_PROD) {
         top_copy_share(kc, dy, dx);
         return POPC_OK;
     }
@@ -510,20 +568,33 @@ static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
     opu_range(g.n_out, kc->part, kc->n_parts, &s, &e);
     for (int64_t o = s; o < e; o++) {
         int64_t base = keep_offset(&g, o), idx[POPC_MAX_RANK] = {0}, off = 0;
-        double m = load_at(y->data, half, o), share;
-        int64_t ties = 0;
+        double m = load_at(y->data, half, o), d = load_at(dy->data, half, o);
+        double prod = 1.0;
+        int64_t count = 0;
 
         if (g.n_red_elems == 0)
             continue;
+        if (kind <= G_PROD) {
+            do {
+                double v = load_at(x->data, half, base + off);
+
+                if (kind == G_PROD) {
+                    count += v == 0;
+                    prod *= v == 0 ? 1.0 : v;
+                } else {
+                    count += v == m;
+                }
+            } while (red_next(&g, idx, &off, g.n_red));
+            memset(idx, 0, sizeof idx);
+            off = 0;
+        }
         do {
-            ties += load_at(x->data, half, base + off) == m;
-        } while (red_next(&g, idx, &off, g.n_red));
-        share = ties ? load_at(dy->data, half, o) / (double)ties : 0.0;
-        memset(idx, 0, sizeof idx);
-        off = 0;
-        do {
+            double v = load_at(x->data, half, base + off);
+
             store_at(dx->data, half, base + off,
-                     load_at(x->data, half, base + off) == m ? share : 0.0);
+                     (kind <= G_MIN && count == 0)
+                         ? 0.0
+                         : d * red_deriv(kind, v, m, count, prod));
         } while (red_next(&g, idx, &off, g.n_red));
     }
     return POPC_OK;
@@ -725,7 +796,8 @@ const popc_op_def top_reduce_ops[] = {
             "sum a broadcast result back to attribute shape"),
     OPU_DEF("popc", "ReduceMaxGrad", 1, 3, 4, 1, 1, POPC_OP_SPLIT,
             reduce_max_grad, NULL, reduce_cost,
-            "(dY, X, Y, axes?) -> dY shared among the maxima"),
+            "(dY, X, Y, axes?) -> dX of ReduceMax or of the reduction "
+            "named by 'of'"),
 };
 
 const int top_reduce_count = sizeof top_reduce_ops / sizeof top_reduce_ops[0];

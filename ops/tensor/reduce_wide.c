@@ -3,7 +3,8 @@
 ** ReduceSumSquare) and ArgMin, for every numeric dtype, accumulating in
 ** double. Axes are the "axes" attribute (opset 13; older versions are
 ** upgraded to it on import), negative from the back; keepdims as ONNX.
-** Each part computes its own share of the outputs. Not differentiable yet.
+** Each part computes its own share of the outputs. Gradients:
+** popc::ReduceMaxGrad with "of" (reduce.c).
 */
 #include "config.h"
 
@@ -263,9 +264,23 @@ static popc_status argmin_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+#define RGRAD(P, NAME)                                                      \
+    static popc_status P##_grad(popc_grad_ctx *gc)                          \
+    {                                                                       \
+        return top_reduce_grad(gc, NAME);                                   \
+    }
+
+RGRAD(reduce_min, "ReduceMin")
+RGRAD(reduce_prod, "ReduceProd")
+RGRAD(reduce_l1, "ReduceL1")
+RGRAD(reduce_l2, "ReduceL2")
+RGRAD(reduce_log_sum, "ReduceLogSum")
+RGRAD(reduce_log_sum_exp, "ReduceLogSumExp")
+RGRAD(reduce_sum_square, "ReduceSumSquare")
+
 #define RDEF(NAME, P, DOC)                                                  \
-    OPU_DEF("ai.onnx", NAME, 13, 1, 1, 1, 1, POPC_OP_SPLIT, P, NULL, NULL,  \
-            DOC)
+    OPU_DEF("ai.onnx", NAME, 13, 1, 1, 1, 1, POPC_OP_SPLIT, P, P##_grad,    \
+            NULL, DOC)
 
 const popc_op_def top_reduce_wide_ops[] = {
     RDEF("ReduceMin", reduce_min, "min over axes, keepdims"),
@@ -276,7 +291,8 @@ const popc_op_def top_reduce_wide_ops[] = {
     RDEF("ReduceLogSumExp", reduce_log_sum_exp,
          "log of the sum of exp (stable), keepdims"),
     RDEF("ReduceSumSquare", reduce_sum_square, "sum of squares, keepdims"),
-    RDEF("ArgMin", argmin, "index of the minimum along axis (int64)"),
+    OPU_DEF("ai.onnx", "ArgMin", 13, 1, 1, 1, 1, POPC_OP_SPLIT, argmin, NULL,
+            NULL, "index of the minimum along axis (int64)"),
 };
 
 const int top_reduce_wide_count =

@@ -14,6 +14,27 @@
 void top_copy_share(const popc_kernel_ctx *kc, const popc_view *in,
                     const popc_view *out);
 
+/* The grad() of a reduction (ReduceMax and those of reduce_wide.c, by
+** ONNX name): popc::ReduceMaxGrad with "of" = the op. */
+popc_status top_reduce_grad(popc_grad_ctx *gc, const char *of);
+
+/* Gradient builders of grads.c, one per op. */
+popc_status top_tile_grad(popc_grad_ctx *gc);
+popc_status top_pad_grad(popc_grad_ctx *gc);
+popc_status top_depth_to_space_grad(popc_grad_ctx *gc);
+popc_status top_space_to_depth_grad(popc_grad_ctx *gc);
+popc_status top_cumsum_grad(popc_grad_ctx *gc);
+popc_status top_reverse_sequence_grad(popc_grad_ctx *gc);
+popc_status top_trilu_grad(popc_grad_ctx *gc);
+popc_status top_gather_elements_grad(popc_grad_ctx *gc);
+popc_status top_gather_nd_grad(popc_grad_ctx *gc);
+popc_status top_scatter_elements_grad(popc_grad_ctx *gc);
+popc_status top_scatter_grad(popc_grad_ctx *gc);
+popc_status top_scatter_nd_grad(popc_grad_ctx *gc);
+popc_status top_compress_grad(popc_grad_ctx *gc);
+popc_status top_topk_grad(popc_grad_ctx *gc);
+popc_status top_hardmax_grad(popc_grad_ctx *gc);
+
 /* Op tables of each file. */
 extern const popc_op_def top_shape_ops[];
 extern const int top_shape_count;
