@@ -29,6 +29,7 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/reduce.c \
     %reldir%/tensor/reduce_wide.c \
     %reldir%/tensor/grads.c \
+    %reldir%/tensor/linalg_grad.c \
     %reldir%/tensor/generate.c \
     %reldir%/tensor/index.c \
     %reldir%/tensor/arrange.c \

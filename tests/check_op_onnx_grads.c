@@ -7,7 +7,9 @@
 ** zero gradients of Ceil, Floor, Round and Sign); the reductions of
 ** reduce_wide.c; and the data-movement ops of the tensor plugin (Tile,
 ** Pad, DepthToSpace, SpaceToDepth, CumSum, ReverseSequence, Trilu, the
-** gathers and scatters, Compress, TopK, Hardmax). */
+** gathers and scatters, Compress, TopK, Hardmax); Einsum (explicit,
+** implicit, batched, ellipsis broadcast, transpose) and Det (invertible
+** and singular matrices). */
 #include "config.h"
 
 #include <stdio.h>
@@ -263,6 +265,47 @@ START_TEST(index_gradients)
 }
 END_TEST
 
+START_TEST(linalg_gradients)
+{
+    static const char *const eqs[] = {"ij,jk->ik", "bij,bjk->bik",
+                                      "ij,jk", "...ij,...jk->...ik",
+                                      "ij->ji", "ijk,k->ij"};
+    int64_t a2[2] = {3, 4}, b2[2] = {4, 2}, a3[3] = {2, 3, 4};
+    int64_t b3[3] = {2, 4, 2}, bb3[3] = {1, 4, 2}, v1[1] = {4};
+    const int64_t *ad[6] = {a2, a3, a2, a3, a2, a3};
+    const int64_t *bd[6] = {b2, b3, b2, bb3, NULL, v1};
+    const int ar[6] = {2, 3, 2, 3, 2, 3}, br[6] = {2, 3, 2, 3, 0, 1};
+    static const int both[] = {0, 1};
+    int64_t m3[3] = {2, 3, 3};
+
+    for (int i = 0; i < N_OF(eqs); i++) {
+        popc_attr eq = {.name = "equation", .type = POPC_ATTR_STRING,
+                        .s = eqs[i]};
+        int64_t na = 1, nb = 1;
+        popc_tensor *in[2];
+
+        for (int d = 0; d < ar[i]; d++)
+            na *= ad[i][d];
+        for (int d = 0; d < br[i]; d++)
+            nb *= bd[i][d];
+        in[0] = shaped(ad[i], ar[i], na, -0.6, 0.05);
+        in[1] = bd[i] ? shaped(bd[i], br[i], nb, -0.4, 0.07) : NULL;
+        fd_ok("Einsum", in, bd[i] ? 2 : 1, both, bd[i] ? 2 : 1, &eq, 1);
+        popc_tensor_free(in[0]);
+        popc_tensor_free(in[1]);
+    }
+    /* Det over a batch: one invertible matrix, one singular (rank 2) */
+    {
+        popc_tensor *x = shaped(m3, 3, 18, -0.9, 0.13);
+        float *p = popc_tensor_data(x);
+
+        for (int j = 0; j < 3; j++)
+            p[9 + 6 + j] = p[9 + j] + p[9 + 3 + j];
+        fd_x("Det", x, NULL, NULL, 0);
+    }
+}
+END_TEST
+
 static Suite *grads_suite(void)
 {
     Suite *s = suite_create("op_onnx_grads");
@@ -278,6 +321,7 @@ static Suite *grads_suite(void)
     tcase_add_test(tc, reduction_gradients);
     tcase_add_test(tc, arrange_gradients);
     tcase_add_test(tc, index_gradients);
+    tcase_add_test(tc, linalg_gradients);
     suite_add_tcase(s, tc);
     return s;
 }

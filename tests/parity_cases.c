@@ -707,6 +707,23 @@ static void b_flow(bld *b)
     popc_graph_free(scan_g);
 }
 
+/* Einsum and Det with trainable operands (their gradients: Einsum, and
+** popc::DetGrad) */
+static void b_linalg_train(bld *b)
+{
+    int64_t ad[3] = {B, 3, 4}, wd[2] = {4, 4}, md[3] = {B, 3, 3};
+    int x = input(b, POPC_DTYPE_F32, ad, 3, -1.0, 1.0);
+    int w = weight(b, "ew", wd, 2, -0.5, 0.5);
+    int m = input(b, POPC_DTYPE_F32, md, 3, -1.0, 1.0);
+    int mw = weight(b, "dw", md + 1, 2, 0.5, 1.0);
+    popc_attr eq = attr_s("equation", "bij,jk->bik");
+    int in[2] = {x, w}, y, d;
+
+    y = node1(b, "ReduceMean", node(b, NULL, "Einsum", in, 2, &eq, 1));
+    d = node1(b, "Det", node2(b, "Add", m, mw));
+    mean_loss(b, node2(b, "Add", y, node1(b, "ReduceMean", d)));
+}
+
 static void b_einsum(bld *b)
 {
     int64_t ad[3] = {B, 3, 4}, bd[3] = {B, 4, 5};
@@ -1127,6 +1144,7 @@ const pcase pc_cases[] = {
     {"gru_rnn", b_gru_rnn, 0},
     {"recurrent_train", b_recurrent_train, 1},
     {"flow", b_flow, 0},
+    {"linalg_train", b_linalg_train, 1},
     {"einsum", b_einsum, 0},
     {"sampling", b_sampling, 0},
     {"int_conv", b_int_conv, 0},

@@ -1,7 +1,7 @@
 /* linalg.c - Einsum (any equation with up to 26 labels and an ellipsis,
 ** summing by direct iteration) and Det (LU with partial pivoting in
 ** double, over a batch of square matrices), for the float dtypes (Einsum
-** also the integer ones). Not differentiable yet.
+** also the integer ones). Gradients: linalg_grad.c.
 */
 #include "config.h"
 
@@ -236,6 +236,38 @@ static popc_status det_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
+double top_lu_det(double *a, int64_t m)
+{
+    double det = 1;
+
+    for (int64_t c = 0; c < m; c++) {
+        int64_t piv = c;
+
+        for (int64_t r = c + 1; r < m; r++)
+            if (fabs(a[r * m + c]) > fabs(a[piv * m + c]))
+                piv = r;
+        if (a[piv * m + c] == 0)
+            return 0;
+        if (piv != c) {
+            for (int64_t k = 0; k < m; k++) {
+                double t = a[c * m + k];
+
+                a[c * m + k] = a[piv * m + k];
+                a[piv * m + k] = t;
+            }
+            det = -det;
+        }
+        det *= a[c * m + c];
+        for (int64_t r = c + 1; r < m; r++) {
+            double f = a[r * m + c] / a[c * m + c];
+
+            for (int64_t k = c; k < m; k++)
+                a[r * m + k] -= f * a[c * m + k];
+        }
+    }
+    return det;
+}
+
 static popc_status det_forward(const popc_kernel_ctx *kc)
 {
     const popc_view *x = &kc->inputs[0];
@@ -246,38 +278,9 @@ static popc_status det_forward(const popc_kernel_ctx *kc)
         return opu_error(kc->host, POPC_ENOMEM, "Det", kc->node_name,
                          "out of memory");
     for (int64_t b = 0; b < batch; b++) {
-        double det = 1;
-
         for (int64_t i = 0; i < m * m; i++)
             a[i] = opu_load_f(x, b * m * m + i);
-        for (int64_t c = 0; c < m && det != 0; c++) {
-            int64_t piv = c;
-
-            for (int64_t r = c + 1; r < m; r++)
-                if (fabs(a[r * m + c]) > fabs(a[piv * m + c]))
-                    piv = r;
-            if (a[piv * m + c] == 0) {
-                det = 0;
-                break;
-            }
-            if (piv != c) {
-                for (int64_t k = 0; k < m; k++) {
-                    double t = a[c * m + k];
-
-                    a[c * m + k] = a[piv * m + k];
-                    a[piv * m + k] = t;
-                }
-                det = -det;
-            }
-            det *= a[c * m + c];
-            for (int64_t r = c + 1; r < m; r++) {
-                double f = a[r * m + c] / a[c * m + c];
-
-                for (int64_t k = c; k < m; k++)
-                    a[r * m + k] -= f * a[c * m + k];
-            }
-        }
-        opu_store_f(&kc->outputs[0], b, det);
+        opu_store_f(&kc->outputs[0], b, top_lu_det(a, m));
     }
     kc->host->free(a);
     return POPC_OK;
@@ -378,9 +381,9 @@ static popc_status dft_forward(const popc_kernel_ctx *kc)
 const popc_op_def top_linalg_ops[] = {
     OPU_DEF("ai.onnx", "DFT", 17, 1, 2, 1, 1, 0, dft, NULL, NULL,
             "discrete Fourier transform along axis (direct)"),
-    OPU_DEF("ai.onnx", "Einsum", 12, 1, MAX_TERMS, 1, 1, 0, einsum, NULL,
-            NULL, "Einstein summation over an equation"),
-    OPU_DEF("ai.onnx", "Det", 11, 1, 1, 1, 1, 0, det, NULL, NULL,
+    OPU_DEF("ai.onnx", "Einsum", 12, 1, MAX_TERMS, 1, 1, 0, einsum,
+            top_einsum_grad, NULL, "Einstein summation over an equation"),
+    OPU_DEF("ai.onnx", "Det", 11, 1, 1, 1, 1, 0, det, top_det_grad, NULL,
             "determinant of square matrices"),
 };
 

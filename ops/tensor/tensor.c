@@ -40,6 +40,9 @@ static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
     if ((st = register_all(host, reg, top_arrange_ops, top_arrange_count)) !=
         POPC_OK)
         return st;
+    if ((st = register_all(host, reg, top_linalg_grad_ops,
+                           top_linalg_grad_count)) != POPC_OK)
+        return st;
     return register_all(host, reg, top_linalg_ops, top_linalg_count);
 }
 

@@ -35,6 +35,13 @@ popc_status top_compress_grad(popc_grad_ctx *gc);
 popc_status top_topk_grad(popc_grad_ctx *gc);
 popc_status top_hardmax_grad(popc_grad_ctx *gc);
 
+popc_status top_einsum_grad(popc_grad_ctx *gc);
+popc_status top_det_grad(popc_grad_ctx *gc);
+
+/* Determinant of the m x m matrix a (row-major; destroyed) by LU with
+** partial pivoting. */
+double top_lu_det(double *a, int64_t m);
+
 /* Op tables of each file. */
 extern const popc_op_def top_shape_ops[];
 extern const int top_shape_count;
@@ -54,5 +61,7 @@ extern const popc_op_def top_arrange_ops[];
 extern const int top_arrange_count;
 extern const popc_op_def top_linalg_ops[];
 extern const int top_linalg_count;
+extern const popc_op_def top_linalg_grad_ops[];
+extern const int top_linalg_grad_count;
 
 #endif /* POPC_OPS_TENSOROPS_H */
