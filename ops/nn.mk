@@ -15,6 +15,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/pool_max.c \
     %reldir%/nn/spatial_nd.c \
     %reldir%/nn/norm_more.c \
+    %reldir%/nn/norm_more_grad.c \
     %reldir%/nn/resize.c \
     %reldir%/nn/recurrent.c \
     %reldir%/nn/recurrent_cell.c \

@@ -9,7 +9,11 @@
 ** Pad, DepthToSpace, SpaceToDepth, CumSum, ReverseSequence, Trilu, the
 ** gathers and scatters, Compress, TopK, Hardmax); Einsum (explicit,
 ** implicit, batched, ellipsis broadcast, transpose) and Det (invertible
-** and singular matrices). */
+** and singular matrices); the nn ops ConvTranspose (1-D and 2-D, groups,
+** strides, pads, dilations, output_padding), InstanceNormalization,
+** MeanVarianceNormalization, LRN, GlobalMaxPool, Resize (nearest, linear,
+** cubic; several coordinate modes), GridSample (three modes, three
+** paddings, its grid too) and MaxUnpool. */
 #include "config.h"
 
 #include <stdio.h>
@@ -170,6 +174,13 @@ static void fd_x(const char *op, popc_tensor *x, popc_tensor *second,
     popc_tensor_free(second);
 }
 
+static popc_status tensor_free_all(popc_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++)
+        popc_tensor_free(t[i]);
+    return POPC_OK;
+}
+
 START_TEST(reduction_gradients)
 {
     static const char *const ops[] = {"ReduceMin", "ReduceProd", "ReduceL1",
@@ -219,13 +230,6 @@ START_TEST(arrange_gradients)
     fd_x("Hardmax", grid(3, 5, -0.5, 0.07), NULL, NULL, 0);
 }
 END_TEST
-
-static popc_status tensor_free_all(popc_tensor **t, int n)
-{
-    for (int i = 0; i < n; i++)
-        popc_tensor_free(t[i]);
-    return POPC_OK;
-}
 
 START_TEST(index_gradients)
 {
@@ -306,6 +310,133 @@ START_TEST(linalg_gradients)
 }
 END_TEST
 
+static popc_tensor *floats(const int64_t *dims, int rank, const float *v)
+{
+    popc_tensor *t = NULL;
+
+    ck_assert_int_eq(popc_tensor_from_data(POPC_DTYPE_F32, dims, rank, v, &t),
+                     POPC_OK);
+    return t;
+}
+
+START_TEST(conv_transpose_gradients)
+{
+    int64_t x2[4] = {2, 4, 3, 3}, w2[4] = {4, 3, 2, 3}, b2[1] = {6};
+    int64_t x1[3] = {1, 2, 5}, w1[3] = {2, 2, 3};
+    static const int64_t s2[2] = {2, 1}, p2[4] = {1, 0, 0, 1}, op2[2] = {1, 0};
+    static const int64_t s1[1] = {2}, d1[1] = {2};
+    popc_attr a2[4] = {aints("strides", s2, 2), aints("pads", p2, 4),
+                       aints("output_padding", op2, 2), ai("group", 2)};
+    popc_attr a1[2] = {aints("strides", s1, 1), aints("dilations", d1, 1)};
+    static const int all3[] = {0, 1, 2}, two[] = {0, 1};
+    popc_tensor *in[3];
+
+    in[0] = shaped(x2, 4, 72, -0.7, 0.02);
+    in[1] = shaped(w2, 4, 72, -0.5, 0.015);
+    in[2] = shaped(b2, 1, 6, -0.2, 0.1);
+    fd_ok("ConvTranspose", in, 3, all3, 3, a2, 4);
+    tensor_free_all(in, 3);
+    in[0] = shaped(x1, 3, 10, -0.7, 0.13);
+    in[1] = shaped(w1, 3, 12, -0.5, 0.09);
+    fd_ok("ConvTranspose", in, 2, two, 2, a1, 2);
+    tensor_free_all(in, 2);
+}
+END_TEST
+
+START_TEST(norm_gradients)
+{
+    int64_t x4[4] = {2, 3, 2, 3}, c3[1] = {3};
+    static const int64_t mvn_axes[2] = {0, 2};
+    popc_attr eps = {.name = "epsilon", .type = POPC_ATTR_FLOAT, .f = 1e-3};
+    popc_attr lrn[4] = {ai("size", 3),
+                        {.name = "alpha", .type = POPC_ATTR_FLOAT, .f = 0.3},
+                        {.name = "beta", .type = POPC_ATTR_FLOAT, .f = 0.6},
+                        {.name = "bias", .type = POPC_ATTR_FLOAT, .f = 1.2}};
+    popc_attr mvn = aints("axes", mvn_axes, 2);
+    static const int all3[] = {0, 1, 2};
+    popc_tensor *in[3];
+
+    in[0] = shaped(x4, 4, 36, -0.9, 0.05);
+    in[1] = shaped(c3, 1, 3, 0.6, 0.3);
+    in[2] = shaped(c3, 1, 3, -0.2, 0.15);
+    fd_ok("InstanceNormalization", in, 3, all3, 3, &eps, 1);
+    tensor_free_all(in, 3);
+    fd_x("MeanVarianceNormalization", shaped(x4, 4, 36, -0.9, 0.05), NULL,
+         NULL, 0);
+    fd_x("MeanVarianceNormalization", shaped(x4, 4, 36, -0.9, 0.05), NULL,
+         &mvn, 1);
+    fd_x("LRN", shaped(x4, 4, 36, -0.9, 0.05), NULL, lrn, 4);
+    fd_x("GlobalMaxPool", shaped(x4, 4, 36, -0.9, 0.05), NULL, NULL, 0);
+}
+END_TEST
+
+START_TEST(resize_gradients)
+{
+    int64_t x4[4] = {1, 2, 3, 4}, four[1] = {4};
+    static const float up[4] = {1.0f, 1.0f, 2.0f, 1.5f};
+    static const float down[4] = {1.0f, 1.0f, 0.7f, 0.6f};
+    popc_attr lin[2] = {as("mode", "linear"),
+                        as("coordinate_transformation_mode",
+                           "align_corners")};
+    popc_attr cub[2] = {as("mode", "cubic"), ai("exclude_outside", 1)};
+    popc_attr near = as("coordinate_transformation_mode", "asymmetric");
+    const popc_attr *modes[4] = {NULL, &near, lin, cub};
+    const int n_attrs[4] = {0, 1, 2, 2};
+    static const int wrt[] = {0};
+
+    for (int m = 0; m < 4; m++)
+        for (int k = 0; k < 2; k++) {
+            popc_tensor *in[3] = {shaped(x4, 4, 24, -0.9, 0.07), NULL,
+                                  floats(four, 1, k ? down : up)};
+
+            fd_ok("Resize", in, 3, wrt, 1, modes[m], n_attrs[m]);
+            popc_tensor_free(in[0]);
+            popc_tensor_free(in[2]);
+        }
+}
+END_TEST
+
+START_TEST(sampling_gradients)
+{
+    int64_t xd[4] = {1, 2, 4, 5}, gd[4] = {1, 2, 4, 2};
+    static const float g[16] = {-0.73f, 0.17f, -0.41f, 0.58f, -0.12f,
+                                -0.73f, 0.33f, -0.41f, 0.95f, 0.33f,
+                                -0.97f, -0.12f, 0.58f, 0.95f, 0.17f,
+                                -0.97f};
+    static const char *const pads[3] = {"zeros", "border", "reflection"};
+    static const char *const modes[3] = {"bilinear", "bicubic", "nearest"};
+    static const int both[] = {0, 1}, x_only[] = {0};
+
+    for (int m = 0; m < 3; m++)
+        for (int p = 0; p < 3; p++)
+            for (int align = 0; align < 2; align++) {
+                popc_attr a[3] = {as("mode", modes[m]),
+                                  as("padding_mode", pads[p]),
+                                  ai("align_corners", align)};
+                popc_tensor *in[2] = {shaped(xd, 4, 40, -0.9, 0.045),
+                                      floats(gd, 4, g)};
+
+                /* nearest: the grid has no gradient; bicubic and
+                ** reflection or border move taps, not the coordinate */
+                fd_ok("GridSample", in, 2, m == 0 ? both : x_only,
+                      m == 0 ? 2 : 1, a, 3);
+                tensor_free_all(in, 2);
+            }
+    {
+        /* MaxUnpool of a 2x2 pool's indices */
+        int64_t xu[4] = {1, 1, 2, 2}, k2[2] = {2, 2};
+        static const int64_t idx[4] = {1, 6, 8, 15};
+        popc_attr a[2] = {aints("kernel_shape", k2, 2),
+                          aints("strides", k2, 2)};
+        popc_tensor *in[2] = {shaped(xu, 4, 4, -0.5, 0.3),
+                              ints(xu, 4, idx)};
+
+        fd_ok("MaxUnpool", in, 2, x_only, 1, a, 2);
+        tensor_free_all(in, 2);
+    }
+}
+END_TEST
+
 static Suite *grads_suite(void)
 {
     Suite *s = suite_create("op_onnx_grads");
@@ -322,6 +453,13 @@ static Suite *grads_suite(void)
     tcase_add_test(tc, arrange_gradients);
     tcase_add_test(tc, index_gradients);
     tcase_add_test(tc, linalg_gradients);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("nn");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, conv_transpose_gradients);
+    tcase_add_test(tc, norm_gradients);
+    tcase_add_test(tc, resize_gradients);
+    tcase_add_test(tc, sampling_gradients);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -724,6 +724,61 @@ static void b_linalg_train(bld *b)
     mean_loss(b, node2(b, "Add", y, node1(b, "ReduceMean", d)));
 }
 
+/* nn ops with new gradients, weights trained: ConvTranspose, Instance-
+** Normalization, MeanVarianceNormalization, LRN, GlobalMaxPool, Resize,
+** GridSample, MaxUnpool */
+static void b_nn_train(bld *b)
+{
+    int64_t xd[4] = {B, 4, 6, 6}, wd[4] = {4, 2, 3, 3}, cd[1] = {4};
+    int64_t gd[4] = {B, 3, 4, 2}, k2[2] = {2, 2}, four[1] = {4};
+    int64_t s2[2] = {2, 2};
+    int x = input(b, POPC_DTYPE_F32, xd, 4, -1.0, 1.0);
+    int grid = input(b, POPC_DTYPE_F32, gd, 4, -0.9, 0.9);
+    int w = weight(b, "ctw", wd, 4, -0.3, 0.3);
+    int sc = weight(b, "ins", cd, 1, 0.5, 1.5), bi = weight(b, "inb", cd, 1,
+                                                              -0.2, 0.2);
+    int h = node2(b, "Add", x, weight(b, "xw", xd + 1, 3, -0.1, 0.1));
+    popc_attr ct[2] = {attr_ints("strides", s2, 2), attr_i("group", 2)};
+    popc_attr lrn = attr_i("size", 3);
+    popc_attr lin = attr_s("mode", "linear");
+    popc_attr pool[2] = {attr_ints("kernel_shape", k2, 2),
+                         attr_ints("strides", k2, 2)};
+    static const float up[4] = {1.0f, 1.0f, 1.5f, 2.0f};
+    popc_tensor *t = NULL;
+    int in[4], out[2], y, scales;
+
+    in[0] = h;
+    in[1] = w;
+    y = node1(b, "ReduceMean", node(b, NULL, "ConvTranspose", in, 2, ct, 2));
+    in[1] = sc;
+    in[2] = bi;
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node(b, NULL, "InstanceNormalization", in,
+                                      3, NULL, 0)));
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node1(b, "MeanVarianceNormalization", h)));
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node(b, NULL, "LRN", &h, 1, &lrn, 1)));
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node1(b, "GlobalMaxPool", h)));
+    OK(popc_tensor_from_data(POPC_DTYPE_F32, four, 1, up, &t));
+    OK(popc_graph_add_constant(b->g, NULL, t, &scales));
+    popc_tensor_free(t);
+    in[1] = -1;
+    in[2] = scales;
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node(b, NULL, "Resize", in, 3, &lin, 1)));
+    in[1] = grid;
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node(b, NULL, "GridSample", in, 2, NULL,
+                                      0)));
+    ck_assert(pc_nodes_n(b, NULL, "MaxPool", &h, 1, pool, 2, out, 2));
+    y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                 node(b, NULL, "MaxUnpool", out, 2, pool,
+                                      2)));
+    mean_loss(b, y);
+}
+
 static void b_einsum(bld *b)
 {
     int64_t ad[3] = {B, 3, 4}, bd[3] = {B, 4, 5};
@@ -1145,6 +1200,7 @@ const pcase pc_cases[] = {
     {"recurrent_train", b_recurrent_train, 1},
     {"flow", b_flow, 0},
     {"linalg_train", b_linalg_train, 1},
+    {"nn_train", b_nn_train, 1},
     {"einsum", b_einsum, 0},
     {"sampling", b_sampling, 0},
     {"int_conv", b_int_conv, 0},

@@ -184,6 +184,188 @@ static popc_status gs_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* ---- GridSampleGrad(dY, X, grid) -> dX, dGrid ----------------------------------
+** The adjoint of the sampling: each output's gradient goes to the taps it
+** read, with the same weights (and through the same padding moves); the
+** grid's gradient is the derivative of the interpolation weights (linear
+** or cubic) times that of the coordinate mapping (unnormalising, border
+** clamping, reflection), torch's grid_sampler_2d_backward. Nearest gives
+** the grid no gradient. One part: outputs add into shared positions. */
+
+/* The padding move of source() and its derivative (torch's: 0 where the
+** clamp holds the coordinate at an edge; reflection flips the sign). */
+static double source_d(double c, int64_t size, int pad, int align, double *d)
+{
+    double r = source(c, size, pad, align), lim = (double)(size - 1);
+
+    *d = 1;
+    if (pad == P_ZEROS)
+        return r;
+    if (pad == P_REFLECTION) {
+        double lo2 = align ? 0 : -1;
+        double hi2 = align ? 2.0 * lim : 2.0 * (double)size - 1;
+        double min = lo2 / 2, span = (hi2 - lo2) / 2, a = c - min;
+
+        if (span <= 0) {
+            *d = 0;
+            return r;
+        }
+        if (a < 0) {
+            a = -a;
+            *d = -1;
+        }
+        if ((int64_t)floor(a / span) % 2)
+            *d = -*d;
+        /* the reflected coordinate before the final clamp */
+        c = ((int64_t)floor(a / span) % 2 ? span - fmod(a, span)
+                                            : fmod(a, span)) +
+            min;
+    }
+    if (c <= 0 || c >= lim)
+        *d = 0;
+    return r;
+}
+
+static void add_at(float *img, int64_t H, int64_t W, int64_t y, int64_t x,
+                   double v)
+{
+    if (y >= 0 && y < H && x >= 0 && x < W)
+        img[y * W + x] += (float)v;
+}
+
+static void cubic_dw(double t, double *w)
+{
+    const double A = -0.75;
+    double x1 = t + 1, x2 = 1 - t, x3 = 2 - t;
+
+    w[0] = (3 * A * x1 - 10 * A) * x1 + 8 * A;
+    w[1] = (3 * (A + 2) * t - 2 * (A + 3)) * t;
+    w[2] = -((3 * (A + 2) * x2 - 2 * (A + 3)) * x2);
+    w[3] = -((3 * A * x3 - 10 * A) * x3 + 8 * A);
+}
+
+static void tap_pos(int64_t H, int64_t W, int64_t *y, int64_t *x, int pad,
+                    int align)
+{
+    if (pad != P_ZEROS) {
+        *x = (int64_t)source((double)*x, W, pad, align);
+        *y = (int64_t)source((double)*y, H, pad, align);
+    }
+}
+
+static popc_status gs_grad_infer(popc_infer_ctx *ic)
+{
+    popc_status st;
+
+    for (int i = 0; i < 3; i++)
+        if ((st = opsu_want_f32(ic, "GridSampleGrad", i, "every input")) !=
+            POPC_OK)
+            return st;
+    if (ic->inputs[1].rank != 4 || ic->inputs[2].rank != 4 ||
+        popc_view_numel(&ic->inputs[0]) !=
+            ic->inputs[1].dims[0] * ic->inputs[1].dims[1] *
+                ic->inputs[2].dims[1] * ic->inputs[2].dims[2])
+        return opsu_host->set_error(POPC_EINVAL, "GridSampleGrad '%s': dY "
+                                    "must be [N, C, Ho, Wo] for X [N, C, H, "
+                                    "W] and grid [N, Ho, Wo, 2]",
+                                    ic->node_name);
+    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opsu_set_like(&ic->outputs[1], &ic->inputs[2]);
+    return POPC_OK;
+}
+
+static popc_status gs_grad_forward(const popc_kernel_ctx *kc)
+{
+    static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char *const pads[] = {"zeros", "border", "reflection"};
+    const popc_view *x = &kc->inputs[1], *g = &kc->inputs[2];
+    const float *dy = kc->inputs[0].data, *xd = x->data, *gd = g->data;
+    float *dx = kc->outputs[0].data, *dg = kc->outputs[1].data;
+    int mode = pick(kc->attrs, "mode", modes, 3);
+    int pad = pick(kc->attrs, "padding_mode", pads, 3);
+    int align = (int)popc_attr_int(kc->attrs, "align_corners", 0);
+    int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t Ho = g->dims[1], Wo = g->dims[2];
+    int64_t total = popc_view_numel(&kc->inputs[0]);
+    double sx = align ? (double)(W - 1) / 2 : (double)W / 2;
+    double sy = align ? (double)(H - 1) / 2 : (double)H / 2;
+
+    memset(dx, 0, popc_view_nbytes(x));
+    memset(dg, 0, popc_view_nbytes(g));
+    for (int64_t i = 0; i < total; i++) {
+        int64_t wo = i % Wo, ho = (i / Wo) % Ho, c = (i / Wo / Ho) % C;
+        int64_t n = i / Wo / Ho / C;
+        const float *img = xd + (n * C + c) * H * W;
+        float *dimg = dx + (n * C + c) * H * W;
+        const float *gp = gd + ((n * Ho + ho) * Wo + wo) * 2;
+        float *dgp = dg + ((n * Ho + ho) * Wo + wo) * 2;
+        double gx = unnormalize(gp[0], W, align);
+        double gy = unnormalize(gp[1], H, align), d = dy[i];
+        double ddx = 0, ddy = 0, mx = 1, my = 1;
+
+        if (mode == G_BICUBIC) {
+            double fx = floor(gx), fy = floor(gy), wx[4], wy[4], vx[4], vy[4];
+
+            cubic_w(gx - fx, wx);
+            cubic_w(gy - fy, wy);
+            cubic_dw(gx - fx, vx);
+            cubic_dw(gy - fy, vy);
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) {
+                    int64_t ty = (int64_t)fy - 1 + a, tx = (int64_t)fx - 1 + b;
+                    double v = tap(img, H, W, ty, tx, pad, align);
+
+                    ddx += wy[a] * vx[b] * v;
+                    ddy += vy[a] * wx[b] * v;
+                    tap_pos(H, W, &ty, &tx, pad, align);
+                    add_at(dimg, H, W, ty, tx, d * wy[a] * wx[b]);
+                }
+        } else {
+            gx = source_d(gx, W, pad, align, &mx);
+            gy = source_d(gy, H, pad, align, &my);
+            if (mode == G_NEAREST) {
+                add_at(dimg, H, W, (int64_t)nearbyint(gy),
+                       (int64_t)nearbyint(gx), d);
+                mx = my = 0;
+            } else {
+                double fx = floor(gx), fy = floor(gy), tx = gx - fx;
+                double ty = gy - fy;
+                int64_t x0 = (int64_t)fx, y0 = (int64_t)fy;
+                double v00 = at(img, H, W, y0, x0);
+                double v01 = at(img, H, W, y0, x0 + 1);
+                double v10 = at(img, H, W, y0 + 1, x0);
+                double v11 = at(img, H, W, y0 + 1, x0 + 1);
+
+                add_at(dimg, H, W, y0, x0, d * (1 - ty) * (1 - tx));
+                add_at(dimg, H, W, y0, x0 + 1, d * (1 - ty) * tx);
+                add_at(dimg, H, W, y0 + 1, x0, d * ty * (1 - tx));
+                add_at(dimg, H, W, y0 + 1, x0 + 1, d * ty * tx);
+                ddx = (1 - ty) * (v01 - v00) + ty * (v11 - v10);
+                ddy = (1 - tx) * (v10 - v00) + tx * (v11 - v01);
+            }
+        }
+        dgp[0] += (float)(d * ddx * mx * sx);
+        dgp[1] += (float)(d * ddy * my * sy);
+    }
+    return POPC_OK;
+}
+
+static popc_status gs_grad(popc_grad_ctx *gc)
+{
+    int in[3] = {gc->output_grads[0], gc->inputs[0], gc->inputs[1]}, out[2];
+    popc_status st;
+
+    if (in[0] < 0)
+        return POPC_OK;
+    if ((st = gc->host->grad_add_node(gc, "popc", "GridSampleGrad", in, 3,
+                                      out, 2, gc->attrs->items,
+                                      gc->attrs->n)) != POPC_OK)
+        return st;
+    gc->input_grads[0] = out[0];
+    gc->input_grads[1] = out[1];
+    return POPC_OK;
+}
+
 /* ---- MaxUnpool ---------------------------------------------------------------- */
 
 static popc_status unpool_shape(const char *node, const popc_view *in,
@@ -274,17 +456,78 @@ static popc_status unpool_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* MaxUnpoolGrad(dY, X, I, output_shape?) -> dX: each pooled value reads the
+** gradient at the place it was written. */
+static popc_status unpool_grad_infer(popc_infer_ctx *ic)
+{
+    int64_t d[POPC_MAX_RANK], nat[POPC_MAX_RANK];
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "MaxUnpoolGrad", 0, "dY")) != POPC_OK ||
+        (st = unpool_shape(ic->node_name, ic->inputs + 1, ic->n_inputs - 1,
+                           ic->attrs, d, nat)) != POPC_OK)
+        return st;
+    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    return POPC_OK;
+}
+
+static popc_status unpool_grad_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *dy = &kc->inputs[0], *x = &kc->inputs[1];
+    const popc_view *ind = &kc->inputs[2];
+    int64_t d[POPC_MAX_RANK], nat[POPC_MAX_RANK], total = popc_view_numel(dy);
+    float *dx = kc->outputs[0].data;
+    popc_status st;
+
+    if ((st = unpool_shape(kc->node_name, kc->inputs + 1, kc->n_inputs - 1,
+                           kc->attrs, d, nat)) != POPC_OK)
+        return st;
+    for (int64_t i = 0; i < popc_view_numel(x); i++) {
+        int64_t src = ind->dtype == POPC_DTYPE_I64
+                          ? ((const int64_t *)ind->data)[i]
+                          : ((const int32_t *)ind->data)[i];
+        int64_t at_ = 0, rem = src, stride = 1;
+
+        for (int k = x->rank - 1; k >= 0; k--) {
+            at_ += (rem % nat[k]) * stride;
+            rem /= nat[k];
+            stride *= d[k];
+        }
+        dx[i] = at_ >= 0 && at_ < total ? ((const float *)dy->data)[at_] : 0;
+    }
+    return POPC_OK;
+}
+
+static popc_status unpool_grad(popc_grad_ctx *gc)
+{
+    int in[4] = {gc->output_grads[0], gc->inputs[0], gc->inputs[1],
+                 gc->n_inputs > 2 ? gc->inputs[2] : -1};
+
+    if (in[0] < 0)
+        return POPC_OK;
+    return opsu_node1(gc, "popc", "MaxUnpoolGrad", in, 4, gc->attrs->items,
+                      gc->attrs->n, &gc->input_grads[0]);
+}
+
 static const popc_op_def gs_ops[] = {
     {.size = sizeof(popc_op_def), .domain = "ai.onnx", .name = "GridSample",
      .since_version = 16, .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
      .max_outputs = 1, .flags = POPC_OP_SPLIT, .infer = gs_infer,
-     .forward = gs_forward,
+     .forward = gs_forward, .grad = gs_grad,
      .doc = "sample X at grid points (bilinear, nearest, bicubic)"},
+    {.size = sizeof(popc_op_def), .domain = "popc", .name = "GridSampleGrad",
+     .since_version = 1, .min_inputs = 3, .max_inputs = 3, .min_outputs = 2,
+     .max_outputs = 2, .flags = 0, .infer = gs_grad_infer,
+     .forward = gs_grad_forward, .doc = "(dY, X, grid) -> dX, dGrid"},
     {.size = sizeof(popc_op_def), .domain = "ai.onnx", .name = "MaxUnpool",
      .since_version = 11, .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
      .max_outputs = 1, .flags = 0, .infer = unpool_infer,
-     .forward = unpool_forward,
+     .forward = unpool_forward, .grad = unpool_grad,
      .doc = "scatter pooled maxima back to their positions"},
+    {.size = sizeof(popc_op_def), .domain = "popc", .name = "MaxUnpoolGrad",
+     .since_version = 1, .min_inputs = 3, .max_inputs = 4, .min_outputs = 1,
+     .max_outputs = 1, .flags = 0, .infer = unpool_grad_infer,
+     .forward = unpool_grad_forward, .doc = "(dY, X, I, shape?) -> dX"},
 };
 
 popc_status nn_register_grid_sample(const popc_host *h, popc_registrar *r)

@@ -30,6 +30,13 @@ popc_status nn_nd_pool_infer(popc_infer_ctx *ic, const char *op);
 popc_status nn_nd_pool_forward(const popc_kernel_ctx *kc, int is_max);
 popc_status nn_nd_cost(const popc_infer_ctx *ic, popc_cost *c);
 popc_status nn_register_norm(const popc_host *h, popc_registrar *r);
+/* norm_more_grad.c: the gradient builders of norm_more.c's ops and the
+** registration of their gradient ops. */
+popc_status nn_register_norm_more_grad(const popc_host *h, popc_registrar *r);
+popc_status nn_instance_norm_grad(popc_grad_ctx *gc);
+popc_status nn_mvn_grad(popc_grad_ctx *gc);
+popc_status nn_lrn_grad(popc_grad_ctx *gc);
+popc_status nn_global_max_pool_grad(popc_grad_ctx *gc);
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
 
 /* ---- GEMM tiles ------------------------------------------------------------

@@ -1,7 +1,7 @@
 /* norm_more.c - InstanceNormalization, MeanVarianceNormalization, LRN and
 ** GlobalMaxPool on float32 of any rank >= 3 (N, C, spatial...), as direct
 ** loops accumulating in double. Each part computes whole (n, c) planes or
-** its share of elements. Forward only for now.
+** its share of elements. Gradients: norm_more_grad.c.
 */
 #include "config.h"
 
@@ -206,24 +206,28 @@ static popc_status global_max_pool_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
-#define DEF(NAME, VER, MIN_IN, MAX_IN, P, DOC)                              \
+#define DEF(NAME, VER, MIN_IN, MAX_IN, P, GRAD, DOC)                        \
     {                                                                       \
         .size = sizeof(popc_op_def), .domain = "ai.onnx", .name = NAME,     \
         .since_version = VER, .min_inputs = MIN_IN, .max_inputs = MAX_IN,   \
         .min_outputs = 1, .max_outputs = 1, .flags = POPC_OP_SPLIT,         \
-        .infer = P##_infer, .forward = P##_forward, .doc = DOC              \
+        .infer = P##_infer, .forward = P##_forward, .grad = GRAD,           \
+        .doc = DOC                                                          \
     }
 
 static const popc_op_def more_ops[] = {
     DEF("InstanceNormalization", 6, 3, 3, instance_norm,
+        nn_instance_norm_grad,
         "normalise each (n, c) plane; scale and bias per channel"),
-    DEF("LRN", 13, 1, 1, lrn, "local response normalisation across channels"),
-    DEF("GlobalMaxPool", 1, 1, 1, global_max_pool, "max over each plane"),
+    DEF("LRN", 13, 1, 1, lrn, nn_lrn_grad,
+        "local response normalisation across channels"),
+    DEF("GlobalMaxPool", 1, 1, 1, global_max_pool, nn_global_max_pool_grad,
+        "max over each plane"),
     {.size = sizeof(popc_op_def), .domain = "ai.onnx",
      .name = "MeanVarianceNormalization", .since_version = 13,
      .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
      .flags = 0, .infer = mvn_infer, .forward = mvn_forward,
-     .doc = "(x - mean) / std over axes"},
+     .grad = nn_mvn_grad, .doc = "(x - mean) / std over axes"},
 };
 
 popc_status nn_register_norm_more(const popc_host *h, popc_registrar *r)
@@ -233,5 +237,5 @@ popc_status nn_register_norm_more(const popc_host *h, popc_registrar *r)
     for (size_t i = 0; i < sizeof more_ops / sizeof more_ops[0]; i++)
         if ((st = h->register_op(r, &more_ops[i])) != POPC_OK)
             return st;
-    return POPC_OK;
+    return nn_register_norm_more_grad(h, r);
 }

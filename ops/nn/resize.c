@@ -10,7 +10,9 @@
 ** of the two neighbours), linear (two) or cubic (four, cubic_coeff_a,
 ** exclude_outside); neighbours beyond the edge repeat the edge value, and
 ** tf_crop_and_resize outside the region gives extrapolation_value.
-** Scales and sizes must be known at compile time.
+** Scales and sizes must be known at compile time. The gradient
+** (popc::ResizeGrad) is the adjoint: each output's gradient goes back to
+** its taps with the same weights.
 */
 #include "config.h"
 
@@ -209,49 +211,48 @@ static int taps(const rs_params *p, int d, int64_t x, int64_t *idx,
     return n;
 }
 
-static popc_status resize_forward(const popc_kernel_ctx *kc)
+/* Outputs [s, e) as weighted sums of x's taps (back = 0), or the
+** adjoint (back = 1): each output's dY added into dX at its taps with the
+** same weights; extrapolated outputs take no input and pass no gradient. */
+static popc_status walk(const popc_kernel_ctx *kc, const rs_params *p,
+                        const float *src, float *dst, int back, int64_t s,
+                        int64_t e)
 {
-    const float *x = kc->inputs[0].data;
-    float *y = kc->outputs[0].data;
-    rs_params p;
-    int64_t *tidx[POPC_MAX_RANK] = {0}, xs[POPC_MAX_RANK], s, e;
+    int64_t *tidx[POPC_MAX_RANK] = {0}, xs[POPC_MAX_RANK];
     double *tw[POPC_MAX_RANK] = {0};
     int *tn[POPC_MAX_RANK] = {0};
     popc_status st;
 
-    if ((st = params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
-                     &p)) != POPC_OK)
-        return st;
     /* per dimension and output coordinate: up to 4 taps */
-    for (int d = 0; d < p.rank; d++) {
-        tidx[d] = kc->host->alloc(sizeof(int64_t) * 4 * (size_t)(p.out[d] + 1));
-        tw[d] = kc->host->alloc(sizeof(double) * 4 * (size_t)(p.out[d] + 1));
-        tn[d] = kc->host->alloc(sizeof(int) * (size_t)(p.out[d] + 1));
+    for (int d = 0; d < p->rank; d++) {
+        tidx[d] = kc->host->alloc(sizeof(int64_t) * 4 *
+                                  (size_t)(p->out[d] + 1));
+        tw[d] = kc->host->alloc(sizeof(double) * 4 * (size_t)(p->out[d] + 1));
+        tn[d] = kc->host->alloc(sizeof(int) * (size_t)(p->out[d] + 1));
         if (!tidx[d] || !tw[d] || !tn[d]) {
             st = opsu_host->set_error(POPC_ENOMEM, "Resize '%s': out of "
                                       "memory", kc->node_name);
             goto done;
         }
-        for (int64_t o = 0; o < p.out[d]; o++)
-            tn[d][o] = taps(&p, d, o, tidx[d] + 4 * o, tw[d] + 4 * o);
+        for (int64_t o = 0; o < p->out[d]; o++)
+            tn[d][o] = taps(p, d, o, tidx[d] + 4 * o, tw[d] + 4 * o);
     }
-    xs[p.rank - 1] = 1;
-    for (int d = p.rank - 2; d >= 0; d--)
-        xs[d] = xs[d + 1] * p.in[d + 1];
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
-               &e);
+    xs[p->rank - 1] = 1;
+    for (int d = p->rank - 2; d >= 0; d--)
+        xs[d] = xs[d + 1] * p->in[d + 1];
     for (int64_t i = s; i < e; i++) {
         int64_t c[POPC_MAX_RANK], rem = i;
         int k[POPC_MAX_RANK] = {0}, outside = 0;
         double acc = 0;
 
-        for (int d = p.rank - 1; d >= 0; d--) {
-            c[d] = rem % p.out[d];
-            rem /= p.out[d];
+        for (int d = p->rank - 1; d >= 0; d--) {
+            c[d] = rem % p->out[d];
+            rem /= p->out[d];
             outside |= tn[d][c[d]] < 0;
         }
         if (outside) {
-            y[i] = (float)p.extrap;
+            if (!back)
+                dst[i] = (float)p->extrap;
             continue;
         }
         /* every combination of one tap per dimension */
@@ -260,12 +261,15 @@ static popc_status resize_forward(const popc_kernel_ctx *kc)
             int64_t off = 0;
             int d;
 
-            for (d = 0; d < p.rank; d++) {
+            for (d = 0; d < p->rank; d++) {
                 wgt *= tw[d][4 * c[d] + k[d]];
                 off += tidx[d][4 * c[d] + k[d]] * xs[d];
             }
-            acc += wgt * x[off];
-            for (d = p.rank - 1; d >= 0; d--) {
+            if (back)
+                dst[off] += (float)(wgt * src[i]);
+            else
+                acc += wgt * src[off];
+            for (d = p->rank - 1; d >= 0; d--) {
                 if (++k[d] < tn[d][c[d]])
                     break;
                 k[d] = 0;
@@ -273,16 +277,77 @@ static popc_status resize_forward(const popc_kernel_ctx *kc)
             if (d < 0)
                 break;
         }
-        y[i] = (float)acc;
+        if (!back)
+            dst[i] = (float)acc;
     }
     st = POPC_OK;
 done:
-    for (int d = 0; d < p.rank; d++) {
+    for (int d = 0; d < p->rank; d++) {
         kc->host->free(tidx[d]);
         kc->host->free(tw[d]);
         kc->host->free(tn[d]);
     }
     return st;
+}
+
+static popc_status resize_forward(const popc_kernel_ctx *kc)
+{
+    rs_params p;
+    int64_t s, e;
+    popc_status st;
+
+    if ((st = params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
+                     &p)) != POPC_OK)
+        return st;
+    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+               &e);
+    return walk(kc, &p, kc->inputs[0].data, kc->outputs[0].data, 0, s, e);
+}
+
+/* ---- ResizeGrad(dY, X, roi?, scales?, sizes?) -> dX -------------------------- */
+
+static popc_status resize_grad(popc_grad_ctx *gc)
+{
+    int in[5] = {gc->output_grads[0], -1, -1, -1, -1};
+
+    if (in[0] < 0)
+        return POPC_OK;
+    for (int i = 0; i < gc->n_inputs && i < 4; i++)
+        in[1 + i] = gc->inputs[i];
+    return opsu_node1(gc, "popc", "ResizeGrad", in, 1 + gc->n_inputs,
+                      gc->attrs->items, gc->attrs->n, &gc->input_grads[0]);
+}
+
+static popc_status resize_grad_infer(popc_infer_ctx *ic)
+{
+    rs_params p;
+    popc_status st;
+
+    if ((st = opsu_want_f32(ic, "ResizeGrad", 0, "dY")) != POPC_OK ||
+        (st = params(ic->node_name, ic->inputs + 1, ic->n_inputs - 1,
+                     ic->attrs, &p)) != POPC_OK)
+        return st;
+    for (int d = 0; d < p.rank; d++)
+        if (ic->inputs[0].rank != p.rank || ic->inputs[0].dims[d] != p.out[d])
+            return opsu_host->set_error(POPC_EINVAL, "ResizeGrad '%s': dY "
+                                        "must have the resized shape",
+                                        ic->node_name);
+    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    return POPC_OK;
+}
+
+/* one part: outputs scatter into shared input positions */
+static popc_status resize_grad_forward(const popc_kernel_ctx *kc)
+{
+    rs_params p;
+    popc_status st;
+
+    if ((st = params(kc->node_name, kc->inputs + 1, kc->n_inputs - 1,
+                     kc->attrs, &p)) != POPC_OK)
+        return st;
+    memset(kc->outputs[0].data, 0, popc_view_nbytes(&kc->outputs[0]));
+    return walk(kc, &p, kc->inputs[0].data, kc->outputs[0].data, 1, 0,
+                popc_view_numel(&kc->inputs[0]));
 }
 
 static const popc_op_def resize_ops[] = {
@@ -298,12 +363,32 @@ static const popc_op_def resize_ops[] = {
         .flags = POPC_OP_SPLIT,
         .infer = resize_infer,
         .forward = resize_forward,
+        .grad = resize_grad,
         .doc = "nearest, linear or cubic resize with ONNX's coordinate "
                "modes",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "popc",
+        .name = "ResizeGrad",
+        .since_version = 1,
+        .min_inputs = 2,
+        .max_inputs = 5,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .flags = 0,
+        .infer = resize_grad_infer,
+        .forward = resize_grad_forward,
+        .doc = "(dY, X, roi?, scales?, sizes?) -> dX of Resize",
     },
 };
 
 popc_status nn_register_resize(const popc_host *h, popc_registrar *r)
 {
-    return h->register_op(r, &resize_ops[0]);
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof resize_ops / sizeof resize_ops[0]; i++)
+        if ((st = h->register_op(r, &resize_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
 }

@@ -479,6 +479,128 @@ static popc_status convt_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* ConvTranspose's gradient: popc::ConvTransposeGrad(dY, X, W) with the
+** forward's attributes -> dX, dW, dB. Input element ii and kernel tap k
+** reach output o = ii s - p0 + k d (the forward's scatter), so dX gathers
+** W dY over (k, group channel) and dW sums X dY over (n, ii); dB sums dY.
+** One part: every image adds into dW. */
+static popc_status convt_grad(popc_grad_ctx *gc)
+{
+    int in[3] = {gc->output_grads[0], gc->inputs[0], gc->inputs[1]}, out[3];
+    popc_status st;
+
+    if (in[0] < 0)
+        return POPC_OK;
+    if ((st = gc->host->grad_add_node(gc, "popc", "ConvTransposeGrad", in, 3,
+                                      out, 3, gc->attrs->items,
+                                      gc->attrs->n)) != POPC_OK)
+        return st;
+    gc->input_grads[0] = out[0];
+    gc->input_grads[1] = out[1];
+    if (gc->n_inputs > 2 && gc->inputs[2] >= 0)
+        gc->input_grads[2] = out[2];
+    return POPC_OK;
+}
+
+static popc_status convt_grad_infer(popc_infer_ctx *ic)
+{
+    nd_win w;
+    int64_t g;
+    popc_status st;
+
+    for (int i = 0; i < 3; i++)
+        if ((st = opsu_want_f32(ic, "ConvTransposeGrad", i,
+                                "every input")) != POPC_OK)
+            return st;
+    if ((st = convt_win(ic->node_name, ic->inputs + 1, ic->attrs, &w, &g)) !=
+        POPC_OK)
+        return st;
+    if (popc_view_numel(&ic->inputs[0]) !=
+        ic->inputs[1].dims[0] * ic->inputs[2].dims[1] * g *
+            sp_size(w.out, w.sp))
+        return opsu_host->set_error(POPC_EINVAL, "ConvTransposeGrad '%s': "
+                                    "dY does not have the forward's output "
+                                    "shape", ic->node_name);
+    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opsu_set_like(&ic->outputs[1], &ic->inputs[2]);
+    {
+        int64_t m = ic->inputs[2].dims[1] * g;
+
+        opsu_set(&ic->outputs[2], POPC_DTYPE_F32, &m, 1);
+    }
+    return POPC_OK;
+}
+
+static popc_status convt_grad_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[1], *wt = &kc->inputs[2];
+    const float *dy = kc->inputs[0].data, *xd = x->data, *wd = wt->data;
+    float *dx = kc->outputs[0].data, *dw = kc->outputs[1].data;
+    float *db = kc->outputs[2].data;
+    nd_win w;
+    int64_t g, C, Cg, Mg, M, osz, isz, ksz, N;
+    double *acc;
+    popc_status st;
+
+    if ((st = convt_win(kc->node_name, kc->inputs + 1, kc->attrs, &w, &g)) !=
+        POPC_OK)
+        return st;
+    N = x->dims[0];
+    C = x->dims[1];
+    Cg = C / g;
+    Mg = wt->dims[1];
+    M = Mg * g;
+    osz = sp_size(w.out, w.sp);
+    isz = sp_size(w.in, w.sp);
+    ksz = sp_size(w.k, w.sp);
+    if (!(acc = kc->host->alloc(sizeof(double) *
+                                (size_t)(popc_view_numel(wt) + M + 1))))
+        return opsu_host->set_error(POPC_ENOMEM, "ConvTransposeGrad '%s': "
+                                    "out of memory", kc->node_name);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++) {
+            int64_t grp = c / Cg;
+
+            for (int64_t ii = 0; ii < isz; ii++) {
+                int64_t xi[MAX_SP], ki[MAX_SP];
+                double xv = xd[(n * C + c) * isz + ii], gx = 0;
+
+                unflatten(ii, w.in, w.sp, xi);
+                for (int64_t k = 0; k < ksz; k++) {
+                    int64_t o = 0;
+                    int ok = 1;
+
+                    unflatten(k, w.k, w.sp, ki);
+                    for (int q = 0; q < w.sp && ok; q++) {
+                        int64_t t = xi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
+
+                        ok = t >= 0 && t < w.out[q];
+                        o = o * w.out[q] + t;
+                    }
+                    if (!ok)
+                        continue;
+                    for (int64_t mm = 0; mm < Mg; mm++) {
+                        double gy = dy[(n * M + grp * Mg + mm) * osz + o];
+
+                        gx += wd[(c * Mg + mm) * ksz + k] * gy;
+                        acc[(c * Mg + mm) * ksz + k] += xv * gy;
+                    }
+                }
+                dx[(n * C + c) * isz + ii] = (float)gx;
+            }
+        }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t o = 0; o < osz; o++)
+                acc[popc_view_numel(wt) + m] += dy[(n * M + m) * osz + o];
+    for (int64_t i = 0; i < popc_view_numel(wt); i++)
+        dw[i] = (float)acc[i];
+    for (int64_t m = 0; m < M; m++)
+        db[m] = (float)acc[popc_view_numel(wt) + m];
+    kc->host->free(acc);
+    return POPC_OK;
+}
+
 /* ---- ConvInteger ------------------------------------------------------------- */
 
 /* Conv of (x - x_zero_point) and (w - w_zero_point) in int32 (uint8 or
@@ -686,8 +808,23 @@ static const popc_op_def nd_ops[] = {
         .flags = POPC_OP_SPLIT,
         .infer = convt_infer,
         .forward = convt_forward,
+        .grad = convt_grad,
         .doc = "transposed convolution, 1-D to 3-D (output_padding, "
                "output_shape, groups)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "popc",
+        .name = "ConvTransposeGrad",
+        .since_version = 1,
+        .min_inputs = 3,
+        .max_inputs = 3,
+        .min_outputs = 3,
+        .max_outputs = 3,
+        .flags = 0,
+        .infer = convt_grad_infer,
+        .forward = convt_grad_forward,
+        .doc = "(dY, X, W) -> dX, dW, dB of ConvTranspose",
     },
 };
 
