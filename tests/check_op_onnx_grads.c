@@ -4,7 +4,7 @@
 ** the elementwise ops of the math plugin's wide.c (inverse and hyperbolic
 ** trigonometry, Softsign, Selu, HardSigmoid, HardSwish, ThresholdedRelu,
 ** Shrink, PRelu and its slope, floating-point Mod and its divisor, and the
-** zero gradients of Ceil, Floor, Round and Sign); the reductions of
+** zero gradients of Ceil, Floor, Round and Sign; CastLike); the reductions of
 ** reduce_wide.c; and the data-movement ops of the tensor plugin (Tile,
 ** Pad, DepthToSpace, SpaceToDepth, CumSum, ReverseSequence, Trilu, the
 ** gathers and scatters, Compress, TopK, Hardmax); Einsum (explicit,
@@ -97,6 +97,18 @@ START_TEST(wide_attribute_gradients)
     fd_ok("HardSigmoid", &x, 1, wrt, 1, hs, 2);
     fd_ok("Shrink", &x, 1, wrt, 1, shrink, 2);
     popc_tensor_free(x);
+}
+END_TEST
+
+START_TEST(castlike_gradient)
+{
+    /* float32 like float32: fd_check differentiates float32 outputs */
+    popc_tensor *in[2] = {grid(2, 3, -0.5, 0.1), grid(1, 3, 0.0, 0.0)};
+    static const int wrt[] = {0};
+
+    fd_ok("CastLike", in, 2, wrt, 1, NULL, 0);
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
 }
 END_TEST
 
@@ -218,6 +230,13 @@ START_TEST(arrange_gradients)
 
     fd_x("Tile", grid(2, 3, -0.5, 0.1), ints1(2, reps), NULL, 0);
     fd_x("Pad", grid(2, 3, -0.5, 0.1), ints1(4, pads), NULL, 0);
+    {
+        static const int64_t wide[4] = {2, 1, 1, 2};
+        popc_attr reflect = as("mode", "reflect"), edge = as("mode", "edge");
+
+        fd_x("Pad", grid(3, 4, -0.5, 0.1), ints1(4, wide), &reflect, 1);
+        fd_x("Pad", grid(3, 4, -0.5, 0.1), ints1(4, wide), &edge, 1);
+    }
     fd_x("DepthToSpace", shaped(d4, 4, 48, -0.5, 0.02), NULL, &b2, 1);
     fd_x("DepthToSpace", shaped(d4, 4, 48, -0.5, 0.02), NULL, crd, 2);
     fd_x("SpaceToDepth", shaped(s4, 4, 48, -0.5, 0.02), NULL, &b2, 1);
@@ -446,6 +465,7 @@ static Suite *grads_suite(void)
     tcase_add_test(tc, wide_unary_gradients);
     tcase_add_test(tc, wide_attribute_gradients);
     tcase_add_test(tc, wide_binary_gradients);
+    tcase_add_test(tc, castlike_gradient);
     suite_add_tcase(s, tc);
     tc = tcase_create("tensor");
     tcase_set_timeout(tc, 120);

@@ -772,6 +772,15 @@ static void b_nn_train(bld *b)
     y = node2(b, "Add", y, node1(b, "ReduceMean",
                                  node(b, NULL, "GridSample", in, 2, NULL,
                                       0)));
+    {
+        static const int64_t pads[8] = {0, 0, 1, 2, 0, 0, 2, 1};
+        popc_attr reflect = attr_s("mode", "reflect");
+        int pin[2] = {h, const_i64(b, pads, 8)};
+
+        y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                     node(b, NULL, "Pad", pin, 2, &reflect,
+                                          1)));
+    }
     ck_assert(pc_nodes_n(b, NULL, "MaxPool", &h, 1, pool, 2, out, 2));
     y = node2(b, "Add", y, node1(b, "ReduceMean",
                                  node(b, NULL, "MaxUnpool", out, 2, pool,

@@ -651,7 +651,7 @@ const popc_op_def mop_misc_ops[] = {
     OPU_DEF("ai.onnx", "Cast", 13, 1, 1, 1, 1, POPC_OP_SPLIT, cast,
             cast_grad, NULL, "convert to the element type 'to'"),
     OPU_DEF("ai.onnx", "CastLike", 15, 2, 2, 1, 1, POPC_OP_SPLIT, castlike,
-            NULL, NULL, "convert to the element type of input 1"),
+            cast_grad, NULL, "convert to the element type of input 1"),
     OPU_DEF("ai.onnx", "Identity", 16, 1, 1, 1, 1, POPC_OP_SPLIT, identity,
             identity_grad, NULL, "copy"),
     OPU_DEF("ai.onnx", "Constant", 13, 0, 0, 1, 1, POPC_OP_SPLIT, constant,

@@ -270,6 +270,58 @@ static popc_status pad_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* PadGrad(dY, X, pads) -> dX for the reflect and edge modes: each output
+** adds its gradient to the input element it copied (one part: mirrored
+** and edge elements receive several). */
+static popc_status pad_grad_infer(popc_infer_ctx *ic)
+{
+    if (!popc_dtype_is_float(ic->inputs[0].dtype) ||
+        ic->inputs[0].dtype != ic->inputs[1].dtype)
+        return opu_error(ic->host, POPC_EINVAL, "PadGrad", ic->node_name,
+                         "dY and X must share a floating-point dtype");
+    ic->outputs[0] = ic->inputs[1];
+    ic->outputs[0].data = NULL;
+    return POPC_OK;
+}
+
+static popc_status pad_grad_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *dy = &kc->inputs[0], *x = &kc->inputs[1];
+    const char *m = popc_attr_string(kc->attrs, "mode", "constant");
+    int mode = !strcmp(m, "constant") ? 0 : !strcmp(m, "reflect") ? 1 : 2;
+    int64_t pads[2 * POPC_MAX_RANK], xs[POPC_MAX_RANK], n = popc_view_numel(x);
+    double *acc;
+    popc_status st;
+
+    if ((st = pad_pads(kc->host, kc->node_name, kc->inputs + 1,
+                       kc->n_inputs - 1, pads)) != POPC_OK)
+        return st;
+    if (!(acc = kc->host->alloc(sizeof(double) * (size_t)(n + 1))))
+        return opu_error(kc->host, POPC_ENOMEM, "PadGrad", kc->node_name,
+                         "out of memory");
+    strides_of(x, xs);
+    for (int64_t i = 0; i < popc_view_numel(dy); i++) {
+        int64_t rem = i, j = 0;
+        int inside = 1;
+
+        for (int d = dy->rank - 1; d >= 0; d--) {
+            int64_t c = pad_src(rem % dy->dims[d] - pads[d], x->dims[d], mode);
+
+            rem /= dy->dims[d];
+            if (c < 0)
+                inside = 0;
+            else
+                j += c * xs[d];
+        }
+        if (inside)
+            acc[j] += opu_load_f(dy, i);
+    }
+    for (int64_t j = 0; j < n; j++)
+        opu_store_f(&kc->outputs[0], j, acc[j]);
+    kc->host->free(acc);
+    return POPC_OK;
+}
+
 /* ---- CumSum --------------------------------------------------------------------- */
 
 static popc_status cumsum_axis(const popc_host *h, const char *node,
@@ -531,6 +583,8 @@ const popc_op_def top_arrange_ops[] = {
             space_to_depth, top_space_to_depth_grad, NULL, "blocks to channels"),
     OPU_DEF("ai.onnx", "Pad", 13, 2, 3, 1, 1, POPC_OP_SPLIT, pad, top_pad_grad, NULL,
             "pad with a constant, reflection or the edge"),
+    OPU_DEF("popc", "PadGrad", 1, 3, 3, 1, 1, 0, pad_grad, NULL, NULL,
+            "(dY, X, pads) -> dX of Pad's reflect and edge modes"),
     OPU_DEF("ai.onnx", "CumSum", 14, 2, 2, 1, 1, 0, cumsum, top_cumsum_grad, NULL,
             "running sum along axis (exclusive, reverse)"),
     OPU_DEF("ai.onnx", "Hardmax", 13, 1, 1, 1, 1, 0, hardmax, top_hardmax_grad, NULL,

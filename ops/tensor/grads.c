@@ -2,8 +2,8 @@
 ** data, built from other ops (each of which has its own gradient, so
 ** second derivatives compose):
 **   Tile            Reshape dY to (repeat, dim) pairs, ReduceSum the repeats
-**   Pad (constant)  Slice out the interior (zero-Pad what a negative pad
-**                   cropped)
+**   Pad             constant: Slice out the interior (zero-Pad what a
+**                   negative pad cropped); reflect, edge: popc::PadGrad
 **   DepthToSpace, SpaceToDepth  the inverse Reshape/Transpose/Reshape
 **   CumSum          CumSum of dY in the other direction
 **   ReverseSequence, Trilu  the same op on dY
@@ -14,9 +14,9 @@
 **   Compress        GatherGrad at the kept positions
 **   TopK            ScatterElements (add) of dValues at the indices
 **   Hardmax         zero (piecewise constant)
-** Pad's reflect and edge modes, GatherND with batch_dims and the mul, max
-** and min reductions of the scatters have no gradient yet: training
-** through them fails naming the node.
+** GatherND with batch_dims and the mul, max and min reductions of the
+** scatters have no gradient yet: training through them fails naming the
+** node.
 */
 #include "config.h"
 
@@ -129,10 +129,12 @@ popc_status top_pad_grad(popc_grad_ctx *gc)
 
     if (gc->output_grads[0] < 0)
         return POPC_OK;
-    if (strcmp(mode, "constant") != 0)
-        return opu_error(gc->host, POPC_EUNSUPPORTED, "Pad", gc->node_name,
-                         "mode '%s' has no gradient yet (constant has)",
-                         mode);
+    if (strcmp(mode, "constant") != 0) {
+        int pin[3] = {gc->output_grads[0], gc->inputs[0], gc->inputs[1]};
+
+        return opu_grad_node(gc, "popc", "PadGrad", pin, 3, gc->attrs->items,
+                             gc->attrs->n, &gc->input_grads[0]);
+    }
     if ((st = const_ints(gc, "Pad", 1, "pads", &pads, &n)) != POPC_OK)
         return st;
     if (n != 2 * x->rank)
