@@ -8,8 +8,9 @@
 ** reduce_wide.c; and the data-movement ops of the tensor plugin (Tile,
 ** Pad, DepthToSpace, SpaceToDepth, CumSum, ReverseSequence, Trilu, the
 ** gathers and scatters, Compress, TopK, Hardmax); Einsum (explicit,
-** implicit, batched, ellipsis broadcast, transpose) and Det (invertible
-** and singular matrices); the nn ops ConvTranspose (1-D and 2-D, groups,
+** implicit, batched, ellipsis broadcast, transpose), Det (invertible
+** and singular matrices) and DFT (complex, real, inverse, onesided,
+** dft_length cutting or padding); the nn ops ConvTranspose (1-D and 2-D, groups,
 ** strides, pads, dilations, output_padding), InstanceNormalization,
 ** MeanVarianceNormalization, LRN, GlobalMaxPool, Resize (nearest, linear,
 ** cubic; several coordinate modes), GridSample (three modes, three
@@ -316,6 +317,21 @@ START_TEST(linalg_gradients)
         fd_ok("Einsum", in, bd[i] ? 2 : 1, both, bd[i] ? 2 : 1, &eq, 1);
         popc_tensor_free(in[0]);
         popc_tensor_free(in[1]);
+    }
+    /* DFT: complex and real signals, inverse, onesided, a cut and a
+    ** padded dft_length */
+    {
+        int64_t cxd[3] = {2, 6, 2}, rxd[3] = {2, 6, 1};
+        static const int64_t cut[1] = {4}, longer[1] = {8};
+        popc_attr inv = ai("inverse", 1), one = ai("onesided", 1);
+
+        fd_x("DFT", shaped(cxd, 3, 24, -0.6, 0.05), NULL, NULL, 0);
+        fd_x("DFT", shaped(cxd, 3, 24, -0.6, 0.05), NULL, &inv, 1);
+        fd_x("DFT", shaped(rxd, 3, 12, -0.6, 0.1), NULL, &one, 1);
+        fd_x("DFT", shaped(rxd, 3, 12, -0.6, 0.1), ints(NULL, 0, cut), NULL,
+             0);
+        fd_x("DFT", shaped(cxd, 3, 24, -0.6, 0.05), ints(NULL, 0, longer),
+             &one, 1);
     }
     /* Det over a batch: one invertible matrix, one singular (rank 2) */
     {

@@ -707,8 +707,8 @@ static void b_flow(bld *b)
     popc_graph_free(scan_g);
 }
 
-/* Einsum and Det with trainable operands (their gradients: Einsum, and
-** popc::DetGrad) */
+/* Einsum, DFT and Det with trainable operands (their gradients: Einsum,
+** popc::DFTGrad and popc::DetGrad) */
 static void b_linalg_train(bld *b)
 {
     int64_t ad[3] = {B, 3, 4}, wd[2] = {4, 4}, md[3] = {B, 3, 3};
@@ -720,6 +720,14 @@ static void b_linalg_train(bld *b)
     int in[2] = {x, w}, y, d;
 
     y = node1(b, "ReduceMean", node(b, NULL, "Einsum", in, 2, &eq, 1));
+    {
+        int64_t sd[3] = {B, 6, 2};
+        int sig = input(b, POPC_DTYPE_F32, sd, 3, -1.0, 1.0);
+        int sw = weight(b, "sw", sd + 1, 2, -0.5, 0.5);
+        int f = node1(b, "DFT", node2(b, "Add", sig, sw));
+
+        y = node2(b, "Add", y, node1(b, "ReduceMean", node2(b, "Mul", f, f)));
+    }
     d = node1(b, "Det", node2(b, "Add", m, mw));
     mean_loss(b, node2(b, "Add", y, node1(b, "ReduceMean", d)));
 }

@@ -293,7 +293,7 @@ static popc_status det_forward(const popc_kernel_ctx *kc)
 ** compile time; the signal is cut or zero-padded) or the signal's; output
 ** [..., 2]; onesided keeps the first n/2 + 1 frequencies of a real
 ** signal; inverse scales by 1/n. Computed directly in double. */
-static popc_status dft_geom(const popc_host *h, const char *node,
+popc_status top_dft_geom(const popc_host *h, const char *node,
                             const popc_view *in, int n_in,
                             const popc_attrs *a, int *axis, int64_t *len)
 {
@@ -325,7 +325,7 @@ static popc_status dft_infer(popc_infer_ctx *ic)
     int64_t len;
     popc_status st;
 
-    if ((st = dft_geom(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
+    if ((st = top_dft_geom(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
                        ic->attrs, &axis, &len)) != POPC_OK)
         return st;
     ic->outputs[0] = ic->inputs[0];
@@ -343,7 +343,7 @@ static popc_status dft_forward(const popc_kernel_ctx *kc)
     int64_t len, inner = 1, outer = 1, n_in, n_out, cx;
     popc_status st;
 
-    if ((st = dft_geom(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
+    if ((st = top_dft_geom(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
                        kc->attrs, &axis, &len)) != POPC_OK)
         return st;
     cx = x->dims[x->rank - 1];
@@ -379,7 +379,7 @@ static popc_status dft_forward(const popc_kernel_ctx *kc)
 }
 
 const popc_op_def top_linalg_ops[] = {
-    OPU_DEF("ai.onnx", "DFT", 17, 1, 2, 1, 1, 0, dft, NULL, NULL,
+    OPU_DEF("ai.onnx", "DFT", 17, 1, 2, 1, 1, 0, dft, top_dft_grad, NULL,
             "discrete Fourier transform along axis (direct)"),
     OPU_DEF("ai.onnx", "Einsum", 12, 1, MAX_TERMS, 1, 1, 0, einsum,
             top_einsum_grad, NULL, "Einstein summation over an equation"),

@@ -11,6 +11,12 @@
 ** a minor by LU in double, so singular matrices get their exact gradient
 ** too. O(n^5) per matrix: meant for the small matrices models take
 ** determinants of.
+**
+** DFT: popc::DFTGrad(dY, X, dft_length?) applies the conjugate transpose
+** of the forward's (linear) map: dX_t = sum_k conj(c_kt) dY_k over the
+** frequencies the forward kept (onesided keeps n/2 + 1), with the forward's
+** 1/n for inverse; a real input takes the real part, and signal elements
+** past dft_length (cut by the forward) get 0.
 */
 #include "config.h"
 
@@ -20,6 +26,10 @@
 #include <string.h>
 
 #include "ops/math/opu_elem.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 #include "ops/tensor/tensorops.h"
 
 #define MAX_TERMS 8
@@ -207,7 +217,84 @@ static popc_status det_grad_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+popc_status top_dft_grad(popc_grad_ctx *gc)
+{
+    int in[3] = {gc->output_grads[0], gc->inputs[0],
+                 gc->n_inputs > 1 ? gc->inputs[1] : -1};
+
+    if (in[0] < 0)
+        return POPC_OK;
+    return opu_grad_node(gc, "popc", "DFTGrad", in, gc->n_inputs + 1,
+                         gc->attrs->items, gc->attrs->n, &gc->input_grads[0]);
+}
+
+static popc_status dft_grad_infer(popc_infer_ctx *ic)
+{
+    int axis;
+    int64_t len;
+    popc_status st;
+
+    if ((st = top_dft_geom(ic->host, ic->node_name, ic->inputs + 1,
+                           ic->n_inputs - 1, ic->attrs, &axis, &len)) !=
+        POPC_OK)
+        return st;
+    if (!popc_dtype_is_float(ic->inputs[0].dtype))
+        return opu_error(ic->host, POPC_EINVAL, "DFTGrad", ic->node_name,
+                         "dY must be floating point");
+    ic->outputs[0] = ic->inputs[1];
+    ic->outputs[0].data = NULL;
+    return POPC_OK;
+}
+
+static popc_status dft_grad_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *dy = &kc->inputs[0], *x = &kc->inputs[1];
+    const popc_view *dx = &kc->outputs[0];
+    int inv = (int)popc_attr_int(kc->attrs, "inverse", 0), axis;
+    int64_t len, inner = 1, outer = 1, n_in, n_out, cx;
+    popc_status st;
+
+    if ((st = top_dft_geom(kc->host, kc->node_name, kc->inputs + 1,
+                           kc->n_inputs - 1, kc->attrs, &axis, &len)) !=
+        POPC_OK)
+        return st;
+    cx = x->dims[x->rank - 1];
+    n_in = x->dims[axis];
+    n_out = dy->dims[axis];
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = axis + 1; d < x->rank - 1; d++)
+        inner *= x->dims[d];
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t t = 0; t < n_in; t++)
+            for (int64_t b = 0; b < inner; b++) {
+                int64_t at_ = ((a * n_in + t) * inner + b) * cx;
+                double re = 0, im = 0;
+
+                for (int64_t k = 0; t < len && k < n_out; k++) {
+                    int64_t g = ((a * n_out + k) * inner + b) * 2;
+                    double gr = opu_load_f(dy, g), gi = opu_load_f(dy, g + 1);
+                    double ang = (inv ? 2 : -2) * M_PI *
+                                 (double)(k * t % len) / (double)len;
+                    double c = cos(ang), sn = sin(ang);
+
+                    re += c * gr + sn * gi;
+                    im += c * gi - sn * gr;
+                }
+                if (inv) {
+                    re /= (double)len;
+                    im /= (double)len;
+                }
+                opu_store_f(dx, at_, re);
+                if (cx == 2)
+                    opu_store_f(dx, at_ + 1, im);
+            }
+    return POPC_OK;
+}
+
 const popc_op_def top_linalg_grad_ops[] = {
+    OPU_DEF("popc", "DFTGrad", 1, 2, 3, 1, 1, 0, dft_grad, NULL, NULL,
+            "(dY, X, dft_length?) -> dX of DFT"),
     OPU_DEF("popc", "DetGrad", 1, 2, 2, 1, 1, 0, det_grad, NULL, NULL,
             "(dY, X) -> dY times X's cofactors"),
 };
