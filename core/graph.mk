@@ -13,6 +13,7 @@ libpopc_la_SOURCES += \
     %reldir%/loss.c \
     %reldir%/eval.c \
     %reldir%/subgraph.c \
+    %reldir%/subgraph_grad.c \
     %reldir%/autodiff.c \
     %reldir%/rng.h \
     %reldir%/rng.c \

@@ -147,6 +147,9 @@ static const popc_host base_host = {
     .last_error = popc_last_error,
     .graph_signature = popci_graph_signature,
     .graph_run = popci_graph_run,
+    .graph_gradient = popci_graph_gradient,
+    .graph_free = popci_graph_release,
+    .grad_inline = popci_grad_inline,
 };
 
 const popc_host *popci_host(void)

@@ -45,4 +45,13 @@ popc_status popci_graph_run(const struct popc_graph *g,
                             const popc_view *outputs, int n_outputs,
                             int training, uint64_t seed);
 
+/* The table's graph_gradient, graph_free and grad_inline
+** (subgraph_grad.c). */
+popc_status popci_graph_gradient(const struct popc_graph *g,
+                                 struct popc_graph **out);
+void popci_graph_release(struct popc_graph *g);
+popc_status popci_grad_inline(popc_grad_ctx *gc, const struct popc_graph *g,
+                              const int *inputs, int n_inputs, int *outputs,
+                              int n_outputs);
+
 #endif /* POPC_HOST_PRIV_H */

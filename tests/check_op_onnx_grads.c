@@ -14,7 +14,8 @@
 ** strides, pads, dilations, output_padding), InstanceNormalization,
 ** MeanVarianceNormalization, LRN, GlobalMaxPool, Resize (nearest, linear,
 ** cubic; several coordinate modes), GridSample (three modes, three
-** paddings, its grid too) and MaxUnpool. */
+** paddings, its grid too) and MaxUnpool; If (both branches), Scan (axis
+** 0, axis 1 reversed) and Loop, each reading a captured value. */
 #include "config.h"
 
 #include <stdio.h>
@@ -472,6 +473,176 @@ START_TEST(sampling_gradients)
 }
 END_TEST
 
+/* ---- control flow: bodies built with the graph API ------------------------ */
+
+#define OKG(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
+
+static int gnode(popc_graph *g, const char *op, int a, int b)
+{
+    int in[2] = {a, b}, out;
+
+    OKG(popc_graph_add_node(g, NULL, op, 0, in, b >= 0 ? 2 : 1, &out, 1,
+                            NULL, 0, NULL, NULL));
+    return out;
+}
+
+static int ginput(popc_graph *g, const char *name, popc_dtype dt,
+                  const int64_t *dims, int rank)
+{
+    int id;
+
+    OKG(popc_graph_add_input(g, name, dt, dims, rank, &id));
+    return id;
+}
+
+/* fd_ok with n_out outputs */
+static void fd_ok_n(const char *op, popc_tensor **in, int n_in,
+                    const int *wrt, int n_wrt, const popc_attr *a, int na,
+                    int n_out)
+{
+    char why[1024];
+    popc_status st = fd_check_op_ex(NULL, op, in, n_in, wrt, n_wrt, a, na,
+                                    n_out, 1, 1e-3, why, sizeof why);
+
+    ck_assert_msg(st == POPC_OK, "%s: %s", op, why);
+}
+
+static popc_attr agraph(const char *name, popc_graph *g)
+{
+    return (popc_attr){.name = name, .type = POPC_ATTR_GRAPH, .graph = g};
+}
+
+START_TEST(if_gradients)
+{
+    int64_t d[2] = {2, 3};
+    popc_graph *then_g = NULL, *else_g = NULL;
+    popc_attr a[3];
+    int c;
+
+    /* then: c * c + sin(c); else: tanh(c) * c, both reading the capture */
+    OKG(popc_graph_new("then", &then_g));
+    c = ginput(then_g, "c", POPC_DTYPE_F32, d, 2);
+    OKG(popc_graph_add_output(then_g, gnode(then_g, "Add",
+                                            gnode(then_g, "Mul", c, c),
+                                            gnode(then_g, "Sin", c, -1))));
+    OKG(popc_graph_new("else", &else_g));
+    c = ginput(else_g, "c", POPC_DTYPE_F32, d, 2);
+    OKG(popc_graph_add_output(else_g, gnode(else_g, "Mul",
+                                            gnode(else_g, "Tanh", c, -1), c)));
+    a[0] = agraph("then_branch", then_g);
+    a[1] = agraph("else_branch", else_g);
+    a[2] = ai("__captures", 1);
+    for (int taken = 0; taken < 2; taken++) {
+        int64_t one[1] = {1};
+        uint8_t cond = (uint8_t)taken;
+        popc_tensor *in[2] = {NULL, grid(2, 3, -0.7, 0.11)};
+        static const int wrt[] = {1};
+
+        OKG(popc_tensor_from_data(POPC_DTYPE_BOOL, one, 1, &cond, &in[0]));
+        fd_ok("If", in, 2, wrt, 1, a, 3);
+        tensor_free_all(in, 2);
+    }
+    popc_graph_free(then_g);
+    popc_graph_free(else_g);
+}
+END_TEST
+
+START_TEST(scan_gradients)
+{
+    int64_t sd[1] = {3}, xd[3] = {2, 4, 3};
+    popc_graph *body = NULL;
+    int s, x, w, s2;
+    static const int64_t axis1[1] = {1}, rev[1] = {1};
+    popc_attr a[5];
+    static const int all3[] = {0, 1, 2};
+
+    /* s' = tanh(s + x_t * w); y = s' * x_t; w captured */
+    OKG(popc_graph_new("body", &body));
+    s = ginput(body, "s", POPC_DTYPE_F32, sd, 1);
+    x = ginput(body, "x", POPC_DTYPE_F32, sd, 1);
+    w = ginput(body, "w", POPC_DTYPE_F32, sd, 1);
+    s2 = gnode(body, "Tanh", gnode(body, "Add", s, gnode(body, "Mul", x, w)),
+               -1);
+    OKG(popc_graph_add_output(body, s2));
+    OKG(popc_graph_add_output(body, gnode(body, "Mul", s2, x)));
+    a[0] = agraph("body", body);
+    a[1] = ai("num_scan_inputs", 1);
+    a[2] = ai("__captures", 1);
+    a[3] = aints("scan_input_axes", axis1, 1);
+    a[4] = aints("scan_input_directions", rev, 1);
+    {
+        /* x [4, 3] scanned along axis 0 */
+        int64_t x2[2] = {4, 3};
+        popc_tensor *in[3] = {shaped(sd, 1, 3, 0.1, 0.2),
+                              shaped(x2, 2, 12, -0.6, 0.1),
+                              shaped(sd, 1, 3, 0.4, 0.15)};
+
+        fd_ok_n("Scan", in, 3, all3, 3, a, 3, 2);
+        tensor_free_all(in, 3);
+    }
+    popc_graph_free(body);
+    /* along axis 1, reversed: elements [2, 3], states [2, 3] */
+    {
+        int64_t s23[2] = {2, 3};
+        popc_tensor *in[3];
+
+        OKG(popc_graph_new("body2", &body));
+        s = ginput(body, "s", POPC_DTYPE_F32, s23, 2);
+        x = ginput(body, "x", POPC_DTYPE_F32, s23, 2);
+        w = ginput(body, "w", POPC_DTYPE_F32, s23, 2);
+        s2 = gnode(body, "Tanh",
+                   gnode(body, "Add", s, gnode(body, "Mul", x, w)), -1);
+        OKG(popc_graph_add_output(body, s2));
+        OKG(popc_graph_add_output(body, gnode(body, "Mul", s2, x)));
+        a[0] = agraph("body", body);
+        in[0] = shaped(s23, 2, 6, 0.1, 0.1);
+        in[1] = shaped(xd, 3, 24, -0.6, 0.05);
+        in[2] = shaped(s23, 2, 6, 0.4, 0.07);
+        fd_ok_n("Scan", in, 3, all3, 3, a, 5, 2);
+        tensor_free_all(in, 3);
+        popc_graph_free(body);
+    }
+}
+END_TEST
+
+START_TEST(loop_gradients)
+{
+    int64_t vd[2] = {2, 3};
+    popc_graph *body = NULL;
+    int it, cond, v, w, v2;
+    popc_attr a[2];
+    static const int64_t three = 3;
+    popc_tensor *in[4] = {NULL, NULL, shaped(vd, 2, 6, -0.5, 0.13),
+                          shaped(vd, 2, 6, 0.3, 0.1)};
+    static const int wrt[] = {2, 3};
+
+    /* v' = tanh(v * w + iter); scan = v' + w; w captured */
+    OKG(popc_graph_new("body", &body));
+    it = ginput(body, "iter", POPC_DTYPE_I64, NULL, 0);
+    cond = ginput(body, "cond", POPC_DTYPE_BOOL, NULL, 0);
+    v = ginput(body, "v", POPC_DTYPE_F32, vd, 2);
+    w = ginput(body, "w", POPC_DTYPE_F32, vd, 2);
+    {
+        popc_attr to = ai("to", 1);
+        int itf;
+
+        OKG(popc_graph_add_node(body, NULL, "Cast", 0, &it, 1, &itf, 1, &to,
+                                1, NULL, NULL));
+        v2 = gnode(body, "Tanh",
+                   gnode(body, "Add", gnode(body, "Mul", v, w), itf), -1);
+    }
+    OKG(popc_graph_add_output(body, gnode(body, "Identity", cond, -1)));
+    OKG(popc_graph_add_output(body, v2));
+    OKG(popc_graph_add_output(body, gnode(body, "Add", v2, w)));
+    a[0] = agraph("body", body);
+    a[1] = ai("__captures", 1);
+    OKG(popc_tensor_from_data(POPC_DTYPE_I64, NULL, 0, &three, &in[0]));
+    fd_ok_n("Loop", in, 4, wrt, 2, a, 2, 2);
+    tensor_free_all(in, 4);
+    popc_graph_free(body);
+}
+END_TEST
+
 static Suite *grads_suite(void)
 {
     Suite *s = suite_create("op_onnx_grads");
@@ -496,6 +667,12 @@ static Suite *grads_suite(void)
     tcase_add_test(tc, norm_gradients);
     tcase_add_test(tc, resize_gradients);
     tcase_add_test(tc, sampling_gradients);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("flow");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, if_gradients);
+    tcase_add_test(tc, scan_gradients);
+    tcase_add_test(tc, loop_gradients);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,6 +30,7 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/flow/if_shapes.onnx \
     %reldir%/onnx/flow/loop_classifier.logits.npy \
     %reldir%/onnx/flow/loop_classifier.onnx \
+    %reldir%/onnx/flow/loop_classifier_losses.txt \
     %reldir%/onnx/flow/loop_classifier.x.npy \
     %reldir%/onnx/flow/loop_classifier.y.npy \
     %reldir%/onnx/flow/loop_early.onnx \

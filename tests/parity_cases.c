@@ -657,8 +657,8 @@ static popc_graph *body(const char *name, int with_loop_head,
 
 /* If (both branches, reading a captured value), Loop (3 iterations, one
 ** carried value, one scan output) and Scan (a running sum over the batch
-** axis) */
-static void b_flow(bld *b)
+** axis); training: their mean is the loss, so the unrolled gradients run */
+static void flow_graphs(bld *b, int train)
 {
     static const int64_t img[2] = {64, 64}, one[1] = {1};
     const int64_t *d1[1] = {img}, *d2[2] = {img, img};
@@ -699,8 +699,23 @@ static void b_flow(bld *b)
     in[0] = w;
     in[1] = x;
     ck_assert(pc_nodes_n(b, NULL, "Scan", in, 2, sa, 2, out, 2));
-    pc_output(b, out[0]);
-    pc_output(b, out[1]);
+    if (!train) {
+        pc_output(b, out[0]);
+        pc_output(b, out[1]);
+    } else {
+        int y = node1(b, "ReduceMean", out[1]);
+
+        in[0] = const_bool(b, &yes, one);
+        in[1] = w;
+        y = node2(b, "Add", y, node1(b, "ReduceMean",
+                                     node(b, NULL, "If", in, 2, ifa, 3)));
+        in[0] = const_scalar_i64(b, 3);
+        in[1] = -1;
+        in[2] = w;
+        ck_assert(pc_nodes_n(b, NULL, "Loop", in, 3, &la, 1, out, 2));
+        y = node2(b, "Add", y, node1(b, "ReduceMean", out[1]));
+        mean_loss(b, y);
+    }
     popc_graph_free(then_g);
     popc_graph_free(else_g);
     popc_graph_free(loop_g);
@@ -794,6 +809,16 @@ static void b_nn_train(bld *b)
                                  node(b, NULL, "MaxUnpool", out, 2, pool,
                                       2)));
     mean_loss(b, y);
+}
+
+static void b_flow(bld *b)
+{
+    flow_graphs(b, 0);
+}
+
+static void b_flow_train(bld *b)
+{
+    flow_graphs(b, 1);
 }
 
 static void b_einsum(bld *b)
@@ -1216,6 +1241,7 @@ const pcase pc_cases[] = {
     {"gru_rnn", b_gru_rnn, 0},
     {"recurrent_train", b_recurrent_train, 1},
     {"flow", b_flow, 0},
+    {"flow_train", b_flow_train, 1},
     {"linalg_train", b_linalg_train, 1},
     {"nn_train", b_nn_train, 1},
     {"einsum", b_einsum, 0},

@@ -4,9 +4,8 @@
 ** bodies read from the enclosing graph arrive as the node's trailing
 ** inputs (`__captures`, popc/plugin.h). Shapes are fixed at compile, as
 ** PopTorch fixes them: a Loop with scan outputs needs its trip count at
-** compile, and every iteration's body outputs keep their shapes. No
-** gradients yet: training through these ops fails at compile, naming the
-** node. */
+** compile, and every iteration's body outputs keep their shapes.
+** Gradients: grad.c. */
 #include "config.h"
 
 #include <stdio.h>

@@ -46,6 +46,11 @@ popc_status flow_alloc_views(const char *op, const char *node,
                              const popc_view *like, int n, popc_view *out);
 void flow_free_views(popc_view *v, int n);
 
+/* grad.c: the gradients of If, Loop and Scan. */
+popc_status flow_if_grad(popc_grad_ctx *gc);
+popc_status flow_loop_grad(popc_grad_ctx *gc);
+popc_status flow_scan_grad(popc_grad_ctx *gc);
+
 popc_status flow_register_if(const popc_host *h, popc_registrar *r);
 popc_status flow_register_loop(const popc_host *h, popc_registrar *r);
 popc_status flow_register_scan(const popc_host *h, popc_registrar *r);

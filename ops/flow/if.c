@@ -82,6 +82,7 @@ static const popc_op_def if_op = {
     .flags = 0,
     .infer = if_infer,
     .forward = if_forward,
+    .grad = flow_if_grad,
     .doc = "runs then_branch or else_branch (ONNX If)",
 };
 

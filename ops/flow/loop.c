@@ -171,6 +171,13 @@ static popc_status iterate(const popc_kernel_ctx *kc, loop_run *r)
         cur = !cur;
         r->cond = r->cond_out != 0;
     }
+    if (kc->training && limit >= 0 && r->iter < limit)
+        return kc->host->set_error(POPC_EUNSUPPORTED, "Loop '%s': its "
+                                   "condition stopped it after %lld of %lld "
+                                   "iterations while training; its gradient "
+                                   "is unrolled over all of them",
+                                   kc->node_name, (long long)r->iter,
+                                   (long long)limit);
     if (K && r->iter < limit)
         return kc->host->set_error(POPC_EINVAL, "Loop '%s': its condition "
                                    "stopped it after %lld of %lld "
@@ -230,6 +237,7 @@ static const popc_op_def loop_op = {
     .flags = 0,
     .infer = loop_infer,
     .forward = loop_forward,
+    .grad = flow_loop_grad,
     .doc = "runs its body M times or while cond holds (ONNX Loop)",
 };
 

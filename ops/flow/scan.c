@@ -398,6 +398,7 @@ static const popc_op_def scan_op = {
     .flags = 0,
     .infer = scan_infer,
     .forward = scan_forward,
+    .grad = flow_scan_grad,
     .doc = "runs its body over the elements of sequences (ONNX Scan)",
 };
 

@@ -463,6 +463,21 @@ struct popc_host {
                              const popc_view *inputs, int n_inputs,
                              const popc_view *outputs, int n_outputs,
                              int training, uint64_t seed);
+    /* Gradients through subgraphs (read only when POPC_HAS_FIELD(
+    ** popc_host, size, grad_inline)). graph_gradient: a new graph whose
+    ** inputs are g's inputs then one gradient per output of g, and whose
+    ** outputs are d(sum_j <out_j, dout_j>)/d(input_i) for every input i
+    ** (zeros where none flows); it recomputes g's forward. Free it with
+    ** graph_free. */
+    popc_status (*graph_gradient)(const struct popc_graph *g,
+                                  struct popc_graph **out);
+    void (*graph_free)(struct popc_graph *g);
+    /* Inside grad(): add g's nodes to the graph being differentiated, g's
+    ** inputs bound to inputs[]; outputs[] receives the values of g's
+    ** outputs (to unroll a body into the backward pass). */
+    popc_status (*grad_inline)(popc_grad_ctx *gc, const struct popc_graph *g,
+                               const int *inputs, int n_inputs, int *outputs,
+                               int n_outputs);
 };
 
 typedef struct popc_plugin_info {
