@@ -3,7 +3,9 @@
 **
 ** Graph inputs keep their shapes (dim 0 is the micro-batch the graph was
 ** built for), weights and constants become initializers (raw little-endian
-** data), nodes keep their names, ops and attributes. ai.onnx nodes are
+** data), nodes keep their names, ops and attributes (subgraphs become
+** GraphProto attributes whose captured values are read by name, as ONNX
+** scoping has it). ai.onnx nodes are
 ** written at one opset: the newest version among them, checked against the
 ** operator history so that no node changes meaning at that opset. Other
 ** domains (popc's own ops, plugins') get their own opset imports. The file
@@ -66,7 +68,28 @@ static popc_status oom(const char *path)
     return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
 }
 
-static Onnx__ValueInfoProto *value_info(arena *a, const popc_graph *g, int v)
+/* One graph being written: the model's, or a subgraph attribute's. A
+** subgraph's trailing inputs are values it captures from the enclosing
+** graph (__captures, popc/plugin.h); ONNX reads those by name instead, so
+** they are left out of its inputs and written under the enclosing value's
+** name (rename[v]). */
+typedef struct xgraph {
+    arena *a;
+    const popc_graph *g;
+    const popc_tensor *const *weights; /* per value, or NULL */
+    const char **rename;               /* per value, or NULL entries */
+    int n_captured;                    /* trailing inputs left out */
+    const char *path;
+} xgraph;
+
+static const char *name_of(const xgraph *x, int v)
+{
+    return x->rename && x->rename[v] ? x->rename[v]
+                                     : popc_graph_value_name(x->g, v);
+}
+
+static Onnx__ValueInfoProto *value_info(arena *a, const popc_graph *g, int v,
+                                        const char *name)
 {
     popc_view info = popc_graph_value_info(g, v);
     Onnx__ValueInfoProto *vi = zalloc(a, sizeof *vi);
@@ -97,7 +120,7 @@ static Onnx__ValueInfoProto *value_info(arena *a, const popc_graph *g, int v)
     tt->shape = sh;
     tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     tp->tensor_type = tt;
-    vi->name = sdup(a, popc_graph_value_name(g, v));
+    vi->name = sdup(a, name);
     vi->type = tp;
     return vi->name ? vi : NULL;
 }
@@ -114,9 +137,42 @@ static Onnx__TensorProto *tensor(arena *a, const popc_tensor *t,
     return tp;
 }
 
-static popc_status attribute(arena *a, const popc_attr *x,
+static popc_status graph_proto(const xgraph *x, Onnx__GraphProto **out);
+
+/* A subgraph attribute of node n of the graph cx writes: its captures are
+** node n's last __captures inputs. */
+static popc_status subgraph(const xgraph *cx, int n, const popc_attr *x,
+                            Onnx__GraphProto **out)
+{
+    const popc_graph *b = x->graph;
+    popc_attrs at = popc_graph_node_attrs(cx->g, n);
+    int C = (int)popc_attr_int(&at, "__captures", 0);
+    int ni = popc_graph_node_n_inputs(cx->g, n), bi = popc_graph_n_inputs(b);
+    xgraph sub = {cx->a, b, NULL, NULL, C, cx->path};
+    popc_status st;
+
+    if (C > bi || C > ni)
+        return popc_set_error(POPC_EINVAL, "%s: node '%s': __captures %d "
+                              "exceeds its inputs", cx->path,
+                              popc_graph_node_name(cx->g, n), C);
+    sub.rename = zalloc(cx->a, sizeof *sub.rename *
+                                   (size_t)(popc_graph_n_values(b) + 1));
+    if (!sub.rename)
+        return oom(cx->path);
+    for (int k = 0; k < C; k++) {
+        int outer = popc_graph_node_input(cx->g, n, ni - C + k);
+
+        sub.rename[popc_graph_input(b, bi - C + k)] =
+            outer >= 0 ? name_of(cx, outer) : NULL;
+    }
+    st = graph_proto(&sub, out);
+    return st;
+}
+
+static popc_status attribute(const xgraph *cx, int n, const popc_attr *x,
                              Onnx__AttributeProto **out, const char *node)
 {
+    arena *a = cx->a;
     Onnx__AttributeProto *ap = zalloc(a, sizeof *ap);
 
     *out = ap;
@@ -204,56 +260,114 @@ static popc_status attribute(arena *a, const popc_attr *x,
         }
         break;
     }
+    case POPC_ATTR_GRAPH: {
+        popc_status st;
+
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+        if (!x->graph)
+            return popc_set_error(POPC_EINVAL, "node '%s': attribute '%s' "
+                                  "has no graph", node, x->name);
+        if ((st = subgraph(cx, n, x, &ap->g)) != POPC_OK)
+            return st;
+        break;
+    }
     default:
         return popc_set_error(POPC_EUNSUPPORTED, "node '%s': attribute '%s' "
-                              "is a subgraph; exporting control flow is not "
-                              "supported yet", node, x->name);
+                              "has a type ONNX export does not know", node,
+                              x->name);
     }
     return ap->name ? POPC_OK : oom(node);
 }
 
 /* The ai.onnx opset of the file: the newest node version, unless an op
 ** changed between its node's version and that opset. */
-static popc_status onnx_opset(const popc_graph *g, int *opset)
+/* The newest ai.onnx node version in g and its subgraphs. */
+static void max_version(const popc_graph *g, int *opset)
 {
-    *opset = 7;
-    for (int n = 0; n < popc_graph_n_nodes(g); n++)
+    for (int n = 0; n < popc_graph_n_nodes(g); n++) {
+        popc_attrs at = popc_graph_node_attrs(g, n);
+
         if (!strcmp(popc_graph_node_domain(g, n), POPC_DOMAIN_ONNX) &&
             popc_graph_node_version(g, n) > *opset)
             *opset = popc_graph_node_version(g, n);
-    if (*opset > 17)
-        *opset = 17;
+        for (int k = 0; k < at.n; k++)
+            if (at.items[k].type == POPC_ATTR_GRAPH && at.items[k].graph)
+                max_version(at.items[k].graph, opset);
+    }
+}
+
+/* Versions at which an op only accepted more types or relaxed a rule, so
+** that a node of an older version means the same written at a newer one:
+** If and Loop 11 (optional M and cond; branch shapes may differ), 13
+** (sequences), 16 (optionals); Scan 11 (negative axes), 16 (bfloat16). */
+static int widening_only(const char *op, int version)
+{
+    static const struct {
+        const char *op;
+        int version;
+    } w[] = {{"If", 11},   {"If", 13},   {"If", 16},   {"Loop", 11},
+             {"Loop", 13}, {"Loop", 16}, {"Scan", 11}, {"Scan", 16}};
+
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        if (w[i].version == version && !strcmp(w[i].op, op))
+            return 1;
+    return 0;
+}
+
+/* No ai.onnx node of g (or its subgraphs) changed meaning between its
+** version and opset. */
+static popc_status check_history(const popc_graph *g, int opset)
+{
+    popc_status st;
+
     for (int n = 0; n < popc_graph_n_nodes(g); n++) {
         const char *op = popc_graph_node_op(g, n);
         int v = popc_graph_node_version(g, n), k;
+        popc_attrs at = popc_graph_node_attrs(g, n);
         const int *h;
 
+        for (int j = 0; j < at.n; j++)
+            if (at.items[j].type == POPC_ATTR_GRAPH && at.items[j].graph &&
+                (st = check_history(at.items[j].graph, opset)) != POPC_OK)
+                return st;
         if (strcmp(popc_graph_node_domain(g, n), POPC_DOMAIN_ONNX))
             continue;
         h = popco_op_history(op, &k);
         for (int i = 0; h && i < k; i++)
-            if (h[i] > v && h[i] <= *opset)
+            if (h[i] > v && h[i] <= opset && !widening_only(op, h[i]))
                 return popc_set_error(POPC_EUNSUPPORTED, "node '%s': %s-%d "
                                       "changed at opset %d, and another node "
                                       "needs opset %d; popc cannot write both "
                                       "in one model yet",
                                       popc_graph_node_name(g, n), op, v, h[i],
-                                      *opset);
+                                      opset);
     }
     return POPC_OK;
 }
 
-static popc_status build(arena *a, const popc_graph *g,
-                         const popc_tensor *const *weights,
-                         const char *path, Onnx__ModelProto *mp)
+static popc_status onnx_opset(const popc_graph *g, int *opset)
 {
+    *opset = 7;
+    max_version(g, opset);
+    if (*opset > 17)
+        *opset = 17;
+    return check_history(g, *opset);
+}
+
+/* The GraphProto of x->g: inputs (captured ones left out), initializers
+** (x->weights override the stored tensors), nodes and outputs. */
+static popc_status graph_proto(const xgraph *x, Onnx__GraphProto **out)
+{
+    arena *a = x->a;
+    const popc_graph *g = x->g;
+    const char *path = x->path;
     Onnx__GraphProto *gp = zalloc(a, sizeof *gp);
-    int nv = popc_graph_n_values(g), nn = popc_graph_n_nodes(g), opset;
-    Onnx__OperatorSetIdProto **ops = zalloc(a, sizeof *ops * (size_t)(nn + 2));
+    int nv = popc_graph_n_values(g), nn = popc_graph_n_nodes(g);
+    int n_in = popc_graph_n_inputs(g) - x->n_captured;
     unsigned char *used = zalloc(a, (size_t)nv + 1);
     popc_status st;
 
-    if (!gp || !ops || !used)
+    if (!gp || !used)
         return oom(path);
     /* outputs nothing reads are left out (BatchNormalization's running
     ** statistics in an inference graph: ONNX wants one output there) */
@@ -263,8 +377,6 @@ static popc_status build(arena *a, const popc_graph *g,
                 used[popc_graph_node_input(g, n, i)] = 1;
     for (int i = 0; i < popc_graph_n_outputs(g); i++)
         used[popc_graph_output(g, i)] = 1;
-    if ((st = onnx_opset(g, &opset)) != POPC_OK)
-        return st;
     onnx__graph_proto__init(gp);
     gp->name = sdup(a, popc_graph_name(g));
     gp->input = zalloc(a, sizeof *gp->input * (size_t)(nv + 1));
@@ -273,23 +385,23 @@ static popc_status build(arena *a, const popc_graph *g,
     gp->node = zalloc(a, sizeof *gp->node * (size_t)(nn + 1));
     if (!gp->input || !gp->output || !gp->initializer || !gp->node)
         return oom(path);
-    for (int i = 0; i < popc_graph_n_inputs(g); i++)
+    for (int i = 0; i < n_in; i++)
         if (!(gp->input[gp->n_input++] =
-                  value_info(a, g, popc_graph_input(g, i))))
+                  value_info(a, g, popc_graph_input(g, i),
+                             name_of(x, popc_graph_input(g, i)))))
             return oom(path);
     for (int v = 0; v < nv; v++) {
         const popc_tensor *t = popc_graph_value_tensor(g, v);
 
         if (!t)
             continue;
-        if (weights && weights[v])
-            t = weights[v];
+        if (x->weights && x->weights[v])
+            t = x->weights[v];
         if (popco_dtype_to_onnx(popc_tensor_dtype(t)) < 0)
             return popc_set_error(POPC_EUNSUPPORTED, "%s: tensor '%s' has a "
-                                  "dtype ONNX lacks", path,
-                                  popc_graph_value_name(g, v));
+                                  "dtype ONNX lacks", path, name_of(x, v));
         if (!(gp->initializer[gp->n_initializer++] =
-                  tensor(a, t, popc_graph_value_name(g, v))))
+                  tensor(a, t, name_of(x, v))))
             return oom(path);
     }
     for (int n = 0; n < nn; n++) {
@@ -302,6 +414,12 @@ static popc_status build(arena *a, const popc_graph *g,
 
         if (!np)
             return oom(path);
+        if (popc_attr_int(&at, "__batched", 0))
+            return popc_set_error(POPC_EUNSUPPORTED, "%s: node '%s': opset "
+                                  "8's batched Scan cannot be written at "
+                                  "the opsets popc exports", path, name);
+        /* captured values are read by name in ONNX, not passed */
+        ni -= (int)popc_attr_int(&at, "__captures", 0);
         onnx__node_proto__init(np);
         np->name = sdup(a, name);
         np->op_type = sdup(a, popc_graph_node_op(g, n));
@@ -316,7 +434,7 @@ static popc_status build(arena *a, const popc_graph *g,
             int v = popc_graph_node_input(g, n, i);
 
             if (!(np->input[np->n_input++] =
-                      sdup(a, v < 0 ? "" : popc_graph_value_name(g, v))))
+                      sdup(a, v < 0 ? "" : name_of(x, v))))
                 return oom(path);
         }
         while (no > 1 && !used[popc_graph_node_output(g, n, no - 1)])
@@ -325,23 +443,51 @@ static popc_status build(arena *a, const popc_graph *g,
             int v = popc_graph_node_output(g, n, i);
 
             if (!(np->output[np->n_output++] =
-                      sdup(a, used[v] || i == 0 ? popc_graph_value_name(g, v)
-                                                : "")))
+                      sdup(a, used[v] || i == 0 ? name_of(x, v) : "")))
                 return oom(path);
         }
         for (int k = 0; k < at.n; k++) {
             /* internal bookkeeping attributes start with "__" */
             if (!strncmp(at.items[k].name, "__", 2))
                 continue;
-            if ((st = attribute(a, &at.items[k],
+            if ((st = attribute(x, n, &at.items[k],
                                 &np->attribute[np->n_attribute], name)) !=
                 POPC_OK)
                 return st;
             np->n_attribute++;
         }
         gp->node[gp->n_node++] = np;
-        /* one opset import per other domain */
-        if (strcmp(dom, POPC_DOMAIN_ONNX)) {
+    }
+    for (int i = 0; i < popc_graph_n_outputs(g); i++)
+        if (!(gp->output[gp->n_output++] =
+                  value_info(a, g, popc_graph_output(g, i),
+                             name_of(x, popc_graph_output(g, i)))))
+            return oom(path);
+    *out = gp;
+    return POPC_OK;
+}
+
+/* One opset import per domain other than ai.onnx, at the version of its
+** first node (subgraphs included). */
+static popc_status domain_imports(arena *a, const popc_graph *g,
+                                  Onnx__ModelProto *mp,
+                                  Onnx__OperatorSetIdProto **ops, size_t cap,
+                                  const char *path)
+{
+    popc_status st;
+
+    for (int n = 0; n < popc_graph_n_nodes(g); n++) {
+        const char *dom = popc_graph_node_domain(g, n);
+        popc_attrs at = popc_graph_node_attrs(g, n);
+
+        for (int k = 0; k < at.n; k++)
+            if (at.items[k].type == POPC_ATTR_GRAPH && at.items[k].graph &&
+                (st = domain_imports(a, at.items[k].graph, mp, ops, cap,
+                                     path)) != POPC_OK)
+                return st;
+        if (!strcmp(dom, POPC_DOMAIN_ONNX)) {
+            continue;
+        } else {
             size_t i;
 
             for (i = 1; i < mp->n_opset_import; i++)
@@ -350,7 +496,7 @@ static popc_status build(arena *a, const popc_graph *g,
             if (i == mp->n_opset_import) {
                 Onnx__OperatorSetIdProto *o = zalloc(a, sizeof *o);
 
-                if (!o)
+                if (!o || mp->n_opset_import >= cap)
                     return oom(path);
                 onnx__operator_set_id_proto__init(o);
                 o->domain = sdup(a, dom);
@@ -360,10 +506,26 @@ static popc_status build(arena *a, const popc_graph *g,
             }
         }
     }
-    for (int i = 0; i < popc_graph_n_outputs(g); i++)
-        if (!(gp->output[gp->n_output++] =
-                  value_info(a, g, popc_graph_output(g, i))))
-            return oom(path);
+    return POPC_OK;
+}
+
+static popc_status build(arena *a, const popc_graph *g,
+                         const popc_tensor *const *weights,
+                         const char *path, Onnx__ModelProto *mp)
+{
+    xgraph x = {a, g, weights, NULL, 0, path};
+    size_t cap = 64;
+    Onnx__OperatorSetIdProto **ops = zalloc(a, sizeof *ops * (cap + 1));
+    Onnx__GraphProto *gp = NULL;
+    int opset;
+    popc_status st;
+
+    if (!ops)
+        return oom(path);
+    if ((st = onnx_opset(g, &opset)) != POPC_OK ||
+        (st = graph_proto(&x, &gp)) != POPC_OK ||
+        (st = domain_imports(a, g, mp, ops, cap, path)) != POPC_OK)
+        return st;
     if (!(ops[0] = zalloc(a, sizeof *ops[0])))
         return oom(path);
     onnx__operator_set_id_proto__init(ops[0]);

@@ -70,23 +70,77 @@ static popc_status if_forward(const popc_kernel_ctx *kc)
                                kc->seed);
 }
 
-static const popc_op_def if_op = {
-    .size = sizeof(popc_op_def),
-    .domain = "ai.onnx",
-    .name = "If",
-    .since_version = 1,
-    .min_inputs = 1,
-    .max_inputs = 1 + 4096,
-    .min_outputs = 1,
-    .max_outputs = 256,
-    .flags = 0,
-    .infer = if_infer,
-    .forward = if_forward,
-    .grad = flow_if_grad,
-    .doc = "runs then_branch or else_branch (ONNX If)",
+/* One definition per version whose form popc reads the same way, so
+** that a node keeps its model's opset (and export writes it there). */
+static const popc_op_def if_ops[] = {
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "If",
+        .since_version = 1,
+        .min_inputs = 1,
+        .max_inputs = 1 + 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = if_infer,
+        .forward = if_forward,
+        .grad = flow_if_grad,
+        .doc = "runs then_branch or else_branch (ONNX If)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "If",
+        .since_version = 11,
+        .min_inputs = 1,
+        .max_inputs = 1 + 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = if_infer,
+        .forward = if_forward,
+        .grad = flow_if_grad,
+        .doc = "runs then_branch or else_branch (ONNX If)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "If",
+        .since_version = 13,
+        .min_inputs = 1,
+        .max_inputs = 1 + 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = if_infer,
+        .forward = if_forward,
+        .grad = flow_if_grad,
+        .doc = "runs then_branch or else_branch (ONNX If)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "If",
+        .since_version = 16,
+        .min_inputs = 1,
+        .max_inputs = 1 + 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = if_infer,
+        .forward = if_forward,
+        .grad = flow_if_grad,
+        .doc = "runs then_branch or else_branch (ONNX If)",
+    },
 };
 
 popc_status flow_register_if(const popc_host *h, popc_registrar *r)
 {
-    return h->register_op(r, &if_op);
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof if_ops / sizeof if_ops[0]; i++)
+        if ((st = h->register_op(r, &if_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
 }

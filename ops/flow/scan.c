@@ -386,23 +386,77 @@ static popc_status scan_forward(const popc_kernel_ctx *kc)
     return st;
 }
 
-static const popc_op_def scan_op = {
-    .size = sizeof(popc_op_def),
-    .domain = "ai.onnx",
-    .name = "Scan",
-    .since_version = 8,
-    .min_inputs = 0,
-    .max_inputs = 4096,
-    .min_outputs = 1,
-    .max_outputs = 256,
-    .flags = 0,
-    .infer = scan_infer,
-    .forward = scan_forward,
-    .grad = flow_scan_grad,
-    .doc = "runs its body over the elements of sequences (ONNX Scan)",
+/* One definition per version whose form popc reads the same way, so
+** that a node keeps its model's opset (and export writes it there). */
+static const popc_op_def scan_ops[] = {
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "Scan",
+        .since_version = 8,
+        .min_inputs = 0,
+        .max_inputs = 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = scan_infer,
+        .forward = scan_forward,
+        .grad = flow_scan_grad,
+        .doc = "runs its body over the elements of sequences (ONNX Scan)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "Scan",
+        .since_version = 9,
+        .min_inputs = 0,
+        .max_inputs = 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = scan_infer,
+        .forward = scan_forward,
+        .grad = flow_scan_grad,
+        .doc = "runs its body over the elements of sequences (ONNX Scan)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "Scan",
+        .since_version = 11,
+        .min_inputs = 0,
+        .max_inputs = 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = scan_infer,
+        .forward = scan_forward,
+        .grad = flow_scan_grad,
+        .doc = "runs its body over the elements of sequences (ONNX Scan)",
+    },
+    {
+        .size = sizeof(popc_op_def),
+        .domain = "ai.onnx",
+        .name = "Scan",
+        .since_version = 16,
+        .min_inputs = 0,
+        .max_inputs = 4096,
+        .min_outputs = 1,
+        .max_outputs = 256,
+        .flags = 0,
+        .infer = scan_infer,
+        .forward = scan_forward,
+        .grad = flow_scan_grad,
+        .doc = "runs its body over the elements of sequences (ONNX Scan)",
+    },
 };
 
 popc_status flow_register_scan(const popc_host *h, popc_registrar *r)
 {
-    return h->register_op(r, &scan_op);
+    popc_status st;
+
+    for (size_t i = 0; i < sizeof scan_ops / sizeof scan_ops[0]; i++)
+        if ((st = h->register_op(r, &scan_ops[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
 }

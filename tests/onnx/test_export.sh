@@ -6,7 +6,7 @@
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 "$POPC_BUILDDIR/tests/onnx/export_roundtrip" "$tmp" \
-    "$POPC_SRCDIR/tests/onnx/models" || exit 1
+    "$POPC_SRCDIR/tests/onnx/models" "$POPC_SRCDIR/tests/onnx/flow" || exit 1
 if ! /usr/bin/python3 -c "import onnx" 2>/dev/null; then
     echo "FAIL: python3-onnx is needed to check the exported files (apt-get install python3-onnx)"
     exit 1
