@@ -180,7 +180,7 @@ popc_status flow_if_grad(popc_grad_ctx *gc)
     return POPC_OK;
 }
 
-/* ---- unrolled loops -------------------------------------------------------- */
+/* ---- unrolled loops ---------------------------------------------------- */
 
 /* What the unrolled gradient of a Loop or Scan works with: per step, the
 ** body's inputs (state and per-step values) as value ids, and the

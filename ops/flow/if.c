@@ -72,68 +72,25 @@ static popc_status if_forward(const popc_kernel_ctx *kc)
 
 /* One definition per version whose form popc reads the same way, so
 ** that a node keeps its model's opset (and export writes it there). */
-static const popc_op_def if_ops[] = {
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "If",
-        .since_version = 1,
-        .min_inputs = 1,
-        .max_inputs = 1 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = if_infer,
-        .forward = if_forward,
-        .grad = flow_if_grad,
-        .doc = "runs then_branch or else_branch (ONNX If)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "If",
-        .since_version = 11,
-        .min_inputs = 1,
-        .max_inputs = 1 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = if_infer,
-        .forward = if_forward,
-        .grad = flow_if_grad,
-        .doc = "runs then_branch or else_branch (ONNX If)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "If",
-        .since_version = 13,
-        .min_inputs = 1,
-        .max_inputs = 1 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = if_infer,
-        .forward = if_forward,
-        .grad = flow_if_grad,
-        .doc = "runs then_branch or else_branch (ONNX If)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "If",
-        .since_version = 16,
-        .min_inputs = 1,
-        .max_inputs = 1 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = if_infer,
-        .forward = if_forward,
-        .grad = flow_if_grad,
-        .doc = "runs then_branch or else_branch (ONNX If)",
-    },
-};
+#define IF_DEF(VERSION)                                                     \
+    {                                                                       \
+        .size = sizeof(popc_op_def),                                        \
+        .domain = "ai.onnx",                                                \
+        .name = "If",                                                       \
+        .since_version = VERSION,                                           \
+        .min_inputs = 1,                                                    \
+        .max_inputs = 1 + 4096,                                             \
+        .min_outputs = 1,                                                   \
+        .max_outputs = 256,                                                 \
+        .flags = 0,                                                         \
+        .infer = if_infer,                                                  \
+        .forward = if_forward,                                              \
+        .grad = flow_if_grad,                                               \
+        .doc = "runs then_branch or else_branch (ONNX If)",                 \
+    }
+
+static const popc_op_def if_ops[] = {IF_DEF(1), IF_DEF(11), IF_DEF(13),
+                                       IF_DEF(16)};
 
 popc_status flow_register_if(const popc_host *h, popc_registrar *r)
 {

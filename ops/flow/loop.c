@@ -227,68 +227,25 @@ static popc_status loop_forward(const popc_kernel_ctx *kc)
 
 /* One definition per version whose form popc reads the same way, so
 ** that a node keeps its model's opset (and export writes it there). */
-static const popc_op_def loop_ops[] = {
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Loop",
-        .since_version = 1,
-        .min_inputs = 0,
-        .max_inputs = 2 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = loop_infer,
-        .forward = loop_forward,
-        .grad = flow_loop_grad,
-        .doc = "runs its body M times or while cond holds (ONNX Loop)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Loop",
-        .since_version = 11,
-        .min_inputs = 0,
-        .max_inputs = 2 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = loop_infer,
-        .forward = loop_forward,
-        .grad = flow_loop_grad,
-        .doc = "runs its body M times or while cond holds (ONNX Loop)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Loop",
-        .since_version = 13,
-        .min_inputs = 0,
-        .max_inputs = 2 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = loop_infer,
-        .forward = loop_forward,
-        .grad = flow_loop_grad,
-        .doc = "runs its body M times or while cond holds (ONNX Loop)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Loop",
-        .since_version = 16,
-        .min_inputs = 0,
-        .max_inputs = 2 + 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = loop_infer,
-        .forward = loop_forward,
-        .grad = flow_loop_grad,
-        .doc = "runs its body M times or while cond holds (ONNX Loop)",
-    },
-};
+#define LOOP_DEF(VERSION)                                                   \
+    {                                                                       \
+        .size = sizeof(popc_op_def),                                        \
+        .domain = "ai.onnx",                                                \
+        .name = "Loop",                                                     \
+        .since_version = VERSION,                                           \
+        .min_inputs = 0,                                                    \
+        .max_inputs = 2 + 4096,                                             \
+        .min_outputs = 1,                                                   \
+        .max_outputs = 256,                                                 \
+        .flags = 0,                                                         \
+        .infer = loop_infer,                                                \
+        .forward = loop_forward,                                            \
+        .grad = flow_loop_grad,                                             \
+        .doc = "runs its body M times or while cond holds (ONNX Loop)",     \
+    }
+
+static const popc_op_def loop_ops[] = {LOOP_DEF(1), LOOP_DEF(11),
+                                       LOOP_DEF(13), LOOP_DEF(16)};
 
 popc_status flow_register_loop(const popc_host *h, popc_registrar *r)
 {

@@ -388,68 +388,25 @@ static popc_status scan_forward(const popc_kernel_ctx *kc)
 
 /* One definition per version whose form popc reads the same way, so
 ** that a node keeps its model's opset (and export writes it there). */
-static const popc_op_def scan_ops[] = {
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Scan",
-        .since_version = 8,
-        .min_inputs = 0,
-        .max_inputs = 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = scan_infer,
-        .forward = scan_forward,
-        .grad = flow_scan_grad,
-        .doc = "runs its body over the elements of sequences (ONNX Scan)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Scan",
-        .since_version = 9,
-        .min_inputs = 0,
-        .max_inputs = 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = scan_infer,
-        .forward = scan_forward,
-        .grad = flow_scan_grad,
-        .doc = "runs its body over the elements of sequences (ONNX Scan)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Scan",
-        .since_version = 11,
-        .min_inputs = 0,
-        .max_inputs = 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = scan_infer,
-        .forward = scan_forward,
-        .grad = flow_scan_grad,
-        .doc = "runs its body over the elements of sequences (ONNX Scan)",
-    },
-    {
-        .size = sizeof(popc_op_def),
-        .domain = "ai.onnx",
-        .name = "Scan",
-        .since_version = 16,
-        .min_inputs = 0,
-        .max_inputs = 4096,
-        .min_outputs = 1,
-        .max_outputs = 256,
-        .flags = 0,
-        .infer = scan_infer,
-        .forward = scan_forward,
-        .grad = flow_scan_grad,
-        .doc = "runs its body over the elements of sequences (ONNX Scan)",
-    },
-};
+#define SCAN_DEF(VERSION)                                                   \
+    {                                                                       \
+        .size = sizeof(popc_op_def),                                        \
+        .domain = "ai.onnx",                                                \
+        .name = "Scan",                                                     \
+        .since_version = VERSION,                                           \
+        .min_inputs = 0,                                                    \
+        .max_inputs = 4096,                                                 \
+        .min_outputs = 1,                                                   \
+        .max_outputs = 256,                                                 \
+        .flags = 0,                                                         \
+        .infer = scan_infer,                                                \
+        .forward = scan_forward,                                            \
+        .grad = flow_scan_grad,                                             \
+        .doc = "runs its body over the elements of sequences (ONNX Scan)",  \
+    }
+
+static const popc_op_def scan_ops[] = {SCAN_DEF(8), SCAN_DEF(9),
+                                       SCAN_DEF(11), SCAN_DEF(16)};
 
 popc_status flow_register_scan(const popc_host *h, popc_registrar *r)
 {

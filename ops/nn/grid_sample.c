@@ -184,7 +184,7 @@ static popc_status gs_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
-/* ---- GridSampleGrad(dY, X, grid) -> dX, dGrid ----------------------------------
+/* ---- GridSampleGrad(dY, X, grid) -> dX, dGrid ------------------------------
 ** The adjoint of the sampling: each output's gradient goes to the taps it
 ** read, with the same weights (and through the same padding moves); the
 ** grid's gradient is the derivative of the interpolation weights (linear
