@@ -37,6 +37,13 @@ popc_status nn_instance_norm_grad(popc_grad_ctx *gc);
 popc_status nn_mvn_grad(popc_grad_ctx *gc);
 popc_status nn_lrn_grad(popc_grad_ctx *gc);
 popc_status nn_global_max_pool_grad(popc_grad_ctx *gc);
+/* norm_more.c: MeanVarianceNormalization's groups (elements sharing the
+** kept coordinates; red[d] marks the normalised axes, default 0, 2, 3)
+** and the offset of element i of group g. */
+int64_t nn_mvn_groups(const popc_view *x, const popc_attrs *attrs,
+                      uint8_t *red);
+int64_t nn_mvn_offset(const popc_view *x, const uint8_t *red, int64_t g,
+                      int64_t i);
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
 
 /* ---- GEMM tiles ------------------------------------------------------------

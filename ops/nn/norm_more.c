@@ -77,21 +77,16 @@ static popc_status mvn_infer(popc_infer_ctx *ic)
     return same_shape_infer(ic, "MeanVarianceNormalization", 1);
 }
 
-/* Normalised over the axes (default 0, 2, 3): each group of elements that
-** share the kept coordinates. */
-static popc_status mvn_forward(const popc_kernel_ctx *kc)
+int64_t nn_mvn_groups(const popc_view *x, const popc_attrs *attrs,
+                      uint8_t *red)
 {
-    const popc_view *x = &kc->inputs[0];
-    const float *xd = x->data;
-    float *y = kc->outputs[0].data;
     int64_t axes[POPC_MAX_RANK] = {0, 2, 3};
-    int64_t n = popc_attr_ints(kc->attrs, "axes", axes, POPC_MAX_RANK);
-    uint8_t red[POPC_MAX_RANK] = {0};
-    int64_t total = popc_view_numel(x), groups = 1, per;
+    int64_t n = popc_attr_ints(attrs, "axes", axes, POPC_MAX_RANK), groups = 1;
 
+    memset(red, 0, POPC_MAX_RANK);
     if (n < 0)
         n = 3;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n && i < POPC_MAX_RANK; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
 
         if (a >= 0 && a < x->rank)
@@ -100,40 +95,57 @@ static popc_status mvn_forward(const popc_kernel_ctx *kc)
     for (int d = 0; d < x->rank; d++)
         if (!red[d])
             groups *= x->dims[d];
-    per = groups ? total / groups : 0;
+    return groups;
+}
+
+int64_t nn_mvn_offset(const popc_view *x, const uint8_t *red, int64_t g,
+                      int64_t i)
+{
+    int64_t idx[POPC_MAX_RANK], off = 0, stride = 1;
+
+    for (int d = x->rank - 1; d >= 0; d--) {
+        if (red[d]) {
+            idx[d] = i % x->dims[d];
+            i /= x->dims[d];
+        } else {
+            idx[d] = g % x->dims[d];
+            g /= x->dims[d];
+        }
+    }
+    for (int d = x->rank - 1; d >= 0; d--) {
+        off += idx[d] * stride;
+        stride *= x->dims[d];
+    }
+    return off;
+}
+
+/* Normalised over the axes (default 0, 2, 3): each group of elements that
+** share the kept coordinates. */
+static popc_status mvn_forward(const popc_kernel_ctx *kc)
+{
+    const popc_view *x = &kc->inputs[0];
+    const float *xd = x->data;
+    float *y = kc->outputs[0].data;
+    uint8_t red[POPC_MAX_RANK];
+    int64_t groups = nn_mvn_groups(x, kc->attrs, red);
+    int64_t per = groups ? popc_view_numel(x) / groups : 0;
+
     for (int64_t g = 0; g < groups; g++) {
-        double mean = 0, var = 0, inv;
-        int64_t idx[POPC_MAX_RANK];
+        double mean = 0, var = 0, inv = 0;
 
-        /* element i of group g: kept coordinates from g, reduced from i */
-        for (int pass = 0; pass < 3; pass++) {
-            for (int64_t i = 0; i < per; i++) {
-                int64_t kg = g, ki = i, off = 0, stride = 1;
+        for (int64_t i = 0; i < per; i++)
+            mean += xd[nn_mvn_offset(x, red, g, i)];
+        mean /= (double)per;
+        for (int64_t i = 0; i < per; i++) {
+            int64_t off = nn_mvn_offset(x, red, g, i);
 
-                for (int d = x->rank - 1; d >= 0; d--) {
-                    if (red[d]) {
-                        idx[d] = ki % x->dims[d];
-                        ki /= x->dims[d];
-                    } else {
-                        idx[d] = kg % x->dims[d];
-                        kg /= x->dims[d];
-                    }
-                }
-                for (int d = x->rank - 1; d >= 0; d--) {
-                    off += idx[d] * stride;
-                    stride *= x->dims[d];
-                }
-                if (pass == 0)
-                    mean += xd[off];
-                else if (pass == 1)
-                    var += (xd[off] - mean) * (xd[off] - mean);
-                else
-                    y[off] = (float)((xd[off] - mean) * inv);
-            }
-            if (pass == 0)
-                mean /= (double)per;
-            else if (pass == 1)
-                inv = 1.0 / (sqrt(var / (double)per) + 1e-9);
+            var += (xd[off] - mean) * (xd[off] - mean);
+        }
+        inv = 1.0 / (sqrt(var / (double)per) + 1e-9);
+        for (int64_t i = 0; i < per; i++) {
+            int64_t off = nn_mvn_offset(x, red, g, i);
+
+            y[off] = (float)((xd[off] - mean) * inv);
         }
     }
     return POPC_OK;

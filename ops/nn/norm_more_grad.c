@@ -162,29 +162,6 @@ static popc_status mvn_grad_infer(popc_infer_ctx *ic)
     return same_as_x_infer(ic, "MeanVarianceNormalizationGrad");
 }
 
-/* Offset of element i of group g (kept coordinates from g, reduced ones
-** from i), as the forward walks them. */
-static int64_t group_offset(const popc_view *x, const uint8_t *red,
-                            int64_t g, int64_t i)
-{
-    int64_t idx[POPC_MAX_RANK], off = 0, stride = 1;
-
-    for (int d = x->rank - 1; d >= 0; d--) {
-        if (red[d]) {
-            idx[d] = i % x->dims[d];
-            i /= x->dims[d];
-        } else {
-            idx[d] = g % x->dims[d];
-            g /= x->dims[d];
-        }
-    }
-    for (int d = x->rank - 1; d >= 0; d--) {
-        off += idx[d] * stride;
-        stride *= x->dims[d];
-    }
-    return off;
-}
-
 /* y = (x - m) / D, D = sigma + 1e-9, sigma = sqrt(mean((x - m)^2)):
 ** dx = (dy - mean(dy)) / D - (x - m) S / (D^2 n sigma), S = sum dy (x - m) */
 static popc_status mvn_grad_forward(const popc_kernel_ctx *kc)
@@ -192,35 +169,22 @@ static popc_status mvn_grad_forward(const popc_kernel_ctx *kc)
     const popc_view *x = &kc->inputs[1];
     const float *dy = kc->inputs[0].data, *xd = x->data;
     float *dx = kc->outputs[0].data;
-    int64_t axes[POPC_MAX_RANK] = {0, 2, 3};
-    int64_t n = popc_attr_ints(kc->attrs, "axes", axes, POPC_MAX_RANK);
-    uint8_t red[POPC_MAX_RANK] = {0};
-    int64_t groups = 1, per;
+    uint8_t red[POPC_MAX_RANK];
+    int64_t groups = nn_mvn_groups(x, kc->attrs, red), per;
 
-    if (n < 0)
-        n = 3;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
-
-        if (a >= 0 && a < x->rank)
-            red[a] = 1;
-    }
-    for (int d = 0; d < x->rank; d++)
-        if (!red[d])
-            groups *= x->dims[d];
     per = groups ? popc_view_numel(x) / groups : 0;
     for (int64_t g = 0; g < groups; g++) {
         double mean = 0, var = 0, gsum = 0, S = 0, sigma, D;
 
         for (int64_t i = 0; i < per; i++) {
-            int64_t off = group_offset(x, red, g, i);
+            int64_t off = nn_mvn_offset(x, red, g, i);
 
             mean += xd[off];
             gsum += dy[off];
         }
         mean /= (double)per;
         for (int64_t i = 0; i < per; i++) {
-            int64_t off = group_offset(x, red, g, i);
+            int64_t off = nn_mvn_offset(x, red, g, i);
 
             var += (xd[off] - mean) * (xd[off] - mean);
             S += dy[off] * (xd[off] - mean);
@@ -228,7 +192,7 @@ static popc_status mvn_grad_forward(const popc_kernel_ctx *kc)
         sigma = sqrt(var / (double)per);
         D = sigma + 1e-9;
         for (int64_t i = 0; i < per; i++) {
-            int64_t off = group_offset(x, red, g, i);
+            int64_t off = nn_mvn_offset(x, red, g, i);
             double v = (dy[off] - gsum / (double)per) / D;
 
             if (sigma > 0)
