@@ -147,7 +147,7 @@ popc_status popci_grad_inline(popc_grad_ctx *gc, const popc_graph *g,
                               int n_outputs)
 {
     const popci_grad_impl *impl = gc ? gc->impl : NULL;
-    int *map = NULL, *order = NULL, *in = NULL;
+    int *map = NULL, *order = NULL, *in = NULL, widest = 1;
     popc_status st = POPC_OK;
 
     if (!impl || !g)
@@ -158,9 +158,13 @@ popc_status popci_grad_inline(popc_grad_ctx *gc, const popc_graph *g,
                               "inputs and %d outputs, %d and %d given",
                               g->name, g->n_inputs, g->n_outputs, n_inputs,
                               n_outputs);
+    /* a node's inputs may repeat a value: size by arity, not values */
+    for (int n = 0; n < g->n_nodes; n++)
+        if (g->nodes[n].n_inputs + g->nodes[n].n_outputs > widest)
+            widest = g->nodes[n].n_inputs + g->nodes[n].n_outputs;
     map = popci_malloc(((size_t)g->n_values + 1) * sizeof *map);
     order = popci_malloc(((size_t)g->n_nodes + 1) * sizeof *order);
-    in = popci_malloc(((size_t)g->n_values + 1) * sizeof *in);
+    in = popci_malloc((size_t)widest * sizeof *in);
     if (!map || !order || !in) {
         st = popc_set_error(POPC_ENOMEM, "grad_inline: out of memory");
         goto done;

@@ -616,7 +616,7 @@ START_TEST(loop_gradients)
                           shaped(vd, 2, 6, 0.3, 0.1)};
     static const int wrt[] = {2, 3};
 
-    /* v' = tanh(v * w + iter); scan = v' + w; w captured */
+    /* v' = tanh(24 v w^3 + iter); scan = v' + w; w captured */
     OKG(popc_graph_new("body", &body));
     it = ginput(body, "iter", POPC_DTYPE_I64, NULL, 0);
     cond = ginput(body, "cond", POPC_DTYPE_BOOL, NULL, 0);
@@ -628,8 +628,20 @@ START_TEST(loop_gradients)
 
         OKG(popc_graph_add_node(body, NULL, "Cast", 0, &it, 1, &itf, 1, &to,
                                 1, NULL, NULL));
+        /* a Sum repeating one value 24 times: more node inputs than the
+        ** body has values (grad_inline sizes by arity) */
+        int copies[24], vs;
+
+        for (int k = 0; k < 24; k++)
+            copies[k] = v;
+        OKG(popc_graph_add_node(body, NULL, "Sum", 0, copies, 24, &vs, 1,
+                                NULL, 0, NULL, NULL));
         v2 = gnode(body, "Tanh",
-                   gnode(body, "Add", gnode(body, "Mul", v, w), itf), -1);
+                   gnode(body, "Add",
+                         gnode(body, "Mul", gnode(body, "Mul", vs, w),
+                               gnode(body, "Mul", w, w)),
+                         itf),
+                   -1);
     }
     OKG(popc_graph_add_output(body, gnode(body, "Identity", cond, -1)));
     OKG(popc_graph_add_output(body, v2));
