@@ -261,6 +261,9 @@ static popc_status import_one(popco_importer *im, const Onnx__ModelProto *mp,
     if ((st = popc_graph_new(gname, &sub.g)) != POPC_OK)
         return st;
     sub.parent = im;
+    /* the lean reader maps only the top graph's initializers: a body's
+    ** tensors are ordinary unpacked ones, released as such */
+    sub.lean_map = NULL;
     for (size_t k = 0; k < gp->n_input; k++)
         if ((st = body_input(&sub, where, gp->input[k],
                              given_input(im, n, np, opset, (int)k))) !=
