@@ -125,6 +125,44 @@ static popc_status stack(popc_grad_ctx *gc, const int *parts, int64_t n,
     return st;
 }
 
+/* The gradients of outputs [first, first + n): given, or zeros. */
+static popc_status given_or_zeros(popc_grad_ctx *gc, int first, int n,
+                                  int *out)
+{
+    popc_status st = POPC_OK;
+
+    for (int i = 0; i < n && st == POPC_OK; i++) {
+        out[i] = gc->output_grads[first + i];
+        if (out[i] < 0)
+            st = zeros(gc, &gc->output_info[first + i], &out[i]);
+    }
+    return st;
+}
+
+/* The gradient of step t's element of stacked output j (along axis at
+** position pos): taken from the given gradient, or zeros. */
+static popc_status step_output_grad(popc_grad_ctx *gc, int j, int64_t pos,
+                                    int64_t axis, int *out)
+{
+    popc_view v = gc->output_info[j];
+
+    if (gc->output_grads[j] >= 0)
+        return take(gc, gc->output_grads[j], pos, axis, out);
+    memmove(v.dims + axis, v.dims + axis + 1,
+            sizeof(int64_t) * (size_t)(v.rank - axis - 1));
+    v.rank--;
+    return zeros(gc, &v, out);
+}
+
+/* input_grads[first + i] = g[i] for the floating-point inputs. */
+static void set_float_grads(popc_grad_ctx *gc, int first, const int *g,
+                            int n)
+{
+    for (int i = 0; i < n; i++)
+        if (popc_dtype_is_float(gc->input_info[first + i].dtype))
+            gc->input_grads[first + i] = g[i];
+}
+
 /* ---- If ----------------------------------------------------------------- */
 
 popc_status flow_if_grad(popc_grad_ctx *gc)
@@ -312,57 +350,31 @@ popc_status flow_scan_grad(popc_grad_ctx *gc)
             memcpy(state, outs, sizeof(int) * (size_t)N);
     }
     /* backward */
-    for (int i = 0; i < N && st == POPC_OK; i++) {
-        state[i] = gc->output_grads[i];
-        if (state[i] < 0)
-            st = zeros(gc, &gc->output_info[i], &state[i]);
-    }
+    if (st == POPC_OK)
+        st = given_or_zeros(gc, 0, N, state);
     for (int c = 0; c < C; c++)
         dcap[c] = -1;
     for (int64_t t = T - 1; t >= 0 && st == POPC_OK; t--) {
         memcpy(d_out, state, sizeof(int) * (size_t)N);
-        for (int j = 0; j < K && st == POPC_OK; j++) {
-            if (gc->output_grads[N + j] >= 0) {
-                st = take(gc, gc->output_grads[N + j],
-                          rev_out[j] ? T - 1 - t : t, out_ax[j],
-                          &d_out[N + j]);
-            } else {
-                popc_view v = gc->output_info[N + j];
-
-                memmove(v.dims + out_ax[j], v.dims + out_ax[j] + 1,
-                        sizeof(int64_t) * (size_t)(v.rank - out_ax[j] - 1));
-                v.rank--;
-                st = zeros(gc, &v, &d_out[N + j]);
-            }
-        }
+        for (int j = 0; j < K && st == POPC_OK; j++)
+            st = step_output_grad(gc, N + j, rev_out[j] ? T - 1 - t : t,
+                                  out_ax[j], &d_out[N + j]);
         if (st == POPC_OK)
             st = step_back(gc, &u, t, d_out, d_in);
         memcpy(state, d_in, sizeof(int) * (size_t)N);
+        /* dx[k][p]: the gradient of sequence k's element p */
         for (int k = 0; k < M; k++)
-            dx[(rev_in[k] ? T - 1 - t : t) * M + k] = d_in[N + k];
+            dx[k * T + (rev_in[k] ? T - 1 - t : t)] = d_in[N + k];
         for (int c = 0; c < C && st == POPC_OK; c++)
             st = add(gc, dcap[c], d_in[N + M + c], &dcap[c]);
     }
-    for (int i = 0; i < N && st == POPC_OK; i++)
-        if (popc_dtype_is_float(gc->input_info[i].dtype))
-            gc->input_grads[i] = state[i];
-    for (int k = 0; k < M && st == POPC_OK; k++) {
-        int *parts = gc->host->alloc(sizeof *parts * (size_t)(T + 1));
-
-        if (!parts) {
-            st = gc->host->set_error(POPC_ENOMEM, "Scan '%s': out of "
-                                     "memory", gc->node_name);
-            break;
-        }
-        for (int64_t p = 0; p < T; p++)
-            parts[p] = dx[p * M + k];
+    for (int k = 0; k < M && st == POPC_OK; k++)
         if (popc_dtype_is_float(gc->input_info[N + k].dtype))
-            st = stack(gc, parts, T, in_ax[k], &gc->input_grads[N + k]);
-        gc->host->free(parts);
+            st = stack(gc, dx + k * T, T, in_ax[k], &gc->input_grads[N + k]);
+    if (st == POPC_OK) {
+        set_float_grads(gc, 0, state, N);
+        set_float_grads(gc, gc->n_inputs - C, dcap, C);
     }
-    for (int c = 0; c < C && st == POPC_OK; c++)
-        if (popc_dtype_is_float(gc->input_info[gc->n_inputs - C + c].dtype))
-            gc->input_grads[gc->n_inputs - C + c] = dcap[c];
 done:
     gc->host->free(dx);
     unroll_end(gc, &u);
@@ -426,45 +438,32 @@ popc_status flow_loop_grad(popc_grad_ctx *gc)
             memcpy(state, outs + 1, sizeof(int) * (size_t)N);
         }
     }
-    for (int i = 0; i < N && st == POPC_OK; i++) {
-        state[i] = gc->output_grads[i];
-        if (state[i] < 0)
-            st = zeros(gc, &gc->output_info[i], &state[i]);
-    }
-    for (int c = 0; c < C; c++)
-        dcap[c] = -1;
-    for (int64_t t = T - 1; t >= 0 && st == POPC_OK; t--) {
+    if (st == POPC_OK)
+        st = given_or_zeros(gc, 0, N, state);
+    if (st == POPC_OK) {
+        /* the condition output's gradient: one bool zero for every step */
         popc_view cv;
 
         memset(&cv, 0, sizeof cv);
         cv.dtype = POPC_DTYPE_BOOL;
-        if ((st = zeros(gc, &cv, &d_out[0])) != POPC_OK)
-            break;
+        st = zeros(gc, &cv, &d_out[0]);
+    }
+    for (int c = 0; c < C; c++)
+        dcap[c] = -1;
+    for (int64_t t = T - 1; t >= 0 && st == POPC_OK; t--) {
         memcpy(d_out + 1, state, sizeof(int) * (size_t)N);
-        for (int j = 0; j < K && st == POPC_OK; j++) {
-            if (gc->output_grads[N + j] >= 0) {
-                st = take(gc, gc->output_grads[N + j], t, 0, &d_out[1 + N + j]);
-            } else {
-                popc_view v = gc->output_info[N + j];
-
-                memmove(v.dims, v.dims + 1,
-                        sizeof(int64_t) * (size_t)(v.rank - 1));
-                v.rank--;
-                st = zeros(gc, &v, &d_out[1 + N + j]);
-            }
-        }
+        for (int j = 0; j < K && st == POPC_OK; j++)
+            st = step_output_grad(gc, N + j, t, 0, &d_out[1 + N + j]);
         if (st == POPC_OK)
             st = step_back(gc, &u, t, d_out, d_in);
         memcpy(state, d_in + 2, sizeof(int) * (size_t)N);
         for (int c = 0; c < C && st == POPC_OK; c++)
             st = add(gc, dcap[c], d_in[2 + N + c], &dcap[c]);
     }
-    for (int i = 0; i < N && st == POPC_OK; i++)
-        if (popc_dtype_is_float(gc->input_info[2 + i].dtype))
-            gc->input_grads[2 + i] = state[i];
-    for (int c = 0; c < C && st == POPC_OK; c++)
-        if (popc_dtype_is_float(gc->input_info[gc->n_inputs - C + c].dtype))
-            gc->input_grads[gc->n_inputs - C + c] = dcap[c];
+    if (st == POPC_OK) {
+        set_float_grads(gc, 2, state, N);
+        set_float_grads(gc, gc->n_inputs - C, dcap, C);
+    }
 done:
     unroll_end(gc, &u);
     return st;
