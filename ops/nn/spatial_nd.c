@@ -140,6 +140,25 @@ static void unflatten(int64_t f, const int64_t *dims, int sp, int64_t *idx)
     }
 }
 
+/* Window tap k at position pos (an output of a convolution, or an input of
+** a transposed one): pos * s - p0 + k * d per spatial dim, as a flat
+** offset over lim; -1 when it falls in the padding. */
+static int64_t tap_offset(const nd_win *w, const int64_t *pos, int64_t k,
+                          const int64_t *lim)
+{
+    int64_t ki[MAX_SP], off = 0;
+
+    unflatten(k, w->k, w->sp, ki);
+    for (int q = 0; q < w->sp; q++) {
+        int64_t p = pos[q] * w->s[q] - w->p0[q] + ki[q] * w->d[q];
+
+        if (p < 0 || p >= lim[q])
+            return -1;
+        off = off * lim[q] + p;
+    }
+    return off;
+}
+
 /* ---- Conv (3-D) ------------------------------------------------------------ */
 
 static popc_status conv_win(const char *node, const popc_view *in,
@@ -204,23 +223,15 @@ popc_status nn_nd_conv_forward(const popc_kernel_ctx *kc)
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
-        int64_t oi[MAX_SP], ki[MAX_SP];
+        int64_t oi[MAX_SP];
         double acc = bias ? bias[m] : 0.0;
         int64_t c0 = (m / Mg) * Cg;
 
         unflatten(o, w.out, w.sp, oi);
         for (int64_t k = 0; k < ksz; k++) {
-            int64_t off = 0;
-            int inside = 1;
+            int64_t off = tap_offset(&w, oi, k, w.in);
 
-            unflatten(k, w.k, w.sp, ki);
-            for (int q = 0; q < w.sp && inside; q++) {
-                int64_t p = oi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
-
-                inside = p >= 0 && p < w.in[q];
-                off = off * w.in[q] + p;
-            }
-            if (!inside)
+            if (off < 0)
                 continue;
             for (int64_t c = 0; c < Cg; c++)
                 acc += (double)xd[(n * C + c0 + c) * isz + off] *
@@ -562,22 +573,14 @@ static popc_status convt_grad_forward(const popc_kernel_ctx *kc)
             int64_t grp = c / Cg;
 
             for (int64_t ii = 0; ii < isz; ii++) {
-                int64_t xi[MAX_SP], ki[MAX_SP];
+                int64_t xi[MAX_SP];
                 double xv = xd[(n * C + c) * isz + ii], gx = 0;
 
                 unflatten(ii, w.in, w.sp, xi);
                 for (int64_t k = 0; k < ksz; k++) {
-                    int64_t o = 0;
-                    int ok = 1;
+                    int64_t o = tap_offset(&w, xi, k, w.out);
 
-                    unflatten(k, w.k, w.sp, ki);
-                    for (int q = 0; q < w.sp && ok; q++) {
-                        int64_t t = xi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
-
-                        ok = t >= 0 && t < w.out[q];
-                        o = o * w.out[q] + t;
-                    }
-                    if (!ok)
+                    if (o < 0)
                         continue;
                     for (int64_t mm = 0; mm < Mg; mm++) {
                         double gy = dy[(n * M + grp * Mg + mm) * osz + o];
@@ -655,23 +658,16 @@ static popc_status conv_integer_forward(const popc_kernel_ctx *kc)
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
-        int64_t oi[MAX_SP], ki[MAX_SP], acc = 0, c0 = (m / Mg) * Cg;
+        int64_t oi[MAX_SP], acc = 0, c0 = (m / Mg) * Cg;
         int64_t zx = xz ? opu_load_i(xz, 0) : 0;
         int64_t zw = wz ? opu_load_i(wz, popc_view_numel(wz) > 1 ? m : 0)
                         : 0;
 
         unflatten(o, w.out, w.sp, oi);
         for (int64_t k = 0; k < ksz; k++) {
-            int64_t off = 0;
-            int inside = 1;
+            int64_t off = tap_offset(&w, oi, k, w.in);
+            int inside = off >= 0;
 
-            unflatten(k, w.k, w.sp, ki);
-            for (int q = 0; q < w.sp && inside; q++) {
-                int64_t p = oi[q] * w.s[q] - w.p0[q] + ki[q] * w.d[q];
-
-                inside = p >= 0 && p < w.in[q];
-                off = off * w.in[q] + p;
-            }
             for (int64_t c = 0; c < Cg; c++) {
                 /* padding holds the zero point: it contributes 0 */
                 int64_t xv = inside ? opu_load_i(x, (n * C + c0 + c) * isz +
