@@ -12,6 +12,11 @@
 #                              or, when they disagree, both lists
 #   mlp_run FILE BATCH EPOCHS SEED       a run file training a small MLP
 #                              (64 -> 16 -> 4, Adam) on make_idx's dataset
+#   onnx_sgd_run FILE BACKEND MODEL INPUT CLASSES X Y LR DIR
+#                              a run file training an ONNX model with SGD
+#                              for one epoch of batches of 8 in file order
+#                              (X, Y: .npy), no evaluation; weights and
+#                              model INI written into DIR
 #   finish                     print the counts; status 1 when one failed
 checks=0
 failures=0
@@ -94,6 +99,30 @@ out_features = 16
 [layer fc2]
 type = linear
 out_features = 4
+INI
+}
+
+onnx_sgd_run() {
+    cat >"$1" <<INI
+[options]
+backend = $2
+[model]
+onnx = $3
+input = $4
+classes = $5
+[data]
+train = $6
+train_labels = $7
+batch_size = 8
+shuffle = false
+[optimizer]
+name = sgd
+lr = $8
+[train]
+epochs = 1
+evaluate = false
+weights = $9/trained.weights
+model = $9/trained.ini
 INI
 }
 

@@ -12,27 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 for model in transformer lstm gru; do
     for backend in cpu ipumodel; do
-        cat >"$tmp/run.ini" <<INI
-[options]
-backend = $backend
-[model]
-onnx = $T/$model.onnx
-input = 12, 8
-classes = 4
-[data]
-train = $T/x.npy
-train_labels = $T/y.npy
-batch_size = 8
-shuffle = false
-[optimizer]
-name = sgd
-lr = 0.05
-[train]
-epochs = 1
-evaluate = false
-weights = $tmp/trained.weights
-model = $tmp/trained.ini
-INI
+        onnx_sgd_run "$tmp/run.ini" "$backend" "$T/$model.onnx" "12, 8" 4 \
+            "$T/x.npy" "$T/y.npy" 0.05 "$tmp"
         if ! "$POPC" train "$tmp/run.ini" --quiet --json "$tmp/train.json" \
             >"$tmp/err.txt" 2>&1; then
             fail "$model training on $backend failed"

@@ -53,27 +53,8 @@ for net in resnet18 mobilenet_v2 mobilenet_v2_folded; do
     tol=$(awk -v s="$spread" 'BEGIN { t = 2 * s; print (t > 1e-4 ? t : 1e-4) }')
     head -1 "$tmp/${net}_train_losses.txt" >"$tmp/first_ref.txt"
     for backend in cpu ipumodel; do
-        cat >"$tmp/train.ini" <<INI
-[options]
-backend = $backend
-[model]
-onnx = $tmp/${net}_train.onnx
-input = 3, 64, 64
-classes = 4
-[data]
-train = $tmp/train_x.npy
-train_labels = $tmp/train_y.npy
-batch_size = 8
-shuffle = false
-[optimizer]
-name = sgd
-lr = 0.01
-[train]
-epochs = 1
-evaluate = false
-weights = $tmp/trained.weights
-model = $tmp/trained.ini
-INI
+        onnx_sgd_run "$tmp/train.ini" "$backend" "$tmp/${net}_train.onnx" \
+            "3, 64, 64" 4 "$tmp/train_x.npy" "$tmp/train_y.npy" 0.01 "$tmp"
         if ! "$POPC" train "$tmp/train.ini" --quiet --json "$tmp/train.json" \
             >"$tmp/err.txt" 2>&1; then
             fail "$net training on $backend failed"
