@@ -24,6 +24,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/harness/attrs.h"
 #include "tests/harness/fd_check.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -158,22 +159,6 @@ static popc_tensor *shaped(const int64_t *dims, int rank, int64_t n,
     ck_assert_int_eq(popc_tensor_reshape(flat, dims, rank, &t), POPC_OK);
     popc_tensor_free(flat);
     return t;
-}
-
-static popc_attr ai(const char *name, int64_t v)
-{
-    return (popc_attr){.name = name, .type = POPC_ATTR_INT, .i = v};
-}
-
-static popc_attr as(const char *name, const char *v)
-{
-    return (popc_attr){.name = name, .type = POPC_ATTR_STRING, .s = v};
-}
-
-static popc_attr aints(const char *name, const int64_t *v, int n)
-{
-    return (popc_attr){.name = name, .type = POPC_ATTR_INTS, .n = n,
-                       .ints = v};
 }
 
 /* op(x, second) with the gradient checked for x only */
@@ -505,11 +490,6 @@ static void fd_ok_n(const char *op, popc_tensor **in, int n_in,
                                     n_out, 1, 1e-3, why, sizeof why);
 
     ck_assert_msg(st == POPC_OK, "%s: %s", op, why);
-}
-
-static popc_attr agraph(const char *name, popc_graph *g)
-{
-    return (popc_attr){.name = name, .type = POPC_ATTR_GRAPH, .graph = g};
 }
 
 START_TEST(if_gradients)

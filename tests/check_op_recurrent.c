@@ -14,28 +14,11 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/harness/attrs.h"
 #include "tests/harness/fd_check.h"
 #include "tests/harness/ref_check.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-static popc_attr ai(const char *name, int64_t v)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_INT, .i = v};
-    return a;
-}
-
-static popc_attr af(const char *name, double v)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_FLOAT, .f = v};
-    return a;
-}
-
-static popc_attr as(const char *name, const char *s)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_STRING, .s = s};
-    return a;
-}
 
 static popc_tensor *rnd(int64_t d0, int64_t d1, int64_t d2, int rank,
                         uint64_t seed, float scale)

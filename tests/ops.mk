@@ -32,6 +32,7 @@ TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc \
     %reldir%/check_op_recurrent %reldir%/check_op_onnx_grads
 endif
 NN_TEST_SOURCES = %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
+    %reldir%/harness/attrs.h \
     %reldir%/harness/ref_check.c %reldir%/harness/ref_check.h \
     %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
 NN_TEST_DEPS = libpopc.la ops/nn.la ops/loss.la ops/popc.la ops/math.la \
