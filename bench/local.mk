@@ -5,7 +5,8 @@
 noinst_PROGRAMS += %reldir%/bench_train_step
 %canon_reldir%_bench_train_step_SOURCES = %reldir%/bench_train_step.c
 %canon_reldir%_bench_train_step_LDADD = libpopc.la
-EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/bench_modes.sh %reldir%/README.md
+EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/bench_modes.sh %reldir%/README.md \
+    %reldir%/torch_models.py
 
 # bench_onnx_load: import time and peak memory of a large ONNX model
 noinst_PROGRAMS += %reldir%/bench_onnx_load
@@ -13,3 +14,9 @@ noinst_PROGRAMS += %reldir%/bench_onnx_load
 %canon_reldir%_bench_onnx_load_CPPFLAGS = $(AM_CPPFLAGS) \
     -I$(top_srcdir)/onnx/include
 %canon_reldir%_bench_onnx_load_LDADD = libpopc-onnx.la libpopc.la
+
+# gemm_roof: OpenBLAS sgemm GFLOP/s at the models' own GEMM shapes
+noinst_PROGRAMS += %reldir%/gemm_roof
+%canon_reldir%_gemm_roof_SOURCES = %reldir%/gemm_roof.c
+%canon_reldir%_gemm_roof_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
+%canon_reldir%_gemm_roof_LDADD = $(BLAS_LIBS)

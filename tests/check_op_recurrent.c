@@ -16,6 +16,7 @@
 #include "popc/popc.h"
 #include "tests/harness/attrs.h"
 #include "tests/harness/fd_check.h"
+#include "tests/harness/op_harness.h"
 #include "tests/harness/ref_check.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -107,10 +108,82 @@ START_TEST(lstm_gradients)
         {"LSTM", 4, 1, 0, 0, 0, 0, 0, 0, 1, plain, N_OF(plain)},
         {"LSTM", 4, 2, 1, 1, 1, 1, 1, 1, 3, bidi, N_OF(bidi)},
         {"LSTM", 4, 1, 0, 1, 1, 0, 1, 1, 3, rev, N_OF(rev)},
+        /* the sgemm path (lstm_gemm.c): no peepholes, lens or clip */
+        {"LSTM", 4, 1, 0, 1, 0, 1, 1, 0, 3, plain, N_OF(plain)},
+        {"LSTM", 4, 2, 1, 1, 0, 1, 1, 0, 3, bidi, N_OF(bidi)},
     };
 
     for (int i = 0; i < N_OF(cases); i++)
         check_case(&cases[i]);
+}
+END_TEST
+
+/* The sgemm path (float, lstm_gemm.c) against the double reference
+** (recurrent_cell.c) on the same numbers: the reference runs when a
+** peephole input P is present, and a zero P changes nothing. Outputs and
+** the gradients of every input agree to float rounding. */
+static void check_gemm_vs_reference(int dirs, int layout, int bias,
+                                    const popc_attr *attrs, int n_attrs)
+{
+    enum { S = 7, N = 5, I = 6, H = 9 };
+    popc_tensor *in[8] = {0}, *out[2][3] = {{0}}, *gr[2][6] = {{0}}, *g;
+    int64_t pd[2] = {dirs, 3 * H}, yd[4];
+    int wrt[6] = {0, 1, 2, 5, 6, 3}, n_wrt = bias ? 6 : 5;
+    char msg[256];
+
+    in[0] = layout ? rnd(N, S, I, 3, 11, 1.0f) : rnd(S, N, I, 3, 11, 1.0f);
+    in[1] = rnd(dirs, 4 * H, I, 3, 12, 0.5f);
+    in[2] = rnd(dirs, 4 * H, H, 3, 13, 0.5f);
+    in[3] = bias ? rnd(dirs, 8 * H, 0, 2, 14, 0.5f) : NULL;
+    in[5] = layout ? rnd(N, dirs, H, 3, 15, 0.5f) : rnd(dirs, N, H, 3, 15, 0.5f);
+    in[6] = layout ? rnd(N, dirs, H, 3, 16, 0.5f) : rnd(dirs, N, H, 3, 16, 0.5f);
+    yd[0] = layout ? N : S, yd[1] = layout ? S : dirs;
+    yd[2] = layout ? dirs : N, yd[3] = H;
+    g = rc_random(yd, 4, 17);
+    for (int ref = 0; ref < 2; ref++) {
+        if (ref)
+            ck_assert_int_eq(popc_tensor_new(POPC_DTYPE_F32, pd, 2, &in[7]),
+                             POPC_OK); /* zeros */
+        ck_assert_int_eq(harness_run_op(NULL, "LSTM", in, ref ? 8 : 7, attrs,
+                                        n_attrs, out[ref], 3, 0),
+                         POPC_OK);
+        ck_assert_int_eq(rc_graph_grads(NULL, "LSTM", in, ref ? 8 : 7, wrt,
+                                        n_wrt, attrs, n_attrs, 1, g, 1,
+                                        gr[ref]),
+                         POPC_OK);
+    }
+    for (int j = 0; j < 3; j++)
+        ck_assert_msg(rc_close(out[0][j], out[1][j], 1e-5, 1e-6, msg,
+                               sizeof msg),
+                      "LSTM output %d, sgemm path vs reference: %s", j, msg);
+    for (int j = 0; j < n_wrt; j++) {
+        ck_assert_ptr_nonnull(gr[0][j]);
+        ck_assert_msg(rc_close(gr[0][j], gr[1][j], 1e-5, 2e-6, msg,
+                               sizeof msg),
+                      "LSTM gradient of input %d, sgemm path vs reference: "
+                      "%s", wrt[j], msg);
+    }
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 6; j++) {
+            if (j < 3)
+                popc_tensor_free(out[r][j]);
+            popc_tensor_free(gr[r][j]);
+        }
+    for (int i = 0; i < 8; i++)
+        popc_tensor_free(in[i]);
+    popc_tensor_free(g);
+}
+
+START_TEST(lstm_gemm_matches_reference)
+{
+    popc_attr plain[] = {ai("hidden_size", 9)};
+    popc_attr bidi[] = {ai("hidden_size", 9), as("direction", "bidirectional"),
+                        ai("layout", 1)};
+    popc_attr rev[] = {ai("hidden_size", 9), as("direction", "reverse")};
+
+    check_gemm_vs_reference(1, 0, 1, plain, N_OF(plain));
+    check_gemm_vs_reference(2, 1, 1, bidi, N_OF(bidi));
+    check_gemm_vs_reference(1, 0, 0, rev, N_OF(rev));
 }
 END_TEST
 
@@ -178,6 +251,7 @@ static Suite *recurrent_suite(void)
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, lstm_gradients);
+    tcase_add_test(tc, lstm_gemm_matches_reference);
     tcase_add_test(tc, gru_gradients);
     tcase_add_test(tc, rnn_gradients);
     suite_add_tcase(s, tc);

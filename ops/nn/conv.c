@@ -337,7 +337,8 @@ void *nn_conv_scratch(const popc_kernel_ctx *kc, int64_t floats,
 
 /* Winograd (winograd.c) takes 3x3, stride-1, undilated 2-D windows with
 ** at least NN_WINO_MIN_CHANNELS channels in and out (its GEMMs have those
-** as dimensions) when the batch gives NN_CONV_UNITS (image, group) units;
+** as dimensions) and NN_WINO_MIN_TILES output tiles per image, when the
+** batch gives NN_CONV_UNITS (image, group) units;
 ** the choice depends on the shape only. ConvGradInput runs it as the
 ** forward convolution of dY with turned kernels, whose padding 2 - pads
 ** must not be negative. */
@@ -349,6 +350,7 @@ int nn_wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
            w->sw == 1 && w->dh == 1 && w->dw == 1 &&
            cin >= NN_WINO_MIN_CHANNELS && cout >= NN_WINO_MIN_CHANNELS &&
            p->N * p->G >= NN_CONV_UNITS && w->OH > 0 && w->OW > 0 &&
+           ((w->OH + 1) / 2) * ((w->OW + 1) / 2) >= NN_WINO_MIN_TILES &&
            (!grad || (w->pt <= 2 && w->pl <= 2));
 }
 

@@ -6,7 +6,8 @@
 ** input_forget and linear_before_reset. Steps past a batch entry's
 ** sequence length leave its state unchanged and its outputs zero.
 ** float32, accumulating in double, one part. The cell arithmetic is in
-** recurrent_cell.c, the gradients in recurrent_grad.c.
+** recurrent_cell.c, the gradients in recurrent_grad.c; the LSTM form
+** torch.nn.LSTM exports runs on sgemm instead (lstm_gemm.c).
 */
 #include "config.h"
 
@@ -14,6 +15,7 @@
 #include <strings.h>
 
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/lstm_gemm_priv.h"
 #include "ops/nn/recurrent_priv.h"
 #include "ops/nn/util.h"
 
@@ -226,6 +228,8 @@ static popc_status rnn_forward_kind(const popc_kernel_ctx *kc, int kind)
     if ((st = rnn_parse(kc->node_name, kind, kc->inputs, kc->n_inputs,
                         kc->attrs, &p)) != POPC_OK)
         return st;
+    if (rnn_lstm_gemm_fits(&p, kc->inputs, kc->n_inputs))
+        return rnn_lstm_gemm_forward(kc, &p);
     H = p.hidden;
     h = popc_host_calloc(kc->host, (size_t)(4 * H + rnn_step_doubles(&p)),
                          sizeof(double));

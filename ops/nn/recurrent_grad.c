@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/lstm_gemm_priv.h"
 #include "ops/nn/recurrent_priv.h"
 #include "ops/nn/util.h"
 
@@ -212,6 +213,8 @@ static popc_status grad_forward_kind(const popc_kernel_ctx *kc, int kind)
     if ((st = rnn_parse(kc->node_name, kind, kc->inputs, kc->n_inputs,
                         kc->attrs, &p)) != POPC_OK)
         return st;
+    if (rnn_lstm_gemm_fits(&p, kc->inputs, kc->n_inputs))
+        return rnn_lstm_gemm_grad(kc, &p);
     H = p.hidden;
     G = rnn_n_gates[kind];
     if (!(base = bufs_alloc(kc, &p, &w)))
