@@ -17,7 +17,10 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/norm_more.c \
     %reldir%/nn/norm_more_grad.c \
     %reldir%/nn/resize.c \
+    %reldir%/nn/depthwise.c \
     %reldir%/nn/lstm_gemm.c \
+    %reldir%/nn/sums.c \
+    %reldir%/nn/sums.h \
     %reldir%/nn/lstm_gemm_priv.h \
     %reldir%/nn/recurrent.c \
     %reldir%/nn/recurrent_cell.c \

@@ -3,7 +3,9 @@
 ** (conv_grad.c) share: the geometry, im2col/col2im and the Winograd
 ** driver.
 **
-** Paths: 3x3, stride-1, undilated windows with enough channels and
+** Paths: depthwise convolutions (one channel in and out per group) run
+** direct kernels (depthwise.c), one (image, channel) plane per unit;
+** 3x3, stride-1, undilated windows with enough channels and
 ** images run by Winograd F(2x2, 3x3) (winograd.c), one (group, image) per
 ** unit; the rest as im2col + OpenBLAS sgemm, each (image, group) product
 ** cut into fixed column tiles (output positions), so a part builds the
@@ -109,8 +111,7 @@ void nn_conv_out_dims(const conv_p *p, int64_t *d, int *rank)
     }
 }
 
-/* Outputs o in [lo, hi) of n_out whose input o*s + off lies in [0, n). */
-static void valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,
+void nn_valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,
                        int64_t *lo, int64_t *hi)
 {
     int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
@@ -191,7 +192,7 @@ void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
                 float *row = col + (((c - c0) * w->kh + ki) * w->kw + kj) * pn;
                 int64_t lo, hi, off = kj * w->dw - w->pl;
 
-                valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
+                nn_valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
                 for (int64_t q = p0; q < p1;) {
                     int64_t oh = q / w->OW, ow0 = q % w->OW;
                     int64_t ow1 = w->OW - ow0 < p1 - q ? w->OW : ow0 + p1 - q;
@@ -282,7 +283,7 @@ void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
                     col + (((c - c0) * w->kh + ki) * w->kw + kj) * p->P;
                 int64_t lo, hi, off = kj * w->dw - w->pl;
 
-                valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
+                nn_valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
                 for (int64_t oh = 0; oh < w->OH; oh++) {
                     int64_t ih = oh * w->sh - w->pt + ki * w->dh;
                     const float *src = row + oh * w->OW;
@@ -455,6 +456,8 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
         return st;
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
+    if (nn_dw_fits(&p))
+        return nn_dw_forward(kc, &p, x, wt, bias, y);
     if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
         nn_wino g;
 
@@ -523,7 +526,8 @@ static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) + (double)p.M +
                       (double)p.N * (double)p.M * (double)p.P);
-    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
+    c->temp_bytes =
+        p.direct || nn_dw_fits(&p) ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
     return POPC_OK;
 }
 

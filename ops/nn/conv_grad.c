@@ -2,6 +2,7 @@
 ** popc::ConvGradWeight (dW and dB from X and dY), the ops Conv's gradient
 ** builder (conv.c) adds.
 **
+** Depthwise convolutions run the direct kernels of depthwise.c.
 ** ConvGradInput: Winograd units (group, image) when nn_wino_fits, as the
 ** convolution of dY with the turned kernels; else im2col units (image,
 ** group, input-channel block), each writing its own dX channels.
@@ -24,6 +25,7 @@
 
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/sums.h"
 #include "ops/nn/util.h"
 
 /* ---- ConvGradInput: dX from dY and W ------------------------------------- */
@@ -82,6 +84,8 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
 
     if ((st = gi_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
+    if (nn_dw_fits(&p))
+        return nn_dw_grad_input(kc, &p, dy, wt, dx);
     if (nn_wino_fits(&p, p.Mg, p.Cg, 1)) {
         nn_wino g;
 
@@ -134,7 +138,8 @@ static popc_status gi_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) +
                       (double)p.N * (double)p.C * (double)p.HW);
-    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
+    c->temp_bytes =
+        p.direct || nn_dw_fits(&p) ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
     return POPC_OK;
 }
 
@@ -208,43 +213,6 @@ static popc_status gw_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-/* acc[j] += r[q] for q = j mod 8: eight running double sums per row,
-** so that the loop vectorizes and has no add latency chain. */
-static void add_row8(double *acc, const float *r, int64_t P)
-{
-    double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    double a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
-    int64_t q = 0;
-
-    /* locals, so that the sums stay in registers */
-    for (; q + 8 <= P; q += 8) {
-        a0 += (double)r[q];
-        a1 += (double)r[q + 1];
-        a2 += (double)r[q + 2];
-        a3 += (double)r[q + 3];
-        a4 += (double)r[q + 4];
-        a5 += (double)r[q + 5];
-        a6 += (double)r[q + 6];
-        a7 += (double)r[q + 7];
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-    acc[4] = a4;
-    acc[5] = a5;
-    acc[6] = a6;
-    acc[7] = a7;
-    for (int j = 0; q + j < P; j++)
-        acc[j] += (double)r[q + j];
-}
-
-static float sum8(const double *acc)
-{
-    return (float)(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-                   ((acc[4] + acc[5]) + (acc[6] + acc[7])));
-}
-
 /* Row blocks of dW for ConvGradWeight: with fewer than NN_CONV_UNITS
 ** (group, channel block) units, the Mg rows are cut into blocks of at
 ** least 8 so that a one-channel input (the first layer) still splits. */
@@ -295,11 +263,11 @@ static popc_status gw_wino(const popc_kernel_ctx *kc, const conv_p *p,
             nn_wino_grad_image(&g, x + (n * p->G + gr) * p->Cg * p->HW, dyn,
                                s);
             for (int64_t m = 0; db && m < p->Mg; m++)
-                add_row8(acc + 8 * m, dyn + m * p->P, p->P);
+                nn_sum8_add(acc + 8 * m, dyn + m * p->P, p->P);
         }
         nn_wino_grad_finish(&g, s, dw + (c * p->G + gr) * p->Mg * p->Kc);
         for (int64_t m = 0; db && m < p->Mg; m++)
-            db[c * p->M + gr * p->Mg + m] = sum8(acc + 8 * m);
+            db[c * p->M + gr * p->Mg + m] = (float)nn_sum8_total(acc + 8 * m);
     }
     kc->host->free(acc);
     return POPC_OK;
@@ -324,6 +292,8 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
 
     if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
+    if (nn_dw_fits(&p))
+        return nn_dw_grad_weight(kc, &p, x, dy, dw, db);
     if (p.S > 0 && nn_wino_fits(&p, p.Cg, p.Mg, 0))
         return gw_wino(kc, &p, x, dy, dw, db);
     S = p.S > 0 ? p.S : 1;
@@ -369,10 +339,10 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
                         1.0f, dy + (n * p.M + g * p.Mg + m0) * p.P, (int)p.P,
                         B, (int)p.P, 1.0f, dwg, (int)p.Kc);
             for (int64_t m = b0; m < b1; m++)
-                add_row8(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P, p.P);
+                nn_sum8_add(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P, p.P);
         }
         for (int64_t m = b0; m < b1; m++)
-            dbs[m] = sum8(acc + 8 * (m - b0));
+            dbs[m] = (float)nn_sum8_total(acc + 8 * (m - b0));
     }
     kc->host->free(acc);
     return POPC_OK;
@@ -390,7 +360,8 @@ static popc_status gw_cost(const popc_infer_ctx *ic, popc_cost *c)
                       (double)popc_view_numel(&ic->inputs[1]) +
                       (double)(p.S > 0 ? p.S : 1) * (double)p.M *
                           (double)p.Kc);
-    c->temp_bytes = p.direct ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
+    c->temp_bytes =
+        p.direct || nn_dw_fits(&p) ? 0.0 : 4.0 * (double)p.Kc * (double)p.P;
     return POPC_OK;
 }
 

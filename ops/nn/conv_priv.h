@@ -29,6 +29,24 @@ typedef struct conv_p {
     int64_t S;             /* ConvGradWeight image chunks; 0: whole batch */
 } conv_p;
 
+/* Outputs o in [lo, hi) of n_out whose input o*s + off lies in [0, n). */
+void nn_valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,
+                   int64_t *lo, int64_t *hi);
+
+/* Depthwise convolutions (depthwise.c): one input and one output channel
+** per group, as MobileNet's. Direct kernels, no im2col: Conv's output,
+** ConvGradInput's dX and ConvGradWeight's dW and dB (S partial sums when
+** p->S > 0, else one). */
+int nn_dw_fits(const conv_p *p);
+popc_status nn_dw_forward(const popc_kernel_ctx *kc, const conv_p *p,
+                          const float *x, const float *wt, const float *bias,
+                          float *y);
+popc_status nn_dw_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
+                             const float *dy, const float *wt, float *dx);
+popc_status nn_dw_grad_weight(const popc_kernel_ctx *kc, const conv_p *p,
+                              const float *x, const float *dy, float *dw,
+                              float *db);
+
 /* Geometry from X's dims, W's dims and the attributes; errors name op and
 ** node. */
 popc_status nn_conv_geom(const char *op, const char *node,

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/sums.h"
 #include "ops/nn/util.h"
 
 /* ---- BatchNormalization -------------------------------------------------- */
@@ -102,31 +103,20 @@ static popc_status bn_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-/* Batch mean and biased variance of channel c, in double. */
+/* Batch mean and biased variance of channel c, summed in double. */
 static void bn_stats(const float *x, const bn_p *p, int64_t c, double *mean,
                      double *var)
 {
-    double s = 0.0, q = 0.0, m;
+    double s[8] = {0}, q[8] = {0}, m;
     int64_t S = p->N * p->inner;
 
-    for (int64_t n = 0; n < p->N; n++) {
-        const float *r = x + (n * p->C + c) * p->inner;
-
-        for (int64_t i = 0; i < p->inner; i++)
-            s += r[i];
-    }
-    m = S > 0 ? s / (double)S : 0.0;
-    for (int64_t n = 0; n < p->N; n++) {
-        const float *r = x + (n * p->C + c) * p->inner;
-
-        for (int64_t i = 0; i < p->inner; i++) {
-            double d = r[i] - m;
-
-            q += d * d;
-        }
-    }
+    for (int64_t n = 0; n < p->N; n++)
+        nn_sum8_add(s, x + (n * p->C + c) * p->inner, p->inner);
+    m = S > 0 ? nn_sum8_total(s) / (double)S : 0.0;
+    for (int64_t n = 0; n < p->N; n++)
+        nn_sqdev8_add(q, x + (n * p->C + c) * p->inner, p->inner, m);
     *mean = m;
-    *var = S > 0 ? q / (double)S : 0.0;
+    *var = S > 0 ? nn_sum8_total(q) / (double)S : 0.0;
 }
 
 static popc_status bn_forward(const popc_kernel_ctx *kc)
@@ -269,7 +259,8 @@ static popc_status bng_forward(const popc_kernel_ctx *kc)
         return st;
     opsu_range(p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t c = lo; c < hi; c++) {
-        double mean, var, dotp = 0.0, sum = 0.0, S = (double)(p.N * p.inner);
+        double mean, var, dotp, sum, S = (double)(p.N * p.inner);
+        double sums[8] = {0}, dots[8] = {0};
         float m, invstd, k, gm, w;
 
         bn_stats(x, &p, c, &mean, &var);
@@ -279,11 +270,11 @@ static popc_status bng_forward(const popc_kernel_ctx *kc)
             const float *xr = x + (n * p.C + c) * p.inner;
             const float *gr = dy + (n * p.C + c) * p.inner;
 
-            for (int64_t i = 0; i < p.inner; i++) {
-                sum += gr[i];
-                dotp += (double)(xr[i] - m) * gr[i];
-            }
+            nn_sum8_add(sums, gr, p.inner);
+            nn_dot8_add(dots, xr, gr, p.inner, m);
         }
+        sum = nn_sum8_total(sums);
+        dotp = nn_sum8_total(dots);
         if (ds)
             ds[c] = (float)(dotp * invstd);
         if (db)

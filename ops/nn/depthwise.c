@@ -1,0 +1,203 @@
+/* depthwise.c - direct kernels for depthwise convolutions (one input and
+** one output channel per group, any window): MobileNet's 3x3 layers
+** would otherwise be one GEMM of a single row per (image, channel), each
+** with its own im2col.
+**
+** A plane's output is accumulated tap by tap: for each tap (ki, kj), the
+** output rows whose input row exists add w * the shifted input row over
+** the columns whose input exists (contiguous with stride 1), then the
+** bias. The input gradient scatters dY back the same way. The weight
+** gradient of a tap is a dot product of dY with the shifted input summed
+** in double lanes (sums.h), and dB the sum of dY. Units are (image,
+** channel) planes, or (chunk, channel) for the weight gradient, each
+** summing its images in order: results depend on the shape only.
+*/
+#include "config.h"
+
+/* GCC's -O2 vectorizes only loops that need no runtime alias check; the
+** row loops need the full cost model. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
+#include <string.h>
+
+#include "ops/nn/conv_priv.h"
+#include "ops/nn/sums.h"
+#include "ops/nn/util.h"
+
+int nn_dw_fits(const conv_p *p)
+{
+    return p->G > 1 && p->Cg == 1 && p->Mg == 1 && p->w.OH > 0 &&
+           p->w.OW > 0;
+}
+
+/* The rows of tap (ki, kj): output row oh reads input row ih = oh * sh -
+** pt + ki * dh when it exists; columns [lo, hi) read input column o * sw
+** + off. */
+typedef struct tap {
+    int64_t off, lo, hi;
+} tap;
+
+static tap tap_at(const nn_window *w, int64_t kj)
+{
+    tap t;
+
+    t.off = kj * w->dw - w->pl;
+    nn_valid_span(t.off, w->sw, w->W, w->OW, &t.lo, &t.hi);
+    return t;
+}
+
+static int64_t in_row(const nn_window *w, int64_t oh, int64_t ki)
+{
+    int64_t ih = oh * w->sh - w->pt + ki * w->dh;
+
+    return ih >= 0 && ih < w->H ? ih : -1;
+}
+
+/* y (one output plane) from x (its input plane) and the kernel k. */
+static void plane_forward(const nn_window *w, const float *x, const float *k,
+                          const float *bias, float *y)
+{
+    memset(y, 0, sizeof *y * (size_t)(w->OH * w->OW));
+    for (int64_t ki = 0; ki < w->kh; ki++)
+        for (int64_t kj = 0; kj < w->kw; kj++) {
+            float kv = k[ki * w->kw + kj];
+            tap t = tap_at(w, kj);
+
+            for (int64_t oh = 0; oh < w->OH; oh++) {
+                int64_t ih = in_row(w, oh, ki);
+                const float *xr = x + ih * w->W + t.off;
+                float *yr = y + oh * w->OW;
+
+                if (ih < 0)
+                    continue;
+                if (w->sw == 1)
+                    for (int64_t o = t.lo; o < t.hi; o++)
+                        yr[o] += kv * xr[o];
+                else
+                    for (int64_t o = t.lo; o < t.hi; o++)
+                        yr[o] += kv * xr[o * w->sw];
+            }
+        }
+    if (bias)
+        for (int64_t q = 0; q < w->OH * w->OW; q++)
+            y[q] += *bias;
+}
+
+/* dx (one input plane's gradient) from dy and the kernel k. */
+static void plane_grad_input(const nn_window *w, const float *dy,
+                             const float *k, float *dx)
+{
+    memset(dx, 0, sizeof *dx * (size_t)(w->H * w->W));
+    for (int64_t ki = 0; ki < w->kh; ki++)
+        for (int64_t kj = 0; kj < w->kw; kj++) {
+            float kv = k[ki * w->kw + kj];
+            tap t = tap_at(w, kj);
+
+            for (int64_t oh = 0; oh < w->OH; oh++) {
+                int64_t ih = in_row(w, oh, ki);
+                float *xr = dx + ih * w->W + t.off;
+                const float *yr = dy + oh * w->OW;
+
+                if (ih < 0)
+                    continue;
+                if (w->sw == 1)
+                    for (int64_t o = t.lo; o < t.hi; o++)
+                        xr[o] += kv * yr[o];
+                else
+                    for (int64_t o = t.lo; o < t.hi; o++)
+                        xr[o * w->sw] += kv * yr[o];
+            }
+        }
+}
+
+/* Adds the taps' products of one plane pair to acc (8 lanes per tap). */
+static void plane_grad_weight(const nn_window *w, const float *x,
+                              const float *dy, double *acc)
+{
+    for (int64_t ki = 0; ki < w->kh; ki++)
+        for (int64_t kj = 0; kj < w->kw; kj++) {
+            double *a = acc + 8 * (ki * w->kw + kj);
+            tap t = tap_at(w, kj);
+
+            for (int64_t oh = 0; oh < w->OH; oh++) {
+                int64_t ih = in_row(w, oh, ki);
+                const float *xr = x + ih * w->W + t.off;
+                const float *yr = dy + oh * w->OW;
+
+                if (ih < 0 || t.hi <= t.lo)
+                    continue;
+                if (w->sw == 1)
+                    nn_dot8_add(a, yr + t.lo, xr + t.lo, t.hi - t.lo, 0.0f);
+                else
+                    for (int64_t o = t.lo; o < t.hi; o++)
+                        a[o & 7] += (double)yr[o] * (double)xr[o * w->sw];
+            }
+        }
+}
+
+popc_status nn_dw_forward(const popc_kernel_ctx *kc, const conv_p *p,
+                          const float *x, const float *wt, const float *bias,
+                          float *y)
+{
+    int64_t lo, hi;
+
+    opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t c = u % p->M;
+
+        plane_forward(&p->w, x + u * p->HW, wt + c * p->KK,
+                      bias ? bias + c : NULL, y + u * p->P);
+    }
+    return POPC_OK;
+}
+
+popc_status nn_dw_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
+                             const float *dy, const float *wt, float *dx)
+{
+    int64_t lo, hi;
+
+    opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++)
+        plane_grad_input(&p->w, dy + u * p->P, wt + (u % p->M) * p->KK,
+                         dx + u * p->HW);
+    return POPC_OK;
+}
+
+popc_status nn_dw_grad_weight(const popc_kernel_ctx *kc, const conv_p *p,
+                              const float *x, const float *dy, float *dw,
+                              float *db)
+{
+    int64_t S = p->S > 0 ? p->S : 1, lo, hi;
+    double *acc;
+    popc_status st;
+
+    opsu_range(S * p->M, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    /* 8 lanes per tap, then 8 for dB */
+    if (!(acc = nn_conv_scratch(kc, 2 * 8 * (p->KK + 1), &st)))
+        return st;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t s = u / p->M, c = u % p->M;
+        int64_t n0 = p->N * s / S, n1 = p->N * (s + 1) / S;
+        double *bacc = acc + 8 * p->KK;
+
+        memset(acc, 0, sizeof *acc * (size_t)(8 * (p->KK + 1)));
+        for (int64_t n = n0; n < n1; n++) {
+            const float *dyp = dy + (n * p->M + c) * p->P;
+
+            plane_grad_weight(&p->w, x + (n * p->C + c) * p->HW, dyp, acc);
+            if (db)
+                nn_sum8_add(bacc, dyp, p->P);
+        }
+        for (int64_t k = 0; k < p->KK; k++)
+            dw[(s * p->M + c) * p->KK + k] =
+                (float)nn_sum8_total(acc + 8 * k);
+        if (db)
+            db[s * p->M + c] = (float)nn_sum8_total(bacc);
+    }
+    kc->host->free(acc);
+    return POPC_OK;
+}
