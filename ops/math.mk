@@ -34,6 +34,8 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/index.c \
     %reldir%/tensor/arrange.c \
     %reldir%/tensor/linalg.c \
+    %reldir%/math/sums.c \
+    %reldir%/math/sums.h \
     %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h

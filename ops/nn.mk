@@ -19,8 +19,8 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/resize.c \
     %reldir%/nn/depthwise.c \
     %reldir%/nn/lstm_gemm.c \
-    %reldir%/nn/sums.c \
-    %reldir%/nn/sums.h \
+    %reldir%/math/sums.c \
+    %reldir%/math/sums.h \
     %reldir%/nn/lstm_gemm_priv.h \
     %reldir%/nn/recurrent.c \
     %reldir%/nn/recurrent_cell.c \

@@ -48,7 +48,8 @@ MOP_BINARY(add_f32, float, float, x + y)
 MOP_BINARY(sub_f32, float, float, x - y)
 MOP_BINARY(mul_f32, float, float, x * y)
 MOP_BINARY(div_f32, float, float, x / y)
-MOP_BINARY(pow_f32, float, float, powf(x, y))
+/* x * x for squares (LayerNorm's variance): torch's own special case */
+MOP_BINARY(pow_f32, float, float, y == 2.0f ? x * x : powf(x, y))
 MOP_UNARY(neg_f32, float, float, -x)
 MOP_UNARY(abs_f32, float, float, fabsf(x))
 MOP_UNARY(sqrt_f32, float, float, sqrtf(x))
@@ -91,8 +92,11 @@ static void pow_grad_f32(void *const *o_, const void *const *in_,
     for (int64_t i = 0; i < n; i++) {
         float gv = g[i * st[0]], av = a[i * st[1]], bv = b[i * st[2]];
 
-        ga[i] = bv == 0.0f ? 0.0f : gv * bv * powf(av, bv - 1.0f);
-        gb[i] = av == 0.0f && bv >= 0.0f ? 0.0f : gv * powf(av, bv) * logf(av);
+        float pm1 = bv == 2.0f ? av : powf(av, bv - 1.0f);
+        float pw = bv == 2.0f ? av * av : powf(av, bv);
+
+        ga[i] = bv == 0.0f ? 0.0f : gv * bv * pm1;
+        gb[i] = av == 0.0f && bv >= 0.0f ? 0.0f : gv * pw * logf(av);
     }
 }
 

@@ -520,7 +520,9 @@ static int dropout_active(const popc_kernel_ctx *kc, int ratio_at,
 
     *ratio = opu_present(r) ? (float)opu_scalar(r) : 0.5f;
     *scale = *ratio < 1.0f ? 1.0f / (1.0f - *ratio) : 0.0f;
-    return kc->training && !(opu_present(tm) && !*(const uint8_t *)tm->data);
+    /* ratio 0 keeps everything at scale 1: a copy, without the hashing */
+    return kc->training && *ratio > 0.0f &&
+           !(opu_present(tm) && !*(const uint8_t *)tm->data);
 }
 
 static popc_status dropout_infer(popc_infer_ctx *ic)

@@ -25,7 +25,7 @@
 
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/sums.h"
+#include "ops/math/sums.h"
 #include "ops/nn/util.h"
 
 /* ---- ConvGradInput: dX from dY and W ------------------------------------- */
@@ -263,11 +263,11 @@ static popc_status gw_wino(const popc_kernel_ctx *kc, const conv_p *p,
             nn_wino_grad_image(&g, x + (n * p->G + gr) * p->Cg * p->HW, dyn,
                                s);
             for (int64_t m = 0; db && m < p->Mg; m++)
-                nn_sum8_add(acc + 8 * m, dyn + m * p->P, p->P);
+                opu_sum8_add(acc + 8 * m, dyn + m * p->P, p->P);
         }
         nn_wino_grad_finish(&g, s, dw + (c * p->G + gr) * p->Mg * p->Kc);
         for (int64_t m = 0; db && m < p->Mg; m++)
-            db[c * p->M + gr * p->Mg + m] = (float)nn_sum8_total(acc + 8 * m);
+            db[c * p->M + gr * p->Mg + m] = (float)opu_sum8_total(acc + 8 * m);
     }
     kc->host->free(acc);
     return POPC_OK;
@@ -339,10 +339,10 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
                         1.0f, dy + (n * p.M + g * p.Mg + m0) * p.P, (int)p.P,
                         B, (int)p.P, 1.0f, dwg, (int)p.Kc);
             for (int64_t m = b0; m < b1; m++)
-                nn_sum8_add(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P, p.P);
+                opu_sum8_add(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P, p.P);
         }
         for (int64_t m = b0; m < b1; m++)
-            dbs[m] = (float)nn_sum8_total(acc + 8 * (m - b0));
+            dbs[m] = (float)opu_sum8_total(acc + 8 * (m - b0));
     }
     kc->host->free(acc);
     return POPC_OK;

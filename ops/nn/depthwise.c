@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "ops/nn/conv_priv.h"
-#include "ops/nn/sums.h"
+#include "ops/math/sums.h"
 #include "ops/nn/util.h"
 
 int nn_dw_fits(const conv_p *p)
@@ -129,7 +129,7 @@ static void plane_grad_weight(const nn_window *w, const float *x,
                 if (ih < 0 || t.hi <= t.lo)
                     continue;
                 if (w->sw == 1)
-                    nn_dot8_add(a, yr + t.lo, xr + t.lo, t.hi - t.lo, 0.0f);
+                    opu_dot8_add(a, yr + t.lo, xr + t.lo, t.hi - t.lo, 0.0f);
                 else
                     for (int64_t o = t.lo; o < t.hi; o++)
                         a[o & 7] += (double)yr[o] * (double)xr[o * w->sw];
@@ -190,13 +190,13 @@ popc_status nn_dw_grad_weight(const popc_kernel_ctx *kc, const conv_p *p,
 
             plane_grad_weight(&p->w, x + (n * p->C + c) * p->HW, dyp, acc);
             if (db)
-                nn_sum8_add(bacc, dyp, p->P);
+                opu_sum8_add(bacc, dyp, p->P);
         }
         for (int64_t k = 0; k < p->KK; k++)
             dw[(s * p->M + c) * p->KK + k] =
-                (float)nn_sum8_total(acc + 8 * k);
+                (float)opu_sum8_total(acc + 8 * k);
         if (db)
-            db[s * p->M + c] = (float)nn_sum8_total(bacc);
+            db[s * p->M + c] = (float)opu_sum8_total(bacc);
     }
     kc->host->free(acc);
     return POPC_OK;

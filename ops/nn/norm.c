@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/sums.h"
+#include "ops/math/sums.h"
 #include "ops/nn/util.h"
 
 /* ---- BatchNormalization -------------------------------------------------- */
@@ -111,12 +111,12 @@ static void bn_stats(const float *x, const bn_p *p, int64_t c, double *mean,
     int64_t S = p->N * p->inner;
 
     for (int64_t n = 0; n < p->N; n++)
-        nn_sum8_add(s, x + (n * p->C + c) * p->inner, p->inner);
-    m = S > 0 ? nn_sum8_total(s) / (double)S : 0.0;
+        opu_sum8_add(s, x + (n * p->C + c) * p->inner, p->inner);
+    m = S > 0 ? opu_sum8_total(s) / (double)S : 0.0;
     for (int64_t n = 0; n < p->N; n++)
-        nn_sqdev8_add(q, x + (n * p->C + c) * p->inner, p->inner, m);
+        opu_sqdev8_add(q, x + (n * p->C + c) * p->inner, p->inner, m);
     *mean = m;
-    *var = S > 0 ? nn_sum8_total(q) / (double)S : 0.0;
+    *var = S > 0 ? opu_sum8_total(q) / (double)S : 0.0;
 }
 
 static popc_status bn_forward(const popc_kernel_ctx *kc)
@@ -270,11 +270,11 @@ static popc_status bng_forward(const popc_kernel_ctx *kc)
             const float *xr = x + (n * p.C + c) * p.inner;
             const float *gr = dy + (n * p.C + c) * p.inner;
 
-            nn_sum8_add(sums, gr, p.inner);
-            nn_dot8_add(dots, xr, gr, p.inner, m);
+            opu_sum8_add(sums, gr, p.inner);
+            opu_dot8_add(dots, xr, gr, p.inner, m);
         }
-        sum = nn_sum8_total(sums);
-        dotp = nn_sum8_total(dots);
+        sum = opu_sum8_total(sums);
+        dotp = opu_sum8_total(dots);
         if (ds)
             ds[c] = (float)(dotp * invstd);
         if (db)

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/math/sums.h"
 #include "ops/tensor/tensorops.h"
 
 /* ---- geometry ------------------------------------------------------------- */
@@ -190,7 +191,16 @@ static void reduce_range(const reduce_geom *g, int kind, double scale,
             int64_t off = 0;
             double acc = init;
 
-            if (g->n_red_elems > 0) {
+            if (g->n_red_elems > 0 && !half && kind != RED_MAX) {
+                /* float sums in eight double lanes: vectorized */
+                double lanes[8] = {0};
+
+                do
+                    opu_sum8_add(lanes, (const float *)in->data + base + off,
+                                 run);
+                while (red_next(g, idx, &off, g->n_red - inner));
+                acc = opu_sum8_total(lanes);
+            } else if (g->n_red_elems > 0) {
                 do {
                     for (int64_t i = 0; i < run; i++)
                         acc = combine(kind, acc, load_at(in->data, half,

@@ -7,7 +7,7 @@
 #pragma GCC optimize("vect-cost-model=dynamic")
 #endif
 
-#include "ops/nn/sums.h"
+#include "ops/math/sums.h"
 
 #define LOAD(acc)                                                          \
     double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];             \
@@ -24,7 +24,7 @@
         a4 += E(4), a5 += E(5), a6 += E(6), a7 += E(7);                    \
     } while (0)
 
-void nn_sum8_add(double *acc, const float *r, int64_t n)
+void opu_sum8_add(double *acc, const float *r, int64_t n)
 {
     int64_t q = 0;
     LOAD(acc);
@@ -38,7 +38,7 @@ void nn_sum8_add(double *acc, const float *r, int64_t n)
         acc[j] += (double)r[q + j];
 }
 
-void nn_sqdev8_add(double *acc, const float *r, int64_t n, double m)
+void opu_sqdev8_add(double *acc, const float *r, int64_t n, double m)
 {
     int64_t q = 0;
     LOAD(acc);
@@ -55,7 +55,7 @@ void nn_sqdev8_add(double *acc, const float *r, int64_t n, double m)
     }
 }
 
-void nn_dot8_add(double *acc, const float *a, const float *b, int64_t n,
+void opu_dot8_add(double *acc, const float *a, const float *b, int64_t n,
                  float m)
 {
     int64_t q = 0;
@@ -70,7 +70,7 @@ void nn_dot8_add(double *acc, const float *a, const float *b, int64_t n,
         acc[j] += (double)(a[q + j] - m) * (double)b[q + j];
 }
 
-double nn_sum8_total(const double *acc)
+double opu_sum8_total(const double *acc)
 {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
            ((acc[4] + acc[5]) + (acc[6] + acc[7]));
