@@ -7,7 +7,9 @@
         constant folding: what popc trains), MODEL_infer.onnx (eval mode,
         constant folding: BatchNorm folded into the convolutions, what
         popc infers with), MODEL_x.npy (BATCHES batches of random float32
-        samples) and MODEL_y.npy (int32 labels in 0..9).
+        samples), MODEL_y.npy (int32 labels in 0..9), and MODEL_xl.npy and
+        MODEL_yl.npy (the same five times over, for popc infer's rate from
+        the difference of two runs).
     torch_models.py run DIR MODEL MODE STEPS THREADS
         times STEPS training steps (MODE sgdm: SGD lr 0.01 momentum 0.9;
         adam: Adam lr 1e-3) or STEPS inference batches (MODE infer, eval
@@ -94,6 +96,9 @@ def export(out, names):
         y = rng.integers(0, CLASSES, BATCHES * batch).astype(np.int32)
         np.save(os.path.join(out, name + "_x.npy"), x)
         np.save(os.path.join(out, name + "_y.npy"), y)
+        np.save(os.path.join(out, name + "_xl.npy"),
+                np.tile(x, (5,) + (1,) * (x.ndim - 1)))
+        np.save(os.path.join(out, name + "_yl.npy"), np.tile(y, 5))
         sample = torch.from_numpy(x[:batch])
         axes = {"input": {0: "batch"}, "output": {0: "batch"}}
         model.train()

@@ -17,6 +17,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/norm_more.c \
     %reldir%/nn/norm_more_grad.c \
     %reldir%/nn/resize.c \
+    %reldir%/nn/conv_batched.c \
     %reldir%/nn/depthwise.c \
     %reldir%/nn/lstm_gemm.c \
     %reldir%/math/sums.c \

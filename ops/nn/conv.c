@@ -170,10 +170,9 @@ static void im2col_shift(const conv_p *p, const float *xc, int64_t ki,
 /* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
 ** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
 void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
-               int64_t p0, int64_t p1, float *col)
+               int64_t p0, int64_t p1, float *col, int64_t ld)
 {
     const nn_window *w = &p->w;
-    int64_t pn = p1 - p0;
 
     if (w->sh == 1 && w->sw == 1 && w->OW == w->W) {
         for (int64_t c = c0; c < c1; c++)
@@ -181,7 +180,7 @@ void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
                 for (int64_t kj = 0; kj < w->kw; kj++)
                     im2col_shift(p, x + c * p->HW, ki, kj, p0, p1,
                                  col + (((c - c0) * w->kh + ki) * w->kw + kj) *
-                                           pn);
+                                           ld);
         return;
     }
     for (int64_t c = c0; c < c1; c++) {
@@ -189,7 +188,7 @@ void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
 
         for (int64_t ki = 0; ki < w->kh; ki++)
             for (int64_t kj = 0; kj < w->kw; kj++) {
-                float *row = col + (((c - c0) * w->kh + ki) * w->kw + kj) * pn;
+                float *row = col + (((c - c0) * w->kh + ki) * w->kw + kj) * ld;
                 int64_t lo, hi, off = kj * w->dw - w->pl;
 
                 nn_valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
@@ -260,7 +259,7 @@ static void col2im_shift(const conv_p *p, float *row, int64_t ki, int64_t kj,
 /* Adds col ([(c1-c0)*kh*kw, P]) back into channels [c0, c1) of one
 ** group's dx ([Cg, H, W]); col is scratch and may be changed. */
 void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
-                   float *dx)
+                   float *dx, int64_t ld)
 {
     const nn_window *w = &p->w;
 
@@ -270,7 +269,7 @@ void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
                 for (int64_t kj = 0; kj < w->kw; kj++)
                     col2im_shift(p,
                                  col + (((c - c0) * w->kh + ki) * w->kw + kj) *
-                                           p->P,
+                                           ld,
                                  ki, kj, dx + c * p->HW);
         return;
     }
@@ -280,7 +279,7 @@ void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
         for (int64_t ki = 0; ki < w->kh; ki++)
             for (int64_t kj = 0; kj < w->kw; kj++) {
                 const float *row =
-                    col + (((c - c0) * w->kh + ki) * w->kw + kj) * p->P;
+                    col + (((c - c0) * w->kh + ki) * w->kw + kj) * ld;
                 int64_t lo, hi, off = kj * w->dw - w->pl;
 
                 nn_valid_span(off, w->sw, w->W, w->OW, &lo, &hi);
@@ -466,6 +465,8 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
         return nn_run_wino(kc, &p, &g, 0, x, p.Cg, p.HW, wt, bias, y, p.Mg,
                            p.P);
     }
+    if (nn_cb_fits(&p))
+        return nn_cb_forward(kc, &p, x, wt, bias, y);
     conv_tiles(&p, &t);
     opsu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
@@ -485,7 +486,7 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
             B = xg + p0;
             ldb = p.P;
         } else {
-            nn_im2col(&p, xg, 0, p.Cg, p0, p1, col);
+            nn_im2col(&p, xg, 0, p.Cg, p0, p1, col, p1 - p0);
             B = col;
             ldb = p1 - p0;
         }

@@ -2,7 +2,9 @@
 ** popc::ConvGradWeight (dW and dB from X and dY), the ops Conv's gradient
 ** builder (conv.c) adds.
 **
-** Depthwise convolutions run the direct kernels of depthwise.c.
+** Depthwise convolutions run the direct kernels of depthwise.c, small
+** output planes the side-by-side GEMMs of conv_batched.c (ConvGradWeight:
+** the images of a block side by side in each unit's GEMM).
 ** ConvGradInput: Winograd units (group, image) when nn_wino_fits, as the
 ** convolution of dY with the turned kernels; else im2col units (image,
 ** group, input-channel block), each writing its own dX channels.
@@ -95,6 +97,8 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
         return nn_run_wino(kc, &p, &g, 1, dy, p.Mg, p.P, wt, NULL, dx, p.Cg,
                            p.HW);
     }
+    if (nn_cb_fits(&p))
+        return nn_cb_grad_input(kc, &p, dy, wt, dx);
     cb = nn_chan_block(p.Cg, p.N * p.G);
     nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
     opsu_range(p.N * p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
@@ -120,7 +124,7 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
         if (!p.direct) {
             memset(dxg + c0 * p.HW, 0,
                    sizeof *dxg * (size_t)((c1 - c0) * p.HW));
-            nn_col2im_add(&p, dcol, c0, c1, dxg);
+            nn_col2im_add(&p, dcol, c0, c1, dxg, p.P);
         }
     }
     kc->host->free(dcol);
@@ -283,11 +287,11 @@ static popc_status gw_wino(const popc_kernel_ctx *kc, const conv_p *p,
 static popc_status gw_forward(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *dy = kc->inputs[1].data;
-    float *dw = kc->outputs[0].data, *col;
+    float *dw = kc->outputs[0].data, *col, *dyb;
     float *db = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     double *acc;
     conv_p p;
-    int64_t S, cb, nblk, rb, nrb, per_g, lo, hi;
+    int64_t S, cb, nblk, rb, nrb, per_g, lo, hi, ib;
     popc_status st;
 
     if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
@@ -305,12 +309,19 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
     opsu_range(p.G * per_g, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
+    /* small planes: the images of a block side by side (conv_batched.c),
+    ** dY's rows gathered into dyb */
+    ib = nn_cb_fits(&p) ? nn_cb_images(&p) : 0;
     /* dB sums (8 doubles per row, as 16 floats) first, then im2col */
     if (!(acc = nn_conv_scratch(
-              kc, 16 * rb + (p.direct ? 0 : cb * p.KK * p.P), &st)) &&
+              kc,
+              16 * rb + (ib ? (cb * p.KK + rb) * ib * p.P
+                            : p.direct ? 0 : cb * p.KK * p.P),
+              &st)) &&
         st)
         return st;
     col = (float *)acc + 16 * rb;
+    dyb = col + cb * p.KK * ib * p.P;
     for (int64_t u = lo; u < hi; u++) {
         int64_t g = u / per_g, s = u / (nblk * nrb) % S, bi = u / nrb % nblk;
         int64_t m0 = (u % nrb) * rb, m1 = m0 + rb < p.Mg ? m0 + rb : p.Mg;
@@ -326,12 +337,31 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
             memset(dwg + (m - m0) * p.Kc, 0,
                    sizeof *dwg * (size_t)((c1 - c0) * p.KK));
         memset(acc, 0, sizeof *acc * (size_t)(8 * (b1 - b0)));
-        for (int64_t n = n0; n < n1 && p.P > 0; n++) {
+        for (int64_t nb = n0; ib && nb < n1; nb += ib) {
+            int64_t ne = nb + ib < n1 ? nb + ib : n1, ld = (ne - nb) * p.P;
+
+            for (int64_t n = nb; n < ne; n++) {
+                nn_im2col(&p, x + n * p.C * p.HW, c0, c1, 0, p.P,
+                          col + (n - nb) * p.P, ld);
+                for (int64_t m = m0; m < m1; m++)
+                    memcpy(dyb + (m - m0) * ld + (n - nb) * p.P,
+                           dy + (n * p.M + m) * p.P,
+                           sizeof *dyb * (size_t)p.P);
+                for (int64_t m = b0; m < b1; m++)
+                    opu_sum8_add(acc + 8 * (m - b0), dy + (n * p.M + m) * p.P,
+                                 p.P);
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                        (int)(m1 - m0), (int)((c1 - c0) * p.KK), (int)ld,
+                        1.0f, dyb, (int)ld, col, (int)ld, 1.0f, dwg,
+                        (int)p.Kc);
+        }
+        for (int64_t n = n0; !ib && n < n1 && p.P > 0; n++) {
             const float *xg = x + (n * p.C + g * p.Cg) * p.HW;
             const float *B = xg + c0 * p.HW;
 
             if (!p.direct) {
-                nn_im2col(&p, xg, c0, c1, 0, p.P, col);
+                nn_im2col(&p, xg, c0, c1, 0, p.P, col, p.P);
                 B = col;
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,

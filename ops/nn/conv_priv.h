@@ -57,14 +57,31 @@ popc_status nn_conv_geom(const char *op, const char *node,
 void nn_conv_out_dims(const conv_p *p, int64_t *d, int *rank);
 
 /* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
-** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
+** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0] with rows ld
+** apart (ld >= p1 - p0; larger when several images share the rows). */
 void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
-               int64_t p0, int64_t p1, float *col);
+               int64_t p0, int64_t p1, float *col, int64_t ld);
 
-/* Adds col ([(c1-c0)*kh*kw, P]) back into channels [c0, c1) of one
-** group's dx ([Cg, H, W]); col is scratch and may be changed. */
+/* Adds col ([(c1-c0)*kh*kw, P], rows ld apart) back into channels
+** [c0, c1) of one group's dx ([Cg, H, W]); col is scratch and may be
+** changed. */
 void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
-                   float *dx);
+                   float *dx, int64_t ld);
+
+/* Small output planes (conv_batched.c): with one group and fewer than
+** NN_BATCH_PLANE output positions, the GEMMs take the planes of several
+** images side by side (NN_BATCH_COLS columns or more), instead of one
+** image's few columns at a time. */
+#define NN_BATCH_PLANE 64
+#define NN_BATCH_COLS 256
+int nn_cb_fits(const conv_p *p);
+/* Images per GEMM (shape only). */
+int64_t nn_cb_images(const conv_p *p);
+popc_status nn_cb_forward(const popc_kernel_ctx *kc, const conv_p *p,
+                          const float *x, const float *wt, const float *bias,
+                          float *y);
+popc_status nn_cb_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
+                             const float *dy, const float *wt, float *dx);
 
 /* A zeroed buffer of floats from the host (NULL for none); NULL with *st
 ** set (message naming the node) when out of memory. Owned by the caller
