@@ -73,7 +73,7 @@ void nn_col2im_add(const conv_p *p, float *col, int64_t c0, int64_t c1,
 ** images side by side (NN_BATCH_COLS columns or more), instead of one
 ** image's few columns at a time. */
 #define NN_BATCH_PLANE 64
-#define NN_BATCH_COLS 256
+#define NN_BATCH_COLS 64
 int nn_cb_fits(const conv_p *p);
 /* Images per GEMM (shape only). */
 int64_t nn_cb_images(const conv_p *p);
