@@ -214,6 +214,9 @@ void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
                         if (w->sw == 1)
                             memcpy(row + base + a, xr + a + off,
                                    sizeof *row * (size_t)(b - a));
+                        else if (w->sw == 2) /* a constant: vectorizes */
+                            for (int64_t o = a; o < b; o++)
+                                row[base + o] = xr[o * 2 + off];
                         else
                             for (int64_t o = a; o < b; o++)
                                 row[base + o] = xr[o * w->sw + off];

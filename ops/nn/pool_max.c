@@ -100,6 +100,27 @@ static void max2x2(const float *restrict r0, const float *restrict r1,
     }
 }
 
+/* The max of n windows inside the input whose first taps are x0[o * sw]:
+** the taps in window_argmax's order with its rule (a larger value or a
+** NaN wins), so the max is the argmax path's; inlined with sw 2 as a
+** constant so that the loads vectorize. */
+static inline void strided_max_row(const float *x0, const nn_window *w,
+                                   int64_t sw, int64_t n, float *restrict m)
+{
+    for (int64_t o = 0; o < n; o++)
+        m[o] = x0[o * sw];
+    for (int64_t i = 0; i < w->kh; i++)
+        for (int64_t j = i == 0; j < w->kw; j++) {
+            const float *restrict t = x0 + i * w->dh * w->W + j * w->dw;
+
+            for (int64_t o = 0; o < n; o++) {
+                float v = t[o * sw];
+
+                m[o] = v > m[o] || v != v ? v : m[o];
+            }
+        }
+}
+
 /* Max (m[o]) and argmax (at[o], a plane offset or -1; at may be NULL) of
 ** output columns [o0, o1) of row oh of one plane; o1 - o0 <= NN_POOL_ROW.
 ** Windows inside the input take direct paths that visit the taps in
@@ -131,6 +152,15 @@ void nn_pool_max_row(const nn_window *w, const float *xp, int64_t oh,
             int32_t t = k[o - lo];
             at[o - o0] = row + o * 2 - w->pl + (t & 1) + (t >> 1) * W;
         }
+    } else if (!at) {
+        /* max only (inference): tap by tap over the row, vectorized */
+        const float *x0 = xp + ih * W + lo * w->sw - w->pl;
+        float *mo = m + (lo - o0);
+
+        if (w->sw == 2)
+            strided_max_row(x0, w, 2, hi - lo, mo);
+        else
+            strided_max_row(x0, w, w->sw, hi - lo, mo);
     } else {
         for (int64_t o = lo; o < hi; o++) {
             int64_t base = ih * W + o * w->sw - w->pl, a = base;
