@@ -167,12 +167,56 @@ static void im2col_shift(const conv_p *p, const float *xc, int64_t ki,
     }
 }
 
+/* Largest taps x positions whose source offsets im2col_table lists. */
+#define TABLE_MAX 1024
+
+/* im2col of small planes through a table of each (tap, position)'s
+** source offset in the channel plane (-1: padding): the shifted and
+** strided paths below spend more on their per-row set-up than on the few
+** values of a 2x2 or 4x4 plane's rows. */
+static void im2col_table(const conv_p *p, const float *x, int64_t c0,
+                         int64_t c1, int64_t p0, int64_t p1, float *col,
+                         int64_t ld)
+{
+    const nn_window *w = &p->w;
+    int64_t n = p1 - p0;
+    int32_t tab[TABLE_MAX];
+
+    for (int64_t ki = 0; ki < w->kh; ki++)
+        for (int64_t kj = 0; kj < w->kw; kj++)
+            for (int64_t q = p0; q < p1; q++) {
+                int64_t ih = q / w->OW * w->sh - w->pt + ki * w->dh;
+                int64_t iw = q % w->OW * w->sw - w->pl + kj * w->dw;
+
+                tab[(ki * w->kw + kj) * n + q - p0] =
+                    ih >= 0 && ih < w->H && iw >= 0 && iw < w->W
+                        ? (int32_t)(ih * w->W + iw)
+                        : -1;
+            }
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = x + c * p->HW;
+
+        for (int64_t k = 0; k < p->KK; k++) {
+            const int32_t *t = tab + k * n;
+            float *row = col + ((c - c0) * p->KK + k) * ld;
+
+            for (int64_t q = 0; q < n; q++)
+                row[q] = t[q] >= 0 ? xc[t[q]] : 0.0f;
+        }
+    }
+}
+
 /* im2col of channels [c0, c1) of one group's input x ([Cg, H, W]) for
 ** output positions [p0, p1): col is [(c1-c0)*kh*kw, p1-p0]. */
 void nn_im2col(const conv_p *p, const float *x, int64_t c0, int64_t c1,
                int64_t p0, int64_t p1, float *col, int64_t ld)
 {
     const nn_window *w = &p->w;
+
+    if ((p1 - p0) * p->KK <= TABLE_MAX && p->HW < 0x7fffffff) {
+        im2col_table(p, x, c0, c1, p0, p1, col, ld);
+        return;
+    }
 
     if (w->sh == 1 && w->sw == 1 && w->OW == w->W) {
         for (int64_t c = c0; c < c1; c++)
