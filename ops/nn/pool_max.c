@@ -121,6 +121,31 @@ static inline void strided_max_row(const float *x0, const nn_window *w,
         }
 }
 
+/* strided_max_row with the winner's offset from the window's first tap
+** in k[o]. */
+static inline void strided_argmax_row(const float *x0, const nn_window *w,
+                                      int64_t sw, int64_t n,
+                                      float *restrict m, int32_t *restrict k)
+{
+    for (int64_t o = 0; o < n; o++) {
+        m[o] = x0[o * sw];
+        k[o] = 0;
+    }
+    for (int64_t i = 0; i < w->kh; i++)
+        for (int64_t j = i == 0; j < w->kw; j++) {
+            int32_t off = (int32_t)(i * w->dh * w->W + j * w->dw);
+            const float *restrict t = x0 + off;
+
+            for (int64_t o = 0; o < n; o++) {
+                float v = t[o * sw];
+                int win = v > m[o] || v != v;
+
+                m[o] = win ? v : m[o];
+                k[o] = win ? off : k[o];
+            }
+        }
+}
+
 /* Max (m[o]) and argmax (at[o], a plane offset or -1; at may be NULL) of
 ** output columns [o0, o1) of row oh of one plane; o1 - o0 <= NN_POOL_ROW.
 ** Windows inside the input take direct paths that visit the taps in
@@ -161,6 +186,18 @@ void nn_pool_max_row(const nn_window *w, const float *xp, int64_t oh,
             strided_max_row(x0, w, 2, hi - lo, mo);
         else
             strided_max_row(x0, w, w->sw, hi - lo, mo);
+    } else if (hi - lo >= 4 && w->kh * w->kw <= 64) {
+        /* max and argmax tap by tap over the row, vectorized */
+        int64_t first = ih * W + lo * w->sw - w->pl;
+        int32_t k[NN_POOL_ROW];
+
+        if (w->sw == 2)
+            strided_argmax_row(xp + first, w, 2, hi - lo, m + (lo - o0), k);
+        else
+            strided_argmax_row(xp + first, w, w->sw, hi - lo, m + (lo - o0),
+                               k);
+        for (int64_t o = lo; o < hi; o++)
+            at[o - o0] = first + (o - lo) * w->sw + k[o - lo];
     } else {
         for (int64_t o = lo; o < hi; o++) {
             int64_t base = ih * W + o * w->sw - w->pl, a = base;
