@@ -123,9 +123,10 @@ END_TEST
 ** peephole input P is present, and a zero P changes nothing. Outputs and
 ** the gradients of every input agree to float rounding. */
 static void check_gemm_vs_reference(int dirs, int layout, int bias,
-                                    const popc_attr *attrs, int n_attrs)
+                                    const popc_attr *attrs, int n_attrs,
+                                    int64_t N)
 {
-    enum { S = 7, N = 5, I = 6, H = 9 };
+    enum { S = 7, I = 6, H = 9 };
     popc_tensor *in[8] = {0}, *out[2][3] = {{0}}, *gr[2][6] = {{0}}, *g;
     int64_t pd[2] = {dirs, 3 * H}, yd[4];
     int wrt[6] = {0, 1, 2, 5, 6, 3}, n_wrt = bias ? 6 : 5;
@@ -181,9 +182,13 @@ START_TEST(lstm_gemm_matches_reference)
                         ai("layout", 1)};
     popc_attr rev[] = {ai("hidden_size", 9), as("direction", "reverse")};
 
-    check_gemm_vs_reference(1, 0, 1, plain, N_OF(plain));
-    check_gemm_vs_reference(2, 1, 1, bidi, N_OF(bidi));
-    check_gemm_vs_reference(1, 0, 0, rev, N_OF(rev));
+    check_gemm_vs_reference(1, 0, 1, plain, N_OF(plain), 5);
+    check_gemm_vs_reference(2, 1, 1, bidi, N_OF(bidi), 5);
+    check_gemm_vs_reference(1, 0, 0, rev, N_OF(rev), 5);
+    /* forward units of 16 entries: two blocks, gathered (layout 0) and
+    ** contiguous (layout 1) */
+    check_gemm_vs_reference(1, 0, 1, plain, N_OF(plain), 21);
+    check_gemm_vs_reference(2, 1, 1, bidi, N_OF(bidi), 21);
 }
 END_TEST
 

@@ -12,8 +12,9 @@
 ** (rows in X's row order), walks the steps backwards turning each step's
 ** gates into their pre-activation gradients in place (one GEMM per step
 ** for dh_prev = dA R), and ends with three GEMMs over all steps: dW =
-** dA^T X, dR = dA^T H_prev and dX = dA W. Every result depends on the
-** shape only, one part.
+** dA^T X, dR = dA^T H_prev and dX = dA W, in one part. The forward op
+** splits: its units are blocks of batch entries, each running the
+** recurrence of its own rows. Every result depends on the shape only.
 */
 #include "config.h"
 
@@ -106,10 +107,11 @@ static inline v4f tanh4(v4f x)
     return splat(1.0f) - splat(2.0f) / (exp4(splat(2.0f) * x) + splat(1.0f));
 }
 
-/* Row of X (and of every per-row buffer) holding step t of entry b. */
-static int64_t row_of(const rnn_p *p, int64_t t, int64_t b)
+/* Row of a block's X rows (and of its per-row buffers) holding step t of
+** its entry b, the block holding nb entries: X's own order. */
+static int64_t row_of(const rnn_p *p, int64_t nb, int64_t t, int64_t b)
 {
-    return p->layout ? b * p->seq + t : t * p->batch + b;
+    return p->layout ? b * p->seq + t : t * nb + b;
 }
 
 /* Distance between the rows of one step's consecutive batch entries. */
@@ -118,26 +120,44 @@ static int64_t step_stride(const rnn_p *p)
     return p->layout ? p->seq : 1;
 }
 
-/* Buffers of one run: gates [rows, 4H] (pre-activations, then activated
-** gates, then in the gradient their pre-activation gradients); the
-** running h and c [batch, H]; for the gradient, h and c before each step
-** and c after it ([rows, H] each), dh and dc [batch, H]. */
+/* Buffers of one block of batch entries [b0, b0 + nb): its X rows (X's
+** own when they are contiguous, else gathered); gates [rows, 4H]
+** (pre-activations, then activated gates, then in the gradient their
+** pre-activation gradients); the running h and c [nb, H]; for the
+** gradient, h and c before each step and c after it ([rows, H] each), dh
+** and dc [nb, H]. */
 typedef struct lstm_bufs {
+    int64_t b0, nb;
+    const float *X;
     float *A, *h, *c, *Hp, *Cp, *Cn, *dh, *dc;
     double *colsum; /* [4H] */
 } lstm_bufs;
 
-static float *bufs_alloc(const popc_kernel_ctx *kc, const rnn_p *p, int grad,
-                         lstm_bufs *b)
+static float *bufs_alloc(const popc_kernel_ctx *kc, const rnn_p *p,
+                         int64_t b0, int64_t nb, int grad, lstm_bufs *b)
 {
-    int64_t H = p->hidden, rows = p->seq * p->batch, BH = p->batch * H;
-    int64_t n = rows * 4 * H + 2 * BH +
+    int64_t H = p->hidden, rows = p->seq * nb, BH = nb * H;
+    const float *X = kc->inputs[IN_X].data;
+    int gather = !p->layout && nb < p->batch;
+    int64_t n = rows * 4 * H + 2 * BH + (gather ? rows * p->in : 0) +
                 (grad ? 3 * rows * H + 2 * BH + 2 * 4 * H : 0);
     float *base = kc->host->alloc(sizeof(float) * (size_t)n), *at = base;
 
     if (!base)
         return NULL;
     memset(b, 0, sizeof *b);
+    b->b0 = b0;
+    b->nb = nb;
+    b->X = p->layout ? X + b0 * p->seq * p->in : X;
+    if (gather) {
+        float *Xg = at;
+
+        for (int64_t t = 0; t < p->seq; t++)
+            memcpy(Xg + t * nb * p->in, X + (t * p->batch + b0) * p->in,
+                   sizeof *Xg * (size_t)(nb * p->in));
+        b->X = Xg;
+        at += rows * p->in;
+    }
     if (grad) {
         b->colsum = (double *)at; /* first: aligned for doubles */
         at += 2 * 4 * H;
@@ -186,15 +206,16 @@ static const float *opt(const popc_kernel_ctx *kc, int i)
 ** (entry b at a + b * lda), c and h the state, which become the new one.
 ** With Cp/Cn/Hp (the gradient's forward), the states before the step and
 ** c after it go to their rows. */
-static void cell_step(const rnn_p *p, int64_t t, float *a, int64_t lda,
-                      float *c, float *h, float *Hp, float *Cp, float *Cn)
+static void cell_step(const rnn_p *p, int64_t nb, int64_t t, float *a,
+                      int64_t lda, float *c, float *h, float *Hp, float *Cp,
+                      float *Cn)
 {
     int64_t H = p->hidden;
 
-    for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t b = 0; b < nb; b++) {
         float *g = a + b * lda;
         float *cb = c + b * H, *hb = h + b * H;
-        int64_t r = row_of(p, t, b) * H;
+        int64_t r = row_of(p, nb, t, b) * H;
 
         if (Hp) {
             memcpy(Hp + r, hb, sizeof *hb * (size_t)H);
@@ -242,13 +263,12 @@ static void cell_step(const rnn_p *p, int64_t t, float *a, int64_t lda,
 static void dir_forward(const popc_kernel_ctx *kc, const rnn_p *p, int d,
                         const lstm_dir *w, lstm_bufs *bf, float *Y, int grad)
 {
-    int64_t H = p->hidden, G = 4 * H, rows = p->seq * p->batch;
+    int64_t H = p->hidden, G = 4 * H, nb = bf->nb, rows = p->seq * nb;
     int64_t lda = step_stride(p) * G;
-    const float *X = kc->inputs[IN_X].data;
     const float *h0 = opt(kc, IN_H0), *c0 = opt(kc, IN_C0);
 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)G,
-                (int)p->in, 1.0f, X, (int)p->in, w->W, (int)p->in, 0.0f,
+                (int)p->in, 1.0f, bf->X, (int)p->in, w->W, (int)p->in, 0.0f,
                 bf->A, (int)G);
     if (w->Wb)
         for (int64_t r = 0; r < rows; r++) {
@@ -257,25 +277,36 @@ static void dir_forward(const popc_kernel_ctx *kc, const rnn_p *p, int d,
             for (int64_t k = 0; k < G; k++)
                 a[k] += w->Wb[k] + w->Rb[k];
         }
-    for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t b = 0; b < nb; b++)
         for (int64_t j = 0; j < H; j++) {
-            bf->h[b * H + j] = h0 ? h0[rnn_state_at(p, d, b) + j] : 0.0f;
-            bf->c[b * H + j] = c0 ? c0[rnn_state_at(p, d, b) + j] : 0.0f;
+            int64_t at = rnn_state_at(p, d, bf->b0 + b) + j;
+
+            bf->h[b * H + j] = h0 ? h0[at] : 0.0f;
+            bf->c[b * H + j] = c0 ? c0[at] : 0.0f;
         }
     for (int64_t s = 0; s < p->seq; s++) {
         int64_t t = w->rev ? p->seq - 1 - s : s;
-        float *a = bf->A + row_of(p, t, 0) * G;
+        float *a = bf->A + row_of(p, nb, t, 0) * G;
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->batch,
-                    (int)G, (int)H, 1.0f, bf->h, (int)H, w->R, (int)H, 1.0f,
-                    a, (int)lda);
-        cell_step(p, t, a, lda, bf->c, bf->h, grad ? bf->Hp : NULL,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G,
+                    (int)H, 1.0f, bf->h, (int)H, w->R, (int)H, 1.0f, a,
+                    (int)lda);
+        cell_step(p, nb, t, a, lda, bf->c, bf->h, grad ? bf->Hp : NULL,
                   grad ? bf->Cp : NULL, grad ? bf->Cn : NULL);
         if (Y)
-            for (int64_t b = 0; b < p->batch; b++)
-                memcpy(Y + rnn_y_at(p, t, d, b), bf->h + b * H,
+            for (int64_t b = 0; b < nb; b++)
+                memcpy(Y + rnn_y_at(p, t, d, bf->b0 + b), bf->h + b * H,
                        sizeof *Y * (size_t)H);
     }
+}
+
+/* Batch entries per forward unit: a block's recurrence runs on its own,
+** so blocks spread over the workers; 16 rows keep the step GEMMs wide. */
+#define BLOCK_ENTRIES 16
+
+int rnn_lstm_gemm_units(const rnn_p *p)
+{
+    return (int)((p->batch + BLOCK_ENTRIES - 1) / BLOCK_ENTRIES);
 }
 
 popc_status rnn_lstm_gemm_forward(const popc_kernel_ctx *kc, const rnn_p *p)
@@ -283,29 +314,36 @@ popc_status rnn_lstm_gemm_forward(const popc_kernel_ctx *kc, const rnn_p *p)
     float *Y = opsu_out_ready(kc, 0) ? kc->outputs[0].data : NULL;
     float *Yh = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     float *Yc = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
-    int64_t H = p->hidden;
-    lstm_bufs bf;
-    float *base = bufs_alloc(kc, p, 0, &bf);
+    int64_t H = p->hidden, lo, hi;
 
-    if (!base)
-        return kc->host->set_error(POPC_ENOMEM, "LSTM '%s': out of memory "
-                                   "for its gate buffers",
-                                   kc->node_name);
-    for (int d = 0; d < p->dirs; d++) {
-        lstm_dir w;
+    opsu_range(rnn_lstm_gemm_units(p), kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t b0 = u * BLOCK_ENTRIES;
+        int64_t nb = p->batch - b0 < BLOCK_ENTRIES ? p->batch - b0
+                                                   : BLOCK_ENTRIES;
+        lstm_bufs bf;
+        float *base = bufs_alloc(kc, p, b0, nb, 0, &bf);
 
-        dir_init(kc, p, d, &w);
-        dir_forward(kc, p, d, &w, &bf, Y, 0);
-        for (int64_t b = 0; b < p->batch; b++) {
-            if (Yh)
-                memcpy(Yh + rnn_state_at(p, d, b), bf.h + b * H,
-                       sizeof *Yh * (size_t)H);
-            if (Yc)
-                memcpy(Yc + rnn_state_at(p, d, b), bf.c + b * H,
-                       sizeof *Yc * (size_t)H);
+        if (!base)
+            return kc->host->set_error(POPC_ENOMEM, "LSTM '%s': out of "
+                                       "memory for its gate buffers",
+                                       kc->node_name);
+        for (int d = 0; d < p->dirs; d++) {
+            lstm_dir w;
+
+            dir_init(kc, p, d, &w);
+            dir_forward(kc, p, d, &w, &bf, Y, 0);
+            for (int64_t b = 0; b < nb; b++) {
+                if (Yh)
+                    memcpy(Yh + rnn_state_at(p, d, b0 + b), bf.h + b * H,
+                           sizeof *Yh * (size_t)H);
+                if (Yc)
+                    memcpy(Yc + rnn_state_at(p, d, b0 + b), bf.c + b * H,
+                           sizeof *Yc * (size_t)H);
+            }
         }
+        kc->host->free(base);
     }
-    kc->host->free(base);
     return POPC_OK;
 }
 
@@ -319,7 +357,7 @@ static void cell_back(const rnn_p *p, int64_t t, int d, float *a,
 
     for (int64_t b = 0; b < p->batch; b++) {
         float *g = a + b * lda;
-        int64_t r = row_of(p, t, b) * H;
+        int64_t r = row_of(p, p->batch, t, b) * H;
         const float *cp = bf->Cp + r, *cn = bf->Cn + r;
         const float *dy = dY ? dY + rnn_y_at(p, t, d, b) : NULL;
         float *dh = bf->dh + b * H, *dc = bf->dc + b * H;
@@ -376,7 +414,7 @@ static void dir_back(const popc_kernel_ctx *kc, const rnn_p *p, int d,
 {
     int64_t H = p->hidden, G = 4 * H, rows = p->seq * p->batch;
     int64_t lda = step_stride(p) * G;
-    const float *X = kc->inputs[IN_X].data, *dY = opt(kc, IN_DY);
+    const float *X = bf->X, *dY = opt(kc, IN_DY);
     const float *dYh = opt(kc, IN_DYH), *dYc = opt(kc, IN_DYC);
     float *dW = (float *)kc->outputs[OUT_DW].data + d * G * p->in;
     float *dR = (float *)kc->outputs[OUT_DR].data + d * G * H;
@@ -391,7 +429,7 @@ static void dir_back(const popc_kernel_ctx *kc, const rnn_p *p, int d,
         }
     for (int64_t s = p->seq - 1; s >= 0; s--) {
         int64_t t = w->rev ? p->seq - 1 - s : s;
-        float *a = bf->A + row_of(p, t, 0) * G;
+        float *a = bf->A + row_of(p, p->batch, t, 0) * G;
 
         cell_back(p, t, d, a, lda, bf, dY);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->batch,
@@ -429,7 +467,8 @@ static void dir_back(const popc_kernel_ctx *kc, const rnn_p *p, int d,
 popc_status rnn_lstm_gemm_grad(const popc_kernel_ctx *kc, const rnn_p *p)
 {
     lstm_bufs bf;
-    float *base = bufs_alloc(kc, p, 1, &bf);
+    /* one block of the whole batch: its X rows are X's */
+    float *base = bufs_alloc(kc, p, 0, p->batch, 1, &bf);
 
     if (!base)
         return kc->host->set_error(POPC_ENOMEM, "LSTMGrad '%s': out of "

@@ -10,7 +10,11 @@
 ** sequence_lens. */
 int rnn_lstm_gemm_fits(const rnn_p *p, const popc_view *in, int n_in);
 
-/* LSTM's outputs (Y, Y_h, Y_c, whichever are wanted). */
+/* Units of LSTM's forward (blocks of batch entries). */
+int rnn_lstm_gemm_units(const rnn_p *p);
+
+/* LSTM's outputs (Y, Y_h, Y_c, whichever are wanted), the units of part
+** kc->part of kc->n_parts. */
 popc_status rnn_lstm_gemm_forward(const popc_kernel_ctx *kc, const rnn_p *p);
 
 /* popc::LSTMGrad's outputs (dX, dW, dR, dB, d initial_h, d initial_c,
