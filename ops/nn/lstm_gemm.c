@@ -12,9 +12,11 @@
 ** (rows in X's row order), walks the steps backwards turning each step's
 ** gates into their pre-activation gradients in place (one GEMM per step
 ** for dh_prev = dA R), and ends with three GEMMs over all steps: dW =
-** dA^T X, dR = dA^T H_prev and dX = dA W, in one part. The forward op
-** splits: its units are blocks of batch entries, each running the
-** recurrence of its own rows. Every result depends on the shape only.
+** dA^T X, dR = dA^T H_prev and dX = dA W. Both ops split into blocks of
+** BLOCK_ENTRIES batch entries, each running the recurrence of its own
+** rows; the gradient's blocks give partial sums of dW, dR and dB
+** (attribute batch_chunks) that its builder adds up. Every result depends
+** on the shape only.
 */
 #include "config.h"
 
@@ -130,6 +132,7 @@ typedef struct lstm_bufs {
     int64_t b0, nb;
     const float *X;
     float *A, *h, *c, *Hp, *Cp, *Cn, *dh, *dc;
+    float *dX;      /* gathered blocks' dX rows, else NULL */
     double *colsum; /* [4H] */
 } lstm_bufs;
 
@@ -140,7 +143,8 @@ static float *bufs_alloc(const popc_kernel_ctx *kc, const rnn_p *p,
     const float *X = kc->inputs[IN_X].data;
     int gather = !p->layout && nb < p->batch;
     int64_t n = rows * 4 * H + 2 * BH + (gather ? rows * p->in : 0) +
-                (grad ? 3 * rows * H + 2 * BH + 2 * 4 * H : 0);
+                (grad ? 3 * rows * H + 2 * BH + 2 * 4 * H : 0) +
+                (grad && gather ? rows * p->in : 0);
     float *base = kc->host->alloc(sizeof(float) * (size_t)n), *at = base;
 
     if (!base)
@@ -148,6 +152,10 @@ static float *bufs_alloc(const popc_kernel_ctx *kc, const rnn_p *p,
     memset(b, 0, sizeof *b);
     b->b0 = b0;
     b->nb = nb;
+    if (grad) {
+        b->colsum = (double *)at; /* first: aligned for doubles */
+        at += 2 * 4 * H;
+    }
     b->X = p->layout ? X + b0 * p->seq * p->in : X;
     if (gather) {
         float *Xg = at;
@@ -157,10 +165,10 @@ static float *bufs_alloc(const popc_kernel_ctx *kc, const rnn_p *p,
                    sizeof *Xg * (size_t)(nb * p->in));
         b->X = Xg;
         at += rows * p->in;
-    }
-    if (grad) {
-        b->colsum = (double *)at; /* first: aligned for doubles */
-        at += 2 * 4 * H;
+        if (grad) {
+            b->dX = at;
+            at += rows * p->in;
+        }
     }
     b->A = at, at += rows * 4 * H;
     b->h = at, at += BH;
@@ -355,11 +363,11 @@ static void cell_back(const rnn_p *p, int64_t t, int d, float *a,
 {
     int64_t H = p->hidden;
 
-    for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t b = 0; b < bf->nb; b++) {
         float *g = a + b * lda;
-        int64_t r = row_of(p, p->batch, t, b) * H;
+        int64_t r = row_of(p, bf->nb, t, b) * H;
         const float *cp = bf->Cp + r, *cn = bf->Cn + r;
-        const float *dy = dY ? dY + rnn_y_at(p, t, d, b) : NULL;
+        const float *dy = dY ? dY + rnn_y_at(p, t, d, bf->b0 + b) : NULL;
         float *dh = bf->dh + b * H, *dc = bf->dc + b * H;
 
         for (int64_t j = 0; j < H; j += 4) {
@@ -407,58 +415,59 @@ static void cell_back(const rnn_p *p, int64_t t, int d, float *a,
 enum { OUT_DX, OUT_DW, OUT_DR, OUT_DB, OUT_DH0, OUT_DC0, OUT_DP };
 enum { IN_DY = 8, IN_DYH, IN_DYC };
 
-/* Direction d backwards, after dir_forward(grad): its dW, dR, dB, dX
-** (added to dX's rows) and the initial states' gradients. */
+/* Direction d backwards, after dir_forward(grad): the block's dW, dR,
+** dB (partial sums s), its dX rows (added to over the directions) and its
+** entries' initial-state gradients. */
 static void dir_back(const popc_kernel_ctx *kc, const rnn_p *p, int d,
-                     const lstm_dir *w, lstm_bufs *bf)
+                     int64_t s, const lstm_dir *w, lstm_bufs *bf)
 {
-    int64_t H = p->hidden, G = 4 * H, rows = p->seq * p->batch;
-    int64_t lda = step_stride(p) * G;
-    const float *X = bf->X, *dY = opt(kc, IN_DY);
+    int64_t H = p->hidden, G = 4 * H, nb = bf->nb, rows = p->seq * nb;
+    int64_t lda = step_stride(p) * G, ds = s * p->dirs + d;
     const float *dYh = opt(kc, IN_DYH), *dYc = opt(kc, IN_DYC);
-    float *dW = (float *)kc->outputs[OUT_DW].data + d * G * p->in;
-    float *dR = (float *)kc->outputs[OUT_DR].data + d * G * H;
-    float *dB = (float *)kc->outputs[OUT_DB].data + d * 2 * G;
-    float *dX = kc->outputs[OUT_DX].data;
+    float *dW = (float *)kc->outputs[OUT_DW].data + ds * G * p->in;
+    float *dR = (float *)kc->outputs[OUT_DR].data + ds * G * H;
+    float *dB = (float *)kc->outputs[OUT_DB].data + ds * 2 * G;
     float *dh0 = kc->outputs[OUT_DH0].data, *dc0 = kc->outputs[OUT_DC0].data;
 
-    for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t b = 0; b < nb; b++)
         for (int64_t j = 0; j < H; j++) {
-            bf->dh[b * H + j] = dYh ? dYh[rnn_state_at(p, d, b) + j] : 0.0f;
-            bf->dc[b * H + j] = dYc ? dYc[rnn_state_at(p, d, b) + j] : 0.0f;
-        }
-    for (int64_t s = p->seq - 1; s >= 0; s--) {
-        int64_t t = w->rev ? p->seq - 1 - s : s;
-        float *a = bf->A + row_of(p, p->batch, t, 0) * G;
+            int64_t at = rnn_state_at(p, d, bf->b0 + b) + j;
 
-        cell_back(p, t, d, a, lda, bf, dY);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->batch,
+            bf->dh[b * H + j] = dYh ? dYh[at] : 0.0f;
+            bf->dc[b * H + j] = dYc ? dYc[at] : 0.0f;
+        }
+    for (int64_t k = p->seq - 1; k >= 0; k--) {
+        int64_t t = w->rev ? p->seq - 1 - k : k;
+        float *a = bf->A + row_of(p, nb, t, 0) * G;
+
+        cell_back(p, t, d, a, lda, bf, opt(kc, IN_DY));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
                     (int)H, (int)G, 1.0f, a, (int)lda, w->R, (int)H, 0.0f,
                     bf->dh, (int)H);
     }
-    for (int64_t b = 0; b < p->batch; b++) {
-        memcpy(dh0 + rnn_state_at(p, d, b), bf->dh + b * H,
+    for (int64_t b = 0; b < nb; b++) {
+        memcpy(dh0 + rnn_state_at(p, d, bf->b0 + b), bf->dh + b * H,
                sizeof *dh0 * (size_t)H);
-        memcpy(dc0 + rnn_state_at(p, d, b), bf->dc + b * H,
+        memcpy(dc0 + rnn_state_at(p, d, bf->b0 + b), bf->dc + b * H,
                sizeof *dc0 * (size_t)H);
     }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)G, (int)p->in,
-                (int)rows, 1.0f, bf->A, (int)G, X, (int)p->in, 0.0f, dW,
+                (int)rows, 1.0f, bf->A, (int)G, bf->X, (int)p->in, 0.0f, dW,
                 (int)p->in);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)G, (int)H,
                 (int)rows, 1.0f, bf->A, (int)G, bf->Hp, (int)H, 0.0f, dR,
                 (int)H);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
                 (int)p->in, (int)G, 1.0f, bf->A, (int)G, w->W, (int)p->in,
-                d > 0 ? 1.0f : 0.0f, dX, (int)p->in);
+                d > 0 ? 1.0f : 0.0f, bf->dX, (int)p->in);
     /* dB: both halves are the column sums of dA, summed in double */
     memset(bf->colsum, 0, sizeof *bf->colsum * (size_t)G);
     for (int64_t r = 0; r < rows; r++) {
         const float *restrict a = bf->A + r * G;
-        double *restrict s = bf->colsum;
+        double *restrict c = bf->colsum;
 
         for (int64_t k = 0; k < G; k++)
-            s[k] += (double)a[k];
+            c[k] += (double)a[k];
     }
     for (int64_t k = 0; k < G; k++)
         dB[k] = dB[G + k] = (float)bf->colsum[k];
@@ -466,24 +475,48 @@ static void dir_back(const popc_kernel_ctx *kc, const rnn_p *p, int d,
 
 popc_status rnn_lstm_gemm_grad(const popc_kernel_ctx *kc, const rnn_p *p)
 {
-    lstm_bufs bf;
-    /* one block of the whole batch: its X rows are X's */
-    float *base = bufs_alloc(kc, p, 0, p->batch, 1, &bf);
+    int64_t S = popc_attr_int(kc->attrs, "batch_chunks", 0), lo, hi;
+    int64_t units = S > 0 ? S : 1, per = S > 0 ? BLOCK_ENTRIES : p->batch;
 
-    if (!base)
-        return kc->host->set_error(POPC_ENOMEM, "LSTMGrad '%s': out of "
-                                   "memory for its gate and state buffers",
-                                   kc->node_name);
-    for (int d = 0; d < p->dirs; d++) {
-        lstm_dir w;
+    if (S > 0 && S != rnn_lstm_gemm_units(p))
+        return kc->host->set_error(POPC_EINVAL, "LSTMGrad '%s': batch_chunks "
+                                   "is %lld; it must be 0 or %d (blocks of "
+                                   "%d entries of batch %lld)",
+                                   kc->node_name, (long long)S,
+                                   rnn_lstm_gemm_units(p), BLOCK_ENTRIES,
+                                   (long long)p->batch);
+    opsu_range(units, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t b0 = u * per, nb = p->batch - b0 < per ? p->batch - b0 : per;
+        float *dX = (float *)kc->outputs[OUT_DX].data;
+        int64_t pn = popc_view_numel(&kc->outputs[OUT_DP]) / units;
+        lstm_bufs bf;
+        float *base = bufs_alloc(kc, p, b0, nb, 1, &bf);
 
-        dir_init(kc, p, d, &w);
-        dir_forward(kc, p, d, &w, &bf, NULL, 1);
-        dir_back(kc, p, d, &w, &bf);
+        if (!base)
+            return kc->host->set_error(POPC_ENOMEM, "LSTMGrad '%s': out of "
+                                       "memory for its gate and state "
+                                       "buffers",
+                                       kc->node_name);
+        /* dX rows: X's own when contiguous, else scattered below */
+        if (!bf.dX)
+            bf.dX = p->layout ? dX + b0 * p->seq * p->in : dX;
+        for (int d = 0; d < p->dirs; d++) {
+            lstm_dir w;
+
+            dir_init(kc, p, d, &w);
+            dir_forward(kc, p, d, &w, &bf, NULL, 1);
+            dir_back(kc, p, d, S > 0 ? u : 0, &w, &bf);
+        }
+        if (bf.dX != dX && !p->layout)
+            for (int64_t t = 0; t < p->seq; t++)
+                memcpy(dX + (t * p->batch + b0) * p->in,
+                       bf.dX + t * nb * p->in,
+                       sizeof *dX * (size_t)(nb * p->in));
+        /* no peepholes: their gradient is zero */
+        memset((float *)kc->outputs[OUT_DP].data + u * pn, 0,
+               sizeof(float) * (size_t)pn);
+        kc->host->free(base);
     }
-    /* no peepholes: their gradient is zero */
-    memset(kc->outputs[OUT_DP].data, 0,
-           popc_view_nbytes(&kc->outputs[OUT_DP]));
-    kc->host->free(base);
     return POPC_OK;
 }

@@ -10,6 +10,9 @@
 ** walks the steps backwards, recomputing each step's gates from its saved
 ** state: memory stays linear in the sequence, and the gradient uses the
 ** very arithmetic of the forward kernel. sequence_lens gets no gradient.
+** The LSTM form of lstm_gemm.c runs there instead, split into blocks of
+** batch entries whose partial sums of dW, dR, dB and dP (attribute
+** batch_chunks) the builder adds up.
 */
 #include "config.h"
 
@@ -31,11 +34,36 @@ static int n_grad_outputs(int kind)
     return kind == RNN_K_LSTM ? 7 : 5;
 }
 
+/* Partial sums of LSTMGrad's sgemm path (lstm_gemm.c): one per block of
+** batch entries when there are several, else 0. */
+static int64_t lstm_chunks(popc_grad_ctx *gc, int kind)
+{
+    popc_view v[8];
+    rnn_p p;
+    int units;
+
+    if (kind != RNN_K_LSTM)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        if (i < gc->n_inputs && gc->inputs[i] >= 0)
+            v[i] = gc->input_info[i];
+        else
+            memset(&v[i], 0, sizeof v[i]);
+    /* a node rnn_parse refuses fails later, with its message, in infer */
+    if (rnn_parse(gc->node_name, kind, v, 8, gc->attrs, &p) != POPC_OK ||
+        !rnn_lstm_gemm_fits(&p, v, 8))
+        return 0;
+    units = rnn_lstm_gemm_units(&p);
+    return units > 1 ? units : 0;
+}
+
 popc_status rnn_grad_kind(popc_grad_ctx *gc, int kind)
 {
-    int in[N_GRAD_IN], out[7], any = 0;
+    int in[N_GRAD_IN], out[7], any = 0, na = gc->attrs->n;
     static const int slot_of_output[7] = {IN_X, IN_W, IN_R, IN_B, IN_H0,
                                           IN_C0, IN_P};
+    popc_attr a[32];
+    int64_t S;
     popc_status st;
 
     for (int i = 0; i < 8; i++)
@@ -46,21 +74,40 @@ popc_status rnn_grad_kind(popc_grad_ctx *gc, int kind)
     }
     if (!any)
         return POPC_OK;
+    S = na < 31 ? lstm_chunks(gc, kind) : 0;
+    if (S > 0) {
+        memcpy(a, gc->attrs->items, sizeof a[0] * (size_t)na);
+        a[na++] = opsu_attr_int("batch_chunks", S);
+    }
     if ((st = gc->host->grad_add_node(gc, "popc", grad_names[kind], in,
                                       N_GRAD_IN, out, n_grad_outputs(kind),
-                                      gc->attrs->items, gc->attrs->n)) !=
+                                      S > 0 ? a : gc->attrs->items, na)) !=
         POPC_OK)
         return st;
-    for (int j = 0; j < n_grad_outputs(kind); j++)
-        if (in[slot_of_output[j]] >= 0)
-            gc->input_grads[slot_of_output[j]] = out[j];
+    for (int j = 0; j < n_grad_outputs(kind); j++) {
+        int slot = slot_of_output[j];
+        const popc_view *v = &gc->input_info[slot];
+
+        if (in[slot] < 0)
+            continue;
+        /* the weights' partial sums, one per block, added up */
+        if (S > 0 && (slot == IN_W || slot == IN_R || slot == IN_B ||
+                      slot == IN_P)) {
+            if ((st = opsu_sum_to(gc, out[j], v->dims, v->rank,
+                                  &gc->input_grads[slot])) != POPC_OK)
+                return st;
+        } else {
+            gc->input_grads[slot] = out[j];
+        }
+    }
     return POPC_OK;
 }
 
 static popc_status grad_infer_kind(popc_infer_ctx *ic, int kind)
 {
     rnn_p p;
-    int64_t G = rnn_n_gates[kind], st_dims[3], b[2], pd[2];
+    int64_t G = rnn_n_gates[kind], st_dims[3], w[4], r[4], b[3], pd[3], S;
+    int k;
     popc_status st;
 
     if ((st = rnn_parse(ic->node_name, kind, ic->inputs, ic->n_inputs,
@@ -69,16 +116,34 @@ static popc_status grad_infer_kind(popc_infer_ctx *ic, int kind)
     st_dims[0] = p.layout ? p.batch : p.dirs;
     st_dims[1] = p.layout ? p.dirs : p.batch;
     st_dims[2] = p.hidden;
-    b[0] = p.dirs, b[1] = 2 * G * p.hidden;
-    pd[0] = p.dirs, pd[1] = 3 * p.hidden;
+    /* with batch_chunks S: dW, dR, dB and dP are S partial sums */
+    S = popc_attr_int(ic->attrs, "batch_chunks", 0);
+    if (S < 0 || (S > 0 && (!rnn_lstm_gemm_fits(&p, ic->inputs,
+                                                 ic->n_inputs) ||
+                            S != rnn_lstm_gemm_units(&p))))
+        return ic->host->set_error(POPC_EINVAL,
+                                   "%s '%s': batch_chunks %lld does not fit "
+                                   "this node (only the sgemm LSTM path "
+                                   "takes it, with its block count)",
+                                   grad_names[kind], ic->node_name,
+                                   (long long)S);
+    k = S > 0;
+    w[0] = r[0] = b[0] = pd[0] = S;
+    for (int i = 0; i < 3; i++) {
+        w[1 + i] = ic->inputs[IN_W].dims[i];
+        r[1 + i] = ic->inputs[IN_R].dims[i];
+    }
+    b[1] = pd[1] = p.dirs;
+    b[2] = 2 * G * p.hidden;
+    pd[2] = 3 * p.hidden;
     opsu_set_like(&ic->outputs[OUT_DX], &ic->inputs[IN_X]);
-    opsu_set_like(&ic->outputs[OUT_DW], &ic->inputs[IN_W]);
-    opsu_set_like(&ic->outputs[OUT_DR], &ic->inputs[IN_R]);
-    opsu_set(&ic->outputs[OUT_DB], POPC_DTYPE_F32, b, 2);
+    opsu_set(&ic->outputs[OUT_DW], POPC_DTYPE_F32, w + !k, 3 + k);
+    opsu_set(&ic->outputs[OUT_DR], POPC_DTYPE_F32, r + !k, 3 + k);
+    opsu_set(&ic->outputs[OUT_DB], POPC_DTYPE_F32, b + !k, 2 + k);
     opsu_set(&ic->outputs[OUT_DH0], POPC_DTYPE_F32, st_dims, 3);
     if (kind == RNN_K_LSTM) {
         opsu_set(&ic->outputs[OUT_DC0], POPC_DTYPE_F32, st_dims, 3);
-        opsu_set(&ic->outputs[OUT_DP], POPC_DTYPE_F32, pd, 2);
+        opsu_set(&ic->outputs[OUT_DP], POPC_DTYPE_F32, pd + !k, 2 + k);
     }
     return POPC_OK;
 }
@@ -215,6 +280,9 @@ static popc_status grad_forward_kind(const popc_kernel_ctx *kc, int kind)
         return st;
     if (rnn_lstm_gemm_fits(&p, kc->inputs, kc->n_inputs))
         return rnn_lstm_gemm_grad(kc, &p);
+    /* the reference runs whole in part 0 */
+    if (kc->part != 0)
+        return POPC_OK;
     H = p.hidden;
     G = rnn_n_gates[kind];
     if (!(base = bufs_alloc(kc, &p, &w)))
@@ -287,7 +355,7 @@ GRAD_KIND(lstm_g, RNN_K_LSTM)
         .size = sizeof(popc_op_def), .domain = "popc", .name = NAME,        \
         .since_version = 1, .min_inputs = 3,                                \
         .max_inputs = N_GRAD_IN, .min_outputs = N_OUT,                      \
-        .max_outputs = N_OUT, .flags = 0, .infer = P##_infer,               \
+        .max_outputs = N_OUT, .flags = POPC_OP_SPLIT, .infer = P##_infer,   \
         .forward = P##_forward, .cost = P##_cost, .doc = DOC                \
     }
 
