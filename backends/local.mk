@@ -15,7 +15,9 @@ IPUM_COMMON_SOURCES = %reldir%/common/tilemap.c %reldir%/common/tilemap.h \
 # ipumodel: threaded IPU model (worker pool, tile memory, cycle estimates)
 backends_LTLIBRARIES += %reldir%/ipumodel.la
 %canon_reldir%_ipumodel_la_SOURCES = %reldir%/ipumodel/ipumodel.c \
-    %reldir%/ipumodel/pool.c %reldir%/ipumodel/pool.h $(IPUM_COMMON_SOURCES)
+    %reldir%/ipumodel/pool.c %reldir%/ipumodel/pool.h \
+    %reldir%/ipumodel/calibrate.c %reldir%/ipumodel/calibrate.h \
+    $(IPUM_COMMON_SOURCES)
 %canon_reldir%_ipumodel_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 %canon_reldir%_ipumodel_la_LDFLAGS = $(POPC_MODULE_FLAGS)
 %canon_reldir%_ipumodel_la_LIBADD = $(BLAS_LIBS) -lpthread

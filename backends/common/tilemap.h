@@ -126,8 +126,10 @@ int ipum_slot_intervals(const ipum_map *m, int s, int *from, int *to);
 void ipum_cost_fill(ipum_map *m);
 /* Estimated cycles of one micro-batch through nodes [first, last). */
 double ipum_cost_cycles(const ipum_map *m, int first, int last);
-/* Planned parts of node k when up to max_parts workers are free. */
-int ipum_cost_parts(const ipum_map *m, int k, int max_parts);
+/* Planned parts of node k when up to max_parts workers are free, matrix
+** ops running at gemm_rate flops per nanosecond on one core. */
+int ipum_cost_parts(const ipum_map *m, int k, int max_parts,
+                    double gemm_rate);
 
 /* ---- report.c ----------------------------------------------------------- */
 

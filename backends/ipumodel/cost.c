@@ -27,8 +27,8 @@
 **
 ** Splitting on the host (ipumodel): a node is cut into parts of about
 ** PART_NS nanoseconds of one core's work, estimated from the same cost
-** (matrix ops at 16 flops/ns, others at 2 elements/ns), so small nodes
-** run whole and do not pay for a barrier.
+** (matrix ops at the host's measured sgemm rate, calibrate.c; others at 2
+** elements/ns), so small nodes run whole and do not pay for a barrier.
 */
 #include "config.h"
 
@@ -116,12 +116,13 @@ double ipum_cost_cycles(const ipum_map *m, int first, int last)
     return cycles;
 }
 
-int ipum_cost_parts(const ipum_map *m, int k, int max_parts)
+int ipum_cost_parts(const ipum_map *m, int k, int max_parts,
+                    double gemm_rate)
 {
     const popc_plan_node *pn = &m->plan->nodes[k];
     double flops = pn->cost.flops > 0.0 ? pn->cost.flops : 0.0;
     double bytes = pn->cost.bytes > 0.0 ? pn->cost.bytes : 0.0;
-    double ns = is_matrix(pn->op) ? flops / 16.0
+    double ns = is_matrix(pn->op) ? flops / gemm_rate
                                   : (flops + bytes / 4.0) / 2.0;
     double parts = ns / PART_NS;
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "backends/common/tilemap.h"
+#include "backends/ipumodel/calibrate.h"
 #include "backends/ipumodel/pool.h"
 
 #define MAX_IO 64
@@ -173,8 +174,8 @@ static popc_status ipm_compile(void *vctx, const popc_plan *plan,
     if ((st = ipum_map_build(&c->dev, plan, WHO, &e->map)) != POPC_OK)
         goto fail;
     for (int k = 0; k < plan->n_nodes; k++)
-        e->parts[k] = ipum_cost_parts(e->map, k,
-                                      c->threads * PARTS_PER_WORKER);
+        e->parts[k] = ipum_cost_parts(e->map, k, c->threads * PARTS_PER_WORKER,
+                                      ipum_host_gemm_rate());
     *out = e;
     return POPC_OK;
 fail:
