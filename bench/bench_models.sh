@@ -9,7 +9,9 @@
 # them to ONNX and writes random data): ResNet-18 at 64x64 and
 # MobileNetV2 at 64x64 (batch 32), a 4-layer nn.TransformerEncoder
 # (d_model 256, 4 heads, sequence 128, batch 16) and a 2-layer LSTM
-# (hidden 256, sequence 64, batch 32), 10 classes, cross entropy.
+# (hidden 256, sequence 64, batch 32), 10 classes, cross entropy; and,
+# with --models mlp, the Fashion-MNIST MLP of examples/ (784-512-512-10,
+# batch 100).
 #
 # Modes: sgdm (SGD lr 0.01, momentum 0.9), adam (Adam lr 1e-3) and infer.
 # Training runs `popc train` on the TRAINING export for EPOCHS epochs of
@@ -99,8 +101,8 @@ done
 [ "$epochs" -ge 2 ] || die "--epochs must be at least 2 (the first holds the compile)"
 for m in $models; do
     case "$m" in
-    resnet18 | mobilenet_v2 | transformer | lstm) ;;
-    *) die "unknown model '$m' (resnet18 mobilenet_v2 transformer lstm)" ;;
+    resnet18 | mobilenet_v2 | transformer | lstm | mlp) ;;
+    *) die "unknown model '$m' (resnet18 mobilenet_v2 transformer lstm mlp)" ;;
     esac
 done
 for m in $modes; do
@@ -163,6 +165,7 @@ geometry() {
     case "$1" in
     transformer) echo "16 128, 256" ;;
     lstm) echo "32 64, 64" ;;
+    mlp) echo "100 784" ;;
     *) echo "32 3, 64, 64" ;;
     esac
 }

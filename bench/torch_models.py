@@ -29,6 +29,8 @@ The models (batch sizes are those of issue 13's table):
     lstm          2-layer nn.LSTM, 64 inputs, hidden 256, 64 steps,
                   batch_first, Linear on the last step to 10 classes,
                   batch 32
+    mlp           the Fashion-MNIST MLP of examples/ (784-512-512-10),
+                  batch 100 (examples/fashion-mnist-infer.ini's)
 Dropout is 0 so that both sides run the same arithmetic.
 """
 import json
@@ -58,6 +60,17 @@ class Transformer(nn.Module):
         return self.head(self.encoder(x).mean(dim=1))
 
 
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(),
+                                 nn.Linear(512, 512), nn.ReLU(),
+                                 nn.Linear(512, CLASSES))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 class LSTM(nn.Module):
     def __init__(self):
         super().__init__()
@@ -79,6 +92,7 @@ def spec(name):
             num_classes=CLASSES), 32, (3, 64, 64)),
         "transformer": (Transformer, 16, (128, 256)),
         "lstm": (LSTM, 32, (64, 64)),
+        "mlp": (MLP, 100, (784,)),
     }[name]
 
 

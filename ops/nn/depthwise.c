@@ -26,10 +26,14 @@
 #include "ops/math/sums.h"
 #include "ops/nn/util.h"
 
+/* Most kernel columns the tap tables take (wider kernels are refused by
+** nn_dw_fits and run through im2col). */
+#define MAX_KW 32
+
 int nn_dw_fits(const conv_p *p)
 {
     return p->G > 1 && p->Cg == 1 && p->Mg == 1 && p->w.OH > 0 &&
-           p->w.OW > 0;
+           p->w.OW > 0 && p->w.kw <= MAX_KW;
 }
 
 /* The rows of tap (ki, kj): output row oh reads input row ih = oh * sh -
@@ -55,15 +59,22 @@ static int64_t in_row(const nn_window *w, int64_t oh, int64_t ki)
     return ih >= 0 && ih < w->H ? ih : -1;
 }
 
+/* The taps of every kernel column, once per call. */
+static void taps_of(const nn_window *w, tap *taps)
+{
+    for (int64_t kj = 0; kj < w->kw; kj++)
+        taps[kj] = tap_at(w, kj);
+}
+
 /* y (one output plane) from x (its input plane) and the kernel k. */
-static void plane_forward(const nn_window *w, const float *x, const float *k,
-                          const float *bias, float *y)
+static void plane_forward(const nn_window *w, const tap *taps, const float *x,
+                          const float *k, const float *bias, float *y)
 {
     memset(y, 0, sizeof *y * (size_t)(w->OH * w->OW));
     for (int64_t ki = 0; ki < w->kh; ki++)
         for (int64_t kj = 0; kj < w->kw; kj++) {
             float kv = k[ki * w->kw + kj];
-            tap t = tap_at(w, kj);
+            tap t = taps[kj];
 
             for (int64_t oh = 0; oh < w->OH; oh++) {
                 int64_t ih = in_row(w, oh, ki);
@@ -75,6 +86,9 @@ static void plane_forward(const nn_window *w, const float *x, const float *k,
                 if (w->sw == 1)
                     for (int64_t o = t.lo; o < t.hi; o++)
                         yr[o] += kv * xr[o];
+                else if (w->sw == 2) /* a constant: vectorizes */
+                    for (int64_t o = t.lo; o < t.hi; o++)
+                        yr[o] += kv * xr[o * 2];
                 else
                     for (int64_t o = t.lo; o < t.hi; o++)
                         yr[o] += kv * xr[o * w->sw];
@@ -86,14 +100,14 @@ static void plane_forward(const nn_window *w, const float *x, const float *k,
 }
 
 /* dx (one input plane's gradient) from dy and the kernel k. */
-static void plane_grad_input(const nn_window *w, const float *dy,
-                             const float *k, float *dx)
+static void plane_grad_input(const nn_window *w, const tap *taps,
+                             const float *dy, const float *k, float *dx)
 {
     memset(dx, 0, sizeof *dx * (size_t)(w->H * w->W));
     for (int64_t ki = 0; ki < w->kh; ki++)
         for (int64_t kj = 0; kj < w->kw; kj++) {
             float kv = k[ki * w->kw + kj];
-            tap t = tap_at(w, kj);
+            tap t = taps[kj];
 
             for (int64_t oh = 0; oh < w->OH; oh++) {
                 int64_t ih = in_row(w, oh, ki);
@@ -113,13 +127,13 @@ static void plane_grad_input(const nn_window *w, const float *dy,
 }
 
 /* Adds the taps' products of one plane pair to acc (8 lanes per tap). */
-static void plane_grad_weight(const nn_window *w, const float *x,
-                              const float *dy, double *acc)
+static void plane_grad_weight(const nn_window *w, const tap *taps,
+                              const float *x, const float *dy, double *acc)
 {
     for (int64_t ki = 0; ki < w->kh; ki++)
         for (int64_t kj = 0; kj < w->kw; kj++) {
             double *a = acc + 8 * (ki * w->kw + kj);
-            tap t = tap_at(w, kj);
+            tap t = taps[kj];
 
             for (int64_t oh = 0; oh < w->OH; oh++) {
                 int64_t ih = in_row(w, oh, ki);
@@ -142,12 +156,14 @@ popc_status nn_dw_forward(const popc_kernel_ctx *kc, const conv_p *p,
                           float *y)
 {
     int64_t lo, hi;
+    tap taps[MAX_KW];
 
+    taps_of(&p->w, taps);
     opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t c = u % p->M;
 
-        plane_forward(&p->w, x + u * p->HW, wt + c * p->KK,
+        plane_forward(&p->w, taps, x + u * p->HW, wt + c * p->KK,
                       bias ? bias + c : NULL, y + u * p->P);
     }
     return POPC_OK;
@@ -157,10 +173,12 @@ popc_status nn_dw_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
                              const float *dy, const float *wt, float *dx)
 {
     int64_t lo, hi;
+    tap taps[MAX_KW];
 
+    taps_of(&p->w, taps);
     opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++)
-        plane_grad_input(&p->w, dy + u * p->P, wt + (u % p->M) * p->KK,
+        plane_grad_input(&p->w, taps, dy + u * p->P, wt + (u % p->M) * p->KK,
                          dx + u * p->HW);
     return POPC_OK;
 }
@@ -171,8 +189,10 @@ popc_status nn_dw_grad_weight(const popc_kernel_ctx *kc, const conv_p *p,
 {
     int64_t S = p->S > 0 ? p->S : 1, lo, hi;
     double *acc;
+    tap taps[MAX_KW];
     popc_status st;
 
+    taps_of(&p->w, taps);
     opsu_range(S * p->M, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
@@ -188,7 +208,8 @@ popc_status nn_dw_grad_weight(const popc_kernel_ctx *kc, const conv_p *p,
         for (int64_t n = n0; n < n1; n++) {
             const float *dyp = dy + (n * p->M + c) * p->P;
 
-            plane_grad_weight(&p->w, x + (n * p->C + c) * p->HW, dyp, acc);
+            plane_grad_weight(&p->w, taps, x + (n * p->C + c) * p->HW, dyp,
+                              acc);
             if (db)
                 opu_sum8_add(bacc, dyp, p->P);
         }
