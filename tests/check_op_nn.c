@@ -356,11 +356,14 @@ END_TEST
 
 START_TEST(matmul_gemm_finite_differences)
 {
+    /* the last: a matrix B under a batched A, whose gradients fold the
+    ** batch into one Gemm each */
     static const int64_t shapes[][2][4] = {{{2, 1, 3, 4}, {3, 4, 2}},
                                            {{4}, {2, 4, 3}},
                                            {{2, 3, 4}, {4}},
-                                           {{5}, {5}}};
-    static const int ranks[][2] = {{4, 3}, {1, 3}, {3, 1}, {1, 1}};
+                                           {{5}, {5}},
+                                           {{2, 3, 5, 4}, {4, 3}}};
+    static const int ranks[][2] = {{4, 3}, {1, 3}, {3, 1}, {1, 1}, {4, 2}};
     static const int w2[] = {0, 1}, w3[] = {0, 1, 2};
 
     for (int s = 0; s < N_OF(shapes); s++) {

@@ -226,6 +226,42 @@ static popc_status lift_dy(popc_grad_ctx *gc, int dy, const popc_view *y,
     return opsu_reshape(gc, dy, d, r, out);
 }
 
+/* The gradients when B is a matrix under a batched A (a Linear layer on
+** [batch, seq, K]): the batch dims fold into the rows, so dA = dY B^T and
+** dB = A^T dY are each one Gemm over all R rows. Per batch entry, dB
+** would be R / M products of M rows each, materialized and then added up
+** by SumToShape: the transformer's largest temporaries and 10% of its
+** step. */
+static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
+                                      const popc_view *bi, int a, int b,
+                                      int dy)
+{
+    int64_t K = bi->dims[0], N = bi->dims[1], R = 1, ra[2], ry[2];
+    int in[2], a2, dy2, da;
+    popc_attr t;
+    popc_status st;
+
+    for (int i = 0; i + 1 < ai->rank; i++)
+        R *= ai->dims[i];
+    ra[0] = ry[0] = R;
+    ra[1] = K;
+    ry[1] = N;
+    if ((st = opsu_reshape(gc, a, ra, 2, &a2)) != POPC_OK ||
+        (st = opsu_reshape(gc, dy, ry, 2, &dy2)) != POPC_OK)
+        return st;
+    in[0] = dy2;
+    in[1] = b;
+    t = opsu_attr_int("transB", 1);
+    if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &da)) != POPC_OK ||
+        (st = opsu_reshape(gc, da, ai->dims, ai->rank,
+                           &gc->input_grads[0])) != POPC_OK)
+        return st;
+    in[0] = a2;
+    in[1] = dy2;
+    t = opsu_attr_int("transA", 1);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &gc->input_grads[1]);
+}
+
 static popc_status matmul_grad(popc_grad_ctx *gc)
 {
     const popc_view *ai = &gc->input_info[0], *bi = &gc->input_info[1];
@@ -237,6 +273,8 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
 
     if (dy < 0)
         return POPC_OK;
+    if (ai->rank > 2 && bi->rank == 2)
+        return matmul_grad_folded(gc, ai, bi, a, b, dy);
     if (a1 || b1) {
         if ((st = lift_dy(gc, dy, &gc->output_info[0], a1, b1, &dy2)) !=
             POPC_OK)
