@@ -115,21 +115,16 @@ def export(out, names):
         np.save(os.path.join(out, name + "_yl.npy"), np.tile(y, 5))
         sample = torch.from_numpy(x[:batch])
         axes = {"input": {0: "batch"}, "output": {0: "batch"}}
-        model.train()
-        torch.onnx.export(model, sample,
-                          os.path.join(out, name + "_train.onnx"),
-                          opset_version=13, input_names=["input"],
-                          output_names=["output"],
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, dynamic_axes=axes)
-        model.eval()
-        torch.onnx.export(model, sample,
-                          os.path.join(out, name + "_infer.onnx"),
-                          opset_version=13, input_names=["input"],
-                          output_names=["output"],
-                          training=torch.onnx.TrainingMode.EVAL,
-                          do_constant_folding=True, dynamic_axes=axes)
-
+        for suffix, train, mode in (
+                ("_train.onnx", True, torch.onnx.TrainingMode.TRAINING),
+                ("_infer.onnx", False, torch.onnx.TrainingMode.EVAL)):
+            model.train(train)
+            # eval: constant folding puts BatchNorm into the convolutions
+            torch.onnx.export(model, sample, os.path.join(out, name + suffix),
+                              opset_version=13, input_names=["input"],
+                              output_names=["output"], training=mode,
+                              do_constant_folding=not train,
+                              dynamic_axes=axes)
 
 def run(out, name, mode, steps, threads):
     torch.set_num_threads(threads)

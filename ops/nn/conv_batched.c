@@ -46,6 +46,16 @@ static int64_t block_of(int64_t n, int64_t outer, int64_t least)
     return b < n ? b : n;
 }
 
+/* Images [n0, n1) of image block b of ib each; returns the block's GEMM
+** columns (its images side by side). */
+static int64_t image_block(const conv_p *p, int64_t ib, int64_t b,
+                           int64_t *n0, int64_t *n1)
+{
+    *n0 = b * ib;
+    *n1 = *n0 + ib < p->N ? *n0 + ib : p->N;
+    return (*n1 - *n0) * p->P;
+}
+
 popc_status nn_cb_forward(const popc_kernel_ctx *kc, const conv_p *p,
                           const float *x, const float *wt, const float *bias,
                           float *y)
@@ -63,10 +73,9 @@ popc_status nn_cb_forward(const popc_kernel_ctx *kc, const conv_p *p,
         return st;
     out = col + p->Kc * ib * p->P;
     for (int64_t u = lo; u < hi; u++) {
-        int64_t b = u / nmb, m0 = (u % nmb) * mb;
+        int64_t b = u / nmb, m0 = (u % nmb) * mb, n0, n1;
         int64_t m1 = m0 + mb < p->M ? m0 + mb : p->M;
-        int64_t n0 = b * ib, n1 = n0 + ib < p->N ? n0 + ib : p->N;
-        int64_t ld = (n1 - n0) * p->P;
+        int64_t ld = image_block(p, ib, b, &n0, &n1);
 
         /* units of one image block are consecutive: im2col once */
         if (b != cur)
@@ -110,10 +119,9 @@ popc_status nn_cb_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
         return st;
     dcol = dyb + p->M * ib * p->P;
     for (int64_t u = lo; u < hi; u++) {
-        int64_t b = u / ncb, c0 = (u % ncb) * cb;
+        int64_t b = u / ncb, c0 = (u % ncb) * cb, n0, n1;
         int64_t c1 = c0 + cb < p->C ? c0 + cb : p->C;
-        int64_t n0 = b * ib, n1 = n0 + ib < p->N ? n0 + ib : p->N;
-        int64_t ld = (n1 - n0) * p->P;
+        int64_t ld = image_block(p, ib, b, &n0, &n1);
 
         /* dY of the block's images side by side: [M, images x P] */
         if (b != cur)
