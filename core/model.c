@@ -41,19 +41,29 @@ static int64_t opt_int(const popc_options *o, const char *name, int64_t def)
     return popc_options_get_int(o, name);
 }
 
-/* setAvailableMemoryProportion ("IPU0=0.5,IPU1=0.3"): the backend takes
-** one default proportion, the smallest given (the most careful). */
-static double available_memory(const popc_options *o)
+/* setAvailableMemoryProportion ("IPU0=0.5,IPU1=0.3") applies per IPU: a
+** node without a proportion of its own takes its IPU's. IPUs the option
+** does not name keep the backend's default. */
+static void apply_ipu_memory(const popc_options *o, popci_plan *plan)
 {
     const char *s = popc_options_get_string(o, "setAvailableMemoryProportion");
-    double best = 0.0;
 
-    while (s && (s = strchr(s, '=')) != NULL) {
-        double v = strtod(++s, NULL);
-        if (v > 0.0 && (best == 0.0 || v < best))
-            best = v;
+    for (int k = 0; s && k < plan->pub.n_nodes; k++) {
+        popc_plan_node *pn = &plan->nodes[k];
+        const char *q = s;
+        char key[32];
+        size_t kl;
+
+        if (pn->available_memory > 0.0)
+            continue;
+        kl = (size_t)snprintf(key, sizeof key, "IPU%d=", pn->ipu);
+        /* the option's canonical form is "IPU0=0.5,IPU1=0.3" (hook_amp) */
+        while (q && strncmp(q, key, kl) != 0)
+            if ((q = strchr(q, ',')) != NULL)
+                q++;
+        if (q)
+            pn->available_memory = strtod(q + kl, NULL);
     }
-    return best;
 }
 
 static const char *torch_dtype(popc_dtype dt)
@@ -400,7 +410,6 @@ static popc_backend_config backend_config(const popc_model *m)
     c.size = sizeof c;
     c.threads = (int)opt_int(o, "threads", 0);
     c.ipu_version = (int)opt_int(o, "ipuVersion", 2);
-    c.available_memory = available_memory(o);
     c.log_cycles = (int)opt_int(o, "logCycleCount", 0);
     c.profile_dir = popc_options_get_string(o, "enableProfiling");
     return c;
@@ -515,6 +524,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         goto fail;
     if ((st = check_pipeline(m, plan, &b)) != POPC_OK)
         goto fail;
+    apply_ipu_memory(m->opts, plan);
     ec.training = m->training;
     ec.device_iterations = b.di;
     ec.replicas = b.r;

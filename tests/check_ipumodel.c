@@ -434,13 +434,46 @@ static popc_graph *mlp(int64_t batch)
     return g;
 }
 
-static void mlp_inputs(int64_t rows, popc_tensor **in)
+/* x [batch, 1, 28, 28] -> Conv 3x3 to 16 channels -> Relu -> Conv 3x3 to
+** 16 -> Relu -> Linear -> loss: the second convolution's temporaries (its
+** im2col columns, 144 x 784 floats) need more than 256 bytes on every tile
+** of a Mk2 IPU. */
+static popc_graph *cnn(int64_t batch)
 {
-    int64_t xd[2] = {rows, 784}, ld[1] = {rows};
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t xd[4] = {batch, 1, 28, 28}, ld[1] = {batch};
+    int x, lab, c, r, c2, r2, f, o, loss;
+
+    OK(popc_graph_new("cnn", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 4, &x));
+    OK(popc_graph_add_input(g, "label", POPC_DTYPE_I32, ld, 1, &lab));
+    OK(popc_layers_new(g, 5, &L));
+    OK(popc_nn_conv2d(L, "conv", x, 1, 16, 3, 1, 1, 1, 1, 1, &c));
+    OK(popc_nn_activation(L, "Relu", c, 0.0, &r));
+    OK(popc_nn_conv2d(L, "conv2", r, 16, 16, 3, 1, 1, 1, 1, 1, &c2));
+    OK(popc_nn_activation(L, "Relu", c2, 0.0, &r2));
+    OK(popc_nn_flatten(L, r2, 1, &f));
+    OK(popc_nn_linear(L, "fc", f, 16 * 784, 10, 1, &o));
+    OK(popc_nn_cross_entropy(L, o, lab, "mean", &loss));
+    OK(popc_graph_add_output(g, o));
+    OK(popc_graph_add_output(g, loss));
+    popc_layers_free(L);
+    return g;
+}
+
+/* Inputs of mlp() (conv 0) or cnn() (conv 1). */
+static void model_inputs(int64_t rows, int conv, popc_tensor **in)
+{
+    int64_t xd[4] = {rows, 784, 0, 0}, ld[1] = {rows};
     float *x;
     int32_t *l;
 
-    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &in[0]));
+    if (conv) {
+        xd[1] = 1;
+        xd[2] = xd[3] = 28;
+    }
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, conv ? 4 : 2, &in[0]));
     OK(popc_tensor_new(POPC_DTYPE_I32, ld, 1, &in[1]));
     x = popc_tensor_data(in[0]);
     l = popc_tensor_data(in[1]);
@@ -491,7 +524,7 @@ static run_stats stats_of_run(popc_options *o)
     popc_log_set_callback(on_log, NULL);
     popc_log_set_level(POPC_LOG_DEBUG);
     OK(popc_model_new_inference(g, o, &m));
-    mlp_inputs(32, in);
+    model_inputs(32, 0, in);
     OK(popc_model_run(m, in, 2, out, 2));
     popc_model_free(m);
     popc_log_set_callback(NULL, NULL);
@@ -554,18 +587,21 @@ START_TEST(profile_has_the_tile_report)
 }
 END_TEST
 
-/* Cycles of a run of one micro-batch of `batch` rows (logCycleCount). */
-static double run_cycles(int64_t batch)
+/* Cycles of a run of one micro-batch of `batch` rows (logCycleCount), with
+** setAvailableMemoryProportion = amp (NULL: not set). */
+static double run_cycles_amp(int64_t batch, int conv, const char *amp)
 {
     popc_options *o = opts("ipumodel", 2, NULL);
-    popc_graph *g = mlp(batch);
+    popc_graph *g = conv ? cnn(batch) : mlp(batch);
     popc_model *m = NULL;
     popc_tensor *in[2], *out[2];
     double cycles = 0.0;
 
     OK(popc_options_set(o, "logCycleCount", "true"));
+    if (amp)
+        OK(popc_options_set(o, "setAvailableMemoryProportion", amp));
     OK(popc_model_new_inference(g, o, &m));
-    mlp_inputs(batch, in);
+    model_inputs(batch, conv, in);
     OK(popc_model_run(m, in, 2, out, 2));
     OK(popc_model_cycle_count(m, &cycles));
     for (int i = 0; i < 2; i++) {
@@ -577,6 +613,27 @@ static double run_cycles(int64_t batch)
     popc_options_free(o);
     return cycles;
 }
+
+static double run_cycles(int64_t batch)
+{
+    return run_cycles_amp(batch, 0, NULL);
+}
+
+/* The proportion applies to the IPU it names: a tiny one on IPU0 (where
+** the model runs) serialises its temporaries into more steps; the same on
+** IPU1 changes nothing. */
+START_TEST(available_memory_applies_per_ipu)
+{
+    double plain = run_cycles_amp(4, 1, NULL);
+    double ipu0 = run_cycles_amp(4, 1, "IPU0=0.0001");
+    double ipu1 = run_cycles_amp(4, 1, "IPU0=0.6,IPU1=0.0001");
+
+    ck_assert_msg(ipu0 > plain, "IPU0=0.0001: %g cycles, default %g", ipu0,
+                  plain);
+    ck_assert_msg(ipu1 == plain, "IPU1=0.0001: %g cycles, default %g", ipu1,
+                  plain);
+}
+END_TEST
 
 START_TEST(cycles_grow_with_batch)
 {
@@ -654,7 +711,7 @@ static popc_tensor *train_fc1(const char *backend, int threads)
     OK(popc_options_set_int(o, "replicationFactor", 4));
     OK(popc_options_set_int(o, "Training.gradientAccumulation", 2));
     OK(popc_model_new_training(g, o, NULL, &m));
-    mlp_inputs(8 * 4 * 2, in);
+    model_inputs(8 * 4 * 2, 0, in);
     for (int step = 0; step < 2; step++) {
         OK(popc_model_run(m, in, 2, out, 2));
         popc_tensor_free(out[0]);
@@ -697,6 +754,7 @@ static Suite *ipumodel_suite(void)
     tcase_add_test(map, activations_count_at_live_ranges);
     tcase_add_test(map, offchip_activations_leave_the_tiles);
     tcase_add_test(map, temporaries_follow_available_memory);
+    tcase_add_test(map, available_memory_applies_per_ipu);
     tcase_add_test(map, mk1_device_is_smaller);
     tcase_add_test(map, bad_device_config_is_refused);
     suite_add_tcase(s, map);
