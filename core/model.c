@@ -595,6 +595,13 @@ fail:
     return st;
 }
 
+const char *popci_model_name(const popc_model *m)
+{
+    const char *name = popc_options_get_string(m->opts, "modelName");
+
+    return name ? name : m->training ? "training" : "inference";
+}
+
 popc_status popc_model_compile(popc_model *m, popc_tensor *const *inputs,
                                int n_inputs)
 {

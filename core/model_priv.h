@@ -79,6 +79,10 @@ void popci_model_unshare(popc_model *m);
 /* POPC_ESTATE "Model has not been compiled or has been destroyed." */
 popc_status popci_model_require_compiled(const popc_model *m);
 
+/* The modelName option, or "training" / "inference" when it is None
+** (PopTorch's default): names the model's profile subdirectory. */
+const char *popci_model_name(const popc_model *m);
+
 /* Borrowed views of the compiled model, NULL when not compiled. */
 const popci_exec *popci_model_exec(const popc_model *m);
 

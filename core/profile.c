@@ -1,8 +1,11 @@
-/* profile.c - enableProfiling: dir/profile.json and dir/profile.html.
+/* profile.c - enableProfiling: dir/NAME/profile.json and
+** dir/NAME/profile.html, NAME being modelName ("training" or "inference"
+** by default, as in PopTorch).
 **
 ** profile.json, one object:
 **   "format": "popc-profile", "version": 1,
-**   "model":   {name, training, backend, replicas, ipus_per_replica,
+**   "model":   {name (the graph's), model_name (NAME), training, backend,
+**               replicas, ipus_per_replica,
 **               stages, phases, pipelined, device_iterations,
 **               gradient_accumulation, micro_batches, nodes,
 **               forward_nodes, arena_bytes, persistent_bytes,
@@ -213,6 +216,8 @@ static void put_model(popci_sb *sb, const popci_profile *p,
 
     popci_sb_printf(sb, " \"model\": {\"name\": ");
     str(sb, popc_graph_name(m->graph));
+    popci_sb_printf(sb, ", \"model_name\": ");
+    str(sb, popci_model_name(m));
     popci_sb_printf(sb, ", \"training\": %s, \"backend\": ",
                     m->training ? "true" : "false");
     str(sb, e->be->name);

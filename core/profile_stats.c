@@ -175,6 +175,7 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
 {
     popci_profile *p = *pp;
     const char *dir = popc_options_get_string(m->opts, "enableProfiling");
+    popci_sb sb = {0};
     int64_t tasks;
     popc_status st;
 
@@ -222,9 +223,12 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
     }
     if (!dir || !*dir)
         return POPC_OK;
-    if (!(p->dir = popci_strdup(dir)))
+    /* PopTorch: modelName is the report directory's subdirectory, so that
+    ** a training and an inference model can profile into one directory. */
+    popci_sb_printf(&sb, "%s/%s", dir, popci_model_name(m));
+    if (!(p->dir = popci_sb_take(&sb)))
         return oom();
-    if ((st = popci_profile_mkdir(dir)) != POPC_OK)
+    if ((st = popci_profile_mkdir(p->dir)) != POPC_OK)
         return st;
     fetch_report(p, e);
     return popci_profile_write(p, m, e);

@@ -572,7 +572,7 @@ START_TEST(profile_has_the_tile_report)
     run_stats s = stats_of_run(opts("ipumodel", 2, dir));
 
     ck_assert_int_gt(s.nodes, 0);
-    snprintf(path, sizeof path, "%s/profile.json", dir);
+    snprintf(path, sizeof path, "%s/inference/profile.json", dir);
     json = read_file(path);
     ck_assert_int_eq((int)json_num(json, "\"device\"", "tiles_per_ipu"),
                      1472);
@@ -581,8 +581,10 @@ START_TEST(profile_has_the_tile_report)
     ASSERT_HAS(json, "\"temporaries\": ");
     free(json);
     unlink(path);
-    snprintf(path, sizeof path, "%s/profile.html", dir);
+    snprintf(path, sizeof path, "%s/inference/profile.html", dir);
     unlink(path);
+    snprintf(path, sizeof path, "%s/inference", dir);
+    rmdir(path);
     remove_dir(dir);
 }
 END_TEST

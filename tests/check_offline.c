@@ -105,7 +105,7 @@ static char *read_report(const char *dir)
     FILE *f;
     long n;
 
-    snprintf(path, sizeof path, "%s/profile.json", dir);
+    snprintf(path, sizeof path, "%s/training/profile.json", dir);
     f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "no report in %s", dir);
     fseek(f, 0, SEEK_END);
@@ -116,8 +116,10 @@ static char *read_report(const char *dir)
     s[n] = '\0';
     fclose(f);
     unlink(path);
-    snprintf(path, sizeof path, "%s/profile.html", dir);
+    snprintf(path, sizeof path, "%s/training/profile.html", dir);
     unlink(path);
+    snprintf(path, sizeof path, "%s/training", dir);
+    rmdir(path);
     return s;
 }
 

@@ -41,6 +41,7 @@ typedef struct setup {
     int64_t batch, di, ga, r;
     int two_ipus, training, log_cycles, progress;
     const char *profile;
+    const char *model_name;    /* NULL: PopTorch's default */
 } setup;
 
 static popc_options *make_options(const setup *s)
@@ -60,6 +61,8 @@ static popc_options *make_options(const setup *s)
         OK(popc_options_set(o, "showCompilationProgressBar", "false"));
     if (s->profile)
         OK(popc_options_set(o, "enableProfiling", s->profile));
+    if (s->model_name)
+        OK(popc_options_set(o, "modelName", s->model_name));
     return o;
 }
 
@@ -500,6 +503,7 @@ static char *temp_dir(void)
     return strdup(d);
 }
 
+/* rm -r: the profile is one level down, in the model's subdirectory. */
 static void remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -511,11 +515,23 @@ static void remove_dir(const char *dir)
                                                       !e->d_name[2])))
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
+        if (unlink(path) != 0)
+            remove_dir(path);
     }
     if (d)
         closedir(d);
     rmdir(dir);
+}
+
+/* dir/name: where a model's profile goes (PopTorch's modelName). */
+static char *sub_dir(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *s = malloc(n);
+
+    ck_assert_ptr_nonnull(s);
+    snprintf(s, n, "%s/%s", dir, name);
+    return s;
 }
 
 static char *slurp(const char *dir, const char *name, size_t *len)
@@ -598,7 +614,7 @@ static int keys_in(const mj_value *o, const char *const *keys)
 
 START_TEST(profile_files_after_compile_and_runs)
 {
-    char *dir = temp_dir();
+    char *dir = temp_dir(), *sub = sub_dir(dir, "training");
     setup s = {.training = 1, .two_ipus = 1, .di = 2, .ga = 4, .r = 2,
                .profile = dir, .log_cycles = 1};
     static const char *const top[] = {
@@ -619,18 +635,18 @@ START_TEST(profile_files_after_compile_and_runs)
     int phases;
 
     OK(popc_model_compile(m, in, n));
-    v = read_profile(dir);
+    v = read_profile(sub);
     ck_assert_str_eq(mj_str(v, "format"), "popc-profile");
     ck_assert_int_eq(keys_in(v, top), -1);
     ck_assert_int_eq((int)mj_num(mj_get(v, "runs"), "count", -1), 0);
     ck_assert_int_eq(mj_get(mj_get(v, "timeline"), "events")->n, 0);
     ck_assert(mj_num(mj_get(v, "compile"), "seconds", 0) > 0.0);
     mj_free(v);
-    check_files(dir);
+    check_files(sub);
 
     run(m, in, n);
     run(m, in, n);
-    v = read_profile(dir);
+    v = read_profile(sub);
     ck_assert_int_eq(keys_in(v, top), -1);
     x = mj_get(v, "model");
     ck_assert_str_eq(mj_str(x, "name"), "mlp_train");
@@ -689,9 +705,9 @@ START_TEST(profile_files_after_compile_and_runs)
               mj_num(mj_at(ev, phases - 1), "end", 0));
     ck_assert_int_eq(mj_get(x, "steps")->n, 2);
     mj_free(v);
-    check_files(dir);
+    check_files(sub);
 
-    html = slurp(dir, "profile.html", &len);
+    html = slurp(sub, "profile.html", &len);
     ck_assert_ptr_nonnull(strstr(html, "<!DOCTYPE html>"));
     ck_assert_ptr_nonnull(strstr(html, "id=\"popc-data\""));
     ck_assert_ptr_nonnull(strstr(html, "\"format\": \"popc-profile\""));
@@ -704,13 +720,14 @@ START_TEST(profile_files_after_compile_and_runs)
     free_inputs(in, n);
     remove_dir(dir);
     free(dir);
+    free(sub);
 }
 END_TEST
 
 /* A '<' in a name cannot end the page's data early. */
 START_TEST(profile_page_escapes_the_data)
 {
-    char *dir = temp_dir();
+    char *dir = temp_dir(), *sub = sub_dir(dir, "inference");
     setup s = {.backend = "cpu", .profile = dir};
     popc_tensor *in[2];
     int n;
@@ -730,7 +747,7 @@ START_TEST(profile_page_escapes_the_data)
     OK(popc_model_new_inference(g, o, &m));
     n = profile_inputs(B, 0, in);
     run(m, in, n);
-    html = slurp(dir, "profile.html", &len);
+    html = slurp(sub, "profile.html", &len);
     data = strstr(html, "id=\"popc-data\">");
     ck_assert_ptr_nonnull(data);
     end = strstr(data, "</script>");
@@ -744,6 +761,7 @@ START_TEST(profile_page_escapes_the_data)
     free_inputs(in, n);
     remove_dir(dir);
     free(dir);
+    free(sub);
 }
 END_TEST
 
@@ -751,7 +769,7 @@ END_TEST
 ** The directory is made with its parents. */
 START_TEST(profile_without_a_backend_report)
 {
-    char *top = temp_dir(), mid[600], dir[640];
+    char *top = temp_dir(), mid[600], dir[640], *sub;
     setup s = {.backend = "cpu", .training = 1, .profile = dir};
     popc_tensor *in[2];
     int n;
@@ -761,10 +779,11 @@ START_TEST(profile_without_a_backend_report)
 
     snprintf(mid, sizeof mid, "%s/nested", top);
     snprintf(dir, sizeof dir, "%s/deeper/", mid);
+    sub = sub_dir(dir, "training");
     m = make_model(&s, in, &n);
     run(m, in, n);
-    check_files(dir);
-    v = read_profile(dir);
+    check_files(sub);
+    v = read_profile(sub);
     ck_assert(mj_num(v, "backend_report", 1) == 0.0);
     x = mj_get(v, "memory");
     ck_assert_str_eq(mj_str(x, "source"), "plan");
@@ -782,10 +801,49 @@ START_TEST(profile_without_a_backend_report)
     mj_free(v);
     popc_model_free(m);
     free_inputs(in, n);
-    remove_dir(dir);
-    remove_dir(mid);
     remove_dir(top);
     free(top);
+    free(sub);
+}
+END_TEST
+
+/* modelName names the subdirectory of the report directory; by default a
+** training and an inference model write "training" and "inference", so
+** that both profile into one directory without overwriting each other. */
+START_TEST(model_name_is_the_profile_subdirectory)
+{
+    char *dir = temp_dir(), *mine = sub_dir(dir, "mine"),
+         *train = sub_dir(dir, "training"), *infer = sub_dir(dir, "inference");
+    setup named = {.backend = "cpu", .training = 1, .profile = dir,
+                   .model_name = "mine"};
+    setup plain = {.backend = "cpu", .profile = dir};
+    popc_tensor *in[2], *in2[2];
+    int n, n2;
+    popc_model *m = make_model(&named, in, &n), *m2;
+    mj_value *v;
+
+    run(m, in, n);
+    check_files(mine);
+    v = read_profile(mine);
+    ck_assert_str_eq(mj_str(mj_get(v, "model"), "model_name"), "mine");
+    mj_free(v);
+    ck_assert_int_ne(access(train, F_OK), 0);
+    m2 = make_model(&plain, in2, &n2);
+    run(m2, in2, n2);
+    check_files(infer);
+    v = read_profile(infer);
+    ck_assert_str_eq(mj_str(mj_get(v, "model"), "model_name"), "inference");
+    mj_free(v);
+    check_files(mine);
+    popc_model_free(m);
+    popc_model_free(m2);
+    free_inputs(in, n);
+    free_inputs(in2, n2);
+    remove_dir(dir);
+    free(dir);
+    free(mine);
+    free(train);
+    free(infer);
 }
 END_TEST
 
@@ -847,6 +905,7 @@ static Suite *profile_suite(void)
     tcase_add_test(tc, profile_page_escapes_the_data);
     tcase_add_test(tc, profile_without_a_backend_report);
     tcase_add_test(tc, profile_directory_that_cannot_be_made);
+    tcase_add_test(tc, model_name_is_the_profile_subdirectory);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -638,7 +638,7 @@ static long long ipumodel_activations(popc_graph *g, const char *liveness)
         ck_assert_int_gt(info_of(m).offchip_bytes, 0);
     popc_model_free(m);
     popc_options_free(o);
-    snprintf(path, sizeof path, "%s/profile.json", dir);
+    snprintf(path, sizeof path, "%s/training/profile.json", dir);
     ck_assert((f = fopen(path, "rb")) != NULL);
     fseek(f, 0, SEEK_END);
     n = ftell(f);
@@ -653,8 +653,10 @@ static long long ipumodel_activations(popc_graph *g, const char *liveness)
     acts = strtoll(strchr(at, ':') + 1, NULL, 10);
     free(text);
     remove(path);
-    snprintf(path, sizeof path, "%s/profile.html", dir);
+    snprintf(path, sizeof path, "%s/training/profile.html", dir);
     remove(path);
+    snprintf(path, sizeof path, "%s/training", dir);
+    rmdir(path);
     rmdir(dir);
     return acts;
 }

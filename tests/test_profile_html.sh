@@ -29,14 +29,16 @@ fail() {
 }
 
 "$make_profile" "$out/profile" || fail "make_profile could not write a profile"
+# the training model profiles into its modelName subdirectory
+prof=$out/profile/training
 for f in profile.json profile.html; do
-    [ -s "$out/profile/$f" ] || fail "$f is missing"
+    [ -s "$prof/$f" ] || fail "$f is missing"
 done
-if ls "$out/profile" | grep -q 'tmp'; then
-    fail "temporary files left behind: $(ls "$out/profile")"
+if ls "$prof" | grep -q 'tmp'; then
+    fail "temporary files left behind: $(ls "$prof")"
 fi
 # self-contained: no external resource of any kind
-if grep -Eq '<(script|link|img|iframe)[^>]+(src|href)=' "$out/profile/profile.html"; then
+if grep -Eq '<(script|link|img|iframe)[^>]+(src|href)=' "$prof/profile.html"; then
     fail "profile.html loads an external resource"
 fi
 
@@ -50,7 +52,7 @@ chrome() {
         --virtual-time-budget=5000 "$@" 2>>"$out/chromium.log"
 }
 
-url="file://$(cd "$out/profile" && pwd)/profile.html"
+url="file://$(cd "$prof" && pwd)/profile.html"
 chrome --dump-dom "$url" >"$out/dom.html" ||
     fail "chromium could not dump the DOM (see $out/chromium.log)"
 grep -q 'data-ready="1"' "$out/dom.html" ||
