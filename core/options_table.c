@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "popc/log.h"
+#include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/options_priv.h"
 
@@ -228,6 +229,46 @@ static popc_status hook_nonempty(popc_options *o, const popci_optdef *d,
                               d->info.name,
                               d->flags & POPCI_OPT_NULLABLE
                                   ? " (use None to unset it)" : "");
+    return POPC_OK;
+}
+
+/* pluginPath: the directories are loaded into the process-wide registry
+** as soon as the option is set, so that a graph built afterwards can use
+** their ops (graphs look ops up while they are built). Loading is
+** process-wide and stays: the registry never unloads a plugin early. */
+static popc_status hook_plugin_path(popc_options *o, const popci_optdef *d,
+                                    popci_optval *v)
+{
+    popc_registry *reg;
+    popc_status st;
+    char dir[4096];
+
+    if ((st = hook_nonempty(o, d, v)) != POPC_OK || v->none)
+        return st;
+    if ((st = popc_registry_global(&reg)) != POPC_OK)
+        return st;
+    for (const char *p = v->s; p && *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+
+        if (len >= sizeof dir)
+            return popc_set_error(POPC_EINVAL, "%s: entry '%.40s...' is too "
+                                  "long", d->info.name, p);
+        memcpy(dir, p, len);
+        dir[len] = '\0';
+        p = end ? end + 1 : NULL;
+        if (len == 0)
+            continue;
+        if (dir[0] != '/')
+            return popc_set_error(POPC_EINVAL, "%s: '%s' is not an absolute "
+                                  "path; give plugin directories as absolute "
+                                  "paths (plugins are never loaded relative "
+                                  "to the current directory)", d->info.name,
+                                  dir);
+        if ((st = popc_registry_load_path(reg, dir)) != POPC_OK)
+            return popc_set_error(st, "%s: %s", d->info.name,
+                                  popc_last_error());
+    }
     return POPC_OK;
 }
 
@@ -664,9 +705,10 @@ const popci_optdef popci_option_table[] = {
               "POPC_THREADS)", "0..4096", 1},
      .flags = P, .min = 0, .max = 4096},
     {.info = {"pluginPath", POPC_OPT_STRING, "None",
-              "popc: extra plugin directories searched first "
-              "(colon-separated)", "dir:dir:... | None", 1},
-     .flags = N | P, .hook = hook_nonempty},
+              "popc: plugin directories loaded when the option is set "
+              "(absolute, colon-separated; process-wide)",
+              "dir:dir:... | None", 1},
+     .flags = N | P, .hook = hook_plugin_path},
 };
 
 const int popci_option_count =

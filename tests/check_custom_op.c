@@ -207,6 +207,41 @@ START_TEST(missing_op_names_domain_version_and_fix)
 }
 END_TEST
 
+/* The pluginPath option loads the plugins of its directories when it is
+** set: before, the example op is unknown; after, a graph can use it. A
+** relative or missing directory is refused with the option's name. */
+START_TEST(plugin_path_option_loads_plugins)
+{
+    popc_registry *reg;
+    popc_options *o = NULL;
+    int x, y;
+    popc_graph *g = graph_x(&x);
+
+    OK(popc_registry_global(&reg));
+    ck_assert_ptr_null(popc_registry_find_op(reg, "com.acme", "LeakyRelu",
+                                             1));
+    OK(popc_options_new(&o));
+    ck_assert_int_eq(popc_options_set(o, "pluginPath", "tests/oot"),
+                     POPC_EINVAL);
+    ck_assert_msg(has("pluginPath: 'tests/oot' is not an absolute path"),
+                  "%s", popc_last_error());
+    ck_assert_int_eq(popc_options_set(o, "pluginPath", "/nonexistent/popc"),
+                     POPC_ENOTFOUND);
+    ck_assert_msg(has("pluginPath: /nonexistent/popc"), "%s",
+                  popc_last_error());
+    ck_assert_ptr_null(popc_options_get_string(o, "pluginPath"));
+    OK(popc_options_set(o, "pluginPath", TEST_OOT_DIR));
+    ck_assert_ptr_nonnull(popc_registry_find_op(reg, "com.acme", "LeakyRelu",
+                                                1));
+    OK(popc_custom_op(g, &x, 1, "LeakyRelu", "com.acme", 1, NULL, 1, NULL, 0,
+                      &y));
+    /* setting it again is harmless: loaded modules are not loaded twice */
+    OK(popc_options_set(o, "pluginPath", TEST_OOT_DIR));
+    popc_options_free(o);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(example_outputs_checked)
 {
     int64_t bd[1] = {3};
@@ -777,6 +812,7 @@ static Suite *custom_suite(void)
     tcase_add_test(tc, attribute_rules);
     tcase_add_test(tc, attributes_are_stored_as_popart_does);
     tcase_add_test(tc, missing_op_names_domain_version_and_fix);
+    tcase_add_test(tc, plugin_path_option_loads_plugins);
     tcase_add_test(tc, example_outputs_checked);
     tcase_add_test(tc, ini_custom_layer);
     tcase_add_test(tc, ini_custom_layer_errors);
