@@ -411,6 +411,7 @@ static popc_backend_config backend_config(const popc_model *m)
     c.threads = (int)opt_int(o, "threads", 0);
     c.ipu_version = (int)opt_int(o, "ipuVersion", 2);
     c.log_cycles = (int)opt_int(o, "logCycleCount", 0);
+    c.io_tiles = (int)opt_int(o, "TensorLocations.numIOTiles", 0);
     c.profile_dir = popc_options_get_string(o, "enableProfiling");
     return c;
 }
@@ -523,6 +524,9 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     if (m->training && (st = add_states(m, plan)) != POPC_OK)
         goto fail;
     if ((st = check_pipeline(m, plan, &b)) != POPC_OK)
+        goto fail;
+    if ((st = popci_ipu_count(m->opts, be, plan->pub.n_ipus, b.r,
+                              &m->reserved_ipus)) != POPC_OK)
         goto fail;
     apply_ipu_memory(m->opts, plan);
     ec.training = m->training;

@@ -58,6 +58,8 @@ struct popc_model {
     /* replica grouping of weights (core/replica_groups.c); NULL: none */
     struct popci_rgroups *groups;
     int detached;                /* popc_model_detach_from_device */
+    int64_t reserved_ipus;       /* IPUs held: all replicas', rounded up to
+                                    a power of 2 by autoRoundNumIPUs */
 };
 
 /* ---- model_weights.c ----------------------------------------------------- */
@@ -82,6 +84,13 @@ popc_status popci_model_require_compiled(const popc_model *m);
 /* The modelName option, or "training" / "inference" when it is None
 ** (PopTorch's default): names the model's profile subdirectory. */
 const char *popci_model_name(const popc_model *m);
+
+/* PopTorch's IPU count rule (core/ipu_count.c): fails with its text when
+** the IPUs of all replicas are more than 64 or, without autoRoundNumIPUs,
+** not a power of 2. *reserved: the IPUs the process holds. */
+popc_status popci_ipu_count(const popc_options *o,
+                            const popc_backend_def *be, int ipus_per_replica,
+                            int64_t replicas, int64_t *reserved);
 
 /* Borrowed views of the compiled model, NULL when not compiled. */
 const popci_exec *popci_model_exec(const popc_model *m);

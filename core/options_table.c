@@ -669,7 +669,8 @@ const popci_optdef popci_option_table[] = {
 
     /* ---- Options.TensorLocations ---- */
     {.info = {"TensorLocations.numIOTiles", POPC_OPT_INT, "0",
-              "Tiles per IPU reserved for IO (even, 32 to 192)",
+              "Tiles per IPU reserved for IO, taken from compute (even, 32 "
+              "to 192)",
               "0 | even 32..192", 1},
      .flags = C, .min = INT64_MIN, .max = INT64_MAX, .hook = hook_io_tiles,
      .param = "num_tiles"},

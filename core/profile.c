@@ -4,7 +4,9 @@
 **
 ** profile.json, one object:
 **   "format": "popc-profile", "version": 1,
-**   "model":   {name (the graph's), model_name (NAME), training, backend,
+**   "model":   {name (the graph's), model_name (NAME), ipus_reserved (all
+**               replicas' IPUs, rounded up by autoRoundNumIPUs), training,
+**               backend,
 **               replicas, ipus_per_replica,
 **               stages, phases, pipelined, device_iterations,
 **               gradient_accumulation, micro_batches, nodes,
@@ -218,6 +220,8 @@ static void put_model(popci_sb *sb, const popci_profile *p,
     str(sb, popc_graph_name(m->graph));
     popci_sb_printf(sb, ", \"model_name\": ");
     str(sb, popci_model_name(m));
+    popci_sb_printf(sb, ", \"ipus_reserved\": %lld",
+                    (long long)m->reserved_ipus);
     popci_sb_printf(sb, ", \"training\": %s, \"backend\": ",
                     m->training ? "true" : "false");
     str(sb, e->be->name);

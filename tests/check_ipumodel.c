@@ -590,8 +590,9 @@ START_TEST(profile_has_the_tile_report)
 END_TEST
 
 /* Cycles of a run of one micro-batch of `batch` rows (logCycleCount), with
-** setAvailableMemoryProportion = amp (NULL: not set). */
-static double run_cycles_amp(int64_t batch, int conv, const char *amp)
+** option `name` set to `value` (name NULL: nothing set). */
+static double run_cycles_with(int64_t batch, int conv, const char *name,
+                              const char *value)
 {
     popc_options *o = opts("ipumodel", 2, NULL);
     popc_graph *g = conv ? cnn(batch) : mlp(batch);
@@ -600,8 +601,8 @@ static double run_cycles_amp(int64_t batch, int conv, const char *amp)
     double cycles = 0.0;
 
     OK(popc_options_set(o, "logCycleCount", "true"));
-    if (amp)
-        OK(popc_options_set(o, "setAvailableMemoryProportion", amp));
+    if (name)
+        OK(popc_options_set(o, name, value));
     OK(popc_model_new_inference(g, o, &m));
     model_inputs(batch, conv, in);
     OK(popc_model_run(m, in, 2, out, 2));
@@ -618,7 +619,7 @@ static double run_cycles_amp(int64_t batch, int conv, const char *amp)
 
 static double run_cycles(int64_t batch)
 {
-    return run_cycles_amp(batch, 0, NULL);
+    return run_cycles_with(batch, 0, NULL, NULL);
 }
 
 /* The proportion applies to the IPU it names: a tiny one on IPU0 (where
@@ -626,14 +627,55 @@ static double run_cycles(int64_t batch)
 ** IPU1 changes nothing. */
 START_TEST(available_memory_applies_per_ipu)
 {
-    double plain = run_cycles_amp(4, 1, NULL);
-    double ipu0 = run_cycles_amp(4, 1, "IPU0=0.0001");
-    double ipu1 = run_cycles_amp(4, 1, "IPU0=0.6,IPU1=0.0001");
+    const char *amp = "setAvailableMemoryProportion";
+    double plain = run_cycles_with(4, 1, NULL, NULL);
+    double ipu0 = run_cycles_with(4, 1, amp, "IPU0=0.0001");
+    double ipu1 = run_cycles_with(4, 1, amp, "IPU0=0.6,IPU1=0.0001");
 
     ck_assert_msg(ipu0 > plain, "IPU0=0.0001: %g cycles, default %g", ipu0,
                   plain);
     ck_assert_msg(ipu1 == plain, "IPU1=0.0001: %g cycles, default %g", ipu1,
                   plain);
+}
+END_TEST
+
+/* numIOTiles takes tiles from compute: the convolution that spreads over
+** every tile runs on fewer, in more cycles; the report says how many. */
+START_TEST(io_tiles_leave_fewer_compute_tiles)
+{
+    char *dir = temp_dir(), path[512], *json;
+    double plain = run_cycles_with(4, 1, NULL, NULL);
+    double io = run_cycles_with(4, 1, "TensorLocations.numIOTiles", "192");
+    popc_options *o = opts("ipumodel", 2, dir);
+    popc_graph *g = cnn(4);
+    popc_model *m = NULL;
+    popc_tensor *in[2];
+
+    ck_assert_msg(io > plain, "192 I/O tiles: %g cycles, none: %g", io,
+                  plain);
+    OK(popc_options_set(o, "TensorLocations.numIOTiles", "192"));
+    OK(popc_model_new_inference(g, o, &m));
+    model_inputs(4, 1, in);
+    OK(popc_model_compile(m, in, 2));
+    snprintf(path, sizeof path, "%s/inference/profile.json", dir);
+    json = read_file(path);
+    ck_assert_int_eq((int)json_num(json, "\"device\"", "tiles_per_ipu"),
+                     1472);
+    ck_assert_int_eq((int)json_num(json, "\"device\"", "io_tiles"), 192);
+    ck_assert_int_eq((int)json_num(json, "\"device\"", "compute_tiles"),
+                     1280);
+    free(json);
+    for (int i = 0; i < 2; i++)
+        popc_tensor_free(in[i]);
+    popc_model_free(m);
+    popc_graph_free(g);
+    popc_options_free(o);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/inference/profile.html", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/inference", dir);
+    rmdir(path);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -757,6 +799,7 @@ static Suite *ipumodel_suite(void)
     tcase_add_test(map, offchip_activations_leave_the_tiles);
     tcase_add_test(map, temporaries_follow_available_memory);
     tcase_add_test(map, available_memory_applies_per_ipu);
+    tcase_add_test(map, io_tiles_leave_fewer_compute_tiles);
     tcase_add_test(map, mk1_device_is_smaller);
     tcase_add_test(map, bad_device_config_is_refused);
     suite_add_tcase(s, map);

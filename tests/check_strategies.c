@@ -113,6 +113,7 @@ typedef struct cfg {
     int64_t di, ga, r;
     const char *strategy, *auto_stage, *liveness;
     int separate_backward;    /* useSeparateBackwardPhase */
+    int auto_round;           /* autoRoundNumIPUs */
 } cfg;
 
 static popc_options *options(const cfg *c)
@@ -137,6 +138,8 @@ static popc_options *options(const cfg *c)
     if (c->separate_backward)
         OK(popc_options_set_bool(
             o, "setExecutionStrategy.useSeparateBackwardPhase", 1));
+    if (c->auto_round)
+        OK(popc_options_set_bool(o, "autoRoundNumIPUs", 1));
     return o;
 }
 
@@ -426,7 +429,8 @@ END_TEST
 
 START_TEST(pipelined_equals_single_ipu_ipumodel)
 {
-    cfg c = {"ipumodel", 2, 5, 2, NULL, NULL, NULL, 0};
+    /* 3 IPUs x 2 replicas: the IPU model needs autoRoundNumIPUs */
+    cfg c = {"ipumodel", 2, 5, 2, NULL, NULL, NULL, 0, 1};
 
     compare_training(&three_ipus, &c, &plain, &c, 3, 1e-5);
 }
@@ -434,10 +438,51 @@ END_TEST
 
 START_TEST(pipelined_ipumodel_equals_cpu)
 {
-    cfg i = {"ipumodel", 1, 6, 1, NULL, NULL, NULL, 0};
+    cfg i = {"ipumodel", 1, 6, 1, NULL, NULL, NULL, 0, 1};
     cfg c = {"cpu", 1, 6, 1, NULL, NULL, NULL, 0};
 
     compare_training(&three_ipus, &i, &plain, &c, 2, 1e-5);
+}
+END_TEST
+
+/* PopTorch's IPU count rule on the backends that model IPUs: 3 IPUs is
+** not a power of 2 (an error naming autoRoundNumIPUs, or with it a
+** warning and 4 reserved); more than 64 is always an error; the cpu
+** reference has no rule. */
+START_TEST(ipu_count_rule)
+{
+    static const char *const odd =
+        "The model specifies the use of 3 IPUs, however PopTorch must "
+        "reserve a minimum of 4 in order to allow the model to run, because "
+        "PopTorch must reserve a power of 2 or maximum of 64 IPUs per "
+        "process. Please reconfigure your model to use a different number "
+        "of IPUs or set poptorch.Options().autoRoundNumIPUs(True).";
+    cfg strict = {"ipumodel", 1, 6, 1, NULL, NULL, NULL, 0, 0};
+    cfg rounded = {"ipumodel", 1, 6, 1, NULL, NULL, NULL, 0, 1};
+    cfg offline = {"offline", 1, 6, 1, NULL, NULL, NULL, 0, 0};
+    cfg cpu = {"cpu", 1, 6, 1, NULL, NULL, NULL, 0, 0};
+    cfg many = {"ipumodel", 1, 6, 32, NULL, NULL, NULL, 0, 1};
+    popc_graph *g = make_graph(&three_ipus);
+    popc_model *m = training_model(g, &strict);
+
+    expect(try_run(m, rows(&strict, 1)), POPC_EINVAL, odd);
+    ck_assert(!popc_model_is_compiled(m));
+    popc_model_free(m);
+    m = training_model(g, &offline);
+    expect(try_run(m, rows(&offline, 1)), POPC_EINVAL, odd);
+    popc_model_free(m);
+    m = training_model(g, &rounded);
+    OK(try_run(m, rows(&rounded, 1)));
+    popc_model_free(m);
+    m = training_model(g, &cpu);
+    OK(try_run(m, rows(&cpu, 1)));
+    popc_model_free(m);
+    m = training_model(g, &many);
+    expect(try_run(m, rows(&many, 1)), POPC_EINVAL,
+           "Too many IPUs requested (96). Experiments that need more than "
+           "64 IPUs require distributed execution.");
+    popc_model_free(m);
+    popc_graph_free(g);
 }
 END_TEST
 
@@ -1166,6 +1211,7 @@ int main(void)
     tcase_add_test(run_tc, pipelined_equals_single_ipu_cpu);
     tcase_add_test(run_tc, pipelined_equals_single_ipu_ipumodel);
     tcase_add_test(run_tc, pipelined_ipumodel_equals_cpu);
+    tcase_add_test(run_tc, ipu_count_rule);
     tcase_add_test(run_tc, sharded_equals_single_ipu);
     tcase_add_test(run_tc, phased_errors);
     tcase_add_test(run_tc, phased_results_equal);

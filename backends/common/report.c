@@ -13,6 +13,8 @@
 **             "compute", "exchange", "sync"}, ...],
 **    "stages": [{"stage", "ipu", "cycles"}, ...],
 **    "cycles", "seconds", ("runtime": {...})}
+** device.tiles_per_ipu counts the I/O tiles (device.io_tiles); memory
+** lists the compute tiles (device.compute_tiles), which hold every tensor.
 ** Activations and temporaries of a tile are those at the tile's peak.
 ** Cycles are per micro-batch and per replica.
 */
@@ -54,11 +56,13 @@ static void put_device(FILE *f, const ipum_map *m, const char *backend)
     fprintf(f, ",\n \"device\": {\"name\": ");
     put_string(f, d->name);
     fprintf(f, ", \"ipu_version\": %d, \"tiles_per_ipu\": %d, "
+            "\"io_tiles\": %d, \"compute_tiles\": %d, "
             "\"bytes_per_tile\": %lld, \"clock_hz\": %.0f, "
             "\"ipus_per_replica\": %d, \"replicas\": %d, "
             "\"available_memory_proportion\": %g},\n",
-            d->version, d->tiles, (long long)d->tile_bytes, d->clock_hz,
-            m->n_ipus, d->replicas, d->available);
+            d->version, d->tiles + d->io_tiles, d->io_tiles, d->tiles,
+            (long long)d->tile_bytes, d->clock_hz, m->n_ipus, d->replicas,
+            d->available);
 }
 
 static void put_memory(FILE *f, const ipum_map *m)

@@ -31,7 +31,7 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
                              ipum_device *dev)
 {
     uint32_t size = cfg ? cfg->size : 0;
-    int version = 0, tiles = 0, n_ipus = 0, replicas = 0;
+    int version = 0, tiles = 0, n_ipus = 0, replicas = 0, io = 0;
     int64_t bytes = 0;
     double avail = 0.0;
 
@@ -48,16 +48,18 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
         bytes = cfg->bytes_per_tile;
     if (POPC_HAS_FIELD(popc_backend_config, size, available_memory))
         avail = cfg->available_memory;
+    if (POPC_HAS_FIELD(popc_backend_config, size, io_tiles))
+        io = cfg->io_tiles;
     switch (version == 0 ? 2 : version) {
     case 1:
-        *dev = (ipum_device){1, "Mk1", 1216, 256 * 1024, 1.6e9, 1, 1, 0};
+        *dev = (ipum_device){1, "Mk1", 1216, 256 * 1024, 1.6e9, 1, 1, 0, 0};
         break;
     case 2:
-        *dev = (ipum_device){2, "Mk2", 1472, 624 * 1024, 1.33e9, 1, 1, 0};
+        *dev = (ipum_device){2, "Mk2", 1472, 624 * 1024, 1.33e9, 1, 1, 0, 0};
         break;
     case 21:
         *dev = (ipum_device){21, "Mk2 (IPU21)", 1472, 624 * 1024, 1.33e9, 1,
-                             1, 0};
+                             1, 0, 0};
         break;
     default:
         return ipum_host->set_error(POPC_ECONFIG, "%s backend: ipuVersion %d "
@@ -77,6 +79,16 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
                                     "1]", who, avail);
     if (tiles > 0)
         dev->tiles = tiles;
+    if (io < 0 || io >= dev->tiles)
+        return ipum_host->set_error(POPC_ECONFIG, "%s backend: "
+                                    "TensorLocations.numIOTiles %d leaves no "
+                                    "compute tiles on a %s IPU of %d tiles; "
+                                    "use fewer I/O tiles", who, io,
+                                    dev->name, dev->tiles);
+    /* I/O tiles only buffer host transfers: tensors and compute go to the
+    ** others. */
+    dev->io_tiles = io;
+    dev->tiles -= io;
     if (bytes > 0)
         dev->tile_bytes = bytes;
     dev->n_ipus = n_ipus > 0 ? n_ipus : 1;

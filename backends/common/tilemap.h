@@ -48,12 +48,13 @@ extern const popc_host *ipum_host;
 typedef struct ipum_device {
     int version;               /* 1, 2 or 21 */
     const char *name;          /* "Mk1", "Mk2", "Mk2 (IPU21)" */
-    int tiles;                 /* per IPU */
+    int tiles;                 /* per IPU that compute and hold tensors */
     int64_t tile_bytes;
     double clock_hz;
     int n_ipus;                /* per replica (at least the plan's) */
     int replicas;
     double available;          /* default proportion for temporaries */
+    int io_tiles;              /* per IPU reserved for I/O (numIOTiles) */
 } ipum_device;
 
 /* Memory categories of the report. */

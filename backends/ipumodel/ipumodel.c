@@ -300,7 +300,8 @@ static popc_status ipm_report(void *vctx, void *vexe, const char *path)
 static const popc_backend_def ipumodel_backend = {
     .size = sizeof(popc_backend_def),
     .name = "ipumodel",
-    .caps = POPC_BACKEND_CAN_RUN | POPC_BACKEND_CONCURRENT,
+    .caps = POPC_BACKEND_CAN_RUN | POPC_BACKEND_CONCURRENT |
+            POPC_BACKEND_MODELS_IPUS,
     .open = ipm_open,
     .close = ipm_close,
     .compile = ipm_compile,

@@ -372,10 +372,15 @@ typedef struct popc_backend_config {
     double available_memory;   /* default proportion for temporaries */
     int log_cycles;
     const char *profile_dir;   /* NULL: no profiling */
+    int io_tiles;              /* per IPU, taken from compute (numIOTiles);
+                                  since 0.2.0 (check with POPC_HAS_FIELD) */
 } popc_backend_config;
 
 #define POPC_BACKEND_CAN_RUN      (1u << 0)
 #define POPC_BACKEND_CONCURRENT   (1u << 1) /* parallel() really overlaps */
+/* Models IPU hardware: PopTorch's IPU count rules apply (a power of 2 of
+** IPUs per process, at most 64; autoRoundNumIPUs). */
+#define POPC_BACKEND_MODELS_IPUS  (1u << 2)
 
 typedef struct popc_backend_def {
     uint32_t size;
