@@ -17,6 +17,7 @@
 #include "core/optimizer_priv.h"
 #include "core/profile_priv.h"
 #include "core/rng.h"
+#include "core/tensor_priv.h"
 #include "core/txn_priv.h"
 
 typedef struct task {
@@ -214,7 +215,8 @@ static void collect(popci_exec *e, const popci_exec_io *io,
 }
 
 /* R2.3: Post (and Sum) add up the GA micro-batch gradients; Running keeps
-** their running mean s <- a/(a+1) s + 1/(a+1) g. */
+** their running mean s <- a/(a+1) s + 1/(a+1) g. A float16 accumulator
+** (accum_type) is rounded to half after each micro-batch. */
 static void accumulate(popci_exec *e, const popc_frame *f, int r,
                        int64_t a)
 {
@@ -243,6 +245,8 @@ static void accumulate(popci_exec *e, const popc_frame *f, int r,
         else
             for (int64_t i = 0; i < n; i++)
                 acc[i] += g[i];
+        if (e->cfg.accum_f16)
+            popci_round_f16(acc, n);
     }
 }
 

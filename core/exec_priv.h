@@ -62,6 +62,8 @@ typedef struct popci_exec_config {
     int64_t period;                /* EveryN */
     popc_reduction_type reduction; /* SUM or MEAN */
     popc_mean_strategy strategy;   /* RUNNING or POST */
+    int accum_f16;                 /* gradient accumulators hold float16
+                                      values (the optimizer's accum_type) */
     uint64_t random_seed;
     int pipelined;                 /* stages overlap (wavefront) */
     int broadcast_buffers;         /* after each optimizer step, buffers

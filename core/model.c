@@ -475,6 +475,53 @@ static popc_status check_pipeline(const popc_model *m, const popci_plan *p,
     return POPC_OK;
 }
 
+/* R2.3: an optimizer whose accum_type is float16 accumulates gradients in
+** half precision, where a sum of micro-batches overflows sooner than a
+** running mean: PopTorch switches the mean reduction strategy to Running
+** before compiling. */
+static void half_accumulators(const popc_model *m, popci_exec_config *ec)
+{
+    const char *name =
+        "Training.meanAccumulationAndReplicationReductionStrategy";
+
+    if (popci_optimizer_accum_dtype(m->optimizer) != POPC_DTYPE_F16)
+        return;
+    /* without accumulation there is no accumulator to store in half */
+    ec->accum_f16 = ec->grad_accum > 1;
+    if (ec->strategy == POPC_MEAN_RUNNING)
+        return;
+    popc_log(popc_options_is_set(m->opts, name) ? POPC_LOG_WARN
+                                                : POPC_LOG_INFO,
+             "the optimizer's accum_type is float16: using %s = Running "
+             "(as PopTorch does for float16 accumulation)", name);
+    ec->strategy = POPC_MEAN_RUNNING;
+}
+
+/* Slots the device keeps in float16 (the optimizer's accumulation types),
+** so that memory reports count 2 bytes an element. */
+static popc_status mark_half_storage(const popc_model *m, popci_plan *plan,
+                                     const popci_exec_config *ec)
+{
+    for (int w = 0; w < plan->n_weights; w++) {
+        const popci_plan_weight *pw = &plan->weights[w];
+        int g = popci_optimizer_group_of(m->optimizer, pw->name);
+        popc_status st;
+
+        if (pw->accum_slot < 0)
+            continue;
+        if (ec->accum_f16 &&
+            (st = popci_plan_store_half(plan, pw->accum_slot)) != POPC_OK)
+            return st;
+        for (int i = 0; i < pw->n_state; i++)
+            if (popci_optimizer_state_dtype(m->optimizer, g, i) ==
+                    POPC_DTYPE_F16 &&
+                (st = popci_plan_store_half(plan, pw->first_state + i)) !=
+                    POPC_OK)
+                return st;
+    }
+    return POPC_OK;
+}
+
 static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
 {
     batching b = read_batching(m);
@@ -545,6 +592,11 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     ec.pipelined = pipelined(m, plan);
     ec.broadcast_buffers = (int)opt_int(m->opts, "broadcastBuffers", 1);
     ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);
+    if (m->training) {
+        half_accumulators(m, &ec);
+        if ((st = mark_half_storage(m, plan, &ec)) != POPC_OK)
+            goto fail;
+    }
     bc = backend_config(m);
     popci_progress_phase(&prog, POPCI_PHASE_BACKEND);
     st = popci_exec_new(plan, be, &bc, &ec, &e);

@@ -287,6 +287,16 @@ popc_status popc_model_set_optimizer(popc_model *m, const popc_optimizer *o)
         return popc_set_error(POPC_ESTATE, "popc_model_set_optimizer: an "
                               "inference model has no optimizer; use a "
                               "training model");
+    /* R2.3: float16 accumulation needs the Running strategy, which only
+    ** a compile can choose; PopTorch checks this before anything else */
+    if (m->exec && popci_optimizer_accum_dtype(o) == POPC_DTYPE_F16 &&
+        m->exec->cfg.strategy != POPC_MEAN_RUNNING)
+        return popc_set_error(POPC_EINVAL, "Invalid optimizer: the new "
+                              "optimizer would require changing options."
+                              "Training.meanAccumulationAndReplication"
+                              "ReductionStrategy to poptorch."
+                              "MeanReductionStrategy.Running but the "
+                              "executable is already compiled.");
     if (m->exec &&
         (st = popci_optimizer_check_replacement(m->optimizer, o)) != POPC_OK)
         return st;

@@ -60,6 +60,15 @@ int popci_optimizer_n_state(const popc_optimizer *o, int group);
 /* Name of state array `index` ("exp_avg"); borrowed, NULL if out of range. */
 const char *popci_optimizer_state_name(const popc_optimizer *o, int group,
                                        int index);
+/* The dtype the device stores state array `index` of `group` in
+** (def->state_dtype; float32 without one). float16 state is kept as
+** float32 arrays holding half values: step() rounds them. */
+popc_dtype popci_optimizer_state_dtype(const popc_optimizer *o, int group,
+                                      int index);
+/* The gradient accumulator's dtype (def->accum_dtype, PopTorch's
+** accum_type); float32 without one. */
+popc_dtype popci_optimizer_accum_dtype(const popc_optimizer *o);
+
 /* Initial values of the n_state() arrays of one weight (zeros unless the
 ** definition says otherwise, e.g. rmsprop's TF variant starts at 1). */
 void popci_optimizer_init_state(const popc_optimizer *o, int group,

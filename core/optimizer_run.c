@@ -92,6 +92,31 @@ const char *popci_optimizer_state_name(const popc_optimizer *o, int g,
     return o->def->state_name(vals, index);
 }
 
+popc_dtype popci_optimizer_state_dtype(const popc_optimizer *o, int g,
+                                      int index)
+{
+    double vals[POPCI_OPTIM_MAX_HYPERS];
+
+    if (!o || !POPC_HAS_FIELD(popc_optim_def, o->def->size, state_dtype) ||
+        !o->def->state_dtype || index < 0 ||
+        index >= popci_optimizer_n_state(o, g))
+        return POPC_DTYPE_F32;
+    popci_optim_values(o, g, vals);
+    return o->def->state_dtype(vals, index);
+}
+
+popc_dtype popci_optimizer_accum_dtype(const popc_optimizer *o)
+{
+    double vals[POPCI_OPTIM_MAX_HYPERS];
+
+    if (!o || !POPC_HAS_FIELD(popc_optim_def, o->def->size, accum_dtype) ||
+        !o->def->accum_dtype || o->n_groups < 1)
+        return POPC_DTYPE_F32;
+    /* accumulation types are fixed attributes: one value for all groups */
+    popci_optim_values(o, 0, vals);
+    return o->def->accum_dtype(vals);
+}
+
 void popci_optimizer_init_state(const popc_optimizer *o, int g,
                                 float *const *state, int64_t n)
 {

@@ -763,8 +763,35 @@ void popci_plan_free(popci_plan *p)
     free(p->arena_offset);
     free(p->offchip_from);
     free(p->offchip_to);
+    free(p->store_dtype);
     popc_graph_free(p->graph);
     free(p);
+}
+
+size_t popci_plan_slot_device_bytes(const popci_plan *p, int slot)
+{
+    if (!p->store_dtype)
+        return popci_plan_slot_bytes(p, slot);
+    return (size_t)popc_view_numel(&p->slots[slot].info) *
+           popc_dtype_size(p->store_dtype[slot]);
+}
+
+popc_status popci_plan_store_half(popci_plan *p, int slot)
+{
+    size_t before;
+
+    if (!p->store_dtype) {
+        if (!(p->store_dtype = popci_calloc((size_t)p->pub.n_slots + 1,
+                                            sizeof *p->store_dtype)))
+            return oom("store dtypes");
+        for (int s = 0; s < p->pub.n_slots; s++)
+            p->store_dtype[s] = p->slots[s].info.dtype;
+        p->pub.store_dtype = p->store_dtype;
+    }
+    before = popci_plan_slot_device_bytes(p, slot);
+    p->store_dtype[slot] = POPC_DTYPE_F16;
+    p->persistent_bytes -= before - popci_plan_slot_device_bytes(p, slot);
+    return POPC_OK;
 }
 
 popc_status popci_plan_add_state(popci_plan *p, int w, int n,

@@ -115,6 +115,7 @@ typedef struct popci_plan {
     popci_strategy strategy;
     int n_recomputed;          /* forward nodes cloned into the backward
                                   pass (recomputation) */
+    popc_dtype *store_dtype;   /* per slot, pub.store_dtype; NULL */
     int *offchip_from;         /* per slot, pub.offchip_from/to; NULL */
     int *offchip_to;
     size_t stored_bytes;       /* activations live across the forward /
@@ -140,5 +141,11 @@ int popci_plan_find_weight(const popci_plan *p, const char *name);
 
 /* Bytes of a slot's data (dtype size x elements). */
 size_t popci_plan_slot_bytes(const popci_plan *p, int slot);
+/* Bytes the device stores slot `slot` in (store_dtype; equal to
+** popci_plan_slot_bytes unless the slot is stored in half). */
+size_t popci_plan_slot_device_bytes(const popci_plan *p, int slot);
+/* Marks a persistent slot (optimizer state, gradient accumulator) as
+** stored in float16 on the device; persistent_bytes follows. */
+popc_status popci_plan_store_half(popci_plan *p, int slot);
 
 #endif /* POPC_PLAN_PRIV_H */

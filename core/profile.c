@@ -278,7 +278,7 @@ static void plan_memory(const popci_plan *pl, int ipu, double *b)
     memset(b, 0, sizeof(double) * M_COUNT);
     for (int s = 0; s < pp->n_slots; s++) {
         const popc_plan_slot *sl = &pp->slots[s];
-        double bytes = (double)popci_plan_slot_bytes(pl, s);
+        double bytes = (double)popci_plan_slot_device_bytes(pl, s);
         if (sl->ipu != ipu)
             continue;
         if (sl->kind == POPC_SLOT_WEIGHT || sl->kind == POPC_SLOT_CONST)

@@ -328,6 +328,12 @@ float popc_f16_to_f32(uint16_t h)
     return f16_to_f32(h);
 }
 
+void popci_round_f16(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
 /* ---- casts --------------------------------------------------------------- */
 
 /* Float to integer truncates toward zero; NaN becomes 0 and values outside

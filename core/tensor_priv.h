@@ -1,4 +1,5 @@
-/* tensor_priv.h - shape validation shared by tensor.c and npy.c. */
+/* tensor_priv.h - shape validation shared by tensor.c and npy.c, and
+** float16 rounding of float arrays. */
 #ifndef POPC_TENSOR_PRIV_H
 #define POPC_TENSOR_PRIV_H
 
@@ -16,5 +17,9 @@ popc_status popci_shape_size(const char *what, popc_dtype dt,
 
 /* "[2, 3]" into buf (always terminated). Returns buf. */
 char *popci_dims_str(const int64_t *dims, int rank, char *buf, size_t size);
+
+/* Rounds each element to the nearest float16 (ties to even), in place:
+** float arrays that hold values a device keeps in half precision. */
+void popci_round_f16(float *x, int64_t n);
 
 #endif /* POPC_TENSOR_PRIV_H */

@@ -25,6 +25,7 @@
 #include "core/exec_priv.h"
 #include "core/host_priv.h"
 #include "core/optimizer_priv.h"
+#include "core/tensor_priv.h"
 
 typedef struct optw {
     char *name;
@@ -355,6 +356,8 @@ static popc_status reduce_one(void *arg, int i)
             for (int64_t j = 0; j < n; j++)
                 g[j] += o[j];
         }
+        if (e->cfg.accum_f16 && R > 1) /* the all-reduce sums in float16 */
+            popci_round_f16(g, n);
         if (scale != 1.0f)
             for (int64_t j = 0; j < n; j++)
                 g[j] *= scale;

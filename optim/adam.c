@@ -127,6 +127,17 @@ static int adam_n_state(const double *h)
     return 2;
 }
 
+static popc_dtype adam_state_dtype(const double *h, int index)
+{
+    return optim_accum_dtype(index == 0 ? h[FIRST_ACCUM_TYPE]
+                                        : h[SECOND_ACCUM_TYPE]);
+}
+
+static popc_dtype adam_accum_dtype(const double *h)
+{
+    return optim_accum_dtype(h[ACCUM_TYPE]);
+}
+
 static const char *adam_state_name(const double *h, int index)
 {
     (void)h;
@@ -195,6 +206,8 @@ static const popc_optim_def adam_defs[] = {
         .state_name = adam_state_name,
         .init_state = NULL,
         .step = adam_step,
+        .state_dtype = adam_state_dtype,
+        .accum_dtype = adam_accum_dtype,
     },
     {
         .size = sizeof(popc_optim_def),
@@ -206,6 +219,8 @@ static const popc_optim_def adam_defs[] = {
         .state_name = adam_state_name,
         .init_state = NULL,
         .step = adamw_step,
+        .state_dtype = adam_state_dtype,
+        .accum_dtype = adam_accum_dtype,
     },
 };
 

@@ -104,6 +104,17 @@ static int lamb_n_state(const double *h)
     return 2;
 }
 
+static popc_dtype lamb_state_dtype(const double *h, int index)
+{
+    return optim_accum_dtype(index == 0 ? h[FIRST_ACCUM_TYPE]
+                                        : h[SECOND_ACCUM_TYPE]);
+}
+
+static popc_dtype lamb_accum_dtype(const double *h)
+{
+    return optim_accum_dtype(h[ACCUM_TYPE]);
+}
+
 static const char *lamb_state_name(const double *h, int index)
 {
     (void)h;
@@ -188,6 +199,8 @@ static const popc_optim_def lamb_def = {
     .state_name = lamb_state_name,
     .init_state = NULL,
     .step = lamb_step,
+    .state_dtype = lamb_state_dtype,
+    .accum_dtype = lamb_accum_dtype,
 };
 
 static popc_status lamb_init(const popc_host *h, popc_registrar *reg)

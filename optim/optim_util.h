@@ -73,6 +73,12 @@ static inline popc_status optim_check_accum(const popc_host *host,
                            optim, name, v);
 }
 
+/* The dtype an accumulation-type value stands for. */
+static inline popc_dtype optim_accum_dtype(double accum_type)
+{
+    return accum_type == OPTIM_ACCUM_F16 ? POPC_DTYPE_F16 : POPC_DTYPE_F32;
+}
+
 /* Fails when a step needs n_needed state arrays that are missing. */
 static inline popc_status optim_check_state(const popc_optim_step_ctx *c,
                                             const char *optim, int n_needed,

@@ -104,6 +104,24 @@ static int rmsprop_n_state(const double *h)
     return 1 + (h[CENTERED] != 0.0) + (h[MOMENTUM] != 0.0);
 }
 
+/* square_avg and grad_avg follow the accumulation types; the momentum
+** buffer stays float32 (see the header). */
+static popc_dtype rmsprop_state_dtype(const double *h, int index)
+{
+    int centered = h[CENTERED] != 0.0;
+
+    if (index == 0)
+        return optim_accum_dtype(h[FIRST_ACCUM_TYPE]);
+    if (index == 1 && centered)
+        return optim_accum_dtype(h[SECOND_ACCUM_TYPE]);
+    return POPC_DTYPE_F32;
+}
+
+static popc_dtype rmsprop_accum_dtype(const double *h)
+{
+    return optim_accum_dtype(h[ACCUM_TYPE]);
+}
+
 static const char *rmsprop_state_name(const double *h, int index)
 {
     int centered = h[CENTERED] != 0.0;
@@ -239,6 +257,8 @@ static const popc_optim_def rmsprop_def = {
     .state_name = rmsprop_state_name,
     .init_state = rmsprop_init_state,
     .step = rmsprop_step,
+    .state_dtype = rmsprop_state_dtype,
+    .accum_dtype = rmsprop_accum_dtype,
 };
 
 static popc_status rmsprop_init(const popc_host *h, popc_registrar *reg)

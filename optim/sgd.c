@@ -23,7 +23,9 @@
 ** The velocity exists iff momentum != 0; a NaN momentum (the core's probe
 ** for a variable value) also asks for it, so that momentum can later be
 ** switched on without recompiling. velocity_accum_type float16 rounds the
-** stored velocity to half precision after every update.
+** stored velocity to half precision after every update; accum_type
+** float16 makes the core keep the gradient accumulator in half (unused by
+** the combined variant, as in PopTorch).
 */
 #include "config.h"
 
@@ -107,6 +109,20 @@ static const char *sgd_state_name(const double *h, int index)
         return NULL;
     return h[USE_COMBINED_ACCUM] != 0.0 ? "combined_velocity"
                                         : "momentum_buffer";
+}
+
+static popc_dtype sgd_state_dtype(const double *h, int index)
+{
+    return index == 0 ? optim_accum_dtype(h[VELOCITY_ACCUM_TYPE])
+                      : POPC_DTYPE_F32;
+}
+
+/* The combined variant has no separate accumulator: accum_type is unused
+** there, as in PopTorch. */
+static popc_dtype sgd_accum_dtype(const double *h)
+{
+    return h[USE_COMBINED_ACCUM] != 0.0 ? POPC_DTYPE_F32
+                                        : optim_accum_dtype(h[ACCUM_TYPE]);
 }
 
 static void step_plain(float *restrict w, const float *restrict g, int64_t n,
@@ -198,6 +214,8 @@ static const popc_optim_def sgd_def = {
     .state_name = sgd_state_name,
     .init_state = NULL,
     .step = sgd_step,
+    .state_dtype = sgd_state_dtype,
+    .accum_dtype = sgd_accum_dtype,
 };
 
 static popc_status sgd_init(const popc_host *h, popc_registrar *reg)

@@ -13,6 +13,7 @@
 
 #include "popc/popc.h"
 #include "popc/layers.h"
+#include "popc/strategy.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
 
@@ -593,6 +594,140 @@ START_TEST(set_optimizer_on_inference)
     popc_graph_free(g);
 }
 END_TEST
+/* ---- float16 accumulation (the optimizer's accum_type) ------------------- */
+
+#define HALF_N 1000
+
+/* loss = sum(x * w) over w [HALF_N] (zeros): the gradient of w is x.
+** half: accum_type (and, with momentum, velocity_accum_type) float16. */
+static popc_model *half_model(const char *backend, const char *strategy,
+                              int half, double momentum)
+{
+    int64_t xd[2] = {1, HALF_N}, wd[1] = {HALF_N};
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    popc_tensor *w = NULL;
+    popc_options *o = options(1, 2, 1, NULL, strategy);
+    popc_optimizer *opt = sgd(1e-4, momentum, 1.0);
+    popc_model *m = NULL;
+    int x, wi, y, in[2], loss;
+
+    OK(popc_options_set(o, "backend", backend));
+    OK(popc_graph_new("half", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_tensor_new(POPC_DTYPE_F32, wd, 1, &w));
+    OK(popc_graph_add_initializer(g, "w", w, 1, &wi));
+    popc_tensor_free(w);
+    in[0] = x;
+    in[1] = wi;
+    OK(popc_graph_add_node(g, NULL, "Mul", 0, in, 2, &y, 1, NULL, 0, "mul",
+                           NULL));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_identity_loss(L, y, "sum", &loss));
+    popc_layers_free(L);
+    OK(popc_graph_add_output(g, loss));
+    if (half)
+        OK(popc_optimizer_set(opt, "accum_type", 1));
+    if (half && momentum != 0.0)
+        OK(popc_optimizer_set(opt, "velocity_accum_type", 1));
+    OK(popc_model_new_training(g, o, opt, &m));
+    popc_graph_free(g);
+    popc_options_free(o);
+    popc_optimizer_free(opt);
+    return m;
+}
+
+/* One step over two micro-batches whose x are all 60000, then all 10000;
+** returns w[0] afterwards. */
+static float half_step(popc_model *m)
+{
+    int64_t xd[2] = {2, HALF_N};
+    popc_tensor *x = NULL, *loss = NULL;
+    const popc_tensor *w = NULL;
+    float *v;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    v = popc_tensor_data(x);
+    for (int i = 0; i < HALF_N; i++) {
+        v[i] = 60000.0f;
+        v[HALF_N + i] = 10000.0f;
+    }
+    OK(popc_model_run(m, &x, 1, &loss, 1));
+    popc_tensor_free(x);
+    popc_tensor_free(loss);
+    OK(popc_model_get_weight(m, "w", &w));
+    return ((const float *)popc_tensor_data((popc_tensor *)w))[0];
+}
+
+/* Hand-derived: in float32 (Post) the mean gradient is (60000 + 10000) / 2
+** = 35000. In float16 the sum 70000 would overflow (the largest half is
+** 65504); PopTorch therefore switches to the Running mean, 60000 then
+** 0.5 * 60000 + 0.5 * 10000 = 35000, which rounds to the half 35008
+** (halves are 32 apart there). w = -lr * mean, lr = 1e-4. */
+static void half_accumulation_case(const char *backend)
+{
+    popc_model *f32 = half_model(backend, NULL, 0, 0.0);
+    popc_model *f16 = half_model(backend, NULL, 1, 0.0);
+    popc_model *post = half_model(backend, "Post", 1, 0.0);
+
+    ck_assert_float_eq_tol(half_step(f32), -1e-4f * 35000.0f, 1e-6f);
+    ck_assert_float_eq_tol(half_step(f16), -1e-4f * 35008.0f, 1e-6f);
+    /* an explicit Post is overridden too (with a warning) */
+    ck_assert_float_eq_tol(half_step(post), -1e-4f * 35008.0f, 1e-6f);
+    popc_model_free(f32);
+    popc_model_free(f16);
+    popc_model_free(post);
+}
+
+START_TEST(half_accumulation_cpu)
+{
+    half_accumulation_case("cpu");
+}
+END_TEST
+
+START_TEST(half_accumulation_ipumodel)
+{
+    half_accumulation_case("ipumodel");
+}
+END_TEST
+
+/* Half accumulators and velocity take 2 bytes an element on the device:
+** persistent memory drops by 2 x 2 x HALF_N bytes. */
+START_TEST(half_storage_in_the_memory_report)
+{
+    popc_model *f32 = half_model("ipumodel", NULL, 0, 0.9);
+    popc_model *f16 = half_model("ipumodel", NULL, 1, 0.9);
+    popc_plan_info a, b;
+
+    (void)half_step(f32);
+    (void)half_step(f16);
+    OK(popc_model_get_plan_info(f32, &a));
+    OK(popc_model_get_plan_info(f16, &b));
+    ck_assert_int_eq(a.persistent_bytes - b.persistent_bytes, 4 * HALF_N);
+    popc_model_free(f32);
+    popc_model_free(f16);
+}
+END_TEST
+
+/* R2.3 after compile: PopTorch's ValueError text. */
+START_TEST(half_accumulation_after_compile)
+{
+    popc_model *m = half_model("cpu", NULL, 0, 0.0);
+    popc_optimizer *opt = sgd(1e-4, 0.0, 1.0);
+
+    (void)half_step(m);
+    OK(popc_optimizer_set(opt, "accum_type", 1));
+    ck_assert_int_eq(popc_model_set_optimizer(m, opt), POPC_EINVAL);
+    ck_assert_str_eq(popc_last_error(),
+                     "Invalid optimizer: the new optimizer would require "
+                     "changing options.Training.meanAccumulationAndReplication"
+                     "ReductionStrategy to poptorch.MeanReductionStrategy."
+                     "Running but the executable is already compiled.");
+    popc_optimizer_free(opt);
+    popc_model_free(m);
+}
+END_TEST
+
 
 int main(void)
 {
@@ -616,6 +751,10 @@ int main(void)
     tcase_add_test(tc, no_loss);
     tcase_add_test(tc, multiple_losses);
     tcase_add_test(tc, set_optimizer_on_inference);
+    tcase_add_test(tc, half_accumulation_cpu);
+    tcase_add_test(tc, half_accumulation_ipumodel);
+    tcase_add_test(tc, half_storage_in_the_memory_report);
+    tcase_add_test(tc, half_accumulation_after_compile);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

@@ -271,6 +271,10 @@ static void place_slots(ipum_map *m, int *cursor)
                           : is_persistent(sl->kind) || !live)
                 continue;
             sm->bytes = (int64_t)popc_view_nbytes(&sl->info);
+            if (POPC_HAS_FIELD(popc_plan, p->size, store_dtype) &&
+                p->store_dtype)
+                sm->bytes = popc_view_numel(&sl->info) *
+                            (int64_t)popc_dtype_size(p->store_dtype[s]);
             sm->n = tiles_for(&m->dev, (double)sm->bytes);
             sm->first = cursor[sm->ipu];
             cursor[sm->ipu] = (int)((cursor[sm->ipu] + sm->n) % T);

@@ -283,6 +283,17 @@ typedef struct popc_optim_def {
     /* (optional) initial state; NULL: zeros. */
     void (*init_state)(const double *hypers, float *const *state, int64_t n);
     popc_status (*step)(const popc_optim_step_ctx *c);
+    /* (optional, since 0.2.0; check with POPC_HAS_FIELD) The dtype the
+    ** device stores state array `index` in. step() receives float32
+    ** arrays either way; for POPC_DTYPE_F16 it rounds them to half after
+    ** each update, and the memory reports count 2 bytes an element.
+    ** NULL: float32. */
+    popc_dtype (*state_dtype)(const double *hypers, int index);
+    /* (optional, since 0.2.0) The dtype of the gradient accumulator
+    ** (PopTorch's accum_type). POPC_DTYPE_F16: the core rounds the
+    ** accumulated gradients to half and, as PopTorch does, switches the
+    ** mean reduction strategy to Running. NULL: float32. */
+    popc_dtype (*accum_dtype)(const double *hypers);
 } popc_optim_def;
 
 /* ---- backends ----------------------------------------------------------- */
@@ -339,6 +350,12 @@ typedef struct popc_plan {
     ** on chip. Read only when POPC_HAS_FIELD(popc_plan, size, offchip_to). */
     const int *offchip_from;
     const int *offchip_to;
+    /* Per slot, the dtype the device stores it in when that differs from
+    ** info.dtype: float16 optimizer state and gradient accumulators, whose
+    ** host copies are float32 arrays holding half values. Memory models
+    ** count these bytes. NULL: info.dtype everywhere. Read only when
+    ** POPC_HAS_FIELD(popc_plan, size, store_dtype); since 0.2.0. */
+    const popc_dtype *store_dtype;
 } popc_plan;
 
 /* The data of every slot for one replica during one micro-batch. */
