@@ -39,6 +39,10 @@ void popci_remove_stale_temps(const char *path);
 popc_status popci_lock_path(const char *path, const char *what, int *fd);
 void popci_unlock_path(int fd); /* -1 is a no-op */
 
+/* mkdir -p: dir and its missing parents. POPC_EIO naming `what` (the
+** option or command the directory is for) and the part that failed. */
+popc_status popci_mkdir_p(const char *dir, const char *what);
+
 /* rm -r path, without following symlinks; best effort. */
 void popci_remove_tree(const char *path);
 

@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "popc/log.h"
+#include "core/log_priv.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
@@ -32,6 +33,7 @@ static char last_line[1024];
 static int last_level;
 static int seen;                  /* times last_line came in a row */
 static char env_problem[512];     /* reported on the first emitted line */
+static _Thread_local FILE *thread_file; /* log_priv.h */
 
 static const char *const level_names[] = {"TRACE", "DEBUG", "INFO",
                                           "WARN",  "ERR",   "OFF"};
@@ -110,8 +112,20 @@ void popc_log_set_callback(popc_log_fn fn, void *user)
     pthread_mutex_unlock(&log_lock);
 }
 
+FILE *popci_log_swap_thread_file(FILE *f)
+{
+    FILE *prev = thread_file;
+
+    thread_file = f;
+    return prev;
+}
+
 static void emit(int level, const char *msg)
 {
+    if (thread_file) {
+        fprintf(thread_file, "[popc %s] %s\n", level_names[level], msg);
+        fflush(thread_file);
+    }
     if (log_cb) {
         log_cb(level, msg, log_cb_user);
         return;

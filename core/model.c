@@ -173,6 +173,8 @@ static popc_status model_new(const popc_graph *g, popc_options *opts,
     popc_options_freeze(m->opts);
     if (!training && (st = check_inference_options(m->opts)) != POPC_OK)
         goto fail;
+    if ((st = popci_model_open_log(m)) != POPC_OK)
+        goto fail;
     if ((st = popc_graph_clone(g, &m->graph)) != POPC_OK ||
         (st = list_weights(m)) != POPC_OK)
         goto fail;
@@ -240,6 +242,8 @@ void popc_model_free(popc_model *m)
     free(m->run_dtype);
     free(m->weight_values);
     free(m->weight_plan);
+    if (m->log_file)
+        fclose(m->log_file);
     free(m);
 }
 
@@ -661,15 +665,21 @@ const char *popci_model_name(const popc_model *m)
 popc_status popc_model_compile(popc_model *m, popc_tensor *const *inputs,
                                int n_inputs)
 {
+    FILE *prev;
+    popc_status st = POPC_OK;
+
     if (!m)
         return popc_set_error(POPC_EINVAL, "popc_model_compile: model is "
                               "NULL");
-    if (m->exec) {
-        popc_log(POPC_LOG_INFO, "Call to compile() ignored: the executable "
+    prev = popci_model_log_begin(m);
+    /* PopTorch logs this as a warning */
+    if (m->exec)
+        popc_log(POPC_LOG_WARN, "Call to compile() ignored: the executable "
                  "is already compiled");
-        return POPC_OK;
-    }
-    return compile(m, inputs, n_inputs);
+    else
+        st = compile(m, inputs, n_inputs);
+    popci_model_log_end(prev);
+    return st;
 }
 
 int popc_model_is_compiled(const popc_model *m)
@@ -741,9 +751,9 @@ static popc_status check_can_run(const popc_model *m)
     return POPC_OK;
 }
 
-popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
-                           int n_inputs, popc_tensor **outputs,
-                           int n_outputs)
+static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
+                             int n_inputs, popc_tensor **outputs,
+                             int n_outputs)
 {
     popc_tensor **conv = NULL;
     popc_view *in = NULL, *out = NULL;
@@ -839,6 +849,24 @@ done:
             popc_tensor_free(outputs[i]);
             outputs[i] = NULL;
         }
+    return st;
+}
+
+popc_status popc_model_run(popc_model *m, popc_tensor *const *inputs,
+                           int n_inputs, popc_tensor **outputs,
+                           int n_outputs)
+{
+    FILE *prev;
+    popc_status st;
+
+    if (!m) {
+        for (int i = 0; outputs && i < n_outputs; i++)
+            outputs[i] = NULL;
+        return popc_set_error(POPC_EINVAL, "popc_model_run: model is NULL");
+    }
+    prev = popci_model_log_begin(m);
+    st = run_model(m, inputs, n_inputs, outputs, n_outputs);
+    popci_model_log_end(prev);
     return st;
 }
 

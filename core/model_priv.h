@@ -12,6 +12,7 @@
 #define POPC_MODEL_PRIV_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "popc/model.h"
 #include "core/exec_priv.h"
@@ -58,6 +59,7 @@ struct popc_model {
     /* replica grouping of weights (core/replica_groups.c); NULL: none */
     struct popci_rgroups *groups;
     int detached;                /* popc_model_detach_from_device */
+    FILE *log_file;              /* logDir/NAME.log; NULL: none */
     int64_t reserved_ipus;       /* IPUs held: all replicas', rounded up to
                                     a power of 2 by autoRoundNumIPUs */
 };
@@ -84,6 +86,13 @@ popc_status popci_model_require_compiled(const popc_model *m);
 /* The modelName option, or "training" / "inference" when it is None
 ** (PopTorch's default): names the model's profile subdirectory. */
 const char *popci_model_name(const popc_model *m);
+
+/* logDir (core/model_log.c): opens LOGDIR/NAME.log when the option is
+** set. log_begin makes the calling thread's log lines go there too and
+** returns what log_end must restore. */
+popc_status popci_model_open_log(popc_model *m);
+FILE *popci_model_log_begin(const popc_model *m);
+void popci_model_log_end(FILE *prev);
 
 /* PopTorch's IPU count rule (core/ipu_count.c): fails with its text when
 ** the IPUs of all replicas are more than 64 or, without autoRoundNumIPUs,

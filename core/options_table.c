@@ -564,7 +564,9 @@ const popci_optdef popci_option_table[] = {
      .flags = N, .min = 0, .max = MAX32,
      .param = "max_lines"},
     {.info = {"logDir", POPC_OPT_STRING, ".",
-              "Directory for log files", "path", 1},
+              "Directory of the model's log file, NAME.log (NAME: "
+              "modelName); written only when this option is set", "path",
+              1},
      .hook = hook_nonempty,
      .param = "log_dir"},
     {.info = {"modelName", POPC_OPT_STRING, "None",

@@ -602,38 +602,7 @@ static char *profile_json(const popci_profile *p, const popc_model *m,
 
 popc_status popci_profile_mkdir(const char *dir)
 {
-    size_t n = strlen(dir);
-    char *path = popci_malloc(n + 1);
-
-    if (!path)
-        return popc_set_error(POPC_ENOMEM, "enableProfiling: out of memory");
-    memcpy(path, dir, n + 1);
-    /* every parent first, then the directory itself (mkdir -p) */
-    for (size_t i = 1; i <= n; i++) {
-        struct stat sb;
-        if (path[i] != '/' && path[i] != '\0')
-            continue;
-        path[i] = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            int err = errno;
-            popc_status st = popc_set_error(
-                POPC_EIO, "enableProfiling: cannot create the directory "
-                "'%s': %s", path, strerror(err));
-            free(path);
-            return st;
-        }
-        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            popc_status st = popc_set_error(
-                POPC_EIO, "enableProfiling: cannot create the directory "
-                "'%s': %s", dir, i < n ? "a parent is not a directory"
-                                       : "a file of that name exists");
-            free(path);
-            return st;
-        }
-        path[i] = i < n ? '/' : '\0';
-    }
-    free(path);
-    return POPC_OK;
+    return popci_mkdir_p(dir, "enableProfiling");
 }
 
 static popc_status write_atomic(const char *dir, const char *name,

@@ -42,6 +42,7 @@ typedef struct setup {
     int two_ipus, training, log_cycles, progress;
     const char *profile;
     const char *model_name;    /* NULL: PopTorch's default */
+    const char *log_dir;       /* NULL: not set */
 } setup;
 
 static popc_options *make_options(const setup *s)
@@ -63,6 +64,8 @@ static popc_options *make_options(const setup *s)
         OK(popc_options_set(o, "enableProfiling", s->profile));
     if (s->model_name)
         OK(popc_options_set(o, "modelName", s->model_name));
+    if (s->log_dir)
+        OK(popc_options_set(o, "logDir", s->log_dir));
     return o;
 }
 
@@ -847,6 +850,99 @@ START_TEST(model_name_is_the_profile_subdirectory)
 }
 END_TEST
 
+/* ---- logDir and the log of a model --------------------------------------- */
+
+static char compile_line[4096];
+static int compile_level = -1;
+
+static void capture_compile(int level, const char *msg, void *user)
+{
+    (void)user;
+    if (strstr(msg, "compile() ignored")) {
+        snprintf(compile_line, sizeof compile_line, "%s", msg);
+        compile_level = level;
+    }
+}
+
+/* PopTorch logs a second compile() as a warning. */
+START_TEST(second_compile_warns)
+{
+    setup s = {.backend = "cpu"};
+    popc_tensor *in[2];
+    int n;
+    popc_model *m = make_model(&s, in, &n);
+
+    popc_log_set_callback(capture_compile, NULL);
+    OK(popc_model_compile(m, in, n));
+    ck_assert_int_eq(compile_level, -1);
+    OK(popc_model_compile(m, in, n));
+    popc_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(compile_level, POPC_LOG_WARN);
+    ck_assert_str_eq(compile_line, "Call to compile() ignored: the executable "
+                               "is already compiled");
+    popc_model_free(m);
+    free_inputs(in, n);
+}
+END_TEST
+
+/* logDir: the model's lines go to LOGDIR/NAME.log as well (the directory
+** is made); a model without logDir writes no file; a directory that
+** cannot be made fails the model's creation, naming logDir. */
+START_TEST(log_dir_holds_the_model_log)
+{
+    char *dir = temp_dir(), *logs = sub_dir(dir, "logs"),
+         *file = sub_dir(logs, "mine.log"), *bad = sub_dir(file, "x"),
+         *other = sub_dir(logs, "other.log");
+    setup s = {.backend = "cpu", .training = 1, .model_name = "mine",
+               .log_dir = logs};
+    setup plain = {.backend = "cpu", .training = 1, .model_name = "other"};
+    popc_tensor *in[2], *in2[2];
+    int n, n2;
+    popc_model *m, *m2;
+    popc_options *o;
+    popc_graph *g;
+    size_t len;
+    char *text;
+
+    popc_log_set_level(POPC_LOG_INFO);
+    m = make_model(&s, in, &n);
+    OK(popc_model_compile(m, in, n));
+    OK(popc_model_compile(m, in, n));
+    m2 = make_model(&plain, in2, &n2);
+    OK(popc_model_compile(m2, in2, n2));
+    popc_log_set_level(POPC_LOG_WARN);
+    text = slurp(logs, "mine.log", &len);
+    ck_assert_msg(strstr(text, "[popc INFO] compiled 'mlp_train' for "
+                               "training on backend cpu"), "%s", text);
+    ck_assert_msg(strstr(text, "[popc WARN] Call to compile() ignored"),
+                  "%s", text);
+    /* only this model's lines */
+    ck_assert_int_eq(count(text, "compiled '"), 1);
+    free(text);
+    popc_model_free(m);
+    popc_model_free(m2);
+    /* logs/ holds mine.log alone: the model without logDir wrote nothing */
+    ck_assert_int_ne(access(other, F_OK), 0);
+    s.log_dir = bad;
+    o = make_options(&s);
+    g = profile_mlp(B, 64, 0, 1);
+    ck_assert_int_eq(popc_model_new_training(g, o, NULL, &m), POPC_EIO);
+    ck_assert_msg(strstr(popc_last_error(), "logDir: cannot create the "
+                                            "directory"),
+                  "%s", popc_last_error());
+    popc_graph_free(g);
+    popc_options_free(o);
+    free_inputs(in, n);
+    free_inputs(in2, n2);
+    remove_dir(dir);
+    free(dir);
+    free(logs);
+    free(file);
+    free(bad);
+    free(other);
+}
+END_TEST
+
 START_TEST(profile_directory_that_cannot_be_made)
 {
     char *dir = temp_dir(), file[512], bad[600];
@@ -906,6 +1002,8 @@ static Suite *profile_suite(void)
     tcase_add_test(tc, profile_without_a_backend_report);
     tcase_add_test(tc, profile_directory_that_cannot_be_made);
     tcase_add_test(tc, model_name_is_the_profile_subdirectory);
+    tcase_add_test(tc, second_compile_warns);
+    tcase_add_test(tc, log_dir_holds_the_model_log);
     suite_add_tcase(s, tc);
     return s;
 }
