@@ -1,5 +1,6 @@
-# tests/options.mk - options (check_options) and the INI wrapper
-# (check_config). check_config calls core-internal popci_config_*
+# tests/options.mk - options (check_options), the INI wrapper
+# (check_config) and a reader for every supported option
+# (test_option_readers.sh). check_config calls core-internal popci_config_*
 # functions, which libpopc hides: it compiles core/config.c itself.
 EXTRA_DIST += \
     %reldir%/data/options/README \
@@ -27,6 +28,8 @@ EXTRA_DIST += \
     %reldir%/data/options/options_type.txt \
     %reldir%/data/options/options_unknown.ini \
     %reldir%/data/options/options_unsupported.ini
+TESTS += %reldir%/test_option_readers.sh
+EXTRA_DIST += %reldir%/test_option_readers.sh
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_options %reldir%/check_config
 TESTS += %reldir%/check_options %reldir%/check_config
