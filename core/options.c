@@ -59,20 +59,71 @@ int popci_options_must(const char *name)
     return i;
 }
 
+/* Does an option before index i start with the first len chars of n? */
+static int group_seen(int i, const char *n, size_t len)
+{
+    for (int j = 0; j < i; j++)
+        if (strncmp(popci_option_table[j].info.name, n, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The valid names near `name`, into buf: the options of its group
+** ("Training." for "Training.foo"), else the ungrouped options and the
+** groups. All 74 names would not fit one error message. */
+static void valid_names(const char *name, char *buf, size_t size)
+{
+    const char *dot = name ? strrchr(name, '.') : NULL;
+    size_t plen = dot ? (size_t)(dot - name) + 1 : 0, used = 0;
+    int in_group = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; plen && i < popci_option_count; i++)
+        in_group |= strncmp(popci_option_table[i].info.name, name, plen) == 0;
+    for (int i = 0; i < popci_option_count; i++) {
+        const char *n = popci_option_table[i].info.name;
+        const char *d = strchr(n, '.');
+        size_t len = strlen(n);
+        int w;
+
+        if (in_group ? strncmp(n, name, plen) != 0 : d != NULL) {
+            /* outside a group, a group is listed once, as "Training.*" */
+            if (in_group || !d)
+                continue;
+            len = (size_t)(d - n) + 1;
+            if (group_seen(i, n, len))
+                continue;
+            w = snprintf(buf + used, size - used, "%s%.*s*", used ? ", " : "",
+                         (int)len, n);
+        } else {
+            w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
+                         n);
+        }
+        if (w < 0 || (size_t)w >= size - used) {
+            buf[used] = '\0';
+            return;
+        }
+        used += (size_t)w;
+    }
+}
+
 popc_status popci_options_unknown(const char *name)
 {
-    const char *names[MAX_OPTIONS];
+    const char *names[MAX_OPTIONS] = {NULL};
     const char *close;
+    char valid[1400];
     int n = 0;
 
     for (int i = 0; i < popci_option_count && n < MAX_OPTIONS; i++)
         names[n++] = popci_option_table[i].info.name;
     close = popci_closest_name(name, names, n);
+    valid_names(name, valid, sizeof valid);
     if (close)
         return popc_set_error(POPC_ENOTFOUND, "unknown option '%s'; did you "
-                              "mean '%s'?", name ? name : "(null)", close);
-    return popc_set_error(POPC_ENOTFOUND, "unknown option '%s' (`popc "
-                          "options` lists them all)", name ? name : "(null)");
+                              "mean '%s'? Valid options: %s",
+                              name ? name : "(null)", close, valid);
+    return popc_set_error(POPC_ENOTFOUND, "unknown option '%s'. Valid "
+                          "options: %s", name ? name : "(null)", valid);
 }
 
 const popci_optval *popci_options_val(const popc_options *o,

@@ -332,6 +332,16 @@ START_TEST(integer_ranges)
     expect(popc_options_set(opts, "gradientAccumulation", "2"),
            POPC_ENOTFOUND, "did you mean 'Training.gradientAccumulation'?",
            NULL);
+    /* the valid names follow: the group's, or the ungrouped ones and the
+    ** groups */
+    expect(popc_options_set(opts, "Training.nope", "2"), POPC_ENOTFOUND,
+           "unknown option 'Training.nope'. Valid options: "
+           "Training.gradientAccumulation, Training.accumulationAndReplication"
+           "ReductionType, ", NULL);
+    expect(popc_options_set(opts, "nope", "2"), POPC_ENOTFOUND,
+           "Valid options: deviceIterations, replicationFactor, "
+           "inputReplicaGrouping.*, ", NULL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), ", Training.*, "));
     expect(popc_options_set(NULL, "deviceIterations", "2"), POPC_EINVAL,
            "NULL options", NULL);
 }
