@@ -61,7 +61,12 @@ static void feed(popci_exec *e, const popci_exec_io *io, popc_frame *f,
     for (int i = 0; i < p->n_inputs; i++) {
         int s = p->input_slots[i];
         size_t bytes = popci_plan_slot_bytes(p, s);
-        f->slots[s].data = (char *)io->inputs[i].data + (size_t)idx * bytes;
+
+        if (e->synth) /* enableSyntheticData: nothing from the host */
+            f->slots[s].data = e->synth[r * p->n_inputs + i];
+        else
+            f->slots[s].data = (char *)io->inputs[i].data +
+                               (size_t)idx * bytes;
     }
     f->seed = frame_seed(e, io, mb, r);
     f->user = io->user;
@@ -288,7 +293,8 @@ static popc_status run_task(void *arg, int i)
     if (tr)
         ts[2] = popci_exec_now();
     if (k->p == e->n_phases - 1) {
-        collect(e, t->io, f, k->r, k->mb);
+        if (!e->synth) /* enableSyntheticData: nothing to the host */
+            collect(e, t->io, f, k->r, k->mb);
         if (e->cfg.training)
             accumulate(e, f, k->r, k->mb % e->cfg.grad_accum);
     }

@@ -51,6 +51,9 @@ typedef struct popci_exec_grouping {
     int orthogonal;
 } popci_exec_grouping;
 
+/* syntheticDataMode: values of generated floating-point inputs. */
+enum { POPCI_SYNTH_NORMAL = 0, POPCI_SYNTH_UNIFORM = 1, POPCI_SYNTH_ZEROS = 2 };
+
 typedef struct popci_exec_config {
     int training;
     int64_t device_iterations;     /* DI >= 1 */
@@ -64,6 +67,8 @@ typedef struct popci_exec_config {
     popc_mean_strategy strategy;   /* RUNNING or POST */
     int accum_f16;                 /* gradient accumulators hold float16
                                       values (the optimizer's accum_type) */
+    int synthetic;                 /* enableSyntheticData: no host I/O */
+    int synthetic_mode;            /* POPCI_SYNTH_* */
     uint64_t random_seed;
     int pipelined;                 /* stages overlap (wavefront) */
     int broadcast_buffers;         /* after each optimizer step, buffers
@@ -198,6 +203,13 @@ struct popci_exec {
     size_t *out_item;              /* bytes of one micro-batch result */
     int64_t micro_batches;         /* DI x GA per replica */
     double loss_scaling;           /* value in the plan's gradient seed */
+    void **synth;                  /* [replica * n_inputs + i]: generated
+                                      inputs (enableSyntheticData); NULL */
 };
+
+/* enableSyntheticData (core/synthetic.c): generate every replica's inputs
+** once; free them. */
+popc_status popci_synthetic_init(popci_exec *e);
+void popci_synthetic_free(popci_exec *e);
 
 #endif /* POPC_EXEC_PRIV_H */

@@ -371,6 +371,7 @@ void popci_exec_free(popci_exec *e)
     free(e->phase_first);
     free(e->w_groups);
     free(e->w_orth);
+    popci_synthetic_free(e);
     popci_plan_free(e->plan);
     free(e);
 }
@@ -404,7 +405,8 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
     ** window (GA when training: the optimizer step drains the pipeline). */
     window = cfg->training ? cfg->grad_accum : e->micro_batches;
     e->n_frames = e->n_phases < window ? e->n_phases : (int)window;
-    if ((st = make_frames(e)) != POPC_OK)
+    if ((st = make_frames(e)) != POPC_OK ||
+        (st = popci_synthetic_init(e)) != POPC_OK)
         goto fail;
     bc = *bcfg;
     bc.size = sizeof bc;

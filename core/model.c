@@ -593,6 +593,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         m->opts, "Training.meanAccumulationAndReplicationReductionStrategy",
         POPC_MEAN_POST);
     ec.random_seed = (uint64_t)opt_int(m->opts, "randomSeed", 0);
+    ec.synthetic = (int)opt_int(m->opts, "enableSyntheticData", 0);
+    ec.synthetic_mode = (int)opt_int(m->opts, "syntheticDataMode", 0);
     ec.pipelined = pipelined(m, plan);
     ec.broadcast_buffers = (int)opt_int(m->opts, "broadcastBuffers", 1);
     ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);

@@ -78,6 +78,14 @@ static const popci_enum_member auto_stages[] = {
     {"AutoIncrement", POPC_AUTOSTAGE_AUTO_INCREMENT, 0, NULL},
     {NULL, 0, 0, NULL}};
 
+/* popc's syntheticDataMode; values are core/exec_priv.h's POPCI_SYNTH_*
+** (PopART's SyntheticDataMode without Off). */
+static const popci_enum_member synthetic_modes[] = {
+    {"RandomNormal", 0, 0, NULL},
+    {"RandomUniform", 1, 0, NULL},
+    {"Zeros", 2, 0, NULL},
+    {NULL, 0, 0, NULL}};
+
 static const popci_enum_member livenesses[] = {
     {"AlwaysLive", POPC_LIVENESS_ALWAYS_LIVE, 0, NULL},
     {"OffChipAfterFwd", POPC_LIVENESS_OFF_CHIP_AFTER_FWD, 0, NULL},
@@ -589,11 +597,16 @@ const popci_optdef popci_option_table[] = {
      .flags = C, .why = "it would select other norm kernels",
      .param = "enabled"},
     {.info = {"enableSyntheticData", POPC_OPT_BOOL, "false",
-              "Generate input data on the device instead of reading the "
-              "host's", BOOLV, 0},
-     .flags = C, .why = "it would replace host data by random data on the "
-                       "device",
-     .param = "enabled"},
+              "No host I/O: inputs are generated on the device "
+              "(syntheticDataMode), outputs stay zero; for benchmarking",
+              BOOLV, 1},
+     .flags = C, .param = "enabled"},
+    {.info = {"syntheticDataMode", POPC_OPT_ENUM, "RandomNormal",
+              "popc: values of generated floating-point inputs under "
+              "enableSyntheticData (integer inputs are zeros)",
+              "RandomNormal | RandomUniform | Zeros", 1},
+     .flags = C | P, .enum_type = "SyntheticDataMode",
+     .members = synthetic_modes},
     {.info = {"relaxOptimizerAttributesChecks", POPC_OPT_BOOL, "false",
               "Unexpected optimizer attributes give debug messages, not "
               "warnings", BOOLV, 0},

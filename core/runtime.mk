@@ -4,6 +4,7 @@
 libpopc_la_SOURCES += \
     %reldir%/plan.c %reldir%/plan_priv.h \
     %reldir%/exec_priv.h %reldir%/executor.c %reldir%/batching.c \
+    %reldir%/synthetic.c \
     %reldir%/train_step.c \
     %reldir%/model.c %reldir%/ipu_count.c %reldir%/model_log.c %reldir%/model_weights.c %reldir%/model_priv.h \
     %reldir%/attach.c

@@ -599,9 +599,10 @@ END_TEST
 #define HALF_N 1000
 
 /* loss = sum(x * w) over w [HALF_N] (zeros): the gradient of w is x.
-** half: accum_type (and, with momentum, velocity_accum_type) float16. */
-static popc_model *half_model(const char *backend, const char *strategy,
-                              int half, double momentum)
+** half: accum_type (and, with momentum, velocity_accum_type) float16;
+** synth: syntheticDataMode with enableSyntheticData (NULL: off). */
+static popc_model *scale_model(const char *backend, const char *strategy,
+                               int half, double momentum, const char *synth)
 {
     int64_t xd[2] = {1, HALF_N}, wd[1] = {HALF_N};
     popc_graph *g = NULL;
@@ -613,6 +614,10 @@ static popc_model *half_model(const char *backend, const char *strategy,
     int x, wi, y, in[2], loss;
 
     OK(popc_options_set(o, "backend", backend));
+    if (synth) {
+        OK(popc_options_set(o, "enableSyntheticData", "true"));
+        OK(popc_options_set(o, "syntheticDataMode", synth));
+    }
     OK(popc_graph_new("half", &g));
     OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
     OK(popc_tensor_new(POPC_DTYPE_F32, wd, 1, &w));
@@ -635,6 +640,12 @@ static popc_model *half_model(const char *backend, const char *strategy,
     popc_options_free(o);
     popc_optimizer_free(opt);
     return m;
+}
+
+static popc_model *half_model(const char *backend, const char *strategy,
+                              int half, double momentum)
+{
+    return scale_model(backend, strategy, half, momentum, NULL);
 }
 
 /* One step over two micro-batches whose x are all 60000, then all 10000;
@@ -709,6 +720,69 @@ START_TEST(half_storage_in_the_memory_report)
 }
 END_TEST
 
+/* ---- enableSyntheticData ------------------------------------------------- */
+
+/* w after one step of scale_model with synthetic data of `mode`: the host
+** data (60000 and 10000) is ignored, each micro-batch is the replica's
+** generated row z, so w = -lr * z. The loss output stays zero. */
+static void synthetic_w(const char *backend, const char *mode, double *mean,
+                        double *var, float *lo, float *hi)
+{
+    popc_model *m = scale_model(backend, NULL, 0, 0.0, mode);
+    int64_t xd[2] = {2, HALF_N};
+    popc_tensor *x = NULL, *loss = NULL;
+    const popc_tensor *w = NULL;
+    const float *v;
+    double s = 0.0, s2 = 0.0;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    for (int i = 0; i < 2 * HALF_N; i++)
+        ((float *)popc_tensor_data(x))[i] = 60000.0f;
+    OK(popc_model_run(m, &x, 1, &loss, 1));
+    ck_assert(((const float *)popc_tensor_data(loss))[0] == 0.0f);
+    OK(popc_model_get_weight(m, "w", &w));
+    v = popc_tensor_data((popc_tensor *)w);
+    *lo = *hi = v[0] / -1e-4f;
+    for (int i = 0; i < HALF_N; i++) {
+        double z = v[i] / -1e-4;
+        s += z;
+        s2 += z * z;
+        *lo = (float)z < *lo ? (float)z : *lo;
+        *hi = (float)z > *hi ? (float)z : *hi;
+    }
+    *mean = s / HALF_N;
+    *var = s2 / HALF_N - *mean * *mean;
+    popc_tensor_free(x);
+    popc_tensor_free(loss);
+    popc_model_free(m);
+}
+
+/* RandomNormal: 1000 draws of N(0, 1) have a mean within 0.15 of 0 (4.7
+** standard errors) and a variance within 15% of 1; RandomUniform: in
+** [0, 1) with mean 0.5; Zeros: nothing moves. The same on both backends,
+** and the same for any host data. */
+START_TEST(synthetic_data_replaces_host_io)
+{
+    static const char *const backends[] = {"cpu", "ipumodel"};
+    double mean, var, mean2, var2;
+    float lo, hi;
+
+    for (int b = 0; b < 2; b++) {
+        synthetic_w(backends[b], "RandomNormal", &mean, &var, &lo, &hi);
+        ck_assert_msg(fabs(mean) < 0.15 && fabs(var - 1.0) < 0.15,
+                      "%s normal: mean %g var %g", backends[b], mean, var);
+        synthetic_w(backends[b], "RandomNormal", &mean2, &var2, &lo, &hi);
+        ck_assert(mean == mean2 && var == var2); /* seeded */
+        synthetic_w(backends[b], "RandomUniform", &mean, &var, &lo, &hi);
+        ck_assert_msg(lo >= 0.0f && hi < 1.0f && fabs(mean - 0.5) < 0.05,
+                      "%s uniform: [%g, %g] mean %g", backends[b], lo, hi,
+                      mean);
+        synthetic_w(backends[b], "Zeros", &mean, &var, &lo, &hi);
+        ck_assert(lo == 0.0f && hi == 0.0f);
+    }
+}
+END_TEST
+
 /* R2.3 after compile: PopTorch's ValueError text. */
 START_TEST(half_accumulation_after_compile)
 {
@@ -755,6 +829,7 @@ int main(void)
     tcase_add_test(tc, half_accumulation_ipumodel);
     tcase_add_test(tc, half_storage_in_the_memory_report);
     tcase_add_test(tc, half_accumulation_after_compile);
+    tcase_add_test(tc, synthetic_data_replaces_host_io);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

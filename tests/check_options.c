@@ -148,6 +148,8 @@ START_TEST(poptorch_defaults)
         {"Distributed.numProcesses", "1"}, {"Distributed.processId", "0"},
         {"Jit.traceModel", "false"}, {"ipuVersion", "2"},
         {"backend", "ipumodel"}, {"threads", "0"}, {"pluginPath", "None"},
+        {"enableSyntheticData", "false"},
+        {"syntheticDataMode", "RandomNormal"},
     };
 
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
@@ -199,7 +201,8 @@ START_TEST(supported_flags)
         "Training.meanAccumulationAndReplicationReductionStrategy",
         "Precision.setPartialsType", "TensorLocations.numIOTiles",
         "Distributed.numProcesses", "Distributed.processId",
-        "Jit.traceModel", "backend", "threads", "pluginPath", NULL};
+        "Jit.traceModel", "backend", "threads", "pluginPath",
+        "enableSyntheticData", "syntheticDataMode", NULL};
     int n_sup = 0;
 
     for (int i = 0; supported[i]; i++) {
@@ -209,7 +212,7 @@ START_TEST(supported_flags)
     }
     for (int i = 0; i < popc_options_count(); i++)
         n_sup += popc_options_info(i)->supported;
-    ck_assert_int_eq(n_sup, 36);
+    ck_assert_int_eq(n_sup, 38);
 }
 END_TEST
 
@@ -250,7 +253,7 @@ START_TEST(unsupported_options_are_refused)
         ck_assert(!popc_options_is_set(opts, info->name));
         refused++;
     }
-    ck_assert_int_eq(refused, popc_options_count() - 36);
+    ck_assert_int_eq(refused, popc_options_count() - 38);
     /* and a supported option's unsupported value */
     expect(popc_options_set(opts, "Precision.setPartialsType", "torch.half"),
            POPC_EUNSUPPORTED, "option Precision.setPartialsType = half is "
