@@ -164,3 +164,30 @@ popc_status popc_graph_set_value_name(popc_graph *g, int value,
     popci_name_map_put(&g->value_names, copy, value);
     return POPC_OK;
 }
+
+/* disableModuleNamescope: "<scope>/<name>" becomes "<name>"; a name taken
+** by an earlier node gets a suffix ("_1"), so names stay unique. */
+popc_status popci_graph_drop_scopes(popc_graph *g)
+{
+    popc_status st;
+
+    popci_name_map_free(&g->node_names);
+    for (int n = 0; n < g->n_nodes; n++) {
+        popci_node *nd = &g->nodes[n];
+        const char *scope = nd->annot.scope;
+        size_t len = scope ? strlen(scope) : 0;
+        const char *base = nd->name;
+        char *s;
+
+        if (len && strncmp(base, scope, len) == 0 && base[len] == '/')
+            base += len + 1;
+        if (!(s = popci_unique_name(&g->node_names, base)))
+            return popc_set_error(POPC_ENOMEM, "graph: out of memory");
+        free(nd->name);
+        nd->name = s;
+        if ((st = popci_name_map_reserve(&g->node_names)) != POPC_OK)
+            return st;
+        popci_name_map_put(&g->node_names, nd->name, n);
+    }
+    return POPC_OK;
+}

@@ -157,6 +157,9 @@ void popci_name_map_put(popci_name_map *m, const char *key, int id);
 void popci_name_map_free(popci_name_map *m);
 /* Rebuild both maps from the values and nodes (after ids moved). */
 popc_status popci_graph_rebuild_names(popc_graph *g);
+/* Drop each node's name scope from its name (disableModuleNamescope),
+** keeping names unique. */
+popc_status popci_graph_drop_scopes(popc_graph *g);
 
 /* ---- graph_annot.c ------------------------------------------------------- */
 

@@ -178,6 +178,9 @@ static popc_status model_new(const popc_graph *g, popc_options *opts,
     if ((st = popc_graph_clone(g, &m->graph)) != POPC_OK ||
         (st = list_weights(m)) != POPC_OK)
         goto fail;
+    if (opt_int(m->opts, "disableModuleNamescope", 0) &&
+        (st = popci_graph_drop_scopes(m->graph)) != POPC_OK)
+        goto fail;
     *out = m;
     return POPC_OK;
 fail:

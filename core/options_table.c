@@ -588,10 +588,9 @@ const popci_optdef popci_option_table[] = {
      .flags = C | N,
      .why = "it would return extra named tensors after each run"},
     {.info = {"disableModuleNamescope", POPC_OPT_BOOL, "false",
-              "Do not prefix op names with the module's name scope", BOOLV,
-              0},
-     .flags = C, .call_default = "true",
-     .why = "it would drop name scopes from op names"},
+              "Do not prefix op names with the module's name scope (the "
+              "model's copy of the graph; names stay unique)", BOOLV, 1},
+     .flags = C, .call_default = "true"},
     {.info = {"enableStableNorm", POPC_OPT_BOOL, "false",
               "Use the slower, more accurate norm operators", BOOLV, 0},
      .flags = C, .why = "it would select other norm kernels",

@@ -10,6 +10,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "popc/executable.h"
 #include "popc/layers.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
@@ -647,6 +648,46 @@ START_TEST(unknown_backend)
 }
 END_TEST
 
+/* disableModuleNamescope: the model's op names lose their scope prefix
+** ("block/Relu_1" -> "Relu_1", "block/fc" -> "fc"); a clash with an
+** earlier name gets a suffix. The caller's graph keeps its names. */
+START_TEST(disable_module_namescope)
+{
+    int64_t d[2] = {2, 3};
+    popc_graph *g = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    const popc_graph *mg;
+    int x, a, b, c;
+
+    OK(popc_graph_new("scopes", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x));
+    OK(popc_graph_push_scope(g, "block"));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &x, 1, &a, 1, NULL, 0, "fc",
+                           NULL));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &a, 1, &b, 1, NULL, 0, NULL,
+                           NULL));
+    popc_graph_pop_scope(g);
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &b, 1, &c, 1, NULL, 0, "fc",
+                           NULL));
+    OK(popc_graph_add_output(g, c));
+    ck_assert_str_eq(popc_graph_node_name(g, 0), "block/fc");
+    ck_assert_str_eq(popc_graph_node_name(g, 1), "block/Relu_1");
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_options_set(o, "disableModuleNamescope", "true"));
+    OK(popc_model_new_inference(g, o, &m));
+    mg = popc_model_graph(m);
+    ck_assert_str_eq(popc_graph_node_name(mg, 0), "fc");
+    ck_assert_str_eq(popc_graph_node_name(mg, 1), "Relu_1");
+    ck_assert_str_eq(popc_graph_node_name(mg, 2), "fc_1");
+    ck_assert_str_eq(popc_graph_node_name(g, 0), "block/fc");
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("model_infer");
@@ -656,6 +697,7 @@ int main(void)
 
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, mode_all_layout);
+    tcase_add_test(tc, disable_module_namescope);
     tcase_add_test(tc, mode_default_is_all);
     tcase_add_test(tc, mode_final);
     tcase_add_test(tc, mode_final_single_replica_scalar);
