@@ -592,9 +592,10 @@ const popci_optdef popci_option_table[] = {
               "model's copy of the graph; names stay unique)", BOOLV, 1},
      .flags = C, .call_default = "true"},
     {.info = {"enableStableNorm", POPC_OPT_BOOL, "false",
-              "Use the slower, more accurate norm operators", BOOLV, 0},
-     .flags = C, .why = "it would select other norm kernels",
-     .param = "enabled"},
+              "Norms take the variance about the mean in a second pass "
+              "(slower, more accurate) instead of one pass of sums of "
+              "squares", BOOLV, 1},
+     .flags = C, .param = "enabled"},
     {.info = {"enableSyntheticData", POPC_OPT_BOOL, "false",
               "No host I/O: inputs are generated on the device "
               "(syntheticDataMode), outputs stay zero; for benchmarking",

@@ -688,6 +688,70 @@ START_TEST(disable_module_namescope)
 }
 END_TEST
 
+/* enableStableNorm: a row of 4096 values near 10000 with a spread of
+** 0.06. The variance about the mean (two passes) is 3.254413604736328e-4;
+** one pass of sums and sums of squares in double (the default, as in
+** PopART) gives 3.256946802139282e-4, 0.08% off. Both values come from
+** the same sums in numpy (float64, in row order). LayerNormalization's
+** InvStdDev output shows which one a model used. */
+static double layernorm_invstd(int stable)
+{
+    enum { D = 4096 };
+    int64_t d[2] = {1, D}, sd[1] = {D};
+    popc_attr at[2] = {{.name = "axis", .type = POPC_ATTR_INT, .i = -1},
+                       {.name = "epsilon", .type = POPC_ATTR_FLOAT,
+                        .f = 1e-12}};
+    popc_graph *g = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *x = NULL, *scale = NULL, *out[3] = {NULL};
+    double invstd;
+    int in[2], y[3];
+
+    OK(popc_graph_new("ln", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &in[0]));
+    OK(popc_tensor_new(POPC_DTYPE_F32, sd, 1, &scale));
+    for (int i = 0; i < D; i++)
+        ((float *)popc_tensor_data(scale))[i] = 1.0f;
+    OK(popc_graph_add_initializer(g, "scale", scale, 0, &in[1]));
+    popc_tensor_free(scale);
+    OK(popc_graph_add_node(g, NULL, "LayerNormalization", 17, in, 2, y, 3,
+                           at, 2, "ln", NULL));
+    for (int i = 0; i < 3; i++)
+        OK(popc_graph_add_output(g, y[i]));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    if (stable)
+        OK(popc_options_set(o, "enableStableNorm", "true"));
+    OK(popc_model_new_inference(g, o, &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 2, &x));
+    for (int i = 0; i < D; i++)
+        ((float *)popc_tensor_data(x))[i] =
+            10000.0f + (float)((i * 7919) % 64) * 0.0009765625f;
+    OK(popc_model_run(m, &x, 1, out, 3));
+    invstd = ((const float *)popc_tensor_data(out[2]))[0];
+    popc_tensor_free(x);
+    for (int i = 0; i < 3; i++)
+        popc_tensor_free(out[i]);
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_graph_free(g);
+    return invstd;
+}
+
+START_TEST(stable_norm)
+{
+    double fast = layernorm_invstd(0), stable = layernorm_invstd(1);
+    double want_fast = 1.0 / sqrt(3.256946802139282e-4 + 1e-12);
+    double want_stable = 1.0 / sqrt(3.254413604736328e-4 + 1e-12);
+
+    ck_assert_msg(fabs(stable / want_stable - 1.0) < 1e-6, "stable: %.9g",
+                  stable);
+    ck_assert_msg(fabs(fast / want_fast - 1.0) < 1e-6, "one pass: %.9g",
+                  fast);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("model_infer");
@@ -698,6 +762,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, mode_all_layout);
     tcase_add_test(tc, disable_module_namescope);
+    tcase_add_test(tc, stable_norm);
     tcase_add_test(tc, mode_default_is_all);
     tcase_add_test(tc, mode_final);
     tcase_add_test(tc, mode_final_single_replica_scalar);

@@ -203,7 +203,7 @@ START_TEST(supported_flags)
         "Distributed.numProcesses", "Distributed.processId",
         "Jit.traceModel", "backend", "threads", "pluginPath",
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
-        NULL};
+        "enableStableNorm", NULL};
     int n_sup = 0, n_list = 0;
 
     for (int i = 0; supported[i]; i++, n_list++) {

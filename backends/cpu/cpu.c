@@ -106,6 +106,8 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
                                  const popc_frame *frame, int first, int last)
 {
     const popc_plan *plan = ((const cpu_exe *)exe)->plan;
+    unsigned flags = POPC_HAS_FIELD(popc_plan, plan->size, kernel_flags)
+                         ? plan->kernel_flags : 0;
     popc_view in[MAX_IO], out[MAX_IO];
 
     (void)ctx;
@@ -128,7 +130,7 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
             .attrs = n->attrs, .part = 0, .n_parts = 1,
             .training = frame->training,
             .seed = popc_node_seed(frame->seed, k), .state = n->state,
-            .user = frame->user};
+            .user = frame->user, .flags = flags};
         if ((st = n->op->forward(&kc)) != POPC_OK)
             return st;
     }

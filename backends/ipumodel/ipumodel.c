@@ -228,6 +228,8 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
     ctx *c = vctx;
     exe *e = vexe;
     const popc_plan *plan = e->plan;
+    unsigned flags = POPC_HAS_FIELD(popc_plan, plan->size, kernel_flags)
+                         ? plan->kernel_flags : 0;
     int workers = ipum_pool_width(c->pool);
     int max_parts = workers > 1 ? workers * PARTS_PER_WORKER : 1;
     popc_view in[MAX_IO], out[MAX_IO];
@@ -252,7 +254,7 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
             .n_outputs = n->n_outputs, .outputs = out, .attrs = n->attrs,
             .part = 0, .n_parts = 1, .training = frame->training,
             .seed = popc_node_seed(frame->seed, k), .state = n->state,
-            .user = frame->user};
+            .user = frame->user, .flags = flags};
         if (n->op->flags & POPC_OP_HOST) {
             pthread_mutex_lock(&c->host_ops);
             st = n->op->forward(&kc);

@@ -103,9 +103,11 @@ static popc_status bn_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-/* Batch mean and biased variance of channel c, summed in double. */
-static void bn_stats(const float *x, const bn_p *p, int64_t c, double *mean,
-                     double *var)
+/* Batch mean and biased variance of channel c, summed in double: about
+** the mean in a second pass (enableStableNorm), else from one pass of
+** sums and sums of squares (PopART's default). */
+static void bn_stats(const float *x, const bn_p *p, int64_t c, int stable,
+                     double *mean, double *var)
 {
     double s[8] = {0}, q[8] = {0}, m;
     int64_t S = p->N * p->inner;
@@ -114,9 +116,15 @@ static void bn_stats(const float *x, const bn_p *p, int64_t c, double *mean,
         opu_sum8_add(s, x + (n * p->C + c) * p->inner, p->inner);
     m = S > 0 ? opu_sum8_total(s) / (double)S : 0.0;
     for (int64_t n = 0; n < p->N; n++)
-        opu_sqdev8_add(q, x + (n * p->C + c) * p->inner, p->inner, m);
+        opu_sqdev8_add(q, x + (n * p->C + c) * p->inner, p->inner,
+                       stable ? m : 0.0);
     *mean = m;
     *var = S > 0 ? opu_sum8_total(q) / (double)S : 0.0;
+    if (!stable) {
+        *var -= m * m;
+        if (*var < 0.0) /* rounding of a near-constant channel */
+            *var = 0.0;
+    }
 }
 
 static popc_status bn_forward(const popc_kernel_ctx *kc)
@@ -146,7 +154,8 @@ static popc_status bn_forward(const popc_kernel_ctx *kc)
         if (training) {
             double S = (double)(p.N * p.inner);
 
-            bn_stats(x, &p, c, &mean, &var);
+            bn_stats(x, &p, c, kc->flags & POPC_KERNEL_STABLE_NORM, &mean,
+                     &var);
             if (rm_out)
                 rm_out[c] =
                     (float)(rm[c] * p.momentum + mean * (1.0 - p.momentum));
@@ -263,7 +272,8 @@ static popc_status bng_forward(const popc_kernel_ctx *kc)
         double sums[8] = {0}, dots[8] = {0};
         float m, invstd, k, gm, w;
 
-        bn_stats(x, &p, c, &mean, &var);
+        bn_stats(x, &p, c, kc->flags & POPC_KERNEL_STABLE_NORM, &mean,
+                 &var);
         m = (float)mean;
         invstd = (float)(1.0 / sqrt(var + p.eps));
         for (int64_t n = 0; n < p.N; n++) {
@@ -388,21 +398,25 @@ static popc_status ln_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-static void ln_row_stats(const float *xr, int64_t D, double eps, double *mean,
-                         double *invstd)
+/* Mean and 1/std of a row; stable as in bn_stats. */
+static void ln_row_stats(const float *xr, int64_t D, double eps, int stable,
+                         double *mean, double *invstd)
 {
-    double s = 0.0, q = 0.0, m;
+    double s = 0.0, q = 0.0, m, var;
 
     for (int64_t j = 0; j < D; j++)
         s += xr[j];
     m = D > 0 ? s / (double)D : 0.0;
     for (int64_t j = 0; j < D; j++) {
-        double d = xr[j] - m;
+        double d = stable ? xr[j] - m : (double)xr[j];
 
         q += d * d;
     }
+    var = D > 0 ? q / (double)D : 0.0;
+    if (!stable)
+        var = var - m * m > 0.0 ? var - m * m : 0.0;
     *mean = m;
-    *invstd = 1.0 / sqrt((D > 0 ? q / (double)D : 0.0) + eps);
+    *invstd = 1.0 / sqrt(var + eps);
 }
 
 static popc_status ln_forward(const popc_kernel_ctx *kc)
@@ -427,7 +441,8 @@ static popc_status ln_forward(const popc_kernel_ctx *kc)
         double mean, invstd;
         float a, c;
 
-        ln_row_stats(xr, p.D, p.eps, &mean, &invstd);
+        ln_row_stats(xr, p.D, p.eps, kc->flags & POPC_KERNEL_STABLE_NORM,
+                     &mean, &invstd);
         if (mo)
             mo[r] = (float)mean;
         if (io)

@@ -185,7 +185,14 @@ typedef struct popc_kernel_ctx {
     uint64_t seed;            /* unique per run, replica and node */
     void *state;              /* from prepare(), or NULL */
     void *user;               /* the host-callback registry for host ops */
+    unsigned flags;           /* POPC_KERNEL_* (since 0.2.0; the core
+                                 zero-fills what it does not set) */
 } popc_kernel_ctx;
+
+/* enableStableNorm: norms compute the mean, then the variance about it
+** (two passes). Without it they take one pass of sums and sums of squares,
+** PopART's faster default, less accurate when |mean| >> std. */
+#define POPC_KERNEL_STABLE_NORM (1u << 0)
 
 /* ---- gradient builders ----------------------------------------------------- */
 
@@ -356,6 +363,9 @@ typedef struct popc_plan {
     ** count these bytes. NULL: info.dtype everywhere. Read only when
     ** POPC_HAS_FIELD(popc_plan, size, store_dtype); since 0.2.0. */
     const popc_dtype *store_dtype;
+    /* POPC_KERNEL_* flags for every kernel of the plan (kc->flags). Read
+    ** only when POPC_HAS_FIELD(popc_plan, size, kernel_flags); 0.2.0. */
+    unsigned kernel_flags;
 } popc_plan;
 
 /* The data of every slot for one replica during one micro-batch. */
