@@ -585,6 +585,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     apply_ipu_memory(m->opts, plan);
     if (opt_int(m->opts, "enableStableNorm", 0))
         plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
+    if (opt_int(m->opts, "Precision.enableFloatingPointExceptions", 0))
+        plan->pub.kernel_flags |= POPC_KERNEL_FP_EXCEPTIONS;
     ec.training = m->training;
     ec.device_iterations = b.di;
     ec.replicas = b.r;

@@ -659,11 +659,9 @@ const popci_optdef popci_option_table[] = {
                   "or torch.half",
      .param = "dtype"},
     {.info = {"Precision.enableFloatingPointExceptions", POPC_OPT_BOOL,
-              "false", "Raise an error on floating point exceptions", BOOLV,
-              0},
-     .flags = C, .why = "it would trap inf - inf, division by zero and "
-                       "invalid operations on the device",
-     .param = "enabled"},
+              "false", "An overflow, invalid operation or division by zero "
+              "in any op fails the run, naming the op", BOOLV, 1},
+     .flags = C, .param = "enabled"},
     {.info = {"Precision.enableStochasticRounding", POPC_OPT_BOOL, "false",
               "Round float16 results stochastically", BOOLV, 0},
      .flags = C, .why = "it would round float16 results stochastically",

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <check.h>
@@ -752,6 +753,77 @@ START_TEST(stable_norm)
 }
 END_TEST
 
+/* Precision.enableFloatingPointExceptions: Log(0) divides by zero,
+** Sqrt(-1) is invalid, x * x overflows at 1e30: each fails the run with the
+** node and op named, on both backends; without the option the results are
+** -inf, NaN and inf. */
+static popc_status fp_run(const char *backend, const char *op, float v,
+                          int trap, float *result)
+{
+    int64_t d[2] = {1, 4};
+    popc_graph *g = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *x = NULL, *y = NULL;
+    int in[2], out;
+    popc_status st;
+
+    OK(popc_graph_new("fp", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &in[0]));
+    in[1] = in[0];
+    OK(popc_graph_add_node(g, NULL, op, 0, in, strcmp(op, "Mul") ? 1 : 2,
+                           &out, 1, NULL, 0, "the_op", NULL));
+    OK(popc_graph_add_output(g, out));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", backend));
+    if (trap)
+        OK(popc_options_set(o, "Precision.enableFloatingPointExceptions",
+                            "true"));
+    OK(popc_model_new_inference(g, o, &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 2, &x));
+    for (int i = 0; i < 4; i++)
+        ((float *)popc_tensor_data(x))[i] = i == 2 ? v : 1.0f;
+    st = popc_model_run(m, &x, 1, &y, 1);
+    if (st == POPC_OK)
+        *result = ((const float *)popc_tensor_data(y))[2];
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_graph_free(g);
+    return st;
+}
+
+START_TEST(floating_point_exceptions)
+{
+    static const struct {
+        const char *op;
+        float v;
+        const char *what;
+    } cases[] = {{"Log", 0.0f, "division by zero"},
+                 {"Sqrt", -1.0f, "invalid operation"},
+                 {"Mul", 1e30f, "overflow"}};
+    static const char *const backends[] = {"cpu", "ipumodel"};
+    char want[256];
+    float r = 0.0f;
+
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 3; i++) {
+            OK(fp_run(backends[b], cases[i].op, cases[i].v, 0, &r));
+            ck_assert(i == 1 ? isnan(r) : isinf(r));
+            ck_assert_int_eq(fp_run(backends[b], cases[i].op, cases[i].v, 1,
+                                    &r),
+                             POPC_EBACKEND);
+            snprintf(want, sizeof want, "floating-point exception in node "
+                     "'the_op' (%s): %s", cases[i].op, cases[i].what);
+            ck_assert_msg(strstr(popc_last_error(), want), "%s: %s",
+                          backends[b], popc_last_error());
+            /* a harmless value raises nothing */
+            OK(fp_run(backends[b], cases[i].op, 2.0f, 1, &r));
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("model_infer");
@@ -763,6 +835,7 @@ int main(void)
     tcase_add_test(tc, mode_all_layout);
     tcase_add_test(tc, disable_module_namescope);
     tcase_add_test(tc, stable_norm);
+    tcase_add_test(tc, floating_point_exceptions);
     tcase_add_test(tc, mode_default_is_all);
     tcase_add_test(tc, mode_final);
     tcase_add_test(tc, mode_final_single_replica_scalar);

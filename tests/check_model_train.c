@@ -199,6 +199,36 @@ static double params_diff(popc_model *a, popc_model *b)
 
 /* ---- torch parity -------------------------------------------------------- */
 
+/* Training the MLP raises no floating-point exception: the option traps
+** real problems only (and changes no result). */
+START_TEST(training_raises_no_fp_exception)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_options *plain = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.01, 0.9, 1.0);
+    popc_model *m, *ref;
+    popc_tensor *l1, *l2;
+
+    OK(popc_options_set(o, "Precision.enableFloatingPointExceptions",
+                        "true"));
+    m = train_model(o, opt);
+    ref = train_model(plain, opt);
+    for (int i = 0; i < 3; i++) {
+        l1 = step(m, 8 * i, 8);
+        l2 = step(ref, 8 * i, 8);
+        ck_assert(popc_tensor_equal(l1, l2));
+        popc_tensor_free(l1);
+        popc_tensor_free(l2);
+    }
+    ck_assert(params_diff(m, ref) == 0.0);
+    popc_model_free(m);
+    popc_model_free(ref);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_options_free(plain);
+}
+END_TEST
+
 START_TEST(sgd_momentum_matches_torch)
 {
     popc_options *o = options(1, 1, 1, NULL, NULL);
@@ -825,6 +855,7 @@ int main(void)
     tcase_add_test(tc, no_loss);
     tcase_add_test(tc, multiple_losses);
     tcase_add_test(tc, set_optimizer_on_inference);
+    tcase_add_test(tc, training_raises_no_fp_exception);
     tcase_add_test(tc, half_accumulation_cpu);
     tcase_add_test(tc, half_accumulation_ipumodel);
     tcase_add_test(tc, half_storage_in_the_memory_report);

@@ -203,7 +203,7 @@ START_TEST(supported_flags)
         "Distributed.numProcesses", "Distributed.processId",
         "Jit.traceModel", "backend", "threads", "pluginPath",
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
-        "enableStableNorm", NULL};
+        "enableStableNorm", "Precision.enableFloatingPointExceptions", NULL};
     int n_sup = 0, n_list = 0;
 
     for (int i = 0; supported[i]; i++, n_list++) {
@@ -648,10 +648,10 @@ START_TEST(environment)
     expect(popc_options_new(&o), POPC_ECONFIG, "expected a JSON object",
            NULL);
     setenv("POPC_DEFAULT_OPTIONS",
-           "{\"Precision.enableFloatingPointExceptions\": true}", 1);
+           "{\"Precision.enableStochasticRounding\": true}", 1);
     expect(popc_options_new(&o), POPC_EUNSUPPORTED, "POPC_DEFAULT_OPTIONS: "
-           "\"Precision.enableFloatingPointExceptions\": option "
-           "Precision.enableFloatingPointExceptions is not supported yet",
+           "\"Precision.enableStochasticRounding\": option "
+           "Precision.enableStochasticRounding is not supported yet",
            NULL);
     setenv("POPC_DEFAULT_OPTIONS", "{\"deviceIterations\": \"2\"}", 1);
     expect(popc_options_new(&o), POPC_EINVAL, "deviceIterations: expected "

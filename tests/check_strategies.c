@@ -327,7 +327,7 @@ START_TEST(explicit_stage_lists)
     popc_stage_spec good[2] = {{ab, 2, 0, -1}, {c, 1, 1, -1}};
     popc_stage_spec three[3] = {{a, 1, -1, -1}, {b, 1, -1, -1},
                                 {c, 1, -1, -1}};
-    cfg one = {"cpu", 1, 3, 1, NULL, NULL, NULL, 0};
+    cfg one = {"cpu", 1, 3, 1, NULL, NULL, NULL, 0, 0};
     popc_model *m;
 
     expect(popc_graph_set_stages(g, dup, 2), POPC_EINVAL,
@@ -369,16 +369,16 @@ START_TEST(auto_stages_and_depth)
     /* AutoIncrement: blocks A, B get stages 1, 2 and, without IPUs, those
     ** IPUs: two forward stages */
     spec s = {1, {"A", "B", "B"}, {-1, -1, -1}, 0, 0};
-    cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL, 0};
+    cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL, 0, 0};
     popc_graph *g = make_graph(&s);
     popc_model *m = training_model(g, &inc);
     /* SameAsIpu, A on IPU 0, B on 1, C back on 0: three forward stages */
     spec back = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
-    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL, 0};
-    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL, 0};
+    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL, 0, 0};
+    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL, 0, 0};
     /* two blocks on one IPU merge */
     spec merged = {1, {"A", "B", "C"}, {0, 0, 1}, 0, 0};
-    cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL, 0};
+    cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL, 0, 0};
 
     expect(try_run(m, 2), POPC_EINVAL, "number of pipeline stages (3) when "
            "using poptorch.PipelinedExecution. Please note that a model "
@@ -421,7 +421,7 @@ static const spec three_ipus = {1, {"A", "B", "C"}, {0, 1, 2}, 0, 0};
 
 START_TEST(pipelined_equals_single_ipu_cpu)
 {
-    cfg c = {"cpu", 2, 5, 2, NULL, NULL, NULL, 0};
+    cfg c = {"cpu", 2, 5, 2, NULL, NULL, NULL, 0, 0};
 
     compare_training(&three_ipus, &c, &plain, &c, 3, 0.0);
 }
@@ -439,7 +439,7 @@ END_TEST
 START_TEST(pipelined_ipumodel_equals_cpu)
 {
     cfg i = {"ipumodel", 1, 6, 1, NULL, NULL, NULL, 0, 1};
-    cfg c = {"cpu", 1, 6, 1, NULL, NULL, NULL, 0};
+    cfg c = {"cpu", 1, 6, 1, NULL, NULL, NULL, 0, 0};
 
     compare_training(&three_ipus, &i, &plain, &c, 2, 1e-5);
 }
@@ -489,8 +489,8 @@ END_TEST
 START_TEST(sharded_equals_single_ipu)
 {
     /* no DI / GA constraint: one micro-batch at a time */
-    cfg sh = {"cpu", 1, 1, 1, "ShardedExecution", NULL, NULL, 0};
-    cfg one = {"cpu", 1, 1, 1, NULL, NULL, NULL, 0};
+    cfg sh = {"cpu", 1, 1, 1, "ShardedExecution", NULL, NULL, 0, 0};
+    cfg one = {"cpu", 1, 1, 1, NULL, NULL, NULL, 0, 0};
     popc_graph *g = make_graph(&three_ipus);
     popc_model *m = training_model(g, &sh);
 
@@ -523,14 +523,14 @@ START_TEST(phased_errors)
 {
     spec s = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
     popc_graph *g = make_graph(&s), *bad = phased_graph(0, 0);
-    cfg serial = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0};
-    cfg par = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL, NULL, 0};
+    cfg serial = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0, 0};
+    cfg par = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL, NULL, 0, 0};
     cfg par_each = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
-                    "OffChipAfterEachPhase", 0};
+                    "OffChipAfterEachPhase", 0, 0};
     cfg par_noov = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
-                    "OffChipAfterFwdNoOverlap", 0};
-    cfg pipe_live = {"cpu", 1, 1, 1, NULL, NULL, "OffChipAfterFwd", 0};
-    cfg pipe_sep = {"cpu", 1, 1, 1, NULL, NULL, NULL, 1};
+                    "OffChipAfterFwdNoOverlap", 0, 0};
+    cfg pipe_live = {"cpu", 1, 1, 1, NULL, NULL, "OffChipAfterFwd", 0, 0};
+    cfg pipe_sep = {"cpu", 1, 1, 1, NULL, NULL, NULL, 1, 0};
     popc_model *m;
 
     m = training_model(g, &serial);
@@ -579,7 +579,7 @@ END_TEST
 /* Train the phased graph and the plain one side by side. */
 static void phased_equal(popc_graph *ph, const cfg *c, popc_plan_info *pi)
 {
-    cfg one = {"cpu", c->di, c->ga, c->r, NULL, NULL, NULL, 0};
+    cfg one = {"cpu", c->di, c->ga, c->r, NULL, NULL, NULL, 0, 0};
     popc_graph *pg = make_graph(&plain);
     popc_model *a = training_model(ph, c), *b = training_model(pg, &one);
     popc_tensor *x, *y, *oa[2], *ob[2];
@@ -606,15 +606,15 @@ static void phased_equal(popc_graph *ph, const cfg *c, popc_plan_info *pi)
 START_TEST(phased_results_equal)
 {
     popc_graph *g = phased_graph(1, 0);
-    cfg serial = {"cpu", 2, 2, 1, "SerialPhasedExecution", NULL, NULL, 0};
-    cfg par = {"cpu", 2, 2, 2, "ParallelPhasedExecution", NULL, NULL, 0};
+    cfg serial = {"cpu", 2, 2, 1, "SerialPhasedExecution", NULL, NULL, 0, 0};
+    cfg par = {"cpu", 2, 2, 2, "ParallelPhasedExecution", NULL, NULL, 0, 0};
     cfg each = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL,
-                "OffChipAfterEachPhase", 0};
+                "OffChipAfterEachPhase", 0, 0};
     cfg fwd = {"cpu", 1, 1, 1, "ParallelPhasedExecution", NULL,
-               "OffChipAfterFwd", 0};
-    cfg live = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0};
+               "OffChipAfterFwd", 0, 0};
+    cfg live = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0, 0};
     cfg sep = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL,
-               "OffChipAfterEachPhase", 1};
+               "OffChipAfterEachPhase", 1, 0};
     popc_plan_info pi, pe, pf, pl, ps;
 
     phased_equal(g, &serial, &pi);
@@ -665,7 +665,7 @@ END_TEST
 static long long ipumodel_activations(popc_graph *g, const char *liveness)
 {
     cfg c = {"ipumodel", 1, 1, 1, "SerialPhasedExecution", NULL, liveness,
-             0};
+             0, 0};
     char dir[] = "/tmp/popc_strategies_XXXXXX", path[256], *text, *at;
     popc_options *o = options(&c);
     popc_model *m = NULL;
@@ -727,7 +727,7 @@ static void recompute_case(const char *backend, int ckpt)
 {
     spec none = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 64};
     spec rc = {0, {NULL, NULL, NULL}, {-1, -1, -1}, ckpt, 64};
-    cfg c = {backend, 2, 2, 2, NULL, NULL, NULL, 0};
+    cfg c = {backend, 2, 2, 2, NULL, NULL, NULL, 0, 0};
     popc_graph *ga = make_graph(&none), *gb = make_graph(&rc);
     popc_model *a = training_model(ga, &c), *b = training_model(gb, &c);
     popc_plan_info pa, pb;
@@ -769,7 +769,7 @@ START_TEST(recomputation_pipelined)
 {
     spec rc = {1, {"A", "B", "C"}, {0, 1, 2}, 1, 16};
     spec none = {0, {NULL, NULL, NULL}, {-1, -1, -1}, 0, 16};
-    cfg c = {"cpu", 1, 5, 1, NULL, NULL, NULL, 0};
+    cfg c = {"cpu", 1, 5, 1, NULL, NULL, NULL, 0, 0};
 
     compare_training(&rc, &c, &none, &c, 2, 0.0);
 }

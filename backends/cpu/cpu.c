@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "popc/plugin.h"
+#include "backends/common/fpx.h"
 
 #define MAX_IO 64
 
@@ -131,7 +132,12 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
             .training = frame->training,
             .seed = popc_node_seed(frame->seed, k), .state = n->state,
             .user = frame->user, .flags = flags};
+        if (flags & POPC_KERNEL_FP_EXCEPTIONS)
+            fpx_begin();
         if ((st = n->op->forward(&kc)) != POPC_OK)
+            return st;
+        if ((flags & POPC_KERNEL_FP_EXCEPTIONS) &&
+            (st = fpx_check(host, n->name, n->op->name)) != POPC_OK)
             return st;
     }
     return POPC_OK;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/common/fpx.h"
 #include "backends/common/tilemap.h"
 #include "backends/ipumodel/calibrate.h"
 #include "backends/ipumodel/pool.h"
@@ -51,6 +52,7 @@ typedef struct split_arg {
     const popc_kernel_ctx *kc;
     popc_status (*forward)(const popc_kernel_ctx *kc);
     int n_parts;
+    const char *op;            /* for floating-point exception errors */
 } split_arg;
 
 static const popc_host *kernel_host;
@@ -217,9 +219,16 @@ static popc_status run_part(void *arg, int part)
     const split_arg *a = arg;
     popc_kernel_ctx kc = *a->kc;
 
+    popc_status st;
+
     kc.part = part;
     kc.n_parts = a->n_parts;
-    return a->forward(&kc);
+    if (!(kc.flags & POPC_KERNEL_FP_EXCEPTIONS))
+        return a->forward(&kc);
+    fpx_begin(); /* each worker thread has its own flags */
+    if ((st = a->forward(&kc)) != POPC_OK)
+        return st;
+    return fpx_check(ipum_host, kc.node_name, a->op);
 }
 
 static popc_status ipm_run_nodes(void *vctx, void *vexe,
@@ -259,13 +268,13 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
             pthread_mutex_lock(&c->host_ops);
             st = n->op->forward(&kc);
             pthread_mutex_unlock(&c->host_ops);
-        } else if (parts > 1) {
-            split_arg a = {&kc, n->op->forward, parts};
-            st = ipum_pool_split(c->pool, parts, run_part, &a);
-            atomic_fetch_add_explicit(&e->split_runs, 1,
-                                      memory_order_relaxed);
         } else {
-            st = n->op->forward(&kc);
+            split_arg a = {&kc, n->op->forward, parts, n->op->name};
+            st = parts > 1 ? ipum_pool_split(c->pool, parts, run_part, &a)
+                           : run_part(&a, 0);
+            if (parts > 1)
+                atomic_fetch_add_explicit(&e->split_runs, 1,
+                                          memory_order_relaxed);
         }
         if (st != POPC_OK)
             return st;

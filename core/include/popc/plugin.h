@@ -193,6 +193,9 @@ typedef struct popc_kernel_ctx {
 ** (two passes). Without it they take one pass of sums and sums of squares,
 ** PopART's faster default, less accurate when |mean| >> std. */
 #define POPC_KERNEL_STABLE_NORM (1u << 0)
+/* Precision.enableFloatingPointExceptions: the backend fails a run when
+** a kernel raises an overflow, invalid operation or division by zero. */
+#define POPC_KERNEL_FP_EXCEPTIONS (1u << 1)
 
 /* ---- gradient builders ----------------------------------------------------- */
 
