@@ -175,7 +175,7 @@ static void add_into(void *dst, const void *src, const popc_view *v)
 }
 
 /* R1.6: where (if anywhere) micro-batch mb of replica r lands in each
-** output. */
+** output and anchor (R1.7: each with its own mode). */
 static void collect(popci_exec *e, const popci_exec_io *io,
                     const popc_frame *f, int r, int64_t mb)
 {
@@ -183,8 +183,9 @@ static void collect(popci_exec *e, const popci_exec_io *io,
     const popci_plan *p = e->plan;
     int64_t GA = c->grad_accum, d = mb / GA, a = mb % GA, pos;
 
-    for (int i = 0; i < p->n_outputs; i++) {
-        int s = p->output_slots[i];
+    for (int i = 0; i < e->n_ret; i++) {
+        int s = popci_ret_slot(p, i);
+        int64_t period = e->ret_period[i];
         size_t item = e->out_item[i];
         char *dst = io->outputs[i].data;
         const void *src = f->slots[s].data;
@@ -194,14 +195,14 @@ static void collect(popci_exec *e, const popci_exec_io *io,
                 memcpy(dst, src, item);
             continue;
         }
-        switch (c->mode) {
+        switch (e->ret_mode[i]) {
         case POPC_OUTPUT_ALL:
             pos = mb * c->replicas + r;
             break;
         case POPC_OUTPUT_EVERYN:
-            if ((d + 1) % c->period != 0)
+            if ((d + 1) % period != 0)
                 continue;
-            pos = (((d + 1) / c->period - 1) * GA + a) * c->replicas + r;
+            pos = (((d + 1) / period - 1) * GA + a) * c->replicas + r;
             break;
         case POPC_OUTPUT_SUM:
             if (mb == 0)

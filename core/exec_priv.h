@@ -77,6 +77,10 @@ typedef struct popci_exec_config {
     int n_groupings;               /* grouped weights (borrowed array, read
                                       by popci_exec_new) */
     const popci_exec_grouping *groupings;
+    /* per anchorTensor (plan->anchor_slots): output mode and period
+    ** (borrowed arrays, copied by popci_exec_new) */
+    const popc_output_mode *anchor_mode;
+    const int64_t *anchor_period;
 } popci_exec_config;
 
 /* What one run reads and writes. */
@@ -199,13 +203,24 @@ struct popci_exec {
     float **accum;                 /* [replica * n_weights + w]; trained */
     int *w_groups;                 /* per weight: replica groups (1) */
     unsigned char *w_orth;         /* per weight: orthogonal groups */
-    popc_view *out_views;          /* per graph output, as returned */
+    /* what a run returns: the graph outputs, then the anchors */
+    int n_ret;
+    popc_view *out_views;          /* per returned tensor, as returned */
     size_t *out_item;              /* bytes of one micro-batch result */
+    popc_output_mode *ret_mode;    /* per returned tensor */
+    int64_t *ret_period;
     int64_t micro_batches;         /* DI x GA per replica */
     double loss_scaling;           /* value in the plan's gradient seed */
     void **synth;                  /* [replica * n_inputs + i]: generated
                                       inputs (enableSyntheticData); NULL */
 };
+
+/* Slot of returned tensor i: graph output i, then anchor i - n_outputs. */
+static inline int popci_ret_slot(const popci_plan *p, int i)
+{
+    return i < p->n_outputs ? p->output_slots[i]
+                            : p->anchor_slots[i - p->n_outputs];
+}
 
 /* enableSyntheticData (core/synthetic.c): generate every replica's inputs
 ** once; free them. */

@@ -137,19 +137,27 @@ static popc_status make_output_views(popci_exec *e)
     const popci_plan *p = e->plan;
     const popci_exec_config *c = &e->cfg;
     int64_t all = c->replicas * c->device_iterations * c->grad_accum;
+    size_t n = (size_t)(p->n_outputs + p->n_anchors) + 1;
 
-    e->out_views = popci_calloc((size_t)p->n_outputs + 1, sizeof *e->out_views);
-    e->out_item = popci_calloc((size_t)p->n_outputs + 1, sizeof *e->out_item);
-    if (!e->out_views || !e->out_item)
+    e->n_ret = p->n_outputs + p->n_anchors;
+    e->out_views = popci_calloc(n, sizeof *e->out_views);
+    e->out_item = popci_calloc(n, sizeof *e->out_item);
+    e->ret_mode = popci_calloc(n, sizeof *e->ret_mode);
+    e->ret_period = popci_calloc(n, sizeof *e->ret_period);
+    if (!e->out_views || !e->out_item || !e->ret_mode || !e->ret_period)
         return oom();
-    for (int i = 0; i < p->n_outputs; i++) {
-        const popc_plan_slot *sl = &p->slots[p->output_slots[i]];
+    for (int i = 0; i < e->n_ret; i++) {
+        const popc_plan_slot *sl = &p->slots[popci_ret_slot(p, i)];
+        int anchor = i >= p->n_outputs;
         popc_view v = sl->info;
         int64_t b_dim;
 
-        switch (c->mode) {
+        e->ret_mode[i] = anchor ? c->anchor_mode[i - p->n_outputs] : c->mode;
+        e->ret_period[i] = anchor ? c->anchor_period[i - p->n_outputs]
+                                  : c->period;
+        switch (e->ret_mode[i]) {
         case POPC_OUTPUT_ALL: b_dim = all; break;
-        case POPC_OUTPUT_EVERYN: b_dim = all / c->period; break;
+        case POPC_OUTPUT_EVERYN: b_dim = all / e->ret_period[i]; break;
         default: b_dim = c->replicas; break;
         }
         if (sl->kind == POPC_SLOT_CONST)
@@ -368,6 +376,8 @@ void popci_exec_free(popci_exec *e)
     free(e->accum);
     free(e->out_views);
     free(e->out_item);
+    free(e->ret_mode);
+    free(e->ret_period);
     free(e->phase_first);
     free(e->w_groups);
     free(e->w_orth);

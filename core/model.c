@@ -13,6 +13,7 @@
 #include "popc/log.h"
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
+#include "core/anchors_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
@@ -247,6 +248,7 @@ void popc_model_free(popc_model *m)
     free(m->weight_plan);
     if (m->log_file)
         fclose(m->log_file);
+    popci_anchors_free(m->anchors);
     free(m);
 }
 
@@ -555,11 +557,23 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
             POPC_OK ||
         (st = find_backend(m, &be)) != POPC_OK)
         goto fail;
+    popci_anchors_free(m->anchors);
+    m->anchors = NULL;
+    if ((st = popci_anchors_parse(
+             popc_options_get_string(m->opts, "anchorTensor"), ec.mode,
+             ec.period, b.di, &m->anchors)) != POPC_OK)
+        goto fail;
     pc = (popci_plan_config){.training = m->training, .n_inputs = n,
                              .inputs = micro, .replicas = (int)b.r,
                              .loss_scaling = 1.0,
                              .strategy = popci_strategy_from_options(
                                  m->opts)};
+    if (m->anchors) {
+        pc.n_anchors = m->anchors->n;
+        pc.anchors = (const char *const *)m->anchors->long_names;
+        ec.anchor_mode = m->anchors->mode;
+        ec.anchor_period = m->anchors->period;
+    }
     if (m->training) {
         pc.loss_scaling = popci_optimizer_loss_scaling(m->optimizer);
         if (pc.loss_scaling == 0.0) {
@@ -664,6 +678,46 @@ fail:
     return st;
 }
 
+popc_status popc_model_get_anchored_tensor(const popc_model *m,
+                                           const char *short_name,
+                                           const popc_tensor **out)
+{
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "popc_model_get_anchored_tensor: "
+                              "out is NULL");
+    *out = NULL;
+    if (!m || !short_name)
+        return popc_set_error(POPC_EINVAL, "popc_model_get_anchored_tensor: "
+                              "model or name is NULL");
+    for (int k = 0; m->anchors && k < m->anchors->n; k++)
+        if (strcmp(m->anchors->short_names[k], short_name) == 0) {
+            if (!m->anchors->values[k])
+                return popc_set_error(POPC_ESTATE, "anchored tensor '%s' "
+                                      "has no value yet: run the model "
+                                      "first", short_name);
+            *out = m->anchors->values[k];
+            return POPC_OK;
+        }
+    if (!m->anchors) { /* not compiled yet: is it an anchor at all? */
+        popci_anchors *a = NULL;
+        int known = 0;
+
+        if (popci_anchors_parse(popc_options_get_string(m->opts,
+                                                        "anchorTensor"),
+                                POPC_OUTPUT_ALL, 1, 0, &a) == POPC_OK)
+            for (int k = 0; a && k < a->n; k++)
+                known |= strcmp(a->short_names[k], short_name) == 0;
+        popci_anchors_free(a);
+        if (known)
+            return popc_set_error(POPC_ESTATE, "anchored tensor '%s' has no "
+                                  "value yet: run the model first",
+                                  short_name);
+    }
+    return popc_set_error(POPC_ENOTFOUND, "No tensor with name %s found. "
+                          "(anchor tensors with the anchorTensor option, "
+                          "short=long)", short_name);
+}
+
 const char *popci_model_name(const popc_model *m)
 {
     const char *name = popc_options_get_string(m->opts, "modelName");
@@ -764,11 +818,11 @@ static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
                              int n_inputs, popc_tensor **outputs,
                              int n_outputs)
 {
-    popc_tensor **conv = NULL;
+    popc_tensor **conv = NULL, **anch = NULL;
     popc_view *in = NULL, *out = NULL;
     popci_exec_io io;
     double t0, compute = 0.0, host_cb;
-    int n_out;
+    int n_out, n_anch = 0;
     popc_status st;
 
     for (int i = 0; outputs && i < n_outputs; i++)
@@ -798,10 +852,12 @@ static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
         return st;
     if (m->device_dirty)
         popci_model_push_weights(m);
+    n_anch = m->anchors ? m->anchors->n : 0;
     conv = popci_calloc((size_t)n_inputs + 1, sizeof *conv);
     in = popci_calloc((size_t)n_inputs + 1, sizeof *in);
-    out = popci_calloc((size_t)n_out + 1, sizeof *out);
-    if (!conv || !in || !out) {
+    out = popci_calloc((size_t)(n_out + n_anch) + 1, sizeof *out);
+    anch = popci_calloc((size_t)n_anch + 1, sizeof *anch);
+    if (!conv || !in || !out || !anch) {
         st = oom("popc_model_run");
         goto done;
     }
@@ -816,12 +872,13 @@ static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
                        popc_view_numel(&in[i]));
         in[i] = popc_tensor_view(conv[i]);
     }
-    for (int i = 0; i < n_out; i++) {
+    for (int i = 0; i < n_out + n_anch; i++) {
         popc_view v = popci_exec_output_view(m->exec, i);
-        if ((st = popc_tensor_new(v.dtype, v.dims, v.rank, &outputs[i])) !=
-            POPC_OK)
+        popc_tensor **t = i < n_out ? &outputs[i] : &anch[i - n_out];
+
+        if ((st = popc_tensor_new(v.dtype, v.dims, v.rank, t)) != POPC_OK)
             goto done;
-        out[i] = popc_tensor_view(outputs[i]);
+        out[i] = popc_tensor_view(*t);
     }
     /* Training seeds follow the optimizer step count, which checkpoints
     ** restore, so a resumed run draws the same Dropout masks. */
@@ -840,6 +897,11 @@ static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
     if (st != POPC_OK)
         goto done;
     m->runs++;
+    for (int k = 0; k < n_anch; k++) { /* the last run's anchors */
+        popc_tensor_free(m->anchors->values[k]);
+        m->anchors->values[k] = anch[k];
+        anch[k] = NULL;
+    }
     /* CPU op callbacks run on the host while the device waits */
     host_cb = popci_callbacks_take_seconds(m->callbacks);
     compute = compute > host_cb ? compute - host_cb : 0.0;
@@ -853,6 +915,9 @@ done:
     free(conv);
     free(in);
     free(out);
+    for (int k = 0; anch && k < n_anch; k++)
+        popc_tensor_free(anch[k]);
+    free(anch);
     if (st != POPC_OK)
         for (int i = 0; i < n_outputs; i++) {
             popc_tensor_free(outputs[i]);

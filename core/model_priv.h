@@ -60,6 +60,8 @@ struct popc_model {
     struct popci_rgroups *groups;
     int detached;                /* popc_model_detach_from_device */
     FILE *log_file;              /* logDir/NAME.log; NULL: none */
+    struct popci_anchors *anchors; /* anchorTensor (core/anchors_priv.h);
+                                    NULL: none; set by compile */
     int64_t reserved_ipus;       /* IPUs held: all replicas', rounded up to
                                     a power of 2 by autoRoundNumIPUs */
 };

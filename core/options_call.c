@@ -549,6 +549,46 @@ static popc_status call_location(popc_options *o, const char *full,
     return POPC_OK;
 }
 
+/* anchorTensor(short, long, output_mode=None, output_return_period=1):
+** each call adds "short=long[@Mode[:N]]" to the option's list. */
+static popc_status call_anchor(popc_options *o, const popci_val *args,
+                               int n, const char **kind)
+{
+    const char *prev = popc_options_get_string(o, "anchorTensor");
+    const char *mode = NULL, *dot;
+    char text[1024];
+    int used;
+
+    *kind = "TypeError";
+    if (n < 2 || n > 4 || args[0].kind != POPCI_V_STR ||
+        args[1].kind != POPCI_V_STR)
+        return popc_set_error(POPC_EINVAL, "anchorTensor() takes the short "
+                              "name and the tensor's name as strings, then "
+                              "optionally an OutputMode and a period");
+    if (n >= 3 && args[2].kind != POPCI_V_NONE) {
+        if (args[2].kind != POPCI_V_NAME)
+            return popc_set_error(POPC_EINVAL, "anchorTensor(): "
+                                  "output_mode must be an OutputMode "
+                                  "(poptorch.OutputMode.All)");
+        mode = (dot = strrchr(args[2].s, '.')) ? dot + 1 : args[2].s;
+    }
+    used = snprintf(text, sizeof text, "%s%s%s=%s", prev ? prev : "",
+                    prev ? "," : "", args[0].s, args[1].s);
+    if (mode && used > 0 && (size_t)used < sizeof text)
+        used += snprintf(text + used, sizeof text - (size_t)used, "@%s",
+                         mode);
+    if (mode && strcmp(mode, "EveryN") == 0 && used > 0 &&
+        (size_t)used < sizeof text)
+        used += snprintf(text + used, sizeof text - (size_t)used, ":%lld",
+                         n == 4 && args[3].kind == POPCI_V_INT
+                             ? (long long)args[3].i : 0LL);
+    if (used < 0 || (size_t)used >= sizeof text)
+        return popc_set_error(POPC_EINVAL, "anchorTensor: too many anchors "
+                              "for one option (1023 characters)");
+    *kind = "ValueError";
+    return popci_options_commit_other(o, "anchorTensor", text);
+}
+
 /* Methods whose effect is a list or a map popc does not build: refused with
 ** the option's own "not supported yet" message. */
 static popc_status call_listish(popc_options *o, const char *full,
@@ -572,15 +612,11 @@ static popc_status call_listish(popc_options *o, const char *full,
                             : popci_val_describe(&items[i], got, sizeof got);
 
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%s",
-                                 used ? (strcmp(full, "anchorTensor") == 0 &&
-                                         i == 1 ? "=" : ",")
-                                      : "", s);
+                                 used ? "," : "", s);
     }
     *kind = "UnsupportedError";
-    return popci_options_commit_other(
-        o, strcmp(full, "anchorTensor") == 0 ? "anchorTensor"
-                                             : "sourceLocationExcludes",
-        used ? text : "None");
+    return popci_options_commit_other(o, "sourceLocationExcludes",
+                                      used ? text : "None");
 }
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -638,8 +674,9 @@ popc_status popci_options_call(popc_options *o, const char *prefix,
     if (strncmp(full, "TensorLocations.set", 19) == 0 &&
         strcmp(full + strlen(full) - 8, "Location") == 0)
         return call_location(o, full, args, n, kind);
-    if (strcmp(full, "anchorTensor") == 0 ||
-        strcmp(full, "sourceLocationExcludes") == 0 ||
+    if (strcmp(full, "anchorTensor") == 0)
+        return call_anchor(o, args, n, kind);
+    if (strcmp(full, "sourceLocationExcludes") == 0 ||
         strcmp(full, "appendToLocationExcludes") == 0)
         return call_listish(o, full, args, n, kind);
     if (strcmp(full, "loadFromFile") == 0) {

@@ -20,6 +20,7 @@
 #include "popc/log.h"
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
+#include "core/anchors_priv.h"
 #include "core/options_priv.h"
 
 #define C  POPCI_OPT_COMPILE
@@ -238,6 +239,16 @@ static popc_status hook_nonempty(popc_options *o, const popci_optdef *d,
                               d->flags & POPCI_OPT_NULLABLE
                                   ? " (use None to unset it)" : "");
     return POPC_OK;
+}
+
+static popc_status hook_anchor(popc_options *o, const popci_optdef *d,
+                               popci_optval *v)
+{
+    popc_status st;
+
+    if ((st = hook_nonempty(o, d, v)) != POPC_OK || v->none)
+        return st;
+    return popci_anchors_check(v->s);
 }
 
 /* pluginPath: the directories are loaded into the process-wide registry
@@ -583,10 +594,11 @@ const popci_optdef popci_option_table[] = {
      .flags = N, .hook = hook_nonempty,
      .param = "name"},
     {.info = {"anchorTensor", POPC_OPT_STRING, "None",
-              "Extra tensors returned after a run (short=long names)",
-              "short=long,... | None", 0},
-     .flags = C | N,
-     .why = "it would return extra named tensors after each run"},
+              "Graph values returned after each run by a short name "
+              "(popc_model_get_anchored_tensor); MODE: Final, All, Sum or "
+              "EveryN:N, else the output mode",
+              "SHORT=LONG[@MODE],... | None", 1},
+     .flags = C | N, .hook = hook_anchor},
     {.info = {"disableModuleNamescope", POPC_OPT_BOOL, "false",
               "Do not prefix op names with the module's name scope (the "
               "model's copy of the graph; names stay unique)", BOOLV, 1},

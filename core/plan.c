@@ -759,6 +759,7 @@ void popci_plan_free(popci_plan *p)
     free(p->value_slot);
     free(p->input_slots);
     free(p->output_slots);
+    free(p->anchor_slots);
     free(p->weights);
     free(p->arena_offset);
     free(p->offchip_from);
@@ -831,6 +832,30 @@ popc_status popci_plan_add_state(popci_plan *p, int w, int n,
     return POPC_OK;
 }
 
+/* anchorTensor: the named values are kept like outputs. */
+static popc_status keep_anchors(popci_plan *p, const popci_plan_config *cfg,
+                                char *keep)
+{
+    if (cfg->n_anchors <= 0)
+        return POPC_OK;
+    if (!(p->anchor_slots = popci_calloc((size_t)cfg->n_anchors,
+                                         sizeof *p->anchor_slots)))
+        return oom("anchors");
+    p->n_anchors = cfg->n_anchors;
+    for (int i = 0; i < cfg->n_anchors; i++) {
+        int v = popc_graph_find_value(p->graph, cfg->anchors[i]);
+
+        if (v < 0)
+            return popc_set_error(POPC_ENOTFOUND, "anchorTensor: the graph "
+                                  "'%s' has no tensor named '%s'; anchor a "
+                                  "value of the compiled graph (gradients "
+                                  "included)", popc_graph_name(p->graph),
+                                  cfg->anchors[i]);
+        keep[v] = 1;
+    }
+    return POPC_OK;
+}
+
 popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
                            popci_plan **out)
 {
@@ -894,6 +919,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
         p->value_slot[v] = -1;
     for (int i = 0; i < p->n_outputs; i++)
         keep[popc_graph_output(p->graph, i)] = 1;
+    if ((st = keep_anchors(p, cfg, keep)) != POPC_OK)
+        goto fail;
     for (int i = 0; i < n_wrt; i++)
         if (grads[i] >= 0)
             keep[grads[i]] = 1;
@@ -910,6 +937,16 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
         POPC_OK)
         goto fail;
     p->pub.slots = p->slots;
+    for (int i = 0; i < p->n_anchors; i++) {
+        p->anchor_slots[i] =
+            p->value_slot[popc_graph_find_value(p->graph, cfg->anchors[i])];
+        if (p->anchor_slots[i] < 0) {
+            st = popc_set_error(POPC_EINVAL, "anchorTensor: '%s' is not "
+                                "computed or stored by the compiled graph",
+                                cfg->anchors[i]);
+            goto fail;
+        }
+    }
     if (loss >= 0)
         p->loss_slot = p->value_slot[loss];
     if (p->seed_value >= 0)

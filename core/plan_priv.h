@@ -82,6 +82,10 @@ typedef struct popci_plan_config {
     ** autodiff of g (helper "exe": executable cache and popc_load) */
     popci_plan_compiled *compiled;
     popci_strategy strategy;
+    /* anchorTensor: names of values to keep to the end of each micro-batch
+    ** and return (core/anchors_priv.h) */
+    int n_anchors;
+    const char *const *anchors;
 } popci_plan_config;
 
 typedef struct popci_plan {
@@ -99,6 +103,9 @@ typedef struct popci_plan {
     int *input_slots;          /* per graph input */
     int n_outputs;
     int *output_slots;         /* per graph output */
+    int n_anchors;
+    int *anchor_slots;         /* per anchorTensor, returned after the
+                                  outputs */
     int n_weights;
     popci_plan_weight *weights;
     int n_trainable;           /* weights with a gradient */

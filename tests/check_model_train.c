@@ -813,6 +813,121 @@ START_TEST(synthetic_data_replaces_host_io)
 }
 END_TEST
 
+/* ---- anchorTensor ---------------------------------------------------------- */
+
+static void expect_anchor_missing(popc_model *m, const char *name,
+                                  popc_status want)
+{
+    const popc_tensor *t = NULL;
+
+    ck_assert_int_eq(popc_model_get_anchored_tensor(m, name, &t), want);
+    ck_assert_ptr_null(t);
+}
+
+/* Two steps in one run (deviceIterations 2). h: fc1's output of both
+** micro-batches (All), its sum (Sum), and fc1.weight as the second step
+** saw it (Final): row 0 of h equals x0 W1^T + b1 computed here from the
+** reference weights, Sum equals h0 + h1, and the weight equals a model's
+** after one step. */
+START_TEST(anchor_tensors)
+{
+    popc_graph *g = make_mlp();
+    const char *h = popc_graph_value_name(g, popc_graph_node_output(g, 0, 0));
+    popc_options *o = options(2, 1, 1, NULL, NULL);
+    popc_options *o1 = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.0, 1.0);
+    popc_tensor *w1 = ref_param("init", "fc1.weight");
+    popc_tensor *b1 = ref_param("init", "fc1.bias"), *x = ref("x");
+    const popc_tensor *ha, *hs, *wa, *w_one;
+    popc_model *m = NULL, *one = NULL;
+    popc_tensor *loss;
+    char spec[256];
+    const float *hv, *sv, *xv = popc_tensor_data(x);
+    const float *wv = popc_tensor_data(w1), *bv = popc_tensor_data(b1);
+
+    snprintf(spec, sizeof spec, "h=%s@All,s=%s@Sum,w=fc1.weight@Final", h,
+             h);
+    OK(popc_options_set(o, "anchorTensor", spec));
+    OK(popc_model_new_training(g, o, opt, &m));
+    expect_anchor_missing(m, "h", POPC_ESTATE);
+    loss = step(m, 0, 2);
+    popc_tensor_free(loss);
+    OK(popc_model_get_anchored_tensor(m, "h", &ha));
+    OK(popc_model_get_anchored_tensor(m, "s", &hs));
+    OK(popc_model_get_anchored_tensor(m, "w", &wa));
+    ck_assert_int_eq(popc_tensor_dims(ha)[0], 2);
+    ck_assert_int_eq(popc_tensor_dims(ha)[1], 8);
+    ck_assert_int_eq(popc_tensor_dims(hs)[0], 1);
+    hv = popc_tensor_data((popc_tensor *)ha);
+    sv = popc_tensor_data((popc_tensor *)hs);
+    for (int j = 0; j < 8; j++) {
+        float want = bv[j];
+        for (int k = 0; k < 4; k++)
+            want += xv[k] * wv[j * 4 + k];
+        ck_assert_float_eq_tol(hv[j], want, 1e-5f);
+        ck_assert_float_eq(sv[j], hv[j] + hv[8 + j]);
+    }
+    /* the weight the second micro-batch used: after one step */
+    OK(popc_model_new_training(g, o1, opt, &one));
+    loss = step(one, 0, 1);
+    popc_tensor_free(loss);
+    OK(popc_model_get_weight(one, "fc1.weight", &w_one));
+    ck_assert(popc_tensor_max_abs_diff(wa, w_one) == 0.0);
+    expect_anchor_missing(m, "nope", POPC_ENOTFOUND);
+    ck_assert_str_eq(popc_last_error(), "No tensor with name nope found. "
+                     "(anchor tensors with the anchorTensor option, "
+                     "short=long)");
+    popc_model_free(m);
+    popc_model_free(one);
+    popc_options_free(o);
+    popc_options_free(o1);
+    popc_optimizer_free(opt);
+    popc_tensor_free(w1);
+    popc_tensor_free(b1);
+    popc_tensor_free(x);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* Bad anchors: a name the graph lacks fails the compile; bad syntax and
+** modes fail when the option is set. */
+START_TEST(anchor_errors)
+{
+    popc_graph *g = make_mlp();
+    popc_options *o = options(2, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.0, 1.0);
+    popc_model *m = NULL;
+    popc_tensor *x = ref("x"), *y = ref("y"), *in[2], *loss = NULL;
+
+    ck_assert_int_eq(popc_options_set(o, "anchorTensor", "h"), POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "is not "
+                                 "SHORT=LONG[@MODE]"));
+    ck_assert_int_eq(popc_options_set(o, "anchorTensor", "h=x@Often"),
+                     POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "unknown output mode"));
+    ck_assert_int_eq(popc_options_set(o, "anchorTensor", "h=x@EveryN"),
+                     POPC_EINVAL);
+    ck_assert_int_eq(popc_options_set(o, "anchorTensor", "h=x,h=y"),
+                     POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "used twice"));
+    OK(popc_options_set(o, "anchorTensor", "h=no_such_value"));
+    OK(popc_model_new_training(g, o, opt, &m));
+    in[0] = rows(x, 0, 2);
+    in[1] = rows(y, 0, 2);
+    ck_assert_int_eq(popc_model_run(m, in, 2, &loss, 1), POPC_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "has no tensor named "
+                                 "'no_such_value'"));
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_optimizer_free(opt);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_graph_free(g);
+}
+END_TEST
+
 /* R2.3 after compile: PopTorch's ValueError text. */
 START_TEST(half_accumulation_after_compile)
 {
@@ -861,6 +976,8 @@ int main(void)
     tcase_add_test(tc, half_storage_in_the_memory_report);
     tcase_add_test(tc, half_accumulation_after_compile);
     tcase_add_test(tc, synthetic_data_replaces_host_io);
+    tcase_add_test(tc, anchor_tensors);
+    tcase_add_test(tc, anchor_errors);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

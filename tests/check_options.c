@@ -203,7 +203,8 @@ START_TEST(supported_flags)
         "Distributed.numProcesses", "Distributed.processId",
         "Jit.traceModel", "backend", "threads", "pluginPath",
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
-        "enableStableNorm", "Precision.enableFloatingPointExceptions", NULL};
+        "enableStableNorm", "Precision.enableFloatingPointExceptions",
+        "anchorTensor", NULL};
     int n_sup = 0, n_list = 0;
 
     for (int i = 0; supported[i]; i++, n_list++) {
@@ -872,6 +873,9 @@ START_TEST(load_file_good)
                      "Sum");
     ck_assert_str_eq(fmt(opts, "outputMode"), "EveryN");
     ck_assert_int_eq(popc_options_get_int(opts, "outputReturnPeriod"), 2);
+    /* each anchorTensor call adds one anchor */
+    ck_assert_str_eq(popc_options_get_string(opts, "anchorTensor"),
+                     "h=fc1_out,g=x@EveryN:2");
     ck_assert_int_eq(popc_options_get_int(opts, "Distributed.processId"), 1);
     ck_assert_int_eq(popc_options_get_int(opts, "Distributed.numProcesses"),
                      4);

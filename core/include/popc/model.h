@@ -80,6 +80,14 @@ POPC_API POPC_NODISCARD popc_status popc_model_get_weight(popc_model *m,
 POPC_API POPC_NODISCARD popc_status popc_model_set_weight(popc_model *m,
     const char *name, const popc_tensor *t);
 /* Names of weights and buffers; borrowed. */
+/* The last run's value of an anchored tensor (option anchorTensor,
+** "SHORT=LONG[@MODE]"), by its short name, shaped by its output mode like
+** an output. Borrowed, valid until the next run. POPC_ENOTFOUND (PopTorch's
+** "No tensor with name X found.") for an unknown name, POPC_ESTATE before
+** the first run. Since 0.2.0. */
+POPC_API POPC_NODISCARD popc_status popc_model_get_anchored_tensor(
+    const popc_model *m, const char *short_name, const popc_tensor **out);
+
 POPC_API int popc_model_n_tensors(const popc_model *m);
 POPC_API const char *popc_model_tensor_name(const popc_model *m, int i);
 /* Inference model reading a training model's weights (synchronised before
