@@ -374,8 +374,10 @@ popc_status popci_exec_run(popci_exec *e, const popci_exec_io *io,
         popci_txn *txn = NULL;
 
         bind_state(e, io->state);
-        popci_exec_set_loss_scaling(
-            e, popci_optimizer_loss_scaling(io->optimizer));
+        /* automatic loss scaling keeps its own scale from run to run */
+        if (!c->auto_loss_scaling)
+            popci_exec_set_loss_scaling(
+                e, popci_optimizer_loss_scaling(io->optimizer));
         /* a failing run leaves weights and optimizer state untouched */
         st = popci_txn_begin(e, io->state, &txn);
         for (int64_t d = 0; d < c->device_iterations && st == POPC_OK; d++) {

@@ -68,6 +68,7 @@ typedef struct popci_exec_config {
     int accum_f16;                 /* gradient accumulators hold float16
                                       values (the optimizer's accum_type) */
     int synthetic;                 /* enableSyntheticData: no host I/O */
+    int auto_loss_scaling;         /* Training.setAutomaticLossScaling */
     int synthetic_mode;            /* POPCI_SYNTH_* */
     uint64_t random_seed;
     int pipelined;                 /* stages overlap (wavefront) */
@@ -213,6 +214,9 @@ struct popci_exec {
     double loss_scaling;           /* value in the plan's gradient seed */
     void **synth;                  /* [replica * n_inputs + i]: generated
                                       inputs (enableSyntheticData); NULL */
+    int64_t finite_steps;          /* automatic loss scaling: steps since
+                                      the scale last changed */
+    int64_t skipped_steps;         /* ... and steps skipped (non-finite) */
 };
 
 /* Slot of returned tensor i: graph output i, then anchor i - n_outputs. */

@@ -615,6 +615,9 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         POPC_MEAN_POST);
     ec.random_seed = (uint64_t)opt_int(m->opts, "randomSeed", 0);
     ec.synthetic = (int)opt_int(m->opts, "enableSyntheticData", 0);
+    ec.auto_loss_scaling =
+        m->training &&
+        opt_int(m->opts, "Training.setAutomaticLossScaling", 0);
     ec.synthetic_mode = (int)opt_int(m->opts, "syntheticDataMode", 0);
     ec.pipelined = pipelined(m, plan);
     ec.broadcast_buffers = (int)opt_int(m->opts, "broadcastBuffers", 1);
@@ -976,6 +979,14 @@ void popc_model_latency(const popc_model *m, double *host_ipu,
 double popc_model_compilation_time(const popc_model *m)
 {
     return m ? m->compile_time : 0.0;
+}
+
+double popc_model_loss_scaling(const popc_model *m)
+{
+    if (!m || !m->training)
+        return 1.0;
+    return m->exec ? m->exec->loss_scaling
+                   : popci_optimizer_loss_scaling(m->optimizer);
 }
 
 int64_t popc_model_steps(const popc_model *m)

@@ -653,10 +653,10 @@ const popci_optdef popci_option_table[] = {
      .members = mean_strategies,
      .param = "mean_reduction_strategy"},
     {.info = {"Training.setAutomaticLossScaling", POPC_OPT_BOOL, "false",
-              "Let the device adjust the loss scaling factor", BOOLV, 0},
-     .flags = C, .why = "it would adjust the loss scaling factor during "
-                       "training",
-     .param = "enabled"},
+              "The device adjusts the loss scaling: a step with inf or NaN "
+              "gradients is skipped and halves it, 2000 finite steps "
+              "double it (popc_model_loss_scaling)", BOOLV, 1},
+     .flags = C, .param = "enabled"},
     {.info = {"Training.setConvolutionDithering", POPC_OPT_BOOL, "false",
               "Lay out convolutions from different tiles", BOOLV, 0},
      .flags = C, .why = "it would change the tile layout of convolutions",

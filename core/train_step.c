@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "popc/log.h"
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
 #include "core/exec_priv.h"
@@ -428,6 +429,45 @@ static popc_status for_each(popci_exec *e, int n,
     return st;
 }
 
+/* Training.setAutomaticLossScaling, torch.cuda.amp.GradScaler's rule: a
+** step whose reduced gradients hold an inf or NaN is skipped (weights and
+** optimizer state unchanged) and the scale halves; after ALS_GROWTH_STEPS
+** finite steps in a row it doubles. Powers of 2 keep the unscaled
+** gradients exact. Returns 1 when the step must be skipped. */
+#define ALS_GROWTH_STEPS 2000
+
+static int auto_loss_scale(popci_exec *e, const int *trained, int n)
+{
+    int nw = e->plan->n_weights, finite = 1;
+
+    for (int i = 0; i < n && finite; i++) {
+        int w = trained[i];
+        int64_t len = popc_view_numel(&e->plan->slots[e->plan->weights[w]
+                                                          .slot].info);
+
+        for (int grp = 0; grp < popci_exec_n_groups(e, w) && finite; grp++) {
+            const float *g = e->accum[popci_exec_group_leader(e, w, grp) *
+                                      nw + w];
+            for (int64_t j = 0; j < len && finite; j++)
+                finite = isfinite(g[j]);
+        }
+    }
+    if (!finite) {
+        popc_log(POPC_LOG_INFO, "automatic loss scaling: non-finite "
+                 "gradients; step skipped, loss scale %g -> %g",
+                 e->loss_scaling, e->loss_scaling * 0.5);
+        popci_exec_set_loss_scaling(e, e->loss_scaling * 0.5);
+        e->finite_steps = 0;
+        e->skipped_steps++;
+        return 1;
+    }
+    if (++e->finite_steps >= ALS_GROWTH_STEPS) {
+        popci_exec_set_loss_scaling(e, e->loss_scaling * 2.0);
+        e->finite_steps = 0;
+    }
+    return 0;
+}
+
 popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
 {
     const popci_plan *p = e->plan;
@@ -463,6 +503,8 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
     }
     c = (step_ctx){e, io, trained};
     if ((st = for_each(e, n, reduce_one, &c)) != POPC_OK)
+        goto done;
+    if (e->cfg.auto_loss_scaling && auto_loss_scale(e, trained, n))
         goto done;
     if (isfinite(max_norm))
         popci_clip_by_global_norm(grads, sizes, n, max_norm);

@@ -813,6 +813,53 @@ START_TEST(synthetic_data_replaces_host_io)
 }
 END_TEST
 
+/* ---- automatic loss scaling ---------------------------------------------- */
+
+/* A loss scale of 2^130 overflows float32 (its largest power of 2 is
+** 2^127), so the scaled gradients are inf or NaN: with automatic loss
+** scaling those steps are skipped and the scale halves until the
+** gradients are finite (three steps here: 2^130, 2^129, 2^128). Scales are powers of 2, so the unscaled gradients
+** are exact: the weights equal, bitwise, a plain model's trained on the
+** steps that were not skipped. */
+START_TEST(automatic_loss_scaling)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_options *plain = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *big = sgd(0.05, 0.9, 0x1p130);
+    popc_optimizer *one = sgd(0.05, 0.9, 1.0);
+    popc_model *m, *ref;
+    int skipped = 0;
+
+    OK(popc_options_set(o, "Training.setAutomaticLossScaling", "true"));
+    m = train_model(o, big);
+    ref = train_model(plain, one);
+    ck_assert(popc_model_loss_scaling(m) == 0x1p130);
+    for (int i = 0; i < 8; i++) {
+        double before = popc_model_loss_scaling(m);
+        popc_tensor *l = step(m, 4 * i, 4);
+
+        popc_tensor_free(l);
+        if (popc_model_loss_scaling(m) < before) {
+            ck_assert(popc_model_loss_scaling(m) == before / 2);
+            skipped++;
+            continue;
+        }
+        l = step(ref, 4 * i, 4);
+        popc_tensor_free(l);
+    }
+    ck_assert_int_eq(skipped, 3);
+    ck_assert(popc_model_loss_scaling(m) == 0x1p127);
+    ck_assert_int_eq(popc_model_steps(m), 8 - skipped);
+    ck_assert(params_diff(m, ref) == 0.0);
+    popc_model_free(m);
+    popc_model_free(ref);
+    popc_optimizer_free(big);
+    popc_optimizer_free(one);
+    popc_options_free(o);
+    popc_options_free(plain);
+}
+END_TEST
+
 /* ---- anchorTensor ---------------------------------------------------------- */
 
 static void expect_anchor_missing(popc_model *m, const char *name,
@@ -978,6 +1025,7 @@ int main(void)
     tcase_add_test(tc, synthetic_data_replaces_host_io);
     tcase_add_test(tc, anchor_tensors);
     tcase_add_test(tc, anchor_errors);
+    tcase_add_test(tc, automatic_loss_scaling);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

@@ -204,7 +204,7 @@ START_TEST(supported_flags)
         "Jit.traceModel", "backend", "threads", "pluginPath",
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
         "enableStableNorm", "Precision.enableFloatingPointExceptions",
-        "anchorTensor", NULL};
+        "anchorTensor", "Training.setAutomaticLossScaling", NULL};
     int n_sup = 0, n_list = 0;
 
     for (int i = 0; supported[i]; i++, n_list++) {

@@ -123,7 +123,13 @@ POPC_API POPC_NODISCARD popc_status popc_model_set_optimizer_state(
 POPC_API void popc_model_latency(const popc_model *m, double *host_ipu,
                                  double *compute, double *total);
 POPC_API double popc_model_compilation_time(const popc_model *m);
-/* Number of training steps taken (optimizer updates). */
+/* The loss scaling the next step uses: the optimizer's loss_scaling, or
+** with Training.setAutomaticLossScaling the value the device adjusted
+** (halved after each step skipped for inf or NaN gradients, doubled after
+** 2000 finite steps). 1 for an inference model. Since 0.2.0. */
+POPC_API double popc_model_loss_scaling(const popc_model *m);
+/* Number of training steps taken (optimizer updates; skipped steps of
+** automatic loss scaling are not counted). */
 POPC_API int64_t popc_model_steps(const popc_model *m);
 
 #ifdef __cplusplus
