@@ -627,6 +627,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         if ((st = mark_half_storage(m, plan, &ec)) != POPC_OK)
             goto fail;
     }
+    if ((st = popci_locations_apply(plan, m->opts, b.r)) != POPC_OK)
+        goto fail;
     bc = backend_config(m);
     popci_progress_phase(&prog, POPCI_PHASE_BACKEND);
     st = popci_exec_new(plan, be, &bc, &ec, &e);

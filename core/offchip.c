@@ -206,3 +206,12 @@ popc_status popci_offchip_plan(popci_plan *p)
     }
     return onchip_peak(p);
 }
+
+popc_status popci_offchip_refigure(popci_plan *p)
+{
+    p->offchip_bytes = 0;
+    for (int s = 0; p->offchip_to && s < p->pub.n_slots; s++)
+        if (p->offchip_to[s] >= 0)
+            p->offchip_bytes += popci_plan_slot_bytes(p, s);
+    return onchip_peak(p);
+}

@@ -414,45 +414,45 @@ static popc_status hook_amp(popc_options *o, const popci_optdef *d,
 /* ---- the table ---------------------------------------------------------------- */
 
 #define BOOLV "true | false"
-#define LOC_WHY "it would place tensors off chip, on IO tiles or shard them " \
-                "across replicas"
-
-/* The six TensorLocationSettings of one tensor class, flattened. */
+/* The six TensorLocationSettings of one tensor class, flattened; their
+** effect is core/locations.c's. */
 #define LOCATION(CLS, what)                                                 \
     {.info = {"TensorLocations.set" CLS "Location.useOnChipStorage",        \
               POPC_OPT_BOOL, "None",                                        \
               "Keep " what " on chip (None: backend default)",              \
-              BOOLV " | None", 0},                                          \
-     .flags = C | N, .why = LOC_WHY, .call_default = "true",                \
+              BOOLV " | None", 1},                                          \
+     .flags = C | N, .call_default = "true",                                \
      .param = "use"},                                                       \
     {.info = {"TensorLocations.set" CLS                                     \
               "Location.useReplicatedTensorSharding",                       \
               POPC_OPT_BOOL, "None", "Shard " what " across replicas",      \
-              BOOLV " | None", 0},                                          \
-     .flags = C | N, .why = LOC_WHY, .call_default = "true",                \
+              BOOLV " | None", 1},                                          \
+     .flags = C | N, .call_default = "true",                                \
      .param = "use"},                                                       \
     {.info = {"TensorLocations.set" CLS "Location.useIOTilesToLoad",        \
               POPC_OPT_BOOL, "None", "Load " what " through IO tiles",      \
-              BOOLV " | None", 0},                                          \
-     .flags = C | N, .why = LOC_WHY, .call_default = "true",                \
+              BOOLV " | None", 1},                                          \
+     .flags = C | N, .call_default = "true",                                \
      .param = "use"},                                                       \
     {.info = {"TensorLocations.set" CLS "Location.useIOTilesToStore",       \
               POPC_OPT_BOOL, "None", "Store " what " on IO tiles",          \
-              BOOLV " | None", 0},                                          \
-     .flags = C | N, .why = LOC_WHY, .call_default = "true",                \
+              BOOLV " | None", 1},                                          \
+     .flags = C | N, .call_default = "true",                                \
      .param = "use"},                                                       \
     {.info = {"TensorLocations.set" CLS "Location.minElementsForOffChip",   \
               POPC_OPT_INT, "None",                                         \
-              "Smallest " what " considered for off-chip storage",          \
-              ">= 0 | None", 0},                                            \
-     .flags = C | N, .min = 0, .max = INT64_MAX, .why = LOC_WHY,            \
+              "Smallest " what " considered for off-chip storage (None: "   \
+              "2)",                                                         \
+              ">= 0 | None", 1},                                            \
+     .flags = C | N, .min = 0, .max = INT64_MAX,                            \
      .param = "min_elements"},                                              \
     {.info = {"TensorLocations.set" CLS                                     \
               "Location.minElementsForReplicatedTensorSharding",            \
               POPC_OPT_INT, "None",                                         \
-              "Smallest " what " considered for replicated tensor sharding",\
-              ">= 0 | None", 0},                                            \
-     .flags = C | N, .min = 0, .max = INT64_MAX, .why = LOC_WHY,            \
+              "Smallest " what " considered for replicated tensor sharding "\
+              "(None: 8192)",                                               \
+              ">= 0 | None", 1},                                            \
+     .flags = C | N, .min = 0, .max = INT64_MAX,                            \
      .param = "min_elements"}
 
 const popci_optdef popci_option_table[] = {

@@ -765,6 +765,7 @@ void popci_plan_free(popci_plan *p)
     free(p->offchip_from);
     free(p->offchip_to);
     free(p->store_dtype);
+    free(p->slot_location);
     popc_graph_free(p->graph);
     free(p);
 }

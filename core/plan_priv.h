@@ -123,6 +123,7 @@ typedef struct popci_plan {
     int n_recomputed;          /* forward nodes cloned into the backward
                                   pass (recomputation) */
     popc_dtype *store_dtype;   /* per slot, pub.store_dtype; NULL */
+    unsigned char *slot_location; /* per slot, pub.slot_location; NULL */
     int *offchip_from;         /* per slot, pub.offchip_from/to; NULL */
     int *offchip_to;
     size_t stored_bytes;       /* activations live across the forward /

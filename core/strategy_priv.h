@@ -65,6 +65,15 @@ popc_status popci_offchip_plan(popci_plan *p);
 /* Slot s was appended after the plan (optimizer state): it stays on chip.
 ** POPC_ENOMEM. */
 popc_status popci_offchip_add_slot(popci_plan *p, int s);
+/* Options.TensorLocations (core/locations.c): slot_location for every
+** slot, activations' off-chip ranges trimmed. POPC_EINVAL with PopTorch's
+** text for I/O tiles without numIOTiles and for impossible settings. */
+popc_status popci_locations_apply(popci_plan *p, const popc_options *o,
+                                  int64_t replicas);
+
+/* offchip_bytes and onchip_peak again, after ranges were dropped
+** (TensorLocations keeping activations on chip). */
+popc_status popci_offchip_refigure(popci_plan *p);
 
 /* ---- replica grouping of a model's weights (core/replica_groups.c) ----- */
 

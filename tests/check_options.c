@@ -205,6 +205,12 @@ START_TEST(supported_flags)
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
         "enableStableNorm", "Precision.enableFloatingPointExceptions",
         "anchorTensor", "Training.setAutomaticLossScaling", NULL};
+    static const char *const classes[] = {"Activation", "Weight", "Optimizer",
+                                          "Accumulator"};
+    static const char *const settings[] = {
+        "useOnChipStorage", "useReplicatedTensorSharding", "useIOTilesToLoad",
+        "useIOTilesToStore", "minElementsForOffChip",
+        "minElementsForReplicatedTensorSharding"};
     int n_sup = 0, n_list = 0;
 
     for (int i = 0; supported[i]; i++, n_list++) {
@@ -212,6 +218,16 @@ START_TEST(supported_flags)
 
         ck_assert_msg(info && info->supported, "%s", supported[i]);
     }
+    for (int c = 0; c < 4; c++)
+        for (int k = 0; k < 6; k++, n_list++) {
+            char name[128];
+            const popc_option_info *info;
+
+            snprintf(name, sizeof name, "TensorLocations.set%sLocation.%s",
+                     classes[c], settings[k]);
+            info = popc_options_find_info(name);
+            ck_assert_msg(info && info->supported, "%s", name);
+        }
     for (int i = 0; i < popc_options_count(); i++)
         n_sup += popc_options_info(i)->supported;
     ck_assert_int_eq(n_sup, n_list);
@@ -928,10 +944,17 @@ START_TEST(load_file_errors)
     expect(popc_options_load_file(opts, data("options_type.txt")),
            POPC_EINVAL, "TypeError at line 1 of options_type.txt: "
            "deviceIterations: expected an integer, got a float (2.5)", NULL);
-    expect(popc_options_load_file(opts, data("options_location.txt")),
-           POPC_EUNSUPPORTED, "UnsupportedError at line 2 of "
-           "options_location.txt: option TensorLocations.setWeightLocation."
-           "useOnChipStorage is not supported yet by popc", NULL);
+    /* TensorLocationSettings() calls set the class's settings */
+    {
+        popc_options *loc = NULL;
+
+        ok(popc_options_new(&loc));
+        ok(popc_options_load_file(loc, data("options_location.txt")));
+        ck_assert_int_eq(popc_options_get_bool(
+                             loc, "TensorLocations.setWeightLocation."
+                                  "useOnChipStorage"), 0);
+        popc_options_free(loc);
+    }
     expect(popc_options_load_file(opts, data("options_phased.txt")),
            POPC_EUNSUPPORTED, "explicit stage, phase or block lists in "
            "SerialPhasedExecution are not supported yet by popc", NULL);

@@ -706,6 +706,47 @@ static long long ipumodel_activations(popc_graph *g, const char *liveness)
     return acts;
 }
 
+/* Activation off-chip bytes of one phased run with one extra option. */
+static long long phased_offchip(popc_graph *g, const char *name,
+                                const char *value)
+{
+    cfg each = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL,
+                "OffChipAfterEachPhase", 0, 0};
+    popc_options *o = options(&each);
+    popc_model *m = NULL;
+    long long bytes;
+
+    if (name)
+        OK(popc_options_set(o, name, value));
+    OK(popc_model_new_training(g, o, NULL, &m));
+    OK(try_run(m, 2 * rows(&each, 1)));
+    bytes = info_of(m).offchip_bytes;
+    popc_model_free(m);
+    popc_options_free(o);
+    return bytes;
+}
+
+/* TensorLocations.setActivationLocation under phased execution: on-chip
+** storage keeps every activation, minElementsForOffChip the small ones;
+** the liveness decides for the rest. */
+START_TEST(phased_activation_locations)
+{
+    const char *act = "TensorLocations.setActivationLocation.";
+    char name[128];
+    popc_graph *g = phased_graph(1, 0);
+
+    ck_assert_int_gt(phased_offchip(g, NULL, NULL), 0);
+    snprintf(name, sizeof name, "%suseOnChipStorage", act);
+    ck_assert_int_eq(phased_offchip(g, name, "true"), 0);
+    snprintf(name, sizeof name, "%sminElementsForOffChip", act);
+    ck_assert_int_eq(phased_offchip(g, name, "1000000000"), 0);
+    /* the default threshold (2 elements, PopART's) keeps a scalar on chip */
+    ck_assert_int_eq(phased_offchip(g, name, "0"),
+                     phased_offchip(g, NULL, NULL) + 4);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(phased_on_ipumodel)
 {
     popc_graph *g = phased_graph(1, 512);
@@ -1216,6 +1257,7 @@ int main(void)
     tcase_add_test(run_tc, phased_errors);
     tcase_add_test(run_tc, phased_results_equal);
     tcase_add_test(run_tc, phased_on_ipumodel);
+    tcase_add_test(run_tc, phased_activation_locations);
     tcase_add_test(run_tc, recomputation_cpu);
     tcase_add_test(run_tc, recomputation_ipumodel);
     tcase_add_test(run_tc, recomputation_pipelined);

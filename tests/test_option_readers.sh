@@ -22,6 +22,8 @@ allowed() {
     maxRepeatLogs)  echo "core/options.c popc_log_set_max_repeats" ;;
     useIpuModel)    echo "core/options_table.c hook_use_ipu_model" ;;
     pluginPath)     echo "core/options_table.c popc_registry_load_path" ;;
+    TensorLocations.set*Location.*)
+                    echo "core/locations.c TensorLocations.set%sLocation.%s" ;;
     *)              echo "" ;;
     esac
 }

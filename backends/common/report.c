@@ -4,7 +4,8 @@
 **
 ** Layout:
 **   {"backend", "device": {...},
-**    "memory": {"totals": {...}, "ipus": [{"ipu", "max_tile",
+**    "memory": {"totals": {...}, "off_chip": {...} (streaming memory,
+**               TensorLocations), "ipus": [{"ipu", "max_tile",
 **               "max_tile_bytes", "free_bytes", "tiles": [{"tile",
 **               "weights", "gradients", "state", "activations",
 **               "temporaries", "total"}, ...]}, ...]},
@@ -73,6 +74,13 @@ static void put_memory(FILE *f, const ipum_map *m)
     for (int c = 0; c < IPUM_MEM_COUNT; c++) {
         fprintf(f, "\"%s\": %lld, ", mem_names[c], (long long)m->totals[c]);
         total += m->totals[c];
+    }
+    fprintf(f, "\"total\": %lld},\n  \"off_chip\": {", (long long)total);
+    total = 0;
+    for (int c = 0; c < IPUM_MEM_COUNT; c++) {
+        fprintf(f, "\"%s\": %lld, ", mem_names[c],
+                (long long)m->off_chip[c]);
+        total += m->off_chip[c];
     }
     fprintf(f, "\"total\": %lld},\n  \"ipus\": [", (long long)total);
     for (int ipu = 0; ipu < m->n_ipus; ipu++) {

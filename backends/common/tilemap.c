@@ -266,6 +266,7 @@ static void place_slots(ipum_map *m, int *cursor)
             const popc_plan_slot *sl = &p->slots[s];
             ipum_slot_map *sm = &m->slots[s];
             int live = sm->live_from >= 0;
+            unsigned loc;
 
             if (pass == 0 ? !is_persistent(sl->kind)
                           : is_persistent(sl->kind) || !live)
@@ -275,6 +276,16 @@ static void place_slots(ipum_map *m, int *cursor)
                 p->store_dtype)
                 sm->bytes = popc_view_numel(&sl->info) *
                             (int64_t)popc_dtype_size(p->store_dtype[s]);
+            loc = ipum_slot_location(p, s);
+            if (loc & POPC_LOC_SHARDED) /* this replica's share */
+                sm->bytes = (sm->bytes + m->dev.replicas - 1) /
+                            m->dev.replicas;
+            if (pass == 0 && (loc & POPC_LOC_OFF_CHIP)) {
+                /* streaming memory; loaded as its readers' temporaries */
+                m->off_chip[category(sl->kind)] += sm->bytes;
+                sm->n = 0;
+                continue;
+            }
             sm->n = tiles_for(&m->dev, (double)sm->bytes);
             sm->first = cursor[sm->ipu];
             cursor[sm->ipu] = (int)((cursor[sm->ipu] + sm->n) % T);
@@ -299,6 +310,12 @@ static void place_nodes(ipum_map *m)
 
         nm->ipu = pn->ipu;
         nm->first = 0;
+        for (int j = 0; j < pn->n_inputs; j++) {
+            int s = pn->inputs[j];
+            if (s >= 0 && is_persistent(p->slots[s].kind) &&
+                (ipum_slot_location(p, s) & POPC_LOC_OFF_CHIP))
+                temp += (double)m->slots[s].bytes;
+        }
         for (int j = 0; j < pn->n_outputs; j++) {
             int s = pn->outputs[j];
             out += (double)m->slots[s].bytes;

@@ -100,7 +100,18 @@ typedef struct ipum_map {
     ipum_slot_map *slots;      /* per plan slot */
     ipum_node_map *nodes;      /* per plan node */
     int64_t totals[IPUM_MEM_COUNT]; /* summed over the tiles of a replica */
+    int64_t off_chip[IPUM_MEM_COUNT]; /* in streaming memory, per replica
+                                         (TensorLocations) */
 } ipum_map;
+
+/* The plan's POPC_LOC_* bits of slot s (0 from an older core). */
+static inline unsigned ipum_slot_location(const popc_plan *p, int s)
+{
+    return POPC_HAS_FIELD(popc_plan, p->size, slot_location) &&
+                   p->slot_location
+               ? p->slot_location[s]
+               : 0u;
+}
 
 /* The device described by cfg. who names the backend in messages.
 ** POPC_ECONFIG for an unknown IPU version or negative sizes. */

@@ -21,6 +21,16 @@
 **   host      host ops (CPU callbacks) and streamed inputs move at 12
 **             bytes per cycle (16 GB/s PCIe) plus 3000 cycles of latency
 **             per transfer.
+**   streaming memory (TensorLocations) an off-chip weight, optimizer state
+**             or accumulator is loaded for each node that reads it, an
+**             off-chip activation is stored after its last use in a phase
+**             and loaded for its next reader: 15 bytes per cycle (20 GB/s)
+**             plus 1000 cycles per transfer. Through the I/O tiles
+**             (useIOTilesToLoad/Store) a transfer overlaps the node's own
+**             work: only what exceeds it is added.
+**   sharding  a replica-sharded input is gathered from the other replicas
+**             over the IPU links first: (R-1)/R of it at 48 bytes per
+**             cycle plus an inter-IPU sync.
 ** The numbers are public figures divided by tiles and clock; they rank
 ** models and scale with the work, they do not predict a real IPU to the
 ** cycle.
@@ -42,6 +52,8 @@
 #define HOST_BYTES 12.0
 #define HOST_LATENCY 3000.0
 #define PART_NS 8000.0
+#define STREAM_BYTES 15.0
+#define STREAM_LATENCY 1000.0
 
 static int is_matrix(const popc_op_def *op)
 {
@@ -60,6 +72,54 @@ static double rate(const ipum_device *d, const popc_plan *p,
     if (is_matrix(pn->op))
         return (d->version == 1 ? 16.0 : 32.0) * (half ? 4.0 : 1.0);
     return half ? 16.0 : 8.0;
+}
+
+/* Cycles a transfer of `bytes` to or from streaming memory adds to a node
+** doing `work` cycles: all of it, or through the I/O tiles what exceeds
+** the work it overlaps. */
+static double stream(double bytes, int io_tiles, double work)
+{
+    double t = bytes / STREAM_BYTES + STREAM_LATENCY;
+
+    if (!io_tiles)
+        return t;
+    return t > work ? t - work : 0.0;
+}
+
+/* TensorLocations' transfers of node k (see the header). */
+static double locations(const ipum_map *m, int k, double work)
+{
+    const popc_plan *p = m->plan;
+    const popc_plan_node *pn = &p->nodes[k];
+    double extra = 0.0, R = m->dev.replicas;
+
+    for (int j = 0; j < pn->n_inputs + pn->n_outputs; j++) {
+        int s = j < pn->n_inputs ? pn->inputs[j]
+                                 : pn->outputs[j - pn->n_inputs];
+        unsigned loc;
+        const ipum_slot_map *sm;
+
+        if (s < 0 || !(loc = ipum_slot_location(p, s)))
+            continue;
+        sm = &m->slots[s];
+        if (p->slots[s].kind == POPC_SLOT_ACT) {
+            if (j < pn->n_inputs && sm->off_to == k)
+                extra += stream((double)sm->bytes, loc & POPC_LOC_IO_LOAD,
+                                work);
+            if (sm->off_from == k)
+                extra += stream((double)sm->bytes,
+                                loc & POPC_LOC_IO_STORE, work);
+            continue;
+        }
+        if (j >= pn->n_inputs)
+            continue;
+        if (loc & POPC_LOC_OFF_CHIP)
+            extra += stream((double)sm->bytes, loc & POPC_LOC_IO_LOAD, work);
+        if ((loc & POPC_LOC_SHARDED) && R > 1)
+            extra += (double)sm->bytes * (R - 1) / LINK_BYTES +
+                     IPU_SYNC_CYCLES;
+    }
+    return extra;
 }
 
 static double node_cycles(ipum_map *m, int k)
@@ -87,6 +147,7 @@ static double node_cycles(ipum_map *m, int k)
         nm->exchange += link / LINK_BYTES + IPU_SYNC_CYCLES;
     if (pn->op && (pn->op->flags & POPC_OP_HOST))
         nm->exchange += bytes / HOST_BYTES + HOST_LATENCY;
+    nm->exchange += locations(m, k, nm->compute + nm->exchange);
     return nm->compute + nm->exchange + nm->sync;
 }
 

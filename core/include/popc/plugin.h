@@ -369,7 +369,17 @@ typedef struct popc_plan {
     /* POPC_KERNEL_* flags for every kernel of the plan (kc->flags). Read
     ** only when POPC_HAS_FIELD(popc_plan, size, kernel_flags); 0.2.0. */
     unsigned kernel_flags;
+    /* Per slot, where the device keeps it (POPC_LOC_* bits, from
+    ** Options.TensorLocations); NULL: everything on chip. Read only when
+    ** POPC_HAS_FIELD(popc_plan, size, slot_location); since 0.2.0. */
+    const unsigned char *slot_location;
 } popc_plan;
+
+/* slot_location bits. */
+#define POPC_LOC_OFF_CHIP  (1u << 0) /* streaming memory, loaded per use */
+#define POPC_LOC_SHARDED   (1u << 1) /* each replica holds 1/replicas */
+#define POPC_LOC_IO_LOAD   (1u << 2) /* loaded through I/O tiles */
+#define POPC_LOC_IO_STORE  (1u << 3) /* stored through I/O tiles */
 
 /* The data of every slot for one replica during one micro-batch. */
 typedef struct popc_frame {
