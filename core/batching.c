@@ -220,6 +220,22 @@ static void collect(popci_exec *e, const popci_exec_io *io,
     }
 }
 
+/* accumulate() for the float16 gradient of a half weight (the data of
+** g is uint16_t): widened to float as it is added. */
+static void accumulate_half(float *acc, const void *g, int64_t n, int64_t a,
+                            int running)
+{
+    const uint16_t *h = g;
+    float keep = (float)a / (float)(a + 1), take = 1.0f / (float)(a + 1);
+
+    for (int64_t i = 0; i < n; i++) {
+        float x = popc_f16_to_f32(h[i]);
+
+        acc[i] = a == 0 ? x : running ? keep * acc[i] + take * x
+                                      : acc[i] + x;
+    }
+}
+
 /* R2.3: Post (and Sum) add up the GA micro-batch gradients; Running keeps
 ** their running mean s <- a/(a+1) s + 1/(a+1) g. A float16 accumulator
 ** (accum_type) is rounded to half after each micro-batch. */
@@ -241,6 +257,12 @@ static void accumulate(popci_exec *e, const popc_frame *f, int r,
             continue;
         g = f->slots[pw->grad_slot].data;
         n = popc_view_numel(&p->slots[pw->accum_slot].info);
+        if (p->slots[pw->grad_slot].info.dtype == POPC_DTYPE_F16) {
+            accumulate_half(acc, g, n, a, running);
+            if (e->cfg.accum_f16)
+                popci_round_f16(acc, n);
+            continue;
+        }
         if (a == 0) {
             if (acc != g) /* else written in place (executor.c) */
                 memcpy(acc, g, sizeof *acc * (size_t)n);

@@ -258,15 +258,18 @@ static popc_status check_training(const popci_plan *p)
         const popci_plan_weight *pw = &p->weights[w];
         const popc_view *wi = &p->slots[pw->slot].info;
 
+        /* float32 weights, or float16 ones (popc_graph_to_half), with
+        ** gradients of their dtype and size */
         if (pw->accum_slot >= 0 &&
-            (wi->dtype != POPC_DTYPE_F32 ||
-             p->slots[pw->grad_slot].info.dtype != POPC_DTYPE_F32 ||
+            ((wi->dtype != POPC_DTYPE_F32 && wi->dtype != POPC_DTYPE_F16) ||
+             p->slots[pw->grad_slot].info.dtype != wi->dtype ||
              popc_view_numel(&p->slots[pw->grad_slot].info) !=
                  popc_view_numel(wi)))
             return popc_set_error(POPC_ECOMPILE, "compile: weight '%s' "
                                   "(%s) has gradient '%s' (%s, %lld "
-                                  "elements); training needs float32 "
-                                  "weights with gradients of their shape",
+                                  "elements); training needs float32 or "
+                                  "float16 weights with gradients of their "
+                                  "dtype and shape",
                                   pw->name, popc_dtype_name(wi->dtype),
                                   p->slots[pw->grad_slot].name,
                                   popc_dtype_name(p->slots[pw->grad_slot]
@@ -295,7 +298,9 @@ static int grad_in_place(const popci_exec *e, int w)
 
     if (!e->cfg.training || e->cfg.grad_accum != 1 ||
         p->weights[w].accum_slot < 0 || g < 0 ||
-        p->slots[g].kind != POPC_SLOT_ACT || p->arena_offset[g] < 0)
+        p->slots[g].kind != POPC_SLOT_ACT || p->arena_offset[g] < 0 ||
+        p->slots[g].info.dtype != POPC_DTYPE_F32) /* a float16 gradient is
+                                                     widened on the host */
         return 0;
     for (int o = 0; o < p->n_weights; o++)
         if (o != w && (p->weights[o].grad_slot == g ||

@@ -15,8 +15,10 @@ libpopc_la_SOURCES += \
     %reldir%/subgraph.c \
     %reldir%/subgraph_grad.c \
     %reldir%/autodiff.c \
+    %reldir%/half.c \
     %reldir%/rng.h \
     %reldir%/rng.c \
     %reldir%/layers.c
 
-pkginclude_HEADERS += %reldir%/include/popc/layers.h
+pkginclude_HEADERS += %reldir%/include/popc/layers.h \
+    %reldir%/include/popc/precision.h

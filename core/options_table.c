@@ -686,11 +686,9 @@ const popci_optdef popci_option_table[] = {
      .why = "it would change the casting of mixed float16/float32 ops",
      .param = "half_float_casting"},
     {.info = {"Precision.runningStatisticsAlwaysFloat", POPC_OPT_BOOL, "true",
-              "Keep batch-norm running statistics in float32 (deprecated)",
-              BOOLV, 0},
-     .flags = C, .why = "it would store batch-norm running statistics in "
-                       "the input's dtype",
-     .param = "value"},
+              "Keep buffers (batch-norm running statistics) in float32 when "
+              "a run file's model is half ([model] half)", BOOLV, 1},
+     .flags = C, .param = "value"},
 
     /* ---- Options.TensorLocations ---- */
     {.info = {"TensorLocations.numIOTiles", POPC_OPT_INT, "0",

@@ -506,6 +506,7 @@ void popc_run_free(popc_run *r)
     free(r->model_file);
     free(r->model_output);
     free(r->labels_name);
+    free(r->half_prefixes);
     free(r->annots);
     free(r->infer_weights);
     free(r->predictions);

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "popc/layers.h"
+#include "popc/precision.h"
 #include "popc/registry.h"
 #include "popc/run.h"
 #include "core/alloc_priv.h"
@@ -23,7 +24,10 @@
 
 static const char *const model_keys[] = {"input",  "classes", "loss",
                                          "layers", "seed",    "onnx",
-                                         "output", "labels",  NULL};
+                                         "output", "labels",  "half",
+                                         NULL};
+
+static popc_status parse_half(popc_run *r);
 
 static const char *const k_linear[] = {"type", "out_features", "bias", NULL};
 static const char *const k_conv[] = {"type",    "out_channels", "kernel",
@@ -457,7 +461,8 @@ popc_status popci_run_parse_model(popc_run *r)
         (st = popci_config_get_enum(SRC("loss"), "model", "loss", losses, 0,
                                     &r->loss)) ||
         (st = popci_config_get_int(SRC("seed"), "model", "seed", 0, 0,
-                                   INT64_MAX, &seed)))
+                                   INT64_MAX, &seed)) ||
+        (st = parse_half(r)))
         return st;
     r->model_seed = (uint64_t)seed;
     if (popci_run_has(r, "model", "onnx"))
@@ -692,6 +697,44 @@ static popc_status read_model_file(const popc_run *r, int64_t batch_size,
     return POPC_OK;
 }
 
+/* [model] half = true | false | PREFIX,...: model.half() of the whole
+** model or of the weights named (popc/precision.h). */
+static popc_status parse_half(popc_run *r)
+{
+    const char *text = NULL;
+    popc_status st;
+
+    if ((st = popci_config_get_string(popci_run_src(r, "model", "half"),
+                                      "model", "half", NULL, &text)) !=
+            POPC_OK ||
+        !text || strcasecmp(text, "false") == 0)
+        return st;
+    r->half = 1;
+    if (strcasecmp(text, "true") != 0 &&
+        !(r->half_prefixes = popci_strdup(text)))
+        return popc_set_error(POPC_ENOMEM, "out of memory");
+    return POPC_OK;
+}
+
+/* model.half(): buffers stay float32 unless
+** Precision.runningStatisticsAlwaysFloat is false. */
+static popc_status make_half(const popc_run *r, popc_graph **g)
+{
+    popc_graph *h = NULL;
+    popc_status st;
+    const char *keep = "Precision.runningStatisticsAlwaysFloat";
+
+    if (!r->half)
+        return POPC_OK;
+    if ((st = popc_graph_to_half(*g, r->half_prefixes,
+                                 popc_options_get_bool(r->opts, keep), &h)) !=
+        POPC_OK)
+        return st;
+    popc_graph_free(*g);
+    *g = h;
+    return POPC_OK;
+}
+
 popc_status popc_run_build_graph(const popc_run *r, int training,
                                  int64_t batch_size, popc_graph **out)
 {
@@ -789,7 +832,8 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
         }
         v = loss;
     }
-    if ((st = popc_graph_add_output(g, v)) != POPC_OK)
+    if ((st = popc_graph_add_output(g, v)) != POPC_OK ||
+        (st = make_half(r, &g)) != POPC_OK)
         goto fail;
     popc_layers_free(B);
     *out = g;

@@ -81,6 +81,8 @@ struct popc_run {
     char *model_file;         /* [model] onnx (instead of layers) */
     char *model_output;       /* [model] output, NULL: the file's only one */
     char *labels_name;        /* [model] labels, default "labels" */
+    int half;                 /* [model] half: model.half() */
+    char *half_prefixes;      /* ... of these weights only; NULL: all */
     popc_run_annotation *annots; /* [nodes PREFIX] (prefixes borrowed) */
     int n_annots;
 

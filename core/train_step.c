@@ -366,6 +366,30 @@ static popc_status reduce_one(void *arg, int i)
     return POPC_OK;
 }
 
+/* The update of a float16 weight (model.half()): the optimizer works on a
+** float32 copy, rounded back to the nearest half, as an IPU's float16
+** update writes a half result. */
+static popc_status apply_half(const step_ctx *c, const char *name,
+                              int64_t step, void *weight, const float *grad,
+                              float *const *state, int64_t n)
+{
+    uint16_t *h = weight;
+    float *w = popci_malloc(sizeof *w * (size_t)(n + 1));
+    popc_status st;
+
+    if (!w)
+        return popc_set_error(POPC_ENOMEM, "optimizer step: out of memory "
+                              "for the float16 weight '%s'", name);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = popc_f16_to_f32(h[i]);
+    st = popci_optimizer_apply(c->io->optimizer, name, step, w, grad, state,
+                               n);
+    for (int64_t i = 0; st == POPC_OK && i < n; i++)
+        h[i] = popc_f32_to_f16(w[i]);
+    free(w);
+    return st;
+}
+
 /* The optimizer on each group's copy with that group's state. */
 static popc_status apply_one(void *arg, int i)
 {
@@ -376,6 +400,7 @@ static popc_status apply_one(void *arg, int i)
     const popci_plan_weight *pw = &e->plan->weights[w];
     optw *ow = find_w(c->io->state, pw->name);
     int64_t n = popc_view_numel(&e->plan->slots[pw->slot].info);
+    int half = e->plan->slots[pw->slot].info.dtype == POPC_DTYPE_F16;
     float *arr[64];
     popc_status st = POPC_OK;
 
@@ -389,9 +414,11 @@ static popc_status apply_one(void *arg, int i)
 
         for (int j = 0; j < ow->n_state; j++)
             arr[j] = ow->arr[j] + (size_t)grp * (size_t)n;
-        st = popci_optimizer_apply(c->io->optimizer, pw->name, ow->step,
-                                   e->wdata[lead * nw + w],
-                                   e->accum[lead * nw + w], arr, n);
+        st = half ? apply_half(c, pw->name, ow->step, e->wdata[lead * nw + w],
+                               e->accum[lead * nw + w], arr, n)
+                  : popci_optimizer_apply(c->io->optimizer, pw->name,
+                                          ow->step, e->wdata[lead * nw + w],
+                                          e->accum[lead * nw + w], arr, n);
     }
     return st;
 }

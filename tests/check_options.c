@@ -204,7 +204,8 @@ START_TEST(supported_flags)
         "Jit.traceModel", "backend", "threads", "pluginPath",
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
         "enableStableNorm", "Precision.enableFloatingPointExceptions",
-        "anchorTensor", "Training.setAutomaticLossScaling", NULL};
+        "anchorTensor", "Training.setAutomaticLossScaling",
+        "Precision.runningStatisticsAlwaysFloat", NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
     static const char *const settings[] = {

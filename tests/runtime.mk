@@ -1,12 +1,14 @@
 # tests/runtime.mk - plans, the executor and the model wrapper, on the cpu
-# backend (references from tests/ref/gen_runtime.py in tests/ref/runtime/).
-runtime_test_plugins = backends/cpu.la $(ops_LTLIBRARIES) optim/sgd.la
+# backend (references from tests/ref/gen_runtime.py in tests/ref/runtime/),
+# and half precision (check_half).
+runtime_test_plugins = backends/cpu.la backends/ipumodel.la \
+    $(ops_LTLIBRARIES) optim/sgd.la
 
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_model_infer %reldir%/check_model_train \
-    %reldir%/check_model_pipeline
+    %reldir%/check_model_pipeline %reldir%/check_half
 TESTS += %reldir%/check_model_infer %reldir%/check_model_train \
-    %reldir%/check_model_pipeline
+    %reldir%/check_model_pipeline %reldir%/check_half
 endif
 
 %canon_reldir%_check_model_infer_SOURCES = %reldir%/check_model_infer.c
@@ -26,6 +28,11 @@ endif
 %canon_reldir%_check_model_pipeline_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_model_pipeline_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
+
+%canon_reldir%_check_half_SOURCES = %reldir%/check_half.c
+%canon_reldir%_check_half_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_half_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_half_DEPENDENCIES = libpopc.la $(runtime_test_plugins)
 
 EXTRA_DIST += %reldir%/ref/gen_runtime.py %reldir%/ref/runtime
 

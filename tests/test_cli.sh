@@ -174,6 +174,17 @@ esac
     fail "no run.weights/fc1.weight.npy"
 contains run.model.ini "weights = $tmp/run.weights" "model INI names the weights"
 
+# model.half(): float16 weights, accuracy of the float32 run within 0.1
+expect 0 "train a half model" "$POPC" train run.ini --set model.half=true \
+    --set train.weights=half.weights --json half.json
+hacc=$(json_value half.json test_accuracy)
+awk -v a="$acc" -v h="$hacc" 'BEGIN { exit !(h > a - 0.1) }' &&
+    pass "half accuracy $hacc (float32 $acc)" ||
+    fail "half accuracy $hacc, float32 $acc"
+# an .npy header names the dtype: '<f2' for float16
+grep -aq "'<f2'" half.weights/fc1.weight.npy && pass "half weights are float16" ||
+    fail "half.weights/fc1.weight.npy is not float16"
+
 expect 0 "train with --set" "$POPC" train run.ini --set data.batch_size=16 \
     --set train.epochs=1 --set train.weights=b16.weights --json b16.json
 [ "$(json_value b16.json steps)" = 32 ] && pass "--set changes the batch" ||

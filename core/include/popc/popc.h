@@ -11,6 +11,7 @@
 #include "popc/registry.h"
 #include "popc/graph.h"
 #include "popc/layers.h"
+#include "popc/precision.h"
 #include "popc/options.h"
 #include "popc/optimizer.h"
 #include "popc/model.h"

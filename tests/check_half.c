@@ -1,0 +1,230 @@
+/* check_half.c - popc_graph_to_half (popc/precision.h), PopTorch's
+** model.half(): the converted graph's dtypes and names, part of a model,
+** buffers kept float32 (Precision.runningStatisticsAlwaysFloat), and
+** training and inference against the float32 model as the reference.
+*/
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <check.h>
+
+#include "popc/popc.h"
+
+#define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
+#define B 8
+
+/* x [B, 1, 8, 8] -> conv (4 channels) -> BatchNorm -> Relu -> flatten ->
+** fc (256 -> 10) -> cross entropy, the logits and the loss as outputs. */
+static popc_graph *model(int training)
+{
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int64_t xd[4] = {B, 1, 8, 8}, ld[1] = {B};
+    int x, lab, c, n, r, f, o, loss;
+
+    OK(popc_graph_new("half", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 4, &x));
+    OK(popc_layers_new(g, 7, &L));
+    OK(popc_nn_conv2d(L, "conv", x, 1, 4, 3, 1, 1, 1, 1, 1, &c));
+    OK(popc_nn_batchnorm2d(L, "bn", c, 4, 1e-5, 0.1, &n));
+    OK(popc_nn_activation(L, "Relu", n, 0.0, &r));
+    OK(popc_nn_flatten(L, r, 1, &f));
+    OK(popc_nn_linear(L, "fc", f, 256, 10, 1, &o));
+    OK(popc_graph_add_output(g, o));
+    if (training) {
+        OK(popc_graph_add_input(g, "label", POPC_DTYPE_I32, ld, 1, &lab));
+        OK(popc_nn_cross_entropy(L, o, lab, "mean", &loss));
+        OK(popc_graph_add_output(g, loss));
+    }
+    popc_layers_free(L);
+    return g;
+}
+
+static popc_dtype dtype_of(const popc_graph *g, const char *name)
+{
+    int v = popc_graph_find_value(g, name);
+
+    ck_assert_msg(v >= 0, "no value '%s'", name);
+    return popc_graph_value_info(g, v).dtype;
+}
+
+START_TEST(conversion)
+{
+    popc_graph *g = model(1), *h = NULL, *part = NULL, *all = NULL;
+
+    OK(popc_graph_to_half(g, NULL, 1, &h));
+    ck_assert_int_eq(dtype_of(h, "conv.weight"), POPC_DTYPE_F16);
+    ck_assert_int_eq(dtype_of(h, "fc.weight"), POPC_DTYPE_F16);
+    ck_assert_int_eq(dtype_of(h, "bn.weight"), POPC_DTYPE_F16);
+    /* running statistics are buffers: float32 (the option's default) */
+    ck_assert_int_eq(dtype_of(h, "bn.running_mean"), POPC_DTYPE_F32);
+    /* the host interface stays float32 */
+    ck_assert_int_eq(popc_graph_value_info(h, popc_graph_input(h, 0)).dtype,
+                     POPC_DTYPE_F32);
+    for (int i = 0; i < popc_graph_n_outputs(h); i++)
+        ck_assert_int_eq(popc_graph_value_info(h, popc_graph_output(h, i))
+                             .dtype,
+                         POPC_DTYPE_F32);
+    /* node names are kept; the casts are named after their values */
+    ck_assert_int_ge(popc_graph_find_value(h, "conv:0"), 0);
+    ck_assert_int_eq(dtype_of(h, "conv:0"), POPC_DTYPE_F16);
+    ck_assert_int_eq(dtype_of(h, "conv:0/f32"), POPC_DTYPE_F32);
+    OK(popc_graph_to_half(g, "fc.", 1, &part));
+    ck_assert_int_eq(dtype_of(part, "fc.weight"), POPC_DTYPE_F16);
+    ck_assert_int_eq(dtype_of(part, "conv.weight"), POPC_DTYPE_F32);
+    OK(popc_graph_to_half(g, NULL, 0, &all));
+    ck_assert_int_eq(dtype_of(all, "bn.running_mean"), POPC_DTYPE_F16);
+    popc_graph_free(g);
+    popc_graph_free(h);
+    popc_graph_free(part);
+    popc_graph_free(all);
+}
+END_TEST
+
+static void inputs(int64_t rows, int seed, popc_tensor **in)
+{
+    int64_t xd[4] = {rows, 1, 8, 8}, ld[1] = {rows};
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 4, &in[0]));
+    OK(popc_tensor_new(POPC_DTYPE_I32, ld, 1, &in[1]));
+    for (int64_t i = 0; i < rows * 64; i++)
+        ((float *)popc_tensor_data(in[0]))[i] =
+            (float)(((i + seed) * 7919) % 97) / 97.0f - 0.5f;
+    for (int64_t i = 0; i < rows; i++)
+        ((int32_t *)popc_tensor_data(in[1]))[i] = (int32_t)((i + seed) % 10);
+}
+
+/* Ten SGD steps of the half model and of the float32 model on one
+** backend: the losses agree within half precision's reach (2%), and the
+** trained float16 weights equal the float32 ones within 1e-2. */
+static void train_case(const char *backend)
+{
+    popc_graph *g = model(1), *h = NULL;
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m32 = NULL, *m16 = NULL;
+    const popc_tensor *w32, *w16;
+    popc_tensor *wide = NULL;
+
+    OK(popc_graph_to_half(g, NULL, 1, &h));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", backend));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.05));
+    OK(popc_optimizer_set(opt, "momentum", 0.9));
+    OK(popc_model_new_training(g, o, opt, &m32));
+    OK(popc_model_new_training(h, o, opt, &m16));
+    for (int s = 0; s < 10; s++) {
+        popc_tensor *in[2], *a[2], *b[2];
+        float la, lb;
+
+        inputs(B, s, in);
+        OK(popc_model_run(m32, in, 2, a, 2));
+        OK(popc_model_run(m16, in, 2, b, 2));
+        la = ((const float *)popc_tensor_data(a[1]))[0];
+        lb = ((const float *)popc_tensor_data(b[1]))[0];
+        ck_assert_int_eq(popc_tensor_dtype(b[1]), POPC_DTYPE_F32);
+        ck_assert_msg(fabsf(la - lb) <= 0.02f * fabsf(la), "step %d: loss "
+                      "%g (float32) vs %g (float16)", s, la, lb);
+        for (int i = 0; i < 2; i++) {
+            popc_tensor_free(in[i]);
+            popc_tensor_free(a[i]);
+            popc_tensor_free(b[i]);
+        }
+    }
+    OK(popc_model_get_weight(m32, "fc.weight", &w32));
+    OK(popc_model_get_weight(m16, "fc.weight", &w16));
+    ck_assert_int_eq(popc_tensor_dtype(w16), POPC_DTYPE_F16);
+    OK(popc_tensor_cast(w16, POPC_DTYPE_F32, &wide));
+    ck_assert_msg(popc_tensor_max_abs_diff(wide, w32) < 1e-2, "weights "
+                  "differ by %g", popc_tensor_max_abs_diff(wide, w32));
+    popc_tensor_free(wide);
+    popc_model_free(m32);
+    popc_model_free(m16);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_graph_free(g);
+    popc_graph_free(h);
+}
+
+START_TEST(training_cpu)
+{
+    train_case("cpu");
+}
+END_TEST
+
+START_TEST(training_ipumodel)
+{
+    train_case("ipumodel");
+}
+END_TEST
+
+/* Inference of the half model equals the float32 model run on the same
+** weights rounded to half (the model's own), within the rounding of
+** half activations. */
+START_TEST(inference_matches_rounded_weights)
+{
+    popc_graph *g = model(0), *h = NULL, *rounded = NULL;
+    popc_options *o = NULL;
+    popc_model *m16 = NULL, *m32 = NULL;
+    popc_tensor *in[2], *a = NULL, *b = NULL;
+
+    OK(popc_graph_to_half(g, NULL, 1, &h));
+    OK(popc_graph_clone(g, &rounded));
+    for (int v = 0; v < popc_graph_n_values(rounded); v++) {
+        popc_tensor *t = popc_graph_value_tensor(rounded, v), *t16, *t32;
+
+        if (!t || popc_tensor_dtype(t) != POPC_DTYPE_F32 ||
+            !popc_graph_value_trainable(rounded, v))
+            continue;
+        OK(popc_tensor_cast(t, POPC_DTYPE_F16, &t16));
+        OK(popc_tensor_cast(t16, POPC_DTYPE_F32, &t32));
+        OK(popc_graph_set_initializer(rounded, v, t32));
+        popc_tensor_free(t16);
+        popc_tensor_free(t32);
+    }
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_model_new_inference(h, o, &m16));
+    OK(popc_model_new_inference(rounded, o, &m32));
+    inputs(B, 3, in);
+    OK(popc_model_run(m16, in, 1, &a, 1));
+    OK(popc_model_run(m32, in, 1, &b, 1));
+    ck_assert_msg(popc_tensor_max_abs_diff(a, b) < 1e-2, "logits differ by "
+                  "%g", popc_tensor_max_abs_diff(a, b));
+    ck_assert(popc_tensor_max_abs_diff(a, b) > 0.0); /* really half */
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_tensor_free(a);
+    popc_tensor_free(b);
+    popc_model_free(m16);
+    popc_model_free(m32);
+    popc_options_free(o);
+    popc_graph_free(g);
+    popc_graph_free(h);
+    popc_graph_free(rounded);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("half");
+    TCase *tc = tcase_create("half");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, conversion);
+    tcase_add_test(tc, training_cpu);
+    tcase_add_test(tc, training_ipumodel);
+    tcase_add_test(tc, inference_matches_rounded_weights);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
