@@ -7,7 +7,8 @@
 ** added with its mapped operands; an op that refuses float16 (its shape
 ** inference fails) is added again on float32 versions of its float16
 ** operands, and its float results are cast to float16 under their
-** original names, the float32 results keeping "<name>/f32".
+** original names, the float32 results keeping "<name>/f32". Operands
+** mixing float16 and float32 follow Precision.halfFloatCasting.
 */
 #include "config.h"
 
@@ -22,12 +23,16 @@
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10
 
+/* Precision.halfFloatCasting's values (core/options_table.c). */
+enum { DOWNCAST_TO_HALF = 0, UPCAST_TO_FLOAT = 1, CASTING_DEFAULT = 2 };
+
 typedef struct half_ctx {
     const popc_graph *g;
     popc_graph *h;
-    int *map, *f32;
+    int *map, *f32, *f16;      /* f16: a float16 version of a float32 value */
     const char *prefixes;
     int keep_buffers;
+    int upcast;                /* HalfUpcastToFloat */
 } half_ctx;
 
 static int is_f16(const popc_graph *h, int v)
@@ -90,6 +95,27 @@ static popc_status as_f32(half_ctx *c, int v, const popc_annotations *an,
     return POPC_OK;
 }
 
+/* A float16 version of original value v, whose copy is float32. */
+static popc_status as_f16(half_ctx *c, int v, const popc_annotations *an,
+                          int *out)
+{
+    char name[512];
+    popc_status st;
+
+    if (c->f16[v] < 0) {
+        snprintf(name, sizeof name, "%s/f16",
+                 popc_graph_value_name(c->g, v));
+        if ((st = cast(c, c->map[v], ONNX_FLOAT16, name, an, &c->f16[v])) !=
+            POPC_OK)
+            return st;
+        if ((st = popc_graph_set_value_name(c->h, c->f16[v], name)) !=
+            POPC_OK)
+            return st;
+    }
+    *out = c->f16[v];
+    return POPC_OK;
+}
+
 static popc_status copy_inputs(half_ctx *c)
 {
     for (int i = 0; i < popc_graph_n_inputs(c->g); i++) {
@@ -145,9 +171,11 @@ static popc_status copy_stored(half_ctx *c)
     return POPC_OK;
 }
 
-/* Node n again, on float32 operands, its float results cast to float16. */
+/* Node n again, on float32 operands, its float results cast to float16
+** unless result_f32 (HalfUpcastToFloat on mixed operands). */
 static popc_status wrap_f32(half_ctx *c, int n, int *in, int n_in, int *out,
-                            int n_out, const popc_annotations *an)
+                            int n_out, const popc_annotations *an,
+                            int result_f32)
 {
     const char *op = popc_graph_node_op(c->g, n);
     popc_attrs at = popc_graph_node_attrs(c->g, n);
@@ -176,7 +204,8 @@ static popc_status wrap_f32(half_ctx *c, int n, int *in, int n_in, int *out,
         char raw[512];
 
         c->map[v] = out[j];
-        if (popc_graph_value_info(c->h, out[j]).dtype != POPC_DTYPE_F32)
+        if (result_f32 ||
+            popc_graph_value_info(c->h, out[j]).dtype != POPC_DTYPE_F32)
             continue;
         snprintf(raw, sizeof raw, "%s/f32", name);
         if ((st = popc_graph_set_value_name(c->h, out[j], raw)) != POPC_OK ||
@@ -194,7 +223,7 @@ static popc_status copy_node(half_ctx *c, int n)
 {
     int n_in = popc_graph_node_n_inputs(c->g, n);
     int n_out = popc_graph_node_n_outputs(c->g, n);
-    int in[64], out[64], any16 = 0, id;
+    int in[64], out[64], any16 = 0, any32 = 0, id;
     popc_attrs at = popc_graph_node_attrs(c->g, n);
     popc_annotations an = popc_graph_node_annotations(c->g, n);
     popc_status st;
@@ -207,6 +236,18 @@ static popc_status copy_node(half_ctx *c, int n)
         int v = popc_graph_node_input(c->g, n, j);
         in[j] = v >= 0 ? c->map[v] : -1;
         any16 |= is_f16(c->h, in[j]);
+        any32 |= in[j] >= 0 &&
+                 popc_graph_value_info(c->h, in[j]).dtype == POPC_DTYPE_F32;
+    }
+    if (any16 && any32 && c->upcast)
+        return wrap_f32(c, n, in, n_in, out, n_out, &an, 1);
+    /* mixed operands: the float32 ones cast down (FloatDowncastToHalf) */
+    for (int j = 0; any16 && any32 && j < n_in; j++) {
+        int v = popc_graph_node_input(c->g, n, j);
+        if (v >= 0 &&
+            popc_graph_value_info(c->h, in[j]).dtype == POPC_DTYPE_F32 &&
+            (st = as_f16(c, v, &an, &in[j])) != POPC_OK)
+            return st;
     }
     st = popc_graph_add_node(c->h, popc_graph_node_domain(c->g, n),
                              popc_graph_node_op(c->g, n),
@@ -220,7 +261,11 @@ static popc_status copy_node(half_ctx *c, int n)
     }
     if (!any16)
         return st;
-    return wrap_f32(c, n, in, n_in, out, n_out, &an);
+    for (int j = 0; j < n_in; j++) { /* the original operands again */
+        int v = popc_graph_node_input(c->g, n, j);
+        in[j] = v >= 0 ? c->map[v] : -1;
+    }
+    return wrap_f32(c, n, in, n_in, out, n_out, &an, 0);
 }
 
 /* Outputs as float32 (the float32 version when one exists); updates in
@@ -263,9 +308,9 @@ static popc_status copy_ends(half_ctx *c)
 }
 
 popc_status popc_graph_to_half(const popc_graph *g, const char *prefixes,
-                               int keep_buffers_float, popc_graph **out)
+                               const popc_options *opts, popc_graph **out)
 {
-    half_ctx c = {g, NULL, NULL, NULL, prefixes, keep_buffers_float};
+    half_ctx c = {g, NULL, NULL, NULL, NULL, prefixes, 1, 0};
     int nv = g ? popc_graph_n_values(g) : 0, nn = g ? popc_graph_n_nodes(g)
                                                      : 0;
     int *order = NULL;
@@ -278,16 +323,23 @@ popc_status popc_graph_to_half(const popc_graph *g, const char *prefixes,
     if (!g)
         return popc_set_error(POPC_EINVAL, "popc_graph_to_half: graph is "
                               "NULL");
+    if (opts) {
+        c.keep_buffers = popc_options_get_bool(
+            opts, "Precision.runningStatisticsAlwaysFloat");
+        c.upcast = popc_options_get_int(opts, "Precision.halfFloatCasting") ==
+                   UPCAST_TO_FLOAT;
+    }
     c.map = popci_malloc(sizeof(int) * (size_t)(nv + 1));
     c.f32 = popci_malloc(sizeof(int) * (size_t)(nv + 1));
+    c.f16 = popci_malloc(sizeof(int) * (size_t)(nv + 1));
     order = popci_malloc(sizeof(int) * (size_t)(nn + 1));
-    if (!c.map || !c.f32 || !order) {
+    if (!c.map || !c.f32 || !c.f16 || !order) {
         st = popc_set_error(POPC_ENOMEM, "popc_graph_to_half: out of "
                             "memory");
         goto done;
     }
     for (int v = 0; v < nv; v++)
-        c.map[v] = c.f32[v] = -1;
+        c.map[v] = c.f32[v] = c.f16[v] = -1;
     if ((st = popc_graph_topo_order(g, order)) != POPC_OK ||
         (st = popc_graph_new(popc_graph_name(g), &c.h)) != POPC_OK ||
         (st = copy_inputs(&c)) != POPC_OK ||
@@ -300,6 +352,7 @@ popc_status popc_graph_to_half(const popc_graph *g, const char *prefixes,
 done:
     free(c.map);
     free(c.f32);
+    free(c.f16);
     free(order);
     if (st != POPC_OK) {
         popc_graph_free(c.h);

@@ -679,15 +679,15 @@ const popci_optdef popci_option_table[] = {
      .flags = C, .why = "it would round float16 results stochastically",
      .param = "enabled"},
     {.info = {"Precision.halfFloatCasting", POPC_OPT_ENUM, "Default",
-              "Casting of ops mixing float16 and float32 (deprecated)",
-              "FloatDowncastToHalf | HalfUpcastToFloat | Default", 0},
+              "Ops mixing float16 and float32 in a half model: compute in "
+              "float16 (FloatDowncastToHalf, Default) or float32 "
+              "(HalfUpcastToFloat)",
+              "FloatDowncastToHalf | HalfUpcastToFloat | Default", 1},
      .flags = C, .enum_type = "HalfFloatCastingBehavior",
-     .members = half_castings,
-     .why = "it would change the casting of mixed float16/float32 ops",
-     .param = "half_float_casting"},
+     .members = half_castings, .param = "half_float_casting"},
     {.info = {"Precision.runningStatisticsAlwaysFloat", POPC_OPT_BOOL, "true",
-              "Keep buffers (batch-norm running statistics) in float32 when "
-              "a run file's model is half ([model] half)", BOOLV, 1},
+              "Keep buffers (batch-norm running statistics) in float32 in a "
+              "half model (popc_graph_to_half, [model] half)", BOOLV, 1},
      .flags = C, .param = "value"},
 
     /* ---- Options.TensorLocations ---- */

@@ -716,18 +716,15 @@ static popc_status parse_half(popc_run *r)
     return POPC_OK;
 }
 
-/* model.half(): buffers stay float32 unless
-** Precision.runningStatisticsAlwaysFloat is false. */
+/* model.half() with the run's Precision options. */
 static popc_status make_half(const popc_run *r, popc_graph **g)
 {
     popc_graph *h = NULL;
     popc_status st;
-    const char *keep = "Precision.runningStatisticsAlwaysFloat";
 
     if (!r->half)
         return POPC_OK;
-    if ((st = popc_graph_to_half(*g, r->half_prefixes,
-                                 popc_options_get_bool(r->opts, keep), &h)) !=
+    if ((st = popc_graph_to_half(*g, r->half_prefixes, r->opts, &h)) !=
         POPC_OK)
         return st;
     popc_graph_free(*g);

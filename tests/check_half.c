@@ -54,8 +54,9 @@ static popc_dtype dtype_of(const popc_graph *g, const char *name)
 START_TEST(conversion)
 {
     popc_graph *g = model(1), *h = NULL, *part = NULL, *all = NULL;
+    popc_options *o = NULL;
 
-    OK(popc_graph_to_half(g, NULL, 1, &h));
+    OK(popc_graph_to_half(g, NULL, NULL, &h));
     ck_assert_int_eq(dtype_of(h, "conv.weight"), POPC_DTYPE_F16);
     ck_assert_int_eq(dtype_of(h, "fc.weight"), POPC_DTYPE_F16);
     ck_assert_int_eq(dtype_of(h, "bn.weight"), POPC_DTYPE_F16);
@@ -72,11 +73,15 @@ START_TEST(conversion)
     ck_assert_int_ge(popc_graph_find_value(h, "conv:0"), 0);
     ck_assert_int_eq(dtype_of(h, "conv:0"), POPC_DTYPE_F16);
     ck_assert_int_eq(dtype_of(h, "conv:0/f32"), POPC_DTYPE_F32);
-    OK(popc_graph_to_half(g, "fc.", 1, &part));
+    OK(popc_graph_to_half(g, "fc.", NULL, &part));
     ck_assert_int_eq(dtype_of(part, "fc.weight"), POPC_DTYPE_F16);
     ck_assert_int_eq(dtype_of(part, "conv.weight"), POPC_DTYPE_F32);
-    OK(popc_graph_to_half(g, NULL, 0, &all));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "Precision.runningStatisticsAlwaysFloat",
+                        "false"));
+    OK(popc_graph_to_half(g, NULL, o, &all));
     ck_assert_int_eq(dtype_of(all, "bn.running_mean"), POPC_DTYPE_F16);
+    popc_options_free(o);
     popc_graph_free(g);
     popc_graph_free(h);
     popc_graph_free(part);
@@ -109,7 +114,7 @@ static void train_case(const char *backend)
     const popc_tensor *w32, *w16;
     popc_tensor *wide = NULL;
 
-    OK(popc_graph_to_half(g, NULL, 1, &h));
+    OK(popc_graph_to_half(g, NULL, NULL, &h));
     OK(popc_options_new(&o));
     OK(popc_options_set(o, "backend", backend));
     OK(popc_optimizer_new("sgd", &opt));
@@ -150,6 +155,50 @@ static void train_case(const char *backend)
     popc_graph_free(h);
 }
 
+/* Precision.halfFloatCasting: w (converted) + b (not converted) mixes
+** float16 and float32: computed in float16 by default (b cast down), in
+** float32 with HalfUpcastToFloat. */
+static popc_dtype mixed_add(const char *casting)
+{
+    int64_t d[1] = {4};
+    popc_graph *g = NULL, *h = NULL;
+    popc_tensor *t = NULL;
+    popc_options *o = NULL;
+    int in[2], x, y, z;
+    popc_dtype dt;
+
+    OK(popc_graph_new("mixed", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 1, &x));
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 1, &t));
+    OK(popc_graph_add_initializer(g, "w", t, 1, &in[0]));
+    OK(popc_graph_add_initializer(g, "b", t, 1, &in[1]));
+    popc_tensor_free(t);
+    OK(popc_graph_add_node(g, NULL, "Add", 0, in, 2, &y, 1, NULL, 0, "add",
+                           NULL));
+    in[0] = x;
+    in[1] = y;
+    OK(popc_graph_add_node(g, NULL, "Mul", 0, in, 2, &z, 1, NULL, 0, "mul",
+                           NULL));
+    OK(popc_graph_add_output(g, z));
+    OK(popc_options_new(&o));
+    if (casting)
+        OK(popc_options_set(o, "Precision.halfFloatCasting", casting));
+    OK(popc_graph_to_half(g, "w", o, &h));
+    dt = dtype_of(h, "add:0");
+    popc_options_free(o);
+    popc_graph_free(g);
+    popc_graph_free(h);
+    return dt;
+}
+
+START_TEST(half_float_casting)
+{
+    ck_assert_int_eq(mixed_add(NULL), POPC_DTYPE_F16);
+    ck_assert_int_eq(mixed_add("FloatDowncastToHalf"), POPC_DTYPE_F16);
+    ck_assert_int_eq(mixed_add("HalfUpcastToFloat"), POPC_DTYPE_F32);
+}
+END_TEST
+
 START_TEST(training_cpu)
 {
     train_case("cpu");
@@ -172,7 +221,7 @@ START_TEST(inference_matches_rounded_weights)
     popc_model *m16 = NULL, *m32 = NULL;
     popc_tensor *in[2], *a = NULL, *b = NULL;
 
-    OK(popc_graph_to_half(g, NULL, 1, &h));
+    OK(popc_graph_to_half(g, NULL, NULL, &h));
     OK(popc_graph_clone(g, &rounded));
     for (int v = 0; v < popc_graph_n_values(rounded); v++) {
         popc_tensor *t = popc_graph_value_tensor(rounded, v), *t16, *t32;
@@ -218,6 +267,7 @@ int main(void)
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conversion);
+    tcase_add_test(tc, half_float_casting);
     tcase_add_test(tc, training_cpu);
     tcase_add_test(tc, training_ipumodel);
     tcase_add_test(tc, inference_matches_rounded_weights);

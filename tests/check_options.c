@@ -205,7 +205,8 @@ START_TEST(supported_flags)
         "enableSyntheticData", "syntheticDataMode", "disableModuleNamescope",
         "enableStableNorm", "Precision.enableFloatingPointExceptions",
         "anchorTensor", "Training.setAutomaticLossScaling",
-        "Precision.runningStatisticsAlwaysFloat", NULL};
+        "Precision.runningStatisticsAlwaysFloat", "Precision.halfFloatCasting",
+        NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
     static const char *const settings[] = {

@@ -10,10 +10,14 @@
 ** outputs come back as float32 (the most precise version the graph has),
 ** so data loaders and run files work unchanged.
 **
-** Precision.runningStatisticsAlwaysFloat (true by default, as in
-** PopTorch) is the `keep_buffers_float` argument: buffers (non-trainable
-** initializers such as BatchNorm's running mean and variance) stay
-** float32.
+** Options read (opts may be NULL: PopTorch's defaults):
+**   Precision.runningStatisticsAlwaysFloat (true): buffers (non-trainable
+**       initializers such as BatchNorm's running mean and variance) stay
+**       float32;
+**   Precision.halfFloatCasting: an op mixing float16 and float32 operands
+**       computes in float16, its float32 operands cast down
+**       (FloatDowncastToHalf, and Default as in PopTorch 3), or in float32
+**       with a float32 result (HalfUpcastToFloat).
 **
 ** Since 0.2.0.
 */
@@ -21,6 +25,7 @@
 #define POPC_PRECISION_H
 
 #include "popc/graph.h"
+#include "popc/options.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,7 +38,7 @@ extern "C" {
 ** of weights and annotations are kept. POPC_EINVAL naming the node when an
 ** op accepts neither float16 nor float32 operands. */
 POPC_API POPC_NODISCARD popc_status popc_graph_to_half(const popc_graph *g,
-    const char *prefixes, int keep_buffers_float, popc_graph **out);
+    const char *prefixes, const popc_options *opts, popc_graph **out);
 
 #ifdef __cplusplus
 }
