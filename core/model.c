@@ -601,6 +601,17 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
     if (opt_int(m->opts, "Precision.enableFloatingPointExceptions", 0))
         plan->pub.kernel_flags |= POPC_KERNEL_FP_EXCEPTIONS;
+    if (opt_int(m->opts, "Precision.enableStochasticRounding", 0)) {
+        if (!(be->caps & POPC_BACKEND_STOCHASTIC_ROUNDING)) {
+            st = popc_set_error(POPC_EUNSUPPORTED, "Precision."
+                                "enableStochasticRounding: the %s backend "
+                                "rounds float16 to nearest (it is the "
+                                "deterministic reference); use the ipumodel "
+                                "backend", be->name);
+            goto fail;
+        }
+        plan->pub.kernel_flags |= POPC_KERNEL_STOCHASTIC_ROUNDING;
+    }
     ec.training = m->training;
     ec.device_iterations = b.di;
     ec.replicas = b.r;

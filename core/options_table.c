@@ -675,9 +675,11 @@ const popci_optdef popci_option_table[] = {
               "in any op fails the run, naming the op", BOOLV, 1},
      .flags = C, .param = "enabled"},
     {.info = {"Precision.enableStochasticRounding", POPC_OPT_BOOL, "false",
-              "Round float16 results stochastically", BOOLV, 0},
-     .flags = C, .why = "it would round float16 results stochastically",
-     .param = "enabled"},
+              "Round float16 results (and half weight updates) up or down "
+              "with probability proportional to the distance, seeded by "
+              "randomSeed (ipumodel; the cpu reference refuses it)", BOOLV,
+              1},
+     .flags = C, .param = "enabled"},
     {.info = {"Precision.halfFloatCasting", POPC_OPT_ENUM, "Default",
               "Ops mixing float16 and float32 in a half model: compute in "
               "float16 (FloatDowncastToHalf, Default) or float32 "

@@ -26,6 +26,7 @@
 #include "core/exec_priv.h"
 #include "core/host_priv.h"
 #include "core/optimizer_priv.h"
+#include "core/rng.h"
 #include "core/tensor_priv.h"
 
 typedef struct optw {
@@ -367,14 +368,18 @@ static popc_status reduce_one(void *arg, int i)
 }
 
 /* The update of a float16 weight (model.half()): the optimizer works on a
-** float32 copy, rounded back to the nearest half, as an IPU's float16
-** update writes a half result. */
+** float32 copy, rounded back to half (to nearest, or stochastically), as
+** an IPU's float16 update writes a half result. */
 static popc_status apply_half(const step_ctx *c, const char *name,
-                              int64_t step, void *weight, const float *grad,
-                              float *const *state, int64_t n)
+                              int64_t step, int group, void *weight,
+                              const float *grad, float *const *state,
+                              int64_t n)
 {
+    const popc_plan *p = &c->e->plan->pub;
+    int stochastic = (p->kernel_flags & POPC_KERNEL_STOCHASTIC_ROUNDING) != 0;
     uint16_t *h = weight;
     float *w = popci_malloc(sizeof *w * (size_t)(n + 1));
+    popci_rng rng;
     popc_status st;
 
     if (!w)
@@ -384,8 +389,21 @@ static popc_status apply_half(const step_ctx *c, const char *name,
         w[i] = popc_f16_to_f32(h[i]);
     st = popci_optimizer_apply(c->io->optimizer, name, step, w, grad, state,
                                n);
+    /* stochastic rounding: a stream per weight, step and replica group,
+    ** from randomSeed, so runs repeat bitwise */
+    popci_rng_init(&rng, c->e->cfg.random_seed,
+                   popci_rng_combine(popci_rng_combine(
+                                         popci_rng_hash_str(name),
+                                         (uint64_t)step),
+                                     (uint64_t)group));
     for (int64_t i = 0; st == POPC_OK && i < n; i++)
-        h[i] = popc_f32_to_f16(w[i]);
+        h[i] = stochastic
+                   ? popc_f16_stochastic(w[i],
+                                         (uint32_t)(popci_rng_at(&rng,
+                                                                 (uint64_t)i)
+                                                    >> 32),
+                                         popc_f32_to_f16, popc_f16_to_f32)
+                   : popc_f32_to_f16(w[i]);
     free(w);
     return st;
 }
@@ -414,7 +432,8 @@ static popc_status apply_one(void *arg, int i)
 
         for (int j = 0; j < ow->n_state; j++)
             arr[j] = ow->arr[j] + (size_t)grp * (size_t)n;
-        st = half ? apply_half(c, pw->name, ow->step, e->wdata[lead * nw + w],
+        st = half ? apply_half(c, pw->name, ow->step, grp,
+                               e->wdata[lead * nw + w],
                                e->accum[lead * nw + w], arr, n)
                   : popci_optimizer_apply(c->io->optimizer, pw->name,
                                           ow->step, e->wdata[lead * nw + w],

@@ -258,6 +258,143 @@ START_TEST(inference_matches_rounded_weights)
 }
 END_TEST
 
+/* ---- stochastic rounding --------------------------------------------------- */
+
+#define SR_N 100000
+
+/* x (float32, SR_N copies of v) -> Cast to float16 -> Cast back: the mean
+** rounding error of the float16 values, in units of their spacing. */
+static popc_status rounding_error(const char *backend, int stochastic,
+                                  const char *seed, double v, double ulp,
+                                  double *mean, popc_tensor **kept)
+{
+    int64_t d[1] = {SR_N};
+    popc_attr to16 = {.name = "to", .type = POPC_ATTR_INT, .i = 10};
+    popc_attr to32 = {.name = "to", .type = POPC_ATTR_INT, .i = 1};
+    popc_graph *g = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *x = NULL, *y = NULL;
+    int in, h, out;
+    double sum = 0.0;
+    popc_status st;
+
+    OK(popc_graph_new("sr", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 1, &in));
+    OK(popc_graph_add_node(g, NULL, "Cast", 0, &in, 1, &h, 1, &to16, 1,
+                           "to_half", NULL));
+    OK(popc_graph_add_node(g, NULL, "Cast", 0, &h, 1, &out, 1, &to32, 1,
+                           "to_float", NULL));
+    OK(popc_graph_add_output(g, out));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", backend));
+    OK(popc_options_set(o, "randomSeed", seed));
+    if (stochastic)
+        OK(popc_options_set(o, "Precision.enableStochasticRounding",
+                            "true"));
+    OK(popc_model_new_inference(g, o, &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 1, &x));
+    for (int i = 0; i < SR_N; i++)
+        ((float *)popc_tensor_data(x))[i] = (float)v;
+    st = popc_model_run(m, &x, 1, &y, 1);
+    for (int i = 0; st == POPC_OK && i < SR_N; i++)
+        sum += ((const float *)popc_tensor_data(y))[i] - v;
+    *mean = sum / SR_N / ulp;
+    if (kept && st == POPC_OK) {
+        *kept = y;
+        y = NULL;
+    }
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(m);
+    popc_options_free(o);
+    popc_graph_free(g);
+    return st;
+}
+
+/* 1 + 0.3 ulp lies between the halves 1 and 1 + 2^-10: to nearest always
+** gives 1 (mean error -0.3 ulp); stochastic rounding gives 1 + 2^-10 with
+** probability 0.3, so the mean error is 0 within 0.01 ulp (7 standard
+** errors of 100000 draws). The same seed repeats bitwise, another seed
+** draws differently; cpu, the oracle, refuses the option. */
+START_TEST(stochastic_rounding)
+{
+    double ulp = 1.0 / 1024.0, v = 1.0 + 0.3 * ulp, nearest, sr, neg;
+    popc_tensor *a = NULL, *b = NULL, *c = NULL;
+
+    OK(rounding_error("ipumodel", 0, "1", v, ulp, &nearest, NULL));
+    ck_assert_msg(fabs(nearest + 0.3) < 1e-3, "to nearest: %g", nearest);
+    OK(rounding_error("ipumodel", 1, "1", v, ulp, &sr, &a));
+    ck_assert_msg(fabs(sr) < 0.01, "stochastic: mean error %g ulp", sr);
+    OK(rounding_error("ipumodel", 1, "-7", -v, ulp, &neg, NULL));
+    ck_assert_msg(fabs(neg) < 0.01, "negative: mean error %g ulp", neg);
+    OK(rounding_error("ipumodel", 1, "1", v, ulp, &sr, &b));
+    ck_assert(popc_tensor_equal(a, b));
+    OK(rounding_error("ipumodel", 1, "2", v, ulp, &sr, &c));
+    ck_assert(!popc_tensor_equal(a, c));
+    ck_assert_int_eq(rounding_error("cpu", 1, "1", v, ulp, &sr, NULL),
+                     POPC_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "use the ipumodel "
+                                 "backend"));
+    popc_tensor_free(a);
+    popc_tensor_free(b);
+    popc_tensor_free(c);
+}
+END_TEST
+
+/* Five steps of the half model on ipumodel with stochastic rounding and
+** randomSeed `seed`: fc.weight afterwards. */
+static popc_tensor *sr_weights(const char *seed)
+{
+    popc_graph *g = model(1), *h = NULL;
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+    const popc_tensor *w;
+    popc_tensor *copy = NULL;
+
+    OK(popc_graph_to_half(g, NULL, NULL, &h));
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "randomSeed", seed));
+    OK(popc_options_set(o, "Precision.enableStochasticRounding", "true"));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.05));
+    OK(popc_model_new_training(h, o, opt, &m));
+    for (int s = 0; s < 5; s++) {
+        popc_tensor *in[2], *out[2];
+
+        inputs(B, s, in);
+        OK(popc_model_run(m, in, 2, out, 2));
+        for (int i = 0; i < 2; i++) {
+            popc_tensor_free(in[i]);
+            popc_tensor_free(out[i]);
+        }
+    }
+    OK(popc_model_get_weight(m, "fc.weight", &w));
+    OK(popc_tensor_clone(w, &copy));
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_graph_free(g);
+    popc_graph_free(h);
+    return copy;
+}
+
+/* Half training with stochastic rounding (casts and weight updates)
+** repeats bitwise with its seed and differs with another. */
+START_TEST(stochastic_training_repeats)
+{
+    popc_tensor *a = sr_weights("5"), *b = sr_weights("5"),
+                *c = sr_weights("6");
+
+    ck_assert(popc_tensor_equal(a, b));
+    ck_assert(!popc_tensor_equal(a, c));
+    popc_tensor_free(a);
+    popc_tensor_free(b);
+    popc_tensor_free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("half");
@@ -271,6 +408,8 @@ int main(void)
     tcase_add_test(tc, training_cpu);
     tcase_add_test(tc, training_ipumodel);
     tcase_add_test(tc, inference_matches_rounded_weights);
+    tcase_add_test(tc, stochastic_rounding);
+    tcase_add_test(tc, stochastic_training_repeats);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

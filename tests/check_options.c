@@ -206,7 +206,7 @@ START_TEST(supported_flags)
         "enableStableNorm", "Precision.enableFloatingPointExceptions",
         "anchorTensor", "Training.setAutomaticLossScaling",
         "Precision.runningStatisticsAlwaysFloat", "Precision.halfFloatCasting",
-        NULL};
+        "Precision.enableStochasticRounding", NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
     static const char *const settings[] = {
@@ -667,10 +667,10 @@ START_TEST(environment)
     expect(popc_options_new(&o), POPC_ECONFIG, "expected a JSON object",
            NULL);
     setenv("POPC_DEFAULT_OPTIONS",
-           "{\"Precision.enableStochasticRounding\": true}", 1);
+           "{\"Training.setConvolutionDithering\": true}", 1);
     expect(popc_options_new(&o), POPC_EUNSUPPORTED, "POPC_DEFAULT_OPTIONS: "
-           "\"Precision.enableStochasticRounding\": option "
-           "Precision.enableStochasticRounding is not supported yet",
+           "\"Training.setConvolutionDithering\": option "
+           "Training.setConvolutionDithering is not supported yet",
            NULL);
     setenv("POPC_DEFAULT_OPTIONS", "{\"deviceIterations\": \"2\"}", 1);
     expect(popc_options_new(&o), POPC_EINVAL, "deviceIterations: expected "

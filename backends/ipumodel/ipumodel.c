@@ -312,7 +312,7 @@ static const popc_backend_def ipumodel_backend = {
     .size = sizeof(popc_backend_def),
     .name = "ipumodel",
     .caps = POPC_BACKEND_CAN_RUN | POPC_BACKEND_CONCURRENT |
-            POPC_BACKEND_MODELS_IPUS,
+            POPC_BACKEND_MODELS_IPUS | POPC_BACKEND_STOCHASTIC_ROUNDING,
     .open = ipm_open,
     .close = ipm_close,
     .compile = ipm_compile,

@@ -106,7 +106,7 @@ static popc_status off_report(void *vctx, void *exe, const char *path)
 static const popc_backend_def offline_backend = {
     .size = sizeof(popc_backend_def),
     .name = "offline",
-    .caps = POPC_BACKEND_MODELS_IPUS,
+    .caps = POPC_BACKEND_MODELS_IPUS | POPC_BACKEND_STOCHASTIC_ROUNDING,
     .open = off_open,
     .close = off_close,
     .compile = off_compile,

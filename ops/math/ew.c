@@ -23,14 +23,17 @@ static void to_float(float *dst, const uint16_t *src, int64_t n)
         dst[i] = opu_h2f(src[i]);
 }
 
-static void to_half(uint16_t *dst, const float *src, int64_t n)
+/* dst[0..n) are output elements first, first + 1, ... */
+static void to_half(const popc_kernel_ctx *kc, uint16_t *dst,
+                    const float *src, int64_t n, int64_t first)
 {
     for (int64_t i = 0; i < n; i++)
-        dst[i] = opu_f2h(src[i]);
+        dst[i] = opu_f2h_at(kc, src[i], first + i);
 }
 
 /* One run through float32 with float16 inputs/outputs converted. */
-static void run_converted(mop_fn fn, const popc_view *in, int n_in,
+static void run_converted(const popc_kernel_ctx *kc, mop_fn fn,
+                          const popc_view *in, int n_in,
                           const popc_view *out, int n_out,
                           const opu_bcast_iter *it, const int *inner,
                           const mop_params *p)
@@ -65,7 +68,8 @@ static void run_converted(mop_fn fn, const popc_view *in, int n_in,
         fn(op, ip, inner, m, p);
         for (int j = 0; j < n_out; j++)
             if (out[j].dtype == POPC_DTYPE_F16)
-                to_half((uint16_t *)out[j].data + it->out_off + c, ob[j], m);
+                to_half(kc, (uint16_t *)out[j].data + it->out_off + c, ob[j],
+                        m, it->out_off + c);
     }
 }
 
@@ -142,7 +146,7 @@ popc_status mop_map(const popc_kernel_ctx *kc, const mop_kernels *k,
         void *op[2];
 
         if (convert) {
-            run_converted(fn, in, n_in, out, n_out, &it, b.inner, p);
+            run_converted(kc, fn, in, n_in, out, n_out, &it, b.inner, p);
             continue;
         }
         for (int i = 0; i < n_in; i++)

@@ -281,7 +281,14 @@ static popc_status cast_forward(const popc_kernel_ctx *kc)
     for (int64_t c = s; c < e; c += OPU_CHUNK) {
         int64_t m = e - c < OPU_CHUNK ? e - c : OPU_CHUNK;
 
-        if (opu_is_float(from)) {
+        if (opu_is_float(from) && to == POPC_DTYPE_F16) {
+            float buf[OPU_CHUNK];
+            uint16_t *h = (uint16_t *)dst + c;
+
+            load_float(buf, src + (size_t)c * fs, from, m);
+            for (int64_t i = 0; i < m; i++)
+                h[i] = opu_f2h_at(kc, buf[i], c + i);
+        } else if (opu_is_float(from)) {
             float buf[OPU_CHUNK];
 
             load_float(buf, src + (size_t)c * fs, from, m);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "popc/plugin.h"
+#include "popc/tensor.h"
 
 /* Elements converted per step when a float16 kernel goes through float. */
 #define OPU_CHUNK 256
@@ -89,6 +90,28 @@ static inline uint16_t opu_f2h(float f)
         return (uint16_t)(sign | h);
     }
     return (uint16_t)sign;
+}
+
+/* A uniform 32-bit number for element i of a kernel run: depends on the
+** seed and the index only, so whole and split runs agree. */
+static inline uint32_t opu_random32(uint64_t seed, int64_t i)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+/* Element i of a float16 result: to nearest, or stochastically under
+** Precision.enableStochasticRounding (POPC_KERNEL_STOCHASTIC_ROUNDING). */
+static inline uint16_t opu_f2h_at(const popc_kernel_ctx *kc, float f,
+                                  int64_t i)
+{
+    if (!(kc->flags & POPC_KERNEL_STOCHASTIC_ROUNDING))
+        return opu_f2h(f);
+    return popc_f16_stochastic(f, opu_random32(kc->seed, i), opu_f2h,
+                               opu_h2f);
 }
 
 /* ---- small helpers ---------------------------------------------------------- */

@@ -196,6 +196,10 @@ typedef struct popc_kernel_ctx {
 /* Precision.enableFloatingPointExceptions: the backend fails a run when
 ** a kernel raises an overflow, invalid operation or division by zero. */
 #define POPC_KERNEL_FP_EXCEPTIONS (1u << 1)
+/* Precision.enableStochasticRounding: float16 results of kernels round
+** stochastically (popc_f16_stochastic, seeded by kc->seed and the
+** element's index). */
+#define POPC_KERNEL_STOCHASTIC_ROUNDING (1u << 2)
 
 /* ---- gradient builders ----------------------------------------------------- */
 
@@ -421,6 +425,9 @@ typedef struct popc_backend_config {
 /* Models IPU hardware: PopTorch's IPU count rules apply (a power of 2 of
 ** IPUs per process, at most 64; autoRoundNumIPUs). */
 #define POPC_BACKEND_MODELS_IPUS  (1u << 2)
+/* Runs POPC_KERNEL_STOCHASTIC_ROUNDING (the cpu reference does not: it is
+** the deterministic oracle). */
+#define POPC_BACKEND_STOCHASTIC_ROUNDING (1u << 3)
 
 typedef struct popc_backend_def {
     uint32_t size;

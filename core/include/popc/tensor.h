@@ -85,6 +85,35 @@ POPC_API char *popc_view_describe(const popc_view *v, char *buf, size_t size);
 POPC_API uint16_t popc_f32_to_f16(float f);
 POPC_API float popc_f16_to_f32(uint16_t h);
 
+/* Stochastic rounding to binary16 (Precision.enableStochasticRounding): x
+** goes to one of the two halves around it, the farther one with
+** probability proportional to x's distance from the nearer, so the
+** rounding error has mean 0. random: a uniform 32-bit number. f2h and h2f
+** are round-to-nearest conversions (popc_f32_to_f16 and popc_f16_to_f32,
+** or a plugin's own). Exact values, NaN and infinities are kept. A
+** static inline so that plugins need not link libpopc. Since 0.2.0. */
+static inline uint16_t popc_f16_stochastic(float x, uint32_t random,
+                                           uint16_t (*f2h)(float),
+                                           float (*h2f)(uint16_t))
+{
+    uint16_t near = f2h(x), other;
+    double ax = x < 0 ? -(double)x : (double)x, an = h2f(near), ao, lo, hi;
+
+    if (h2f(near) == x || x != x || (near & 0x7c00) == 0x7c00)
+        return near;
+    an = an < 0 ? -an : an;
+    /* the neighbour on x's side: one step of the magnitude */
+    other = an < ax ? (uint16_t)(near + 1) : (uint16_t)(near - 1);
+    ao = h2f(other);
+    ao = ao < 0 ? -ao : ao;
+    lo = an < ao ? an : ao;
+    hi = an < ao ? ao : an;
+    /* P(hi) = (|x| - lo) / (hi - lo) */
+    if ((double)random < (ax - lo) / (hi - lo) * 4294967296.0)
+        return an < ao ? other : near;
+    return an < ao ? near : other;
+}
+
 /* NumPy .npy files (format 1.0/2.0/3.0, little endian, C order; dtypes <f4
 ** <f2 <i4 <i8 |u1 |b1; <f8 is read as float32). Errors name the file and
 ** what is wrong: POPC_EIO (cannot open, truncated, bad magic),
