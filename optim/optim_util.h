@@ -68,8 +68,8 @@ static inline popc_status optim_check_accum(const popc_host *host,
         return POPC_OK;
     return host->set_error(POPC_EINVAL,
                            "Optimizer %s: Accumulation types must be either "
-                           "float32 or float16 (%s = %g; use 0 for float32, "
-                           "1 for float16)",
+                           "torch.float32 or torch.float16 (%s = %g; popc "
+                           "takes 0 for float32, 1 for float16)",
                            optim, name, v);
 }
 

@@ -168,8 +168,8 @@ START_TEST(value_checks)
     FAILS(popc_optimizer_set(o, "beta2", -0.5), POPC_EINVAL,
           "Invalid beta parameter at index 1");
     FAILS(popc_optimizer_set(o, "second_order_momentum_accum_type", 2),
-          POPC_EINVAL, "Accumulation types must be either float32 or "
-          "float16");
+          POPC_EINVAL, "Accumulation types must be either torch.float32 or "
+          "torch.float16");
     OK(popc_optimizer_set(o, "loss_scaling", 128.0));
     ck_assert_double_eq(popci_optimizer_loss_scaling(o), 128.0);
     OK(popc_optimizer_set(o, "max_grad_norm", 0.5));
