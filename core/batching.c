@@ -14,6 +14,7 @@
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
 #include "core/exec_priv.h"
+#include "core/half_simd.h"
 #include "core/optimizer_priv.h"
 #include "core/profile_priv.h"
 #include "core/rng.h"
@@ -227,12 +228,17 @@ static void accumulate_half(float *acc, const void *g, int64_t n, int64_t a,
 {
     const uint16_t *h = g;
     float keep = (float)a / (float)(a + 1), take = 1.0f / (float)(a + 1);
+    float x[1024];
 
-    for (int64_t i = 0; i < n; i++) {
-        float x = popc_f16_to_f32(h[i]);
+    for (int64_t c = 0; c < n; c += 1024) {
+        int64_t m = n - c < 1024 ? n - c : 1024;
+        float *dst = acc + c;
 
-        acc[i] = a == 0 ? x : running ? keep * acc[i] + take * x
-                                      : acc[i] + x;
+        popci_h2f_n(x, h + c, m, popc_f16_to_f32);
+        for (int64_t i = 0; i < m; i++)
+            dst[i] = a == 0 ? x[i]
+                     : running ? keep * dst[i] + take * x[i]
+                               : dst[i] + x[i];
     }
 }
 

@@ -16,6 +16,8 @@ libpopc_la_SOURCES += \
     %reldir%/subgraph_grad.c \
     %reldir%/autodiff.c \
     %reldir%/half.c \
+    %reldir%/half_simd.c \
+    %reldir%/half_simd.h \
     %reldir%/rng.h \
     %reldir%/rng.c \
     %reldir%/layers.c

@@ -14,6 +14,7 @@
 
 #include "popc/tensor.h"
 #include "core/host_priv.h"
+#include "core/half_simd.h"
 #include "core/tensor_priv.h"
 
 struct popc_tensor {
@@ -330,8 +331,14 @@ float popc_f16_to_f32(uint16_t h)
 
 void popci_round_f16(float *x, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        x[i] = f16_to_f32(f32_to_f16(x[i]));
+    uint16_t h[1024];
+
+    for (int64_t c = 0; c < n; c += 1024) {
+        int64_t m = n - c < 1024 ? n - c : 1024;
+
+        popci_f2h_n(h, x + c, m, popc_f32_to_f16);
+        popci_h2f_n(x + c, h, m, popc_f16_to_f32);
+    }
 }
 
 /* ---- casts --------------------------------------------------------------- */

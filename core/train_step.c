@@ -24,6 +24,7 @@
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
 #include "core/exec_priv.h"
+#include "core/half_simd.h"
 #include "core/host_priv.h"
 #include "core/optimizer_priv.h"
 #include "core/rng.h"
@@ -385,8 +386,7 @@ static popc_status apply_half(const step_ctx *c, const char *name,
     if (!w)
         return popc_set_error(POPC_ENOMEM, "optimizer step: out of memory "
                               "for the float16 weight '%s'", name);
-    for (int64_t i = 0; i < n; i++)
-        w[i] = popc_f16_to_f32(h[i]);
+    popci_h2f_n(w, h, n, popc_f16_to_f32);
     st = popci_optimizer_apply(c->io->optimizer, name, step, w, grad, state,
                                n);
     /* stochastic rounding: a stream per weight, step and replica group,
@@ -396,14 +396,13 @@ static popc_status apply_half(const step_ctx *c, const char *name,
                                          popci_rng_hash_str(name),
                                          (uint64_t)step),
                                      (uint64_t)group));
-    for (int64_t i = 0; st == POPC_OK && i < n; i++)
-        h[i] = stochastic
-                   ? popc_f16_stochastic(w[i],
-                                         (uint32_t)(popci_rng_at(&rng,
-                                                                 (uint64_t)i)
-                                                    >> 32),
-                                         popc_f32_to_f16, popc_f16_to_f32)
-                   : popc_f32_to_f16(w[i]);
+    if (st == POPC_OK && !stochastic)
+        popci_f2h_n(h, w, n, popc_f32_to_f16);
+    for (int64_t i = 0; st == POPC_OK && stochastic && i < n; i++)
+        h[i] = popc_f16_stochastic(w[i],
+                                   (uint32_t)(popci_rng_at(&rng, (uint64_t)i)
+                                              >> 32),
+                                   popc_f32_to_f16, popc_f16_to_f32);
     free(w);
     return st;
 }

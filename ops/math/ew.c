@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "core/half_simd.h"
 #include "ops/math/mathops.h"
 #include "ops/math/opu_elem.h"
 
@@ -19,14 +20,17 @@ static mop_fn pick(const mop_kernels *k, popc_dtype dt)
 
 static void to_float(float *dst, const uint16_t *src, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = opu_h2f(src[i]);
+    popci_h2f_n(dst, src, n, opu_h2f);
 }
 
 /* dst[0..n) are output elements first, first + 1, ... */
 static void to_half(const popc_kernel_ctx *kc, uint16_t *dst,
                     const float *src, int64_t n, int64_t first)
 {
+    if (!(kc->flags & POPC_KERNEL_STOCHASTIC_ROUNDING)) {
+        popci_f2h_n(dst, src, n, opu_f2h);
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         dst[i] = opu_f2h_at(kc, src[i], first + i);
 }
