@@ -1,8 +1,7 @@
-/* ipu_count.c - PopTorch's IPU count rule (poptorch-semantics.md §6, kept
-** in docs/options.md): a process reserves a power of 2 of IPUs, at most
-** 64. n = IPUs per replica x replicas; above 64 is an error; a count that
-** is not a power of 2 is an error unless autoRoundNumIPUs, which warns
-** and reserves the next power of 2.
+/* ipu_count.c - PopTorch's IPU count rule: a process reserves a power of
+** 2 of IPUs, at most 64. n = IPUs per replica x replicas; above 64 is an
+** error; a count that is not a power of 2 is an error unless
+** autoRoundNumIPUs, which warns and reserves the next power of 2.
 **
 ** The rule applies on backends that model IPU hardware
 ** (POPC_BACKEND_MODELS_IPUS: ipumodel, offline), not on the cpu

@@ -25,7 +25,8 @@ endif
 %canon_reldir%_check_ipumodel_DEPENDENCIES = $(backend_test_deps)
 
 %canon_reldir%_check_locations_SOURCES = %reldir%/check_locations.c \
-    %reldir%/minijson.c %reldir%/minijson.h
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_model.c \
+    %reldir%/profile_model.h
 %canon_reldir%_check_locations_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_locations_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_locations_DEPENDENCIES = $(backend_test_deps) \

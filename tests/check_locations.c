@@ -15,8 +15,8 @@
 #include <check.h>
 
 #include "popc/popc.h"
-#include "popc/layers.h"
 #include "tests/minijson.h"
+#include "tests/profile_model.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
 
@@ -28,26 +28,6 @@ typedef struct result {
     double cycles;
     popc_tensor *fc1;          /* fc1.weight after the step */
 } result;
-
-static popc_graph *mlp(int64_t rows)
-{
-    popc_graph *g = NULL;
-    popc_layers *L = NULL;
-    int64_t xd[2] = {rows, 784}, ld[1] = {rows};
-    int x, lab, h, r, o, loss;
-
-    OK(popc_graph_new("mlp", &g));
-    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
-    OK(popc_graph_add_input(g, "label", POPC_DTYPE_I32, ld, 1, &lab));
-    OK(popc_layers_new(g, 3, &L));
-    OK(popc_nn_linear(L, "fc1", x, 784, 256, 1, &h));
-    OK(popc_nn_activation(L, "Relu", h, 0.0, &r));
-    OK(popc_nn_linear(L, "fc2", r, 256, 10, 1, &o));
-    OK(popc_nn_cross_entropy(L, o, lab, "mean", &loss));
-    OK(popc_graph_add_output(g, loss));
-    popc_layers_free(L);
-    return g;
-}
 
 static char *slurp(const char *path)
 {
@@ -74,7 +54,7 @@ static result step(const char *const *set, int64_t R, popc_status *st)
     char dir[] = "/tmp/popc-locations-XXXXXX", path[256], err[128];
     popc_options *o = NULL;
     popc_optimizer *opt = NULL;
-    popc_graph *g = mlp(8);
+    popc_graph *g = profile_mlp(8, 256, 0, 1);
     popc_model *m = NULL;
     popc_tensor *in[2], *loss = NULL;
     int64_t xd[2] = {8 * R, 784}, ld[1] = {8 * R};
