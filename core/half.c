@@ -74,46 +74,36 @@ static popc_status cast(half_ctx *c, int v, int to, const char *name,
     return POPC_OK;
 }
 
-/* A float32 version of original value v. */
-static popc_status as_f32(half_ctx *c, int v, const popc_annotations *an,
-                          int *out)
+/* Original value v cast to onnx type `to` (ONNX_FLOAT or ONNX_FLOAT16),
+** made once and kept in cache[v]; named "<v>/f32" or "<v>/f16". */
+static popc_status as_type(half_ctx *c, int v, int to, int *cache,
+                           const popc_annotations *an, int *out)
 {
     char name[512];
     popc_status st;
 
-    if (c->f32[v] < 0) {
-        snprintf(name, sizeof name, "%s/f32",
-                 popc_graph_value_name(c->g, v));
-        if ((st = cast(c, c->map[v], ONNX_FLOAT, name, an, &c->f32[v])) !=
-            POPC_OK)
-            return st;
-        if ((st = popc_graph_set_value_name(c->h, c->f32[v], name)) !=
-            POPC_OK)
+    if (cache[v] < 0) {
+        snprintf(name, sizeof name, "%s/%s", popc_graph_value_name(c->g, v),
+                 to == ONNX_FLOAT ? "f32" : "f16");
+        if ((st = cast(c, c->map[v], to, name, an, &cache[v])) != POPC_OK ||
+            (st = popc_graph_set_value_name(c->h, cache[v], name)) !=
+                POPC_OK)
             return st;
     }
-    *out = c->f32[v];
+    *out = cache[v];
     return POPC_OK;
 }
 
-/* A float16 version of original value v, whose copy is float32. */
+static popc_status as_f32(half_ctx *c, int v, const popc_annotations *an,
+                          int *out)
+{
+    return as_type(c, v, ONNX_FLOAT, c->f32, an, out);
+}
+
 static popc_status as_f16(half_ctx *c, int v, const popc_annotations *an,
                           int *out)
 {
-    char name[512];
-    popc_status st;
-
-    if (c->f16[v] < 0) {
-        snprintf(name, sizeof name, "%s/f16",
-                 popc_graph_value_name(c->g, v));
-        if ((st = cast(c, c->map[v], ONNX_FLOAT16, name, an, &c->f16[v])) !=
-            POPC_OK)
-            return st;
-        if ((st = popc_graph_set_value_name(c->h, c->f16[v], name)) !=
-            POPC_OK)
-            return st;
-    }
-    *out = c->f16[v];
-    return POPC_OK;
+    return as_type(c, v, ONNX_FLOAT16, c->f16, an, out);
 }
 
 static popc_status copy_inputs(half_ctx *c)
