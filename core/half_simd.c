@@ -4,7 +4,9 @@
 #include "core/half_simd.h"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #define HAVE_F16C_PATH 1
 
 __attribute__((target("avx,f16c"))) static void h2f_f16c(float *dst,
@@ -34,9 +36,30 @@ __attribute__((target("avx,f16c"))) static void f2h_f16c(uint16_t *dst,
         dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
+/* CPUID says F16C and AVX, and the OS saves the YMM registers (XGETBV);
+** asked once (clang has no __builtin_cpu_supports("f16c")). */
+static int detect_f16c(void)
+{
+    unsigned a, b, c, d, lo, hi;
+
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C) ||
+        !(c & bit_AVX) || !(c & bit_OSXSAVE))
+        return 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6u) == 6u;
+}
+
 static int have_f16c(void)
 {
-    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    static atomic_int known = -1;
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+
+    if (v < 0) {
+        v = detect_f16c();
+        atomic_store_explicit(&known, v, memory_order_relaxed);
+    }
+    return v;
 }
 #endif
 
