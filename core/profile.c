@@ -5,7 +5,9 @@
 ** profile.json, one object:
 **   "format": "popc-profile", "version": 1,
 **   "model":   {name (the graph's), model_name (NAME), ipus_reserved (all
-**               replicas' IPUs, rounded up by autoRoundNumIPUs), training,
+**               replicas' IPUs, rounded up by autoRoundNumIPUs),
+**               execution_phases (PopTorch's count for phased plans; 0
+**               otherwise), training,
 **               backend,
 **               replicas, ipus_per_replica,
 **               stages, phases, pipelined, device_iterations,
@@ -48,6 +50,7 @@
 #include "core/atomic_file_priv.h"
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
+#include "core/strategy_priv.h"
 
 #define MAX_ITEMS 20000
 #define MAX_DEPTH 256
@@ -220,8 +223,9 @@ static void put_model(popci_sb *sb, const popci_profile *p,
     str(sb, popc_graph_name(m->graph));
     popci_sb_printf(sb, ", \"model_name\": ");
     str(sb, popci_model_name(m));
-    popci_sb_printf(sb, ", \"ipus_reserved\": %lld",
-                    (long long)m->reserved_ipus);
+    popci_sb_printf(sb, ", \"ipus_reserved\": %lld, "
+                    "\"execution_phases\": %d", (long long)m->reserved_ipus,
+                    popci_plan_execution_phases(pl));
     popci_sb_printf(sb, ", \"training\": %s, \"backend\": ",
                     m->training ? "true" : "false");
     str(sb, e->be->name);

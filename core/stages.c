@@ -233,6 +233,23 @@ popc_status popci_stages_resolve(popc_graph *g, const popci_strategy *s)
     return POPC_OK;
 }
 
+int popci_plan_execution_phases(const popci_plan *p)
+{
+    const popci_strategy *s = &p->strategy;
+    int max = 0;
+
+    if (!popci_strategy_phased(s))
+        return 0;
+    for (int k = 0; k < p->pub.n_nodes; k++) {
+        int e = effective_phase(s, p->nodes[k].phase);
+        if (e > max)
+            max = e;
+    }
+    if (s->liveness != POPC_LIVENESS_ALWAYS_LIVE)
+        return max + 1 + 3;
+    return max + 1 + (s->separate_backward ? 1 : 0);
+}
+
 int popci_plan_pipeline_stages(const popci_plan *p)
 {
     int f = p->pub.n_forward > 0 ? 1 : 0;

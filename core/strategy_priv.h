@@ -42,6 +42,12 @@ popc_status popci_stages_order(const popc_graph *g, const popci_strategy *s,
 /* Forward stages of a plan: 1 + the IPU changes in forward op order. */
 int popci_plan_pipeline_stages(const popci_plan *p);
 
+/* PopTorch's execution phases of a phased plan (0 otherwise): the largest
+** effective phase id (phase x 4 with OffChipAfterEachPhase, x 2 with
+** OffChipAfterFwdNoOverlap) + 1, then + 3 when tensors leave the chip, or
+** + 1 for a separate backward phase. */
+int popci_plan_execution_phases(const popci_plan *p);
+
 /* Recomputation (training). When the forward graph (nodes [0, n_fwd)) has
 ** checkpoints (popc::RecomputationCheckpoint nodes or nodes annotated
 ** recompute > 0), backward nodes stop reading forward activations that

@@ -706,6 +706,60 @@ static long long ipumodel_activations(popc_graph *g, const char *liveness)
     return acts;
 }
 
+/* profile.json's model.execution_phases for the phased graph under c. */
+static int execution_phases(popc_graph *g, const cfg *c)
+{
+    char dir[] = "/tmp/popc_phases_XXXXXX", path[256], buf[8192];
+    popc_options *o = options(c);
+    popc_model *m = NULL;
+    const char *at;
+    size_t n;
+    FILE *f;
+
+    ck_assert(mkdtemp(dir) != NULL);
+    OK(popc_options_set(o, "enableProfiling", dir));
+    OK(popc_model_new_training(g, o, NULL, &m));
+    OK(try_run(m, 2 * rows(c, 1)));
+    popc_model_free(m);
+    popc_options_free(o);
+    snprintf(path, sizeof path, "%s/training/profile.json", dir);
+    ck_assert((f = fopen(path, "rb")) != NULL);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    remove(path);
+    snprintf(path, sizeof path, "%s/training/profile.html", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/training", dir);
+    rmdir(path);
+    rmdir(dir);
+    ck_assert((at = strstr(buf, "\"execution_phases\": ")) != NULL);
+    return atoi(at + strlen("\"execution_phases\": "));
+}
+
+/* PopTorch's phase count for the 3-phase graph, derived by hand from its
+** rule: the largest effective phase + 1 (phase x 4 with
+** OffChipAfterEachPhase, x 2 with OffChipAfterFwdNoOverlap), + 3 when
+** tensors leave the chip, else + 1 for a separate backward phase. */
+START_TEST(execution_phase_count)
+{
+    popc_graph *g = phased_graph(1, 0);
+    cfg c = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0, 0};
+
+    ck_assert_int_eq(execution_phases(g, &c), 3);
+    c.separate_backward = 1;
+    ck_assert_int_eq(execution_phases(g, &c), 4);
+    c.separate_backward = 0;
+    c.liveness = "OffChipAfterFwd";
+    ck_assert_int_eq(execution_phases(g, &c), 2 + 1 + 3);
+    c.liveness = "OffChipAfterFwdNoOverlap";
+    ck_assert_int_eq(execution_phases(g, &c), 2 * 2 + 1 + 3);
+    c.liveness = "OffChipAfterEachPhase";
+    ck_assert_int_eq(execution_phases(g, &c), 2 * 4 + 1 + 3);
+    popc_graph_free(g);
+}
+END_TEST
+
 /* Activation off-chip bytes of one phased run with one extra option. */
 static long long phased_offchip(popc_graph *g, const char *name,
                                 const char *value)
@@ -1258,6 +1312,7 @@ int main(void)
     tcase_add_test(run_tc, phased_results_equal);
     tcase_add_test(run_tc, phased_on_ipumodel);
     tcase_add_test(run_tc, phased_activation_locations);
+    tcase_add_test(run_tc, execution_phase_count);
     tcase_add_test(run_tc, recomputation_cpu);
     tcase_add_test(run_tc, recomputation_ipumodel);
     tcase_add_test(run_tc, recomputation_pipelined);
