@@ -620,11 +620,9 @@ const popci_optdef popci_option_table[] = {
      .flags = C | P, .enum_type = "SyntheticDataMode",
      .members = synthetic_modes},
     {.info = {"relaxOptimizerAttributesChecks", POPC_OPT_BOOL, "false",
-              "Unexpected optimizer attributes give debug messages, not "
-              "warnings", BOOLV, 0},
+              "A run file's [optimizer] key the optimizer does not know is "
+              "ignored (logged at DEBUG) instead of refused", BOOLV, 1},
      .call_default = "true",
-     .why = "it would demote warnings about unexpected optimizer "
-            "attributes",
      .param = "relax"},
     {.info = {"sourceLocationExcludes", POPC_OPT_STRING, "None",
               "Source frames ignored when printing the IR (comma-separated)",

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "popc/log.h"
 #include "popc/optimizer.h"
 #include "popc/run.h"
 #include "core/alloc_priv.h"
@@ -286,7 +287,20 @@ static popc_status parse_optimizer(popc_run *r)
             if ((st = popci_config_get_float(src, "optimizer", key, 0,
                                              -1e300, 1e300, &v)) != POPC_OK)
                 return st;
-            if ((st = popc_optimizer_set(r->optimizer, key, v)) != POPC_OK)
+            st = popc_optimizer_set(r->optimizer, key, v);
+            /* relaxOptimizerAttributesChecks: PopTorch ignores attributes
+            ** its optimizer does not know and says so at debug level */
+            if (st == POPC_ENOTFOUND &&
+                popc_options_get_bool(r->opts,
+                                      "relaxOptimizerAttributesChecks")) {
+                popc_log(POPC_LOG_DEBUG, "%s: Ignoring unexpected optimizer "
+                         "attribute in %s optimizer: ['%s']",
+                         popci_run_where(r, "optimizer", key, where,
+                                         sizeof where),
+                         name, key);
+                continue;
+            }
+            if (st != POPC_OK)
                 return popc_set_error(POPC_ECONFIG, "%s: %s",
                                       popci_run_where(r, "optimizer", key,
                                                       where, sizeof where),

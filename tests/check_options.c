@@ -206,7 +206,8 @@ START_TEST(supported_flags)
         "enableStableNorm", "Precision.enableFloatingPointExceptions",
         "anchorTensor", "Training.setAutomaticLossScaling",
         "Precision.runningStatisticsAlwaysFloat", "Precision.halfFloatCasting",
-        "Precision.enableStochasticRounding", NULL};
+        "Precision.enableStochasticRounding", "relaxOptimizerAttributesChecks",
+        NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
     static const char *const settings[] = {

@@ -185,6 +185,16 @@ awk -v a="$acc" -v h="$hacc" 'BEGIN { exit !(h > a - 0.1) }' &&
 grep -aq "'<f2'" half.weights/fc1.weight.npy && pass "half weights are float16" ||
     fail "half.weights/fc1.weight.npy is not float16"
 
+# an optimizer key the optimizer does not know: refused, or ignored with
+# relaxOptimizerAttributesChecks
+expect 2 "unknown optimizer attribute" "$POPC" train run.ini \
+    --set optimizer.foreach=1 --set train.epochs=1
+contains err.txt "Unknown attribute foreach" "unknown attribute named"
+expect 0 "relaxOptimizerAttributesChecks" "$POPC" train run.ini \
+    --set optimizer.foreach=1 --set train.epochs=1 \
+    --set options.relaxOptimizerAttributesChecks=true \
+    --set train.weights=relaxed.weights
+
 expect 0 "train with --set" "$POPC" train run.ini --set data.batch_size=16 \
     --set train.epochs=1 --set train.weights=b16.weights --json b16.json
 [ "$(json_value b16.json steps)" = 32 ] && pass "--set changes the batch" ||
