@@ -191,6 +191,22 @@ static void remove_dir(char *dir)
     free(dir);
 }
 
+/* The inference model's profile.json under dir (enableProfiling), read;
+** its files and subdirectory are removed. */
+static char *take_profile(const char *dir)
+{
+    char path[512], *json;
+
+    snprintf(path, sizeof path, "%s/inference/profile.json", dir);
+    json = read_file(path);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/inference/profile.html", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/inference", dir);
+    rmdir(path);
+    return json;
+}
+
 /* Compile h on a device; report to dir/r.json when dir != NULL. */
 static popc_status compile_plan(const popc_backend_config *cfg, hplan *h,
                                 const char *dir, double *cycles)
@@ -568,23 +584,17 @@ END_TEST
 /* enableProfiling's profile.json carries the backend's report. */
 START_TEST(profile_has_the_tile_report)
 {
-    char *dir = temp_dir(), path[512], *json;
+    char *dir = temp_dir(), *json;
     run_stats s = stats_of_run(opts("ipumodel", 2, dir));
 
     ck_assert_int_gt(s.nodes, 0);
-    snprintf(path, sizeof path, "%s/inference/profile.json", dir);
-    json = read_file(path);
+    json = take_profile(dir);
     ck_assert_int_eq((int)json_num(json, "\"device\"", "tiles_per_ipu"),
                      1472);
     ck_assert_int_gt((int)json_num(json, "\"totals\"", "weights"),
                      (784 * 256 + 256 * 10) * 4);
     ASSERT_HAS(json, "\"temporaries\": ");
     free(json);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/inference/profile.html", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/inference", dir);
-    rmdir(path);
     remove_dir(dir);
 }
 END_TEST
@@ -643,7 +653,7 @@ END_TEST
 ** every tile runs on fewer, in more cycles; the report says how many. */
 START_TEST(io_tiles_leave_fewer_compute_tiles)
 {
-    char *dir = temp_dir(), path[512], *json;
+    char *dir = temp_dir(), *json;
     double plain = run_cycles_with(4, 1, NULL, NULL);
     double io = run_cycles_with(4, 1, "TensorLocations.numIOTiles", "192");
     popc_options *o = opts("ipumodel", 2, dir);
@@ -657,8 +667,7 @@ START_TEST(io_tiles_leave_fewer_compute_tiles)
     OK(popc_model_new_inference(g, o, &m));
     model_inputs(4, 1, in);
     OK(popc_model_compile(m, in, 2));
-    snprintf(path, sizeof path, "%s/inference/profile.json", dir);
-    json = read_file(path);
+    json = take_profile(dir);
     ck_assert_int_eq((int)json_num(json, "\"device\"", "tiles_per_ipu"),
                      1472);
     ck_assert_int_eq((int)json_num(json, "\"device\"", "io_tiles"), 192);
@@ -670,11 +679,6 @@ START_TEST(io_tiles_leave_fewer_compute_tiles)
     popc_model_free(m);
     popc_graph_free(g);
     popc_options_free(o);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/inference/profile.html", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/inference", dir);
-    rmdir(path);
     remove_dir(dir);
 }
 END_TEST
