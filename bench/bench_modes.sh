@@ -2,7 +2,8 @@
 # bench_modes.sh - Fashion-MNIST training throughput of the example models
 # on the cpu and ipumodel backends: plain, with replication 2, as a
 # 2-stage pipeline (the last linear layer on IPU 1, gradient accumulation
-# 4), and in half precision ([model] half), through `popc train`
+# 4), in half precision ([model] half) and in half precision with float16
+# partial sums (Precision.setPartialsType=half), through `popc train`
 # (train.evaluate = false, so the figure is the training loop's own).
 #
 #   bench/bench_modes.sh [POPC] [SAMPLES]
@@ -37,7 +38,7 @@ for model in mlp cnn; do
     [ "$model" = cnn ] && last=fc
     base=
     for backend in cpu ipumodel; do
-        for mode in plain replicas2 pipeline2 half; do
+        for mode in plain replicas2 pipeline2 half half_partials; do
             case $mode in
             plain) r=$(rate "$model" "$backend") ;;
             replicas2) r=$(rate "$model" "$backend" \
@@ -46,6 +47,8 @@ for model in mlp cnn; do
                 --set options.Training.gradientAccumulation=4 \
                 --set layer.$last.ipu=1) ;;
             half) r=$(rate "$model" "$backend" --set model.half=true) ;;
+            half_partials) r=$(rate "$model" "$backend" --set model.half=true \
+                --set options.Precision.setPartialsType=half) ;;
             esac
             [ -n "$base" ] || base=$r
             printf '%-5s %-9s %-12s %10s %9s\n' "$model" "$backend" "$mode" \

@@ -22,6 +22,9 @@
 
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10
+/* The attribute that marks a float16 operation computed in float32
+** (POPC_KERNEL_HALF_PARTIALS in popc/plugin.h). */
+#define FLOAT16_MARK "__float16"
 
 /* Precision.halfFloatCasting's values (core/options_table.c). */
 enum { DOWNCAST_TO_HALF = 0, UPCAST_TO_FLOAT = 1, CASTING_DEFAULT = 2 };
@@ -169,6 +172,7 @@ static popc_status wrap_f32(half_ctx *c, int n, int *in, int n_in, int *out,
 {
     const char *op = popc_graph_node_op(c->g, n);
     popc_attrs at = popc_graph_node_attrs(c->g, n);
+    popc_attr *marked = NULL;
     int id;
     popc_status st;
 
@@ -178,11 +182,25 @@ static popc_status wrap_f32(half_ctx *c, int n, int *in, int n_in, int *out,
             (st = as_f32(c, v, an, &in[j])) != POPC_OK)
             return st;
     }
-    if ((st = popc_graph_add_node(c->h, popc_graph_node_domain(c->g, n), op,
-                                  popc_graph_node_version(c->g, n), in, n_in,
-                                  out, n_out, at.items, at.n,
-                                  popc_graph_node_name(c->g, n), &id)) !=
-            POPC_OK ||
+    if (!result_f32) {
+        /* a float16 operation computed in float32: the mark lets its
+        ** kernels keep float16 partial sums (POPC_KERNEL_HALF_PARTIALS) */
+        if (!(marked = popci_malloc(sizeof *marked * (size_t)(at.n + 1))))
+            return popc_set_error(POPC_ENOMEM, "popc_graph_to_half: out of "
+                                  "memory");
+        if (at.n)
+            memcpy(marked, at.items, sizeof *marked * (size_t)at.n);
+        marked[at.n] = (popc_attr){.name = FLOAT16_MARK,
+                                   .type = POPC_ATTR_INT, .i = 1};
+        at.items = marked;
+        at.n++;
+    }
+    st = popc_graph_add_node(c->h, popc_graph_node_domain(c->g, n), op,
+                             popc_graph_node_version(c->g, n), in, n_in, out,
+                             n_out, at.items, at.n,
+                             popc_graph_node_name(c->g, n), &id);
+    free(marked);
+    if (st != POPC_OK ||
         (st = popc_graph_set_node_annotations(c->h, id, an)) != POPC_OK)
         return popc_set_error(st, "popc_graph_to_half: node '%s' (%s) runs "
                               "in neither float16 nor float32: %s",

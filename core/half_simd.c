@@ -50,7 +50,7 @@ static int detect_f16c(void)
     return (lo & 6u) == 6u;
 }
 
-static int have_f16c(void)
+int popci_have_f16c(void)
 {
     static atomic_int known = -1;
     int v = atomic_load_explicit(&known, memory_order_relaxed);
@@ -61,13 +61,18 @@ static int have_f16c(void)
     }
     return v;
 }
+#else
+int popci_have_f16c(void)
+{
+    return 0;
+}
 #endif
 
 void popci_h2f_n(float *dst, const uint16_t *src, int64_t n,
                  float (*h2f)(uint16_t))
 {
 #ifdef HAVE_F16C_PATH
-    if (have_f16c()) {
+    if (popci_have_f16c()) {
         h2f_f16c(dst, src, n);
         return;
     }
@@ -80,7 +85,7 @@ void popci_f2h_n(uint16_t *dst, const float *src, int64_t n,
                  uint16_t (*f2h)(float))
 {
 #ifdef HAVE_F16C_PATH
-    if (have_f16c()) {
+    if (popci_have_f16c()) {
         f2h_f16c(dst, src, n);
         return;
     }

@@ -8,6 +8,10 @@
 
 #include <stdint.h>
 
+/* Whether the CPU (and OS) run AVX and F16C; asked once. Callers with
+** their own F16C kernels (target attribute) dispatch on it. */
+int popci_have_f16c(void);
+
 void popci_h2f_n(float *dst, const uint16_t *src, int64_t n,
                  float (*h2f)(uint16_t));
 void popci_f2h_n(uint16_t *dst, const float *src, int64_t n,

@@ -601,6 +601,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
     if (opt_int(m->opts, "Precision.enableFloatingPointExceptions", 0))
         plan->pub.kernel_flags |= POPC_KERNEL_FP_EXCEPTIONS;
+    if (opt_int(m->opts, "Precision.setPartialsType", 0) == 1) /* half */
+        plan->pub.kernel_flags |= POPC_KERNEL_HALF_PARTIALS;
     if (opt_int(m->opts, "Precision.enableStochasticRounding", 0)) {
         if (!(be->caps & POPC_BACKEND_STOCHASTIC_ROUNDING)) {
             st = popc_set_error(POPC_EUNSUPPORTED, "Precision."

@@ -401,11 +401,6 @@ static popc_status check_value(const popci_optdef *d, const popci_optval *v)
         if (m->flags & POPCI_MEMBER_REJECT)
             return popc_set_error(POPC_EINVAL, "%s: %s", d->info.name,
                                   m->note ? m->note : d->bad_value);
-        if (m->flags & POPCI_MEMBER_UNSUPPORTED)
-            return popc_set_error(POPC_EUNSUPPORTED, "option %s = %s is not "
-                                  "supported yet by popc (%s); leave it at "
-                                  "its default (%s)", d->info.name, m->name,
-                                  m->note, d->info.def);
         return POPC_OK;
     case POPC_OPT_STRING:
         return POPC_OK;

@@ -28,7 +28,6 @@
 #define POPCI_OPT_POPC     (1u << 2) /* popc's own, not a PopTorch option */
 
 #define POPCI_MEMBER_REJECT      (1u << 0) /* EINVAL: note or bad_value */
-#define POPCI_MEMBER_UNSUPPORTED (1u << 1) /* EUNSUPPORTED: note = "it would" */
 #define POPCI_MEMBER_MAPPED      (1u << 2) /* accepted, warns note */
 #define POPCI_MEMBER_ALIAS       (1u << 3) /* other spelling, not listed */
 

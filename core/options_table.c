@@ -117,11 +117,9 @@ static const popci_enum_member half_castings[] = {
 /* torch dtypes accepted by Precision.setPartialsType. */
 static const popci_enum_member partials_types[] = {
     {"float", 0, 0, NULL},
-    {"half", 1, POPCI_MEMBER_UNSUPPORTED,
-     "it would keep matmul and convolution partials in float16"},
+    {"half", 1, 0, NULL},
     {"float32", 0, POPCI_MEMBER_ALIAS, NULL},
-    {"float16", 1, POPCI_MEMBER_UNSUPPORTED | POPCI_MEMBER_ALIAS,
-     "it would keep matmul and convolution partials in float16"},
+    {"float16", 1, POPCI_MEMBER_ALIAS, NULL},
     {NULL, 0, 0, NULL}};
 
 /* ---- hooks: PopTorch's own checks and side effects ------------------------ */
@@ -662,8 +660,9 @@ const popci_optdef popci_option_table[] = {
 
     /* ---- Options.Precision ---- */
     {.info = {"Precision.setPartialsType", POPC_OPT_ENUM, "float",
-              "dtype of matmul and convolution partials (torch.float or "
-              "torch.half)", "float | half", 1},
+              "dtype of the partial sums of float16 MatMul, Gemm, Conv "
+              "and reductions (torch.float or torch.half: rounded to "
+              "float16 after every term)", "float | half", 1},
      .flags = C, .enum_type = "torch", .members = partials_types,
      .bad_value = "parameter to setPartialsType should be eithertorch.float "
                   "or torch.half",

@@ -1,14 +1,16 @@
 # tests/runtime.mk - plans, the executor and the model wrapper, on the cpu
 # backend (references from tests/ref/gen_runtime.py in tests/ref/runtime/),
-# and half precision (check_half).
+# and half precision (check_half, check_half_partials).
 runtime_test_plugins = backends/cpu.la backends/ipumodel.la \
     $(ops_LTLIBRARIES) optim/sgd.la
 
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_model_infer %reldir%/check_model_train \
-    %reldir%/check_model_pipeline %reldir%/check_half
+    %reldir%/check_model_pipeline %reldir%/check_half \
+    %reldir%/check_half_partials
 TESTS += %reldir%/check_model_infer %reldir%/check_model_train \
-    %reldir%/check_model_pipeline %reldir%/check_half
+    %reldir%/check_model_pipeline %reldir%/check_half \
+    %reldir%/check_half_partials
 endif
 
 %canon_reldir%_check_model_infer_SOURCES = %reldir%/check_model_infer.c
@@ -33,6 +35,12 @@ endif
 %canon_reldir%_check_half_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_half_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_half_DEPENDENCIES = libpopc.la $(runtime_test_plugins)
+
+%canon_reldir%_check_half_partials_SOURCES = %reldir%/check_half_partials.c
+%canon_reldir%_check_half_partials_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_half_partials_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_half_partials_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)
 
 EXTRA_DIST += %reldir%/ref/gen_runtime.py %reldir%/ref/runtime
 

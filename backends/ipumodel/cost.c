@@ -66,8 +66,12 @@ static int is_matrix(const popc_op_def *op)
 static double rate(const ipum_device *d, const popc_plan *p,
                    const popc_plan_node *pn)
 {
-    int half = pn->n_outputs > 0 &&
-               p->slots[pn->outputs[0]].info.dtype == POPC_DTYPE_F16;
+    /* model.half() runs some float16 operations in float32 between casts
+    ** and marks them (POPC_KERNEL_HALF_PARTIALS): an IPU runs them in
+    ** float16 */
+    int half = (pn->n_outputs > 0 &&
+                p->slots[pn->outputs[0]].info.dtype == POPC_DTYPE_F16) ||
+               popc_attr_int(pn->attrs, "__float16", 0);
 
     if (is_matrix(pn->op))
         return (d->version == 1 ? 16.0 : 32.0) * (half ? 4.0 : 1.0);

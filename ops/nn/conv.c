@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ops/nn/conv_priv.h"
+#include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/util.h"
 
@@ -482,6 +483,13 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc);
 
 static popc_status conv_forward(const popc_kernel_ctx *kc)
 {
+    if (kc->inputs[0].rank == 5 && nn_half_partials(kc))
+        return kc->host->set_error(POPC_EUNSUPPORTED,
+                                   "Conv '%s': float16 partials "
+                                   "(Precision.setPartialsType(torch.half)) "
+                                   "cover 1-D and 2-D convolutions; this one "
+                                   "is 3-D: keep float partials",
+                                   kc->node_name);
     if (kc->inputs[0].rank == 5)
         return nn_nd_conv_forward(kc);
     return conv_forward_2d(kc);
@@ -502,6 +510,8 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
         return st;
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
+    if (nn_half_partials(kc))
+        return nn_conv_half_forward(kc, &p, x, wt, bias, y);
     if (nn_dw_fits(&p))
         return nn_dw_forward(kc, &p, x, wt, bias, y);
     if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
@@ -597,8 +607,9 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     const popc_view *xi = &gc->input_info[0], *wi = &gc->input_info[1];
     int dy = gc->output_grads[0];
     int has_bias = gc->n_inputs > 2 && gc->inputs[2] >= 0;
+    int half = nn_is_float16_node(gc->attrs);
     nn_window_attrs wa;
-    popc_attr a[9];
+    popc_attr a[10];
     int na, in[2], out[2];
     int64_t S;
     conv_p p;
@@ -612,6 +623,8 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     na = nn_window_attrs_make(&p.w, 0, &wa);
     memcpy(a, wa.a, sizeof wa.a[0] * (size_t)na);
     a[na++] = opsu_attr_int("group", p.G);
+    if (half)
+        a[na++] = opsu_attr_int(NN_FLOAT16_ATTR, 1);
     a[na] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
     in[0] = dy;
     in[1] = gc->inputs[1];
@@ -620,7 +633,8 @@ static popc_status conv_grad(popc_grad_ctx *gc)
         return st;
     in[0] = gc->inputs[0];
     in[1] = dy;
-    S = grad_chunks(&p);
+    /* float16 partials sum dW over the whole batch at once */
+    S = half ? 0 : grad_chunks(&p);
     if (S > 0)
         a[na++] = opsu_attr_int("image_chunks", S);
     if ((st = gc->host->grad_add_node(gc, "popc", "ConvGradWeight", in, 2, out,

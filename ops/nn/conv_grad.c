@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ops/nn/conv_priv.h"
+#include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/math/sums.h"
 #include "ops/nn/util.h"
@@ -86,6 +87,8 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
 
     if ((st = gi_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
+    if (nn_half_partials(kc))
+        return nn_conv_half_grad_input(kc, &p, dy, wt, dx);
     if (nn_dw_fits(&p))
         return nn_dw_grad_input(kc, &p, dy, wt, dx);
     if (nn_wino_fits(&p, p.Mg, p.Cg, 1)) {
@@ -296,6 +299,15 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
 
     if ((st = gw_params(kc->node_name, kc->inputs, kc->attrs, &p)) != POPC_OK)
         return st;
+    if (nn_half_partials(kc)) {
+        if (p.S > 0)
+            return kc->host->set_error(POPC_EUNSUPPORTED,
+                                       "ConvGradWeight '%s': float16 "
+                                       "partials take one sum over the batch; "
+                                       "drop image_chunks",
+                                       kc->node_name);
+        return nn_conv_half_grad_weight(kc, &p, x, dy, dw, db);
+    }
     if (nn_dw_fits(&p))
         return nn_dw_grad_weight(kc, &p, x, dy, dw, db);
     if (p.S > 0 && nn_wino_fits(&p, p.Cg, p.Mg, 0))

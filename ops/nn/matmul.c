@@ -4,13 +4,16 @@
 ** Work is cut into fixed tiles (nn_tiles, see tiles.c) so that a split
 ** run issues the same sgemm calls as the whole run and agrees bitwise.
 ** Gradients are built from MatMul, Gemm, Transpose, Reshape, Mul and
-** popc::SumToShape nodes.
+** popc::SumToShape nodes; the backward products of a float16 operation
+** carry its mark (half_partials.h). With half partials, rows are the units
+** (half_partials.c).
 */
 #include "config.h"
 
 #include <limits.h>
 #include <string.h>
 
+#include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/util.h"
 
@@ -148,6 +151,22 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
     if ((st = mm_parse(kc->node_name, &kc->inputs[0], &kc->inputs[1], &s)) !=
         POPC_OK)
         return st;
+    if (nn_half_partials(kc)) {
+        opsu_range(s.batch * s.M, kc->part, kc->n_parts, &lo, &hi);
+        while (lo < hi) { /* this part's rows, one batch entry at a time */
+            int64_t b = lo / s.M, i = lo % s.M, oa, ob;
+            int64_t end = s.M < i + hi - lo ? s.M : i + hi - lo;
+
+            mm_offsets(&s, b, &oa, &ob);
+            if ((st = nn_gemm_half(kc, 0, 0, s.K, 1.0f, A + oa * s.M * s.K,
+                                   s.K, B + ob * s.K * s.N, s.N, 0.0f,
+                                   C + b * s.M * s.N, s.N, i, end, 0,
+                                   s.N)) != POPC_OK)
+                return st;
+            lo += end - i;
+        }
+        return POPC_OK;
+    }
     nn_tiles_plan(s.batch, s.M, s.N, s.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
     opsu_range(s.batch * t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
@@ -191,11 +210,21 @@ static popc_status transpose_last(popc_grad_ctx *gc, int value, int r, int *out)
     return opsu_node1(gc, NULL, "Transpose", &value, 1, &a, 1, out);
 }
 
+/* The float16 mark of the node being differentiated, for its backward
+** products: a[*n] when it is set. */
+static void pass_mark(const popc_grad_ctx *gc, popc_attr *a, int *n)
+{
+    if (nn_is_float16_node(gc->attrs))
+        a[(*n)++] = opsu_attr_int(NN_FLOAT16_ATTR, 1);
+}
+
 static popc_status matmul2(popc_grad_ctx *gc, int x, int y, int *out)
 {
-    int in[2] = {x, y};
+    int in[2] = {x, y}, n = 0;
+    popc_attr mark[1];
 
-    return opsu_node1(gc, NULL, "MatMul", in, 2, NULL, 0, out);
+    pass_mark(gc, mark, &n);
+    return opsu_node1(gc, NULL, "MatMul", in, 2, mark, n, out);
 }
 
 /* dY with a unit dimension put back where a 1-D operand dropped it:
@@ -237,8 +266,8 @@ static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
                                       int dy)
 {
     int64_t K = bi->dims[0], N = bi->dims[1], R = 1, ra[2], ry[2];
-    int in[2], a2, dy2, da;
-    popc_attr t;
+    int in[2], a2, dy2, da, n = 1;
+    popc_attr t[2];
     popc_status st;
 
     for (int i = 0; i + 1 < ai->rank; i++)
@@ -251,15 +280,16 @@ static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
         return st;
     in[0] = dy2;
     in[1] = b;
-    t = opsu_attr_int("transB", 1);
-    if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &da)) != POPC_OK ||
+    pass_mark(gc, t, &n);
+    t[0] = opsu_attr_int("transB", 1);
+    if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, t, n, &da)) != POPC_OK ||
         (st = opsu_reshape(gc, da, ai->dims, ai->rank,
                            &gc->input_grads[0])) != POPC_OK)
         return st;
     in[0] = a2;
     in[1] = dy2;
-    t = opsu_attr_int("transA", 1);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &gc->input_grads[1]);
+    t[0] = opsu_attr_int("transA", 1);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, t, n, &gc->input_grads[1]);
 }
 
 static popc_status matmul_grad(popc_grad_ctx *gc)
@@ -416,6 +446,23 @@ static popc_status gemm_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
+/* Rows [r0, r1) and columns [c0, c1) of Y = beta * C, C broadcast. */
+static void beta_c(const gemm_p *p, const float *Cin, float *Y, int64_t r0,
+                   int64_t r1, int64_t c0, int64_t c1)
+{
+    for (int64_t i = r0; i < r1; i++) {
+        const float *crow = Cin + (p->cm == 1 ? 0 : i * p->cn);
+        float *yrow = Y + i * p->N;
+
+        if (p->cn == 1)
+            for (int64_t j = c0; j < c1; j++)
+                yrow[j] = p->beta * crow[0];
+        else
+            for (int64_t j = c0; j < c1; j++)
+                yrow[j] = p->beta * crow[j];
+    }
+}
+
 static popc_status gemm_forward(const popc_kernel_ctx *kc)
 {
     const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
@@ -434,6 +481,21 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
         Cin = kc->inputs[2].data;
         beta = 1.0f;
     }
+    if (nn_half_partials(kc)) {
+        /* parts take columns when B is transposed, so that each packs
+        ** only its own columns of op(B) */
+        int64_t r0 = 0, r1 = p.M, c0 = 0, c1 = p.N;
+
+        if (p.tb)
+            opsu_range(p.N, kc->part, kc->n_parts, &c0, &c1);
+        else
+            opsu_range(p.M, kc->part, kc->n_parts, &r0, &r1);
+        if (Cin)
+            beta_c(&p, Cin, Y, r0, r1, c0, c1);
+        return nn_gemm_half(kc, p.ta, p.tb, p.K, p.alpha, A,
+                            p.ta ? p.M : p.K, B, p.tb ? p.K : p.N, beta, Y,
+                            p.N, r0, r1, c0, c1);
+    }
     nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
     opsu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
@@ -448,17 +510,7 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
                 r0 = u * t.blk;
                 r1 = r0 + t.blk < p.M ? r0 + t.blk : p.M;
             }
-            for (int64_t i = r0; i < r1; i++) {
-                const float *crow = Cin + (p.cm == 1 ? 0 : i * p.cn);
-                float *yrow = Y + i * p.N;
-
-                if (p.cn == 1)
-                    for (int64_t j = c0; j < c1; j++)
-                        yrow[j] = p.beta * crow[0];
-                else
-                    for (int64_t j = c0; j < c1; j++)
-                        yrow[j] = p.beta * crow[j];
-            }
+            beta_c(&p, Cin, Y, r0, r1, c0, c1);
         }
         nn_sgemm_tile(&t, u, p.ta, p.tb, p.M, p.N, p.K, p.alpha, A,
                       p.ta ? p.M : p.K, B, p.tb ? p.K : p.N, beta, Y, p.N);
@@ -486,13 +538,14 @@ static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
 static popc_status gemm_node(popc_grad_ctx *gc, int x, int y, double alpha,
                              int ta, int tb, int *out)
 {
-    int in[2] = {x, y};
-    popc_attr a[3];
+    int in[2] = {x, y}, n = 3;
+    popc_attr a[4];
 
     a[0] = opsu_attr_float("alpha", alpha);
     a[1] = opsu_attr_int("transA", ta);
     a[2] = opsu_attr_int("transB", tb);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3, out);
+    pass_mark(gc, a, &n);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, a, n, out);
 }
 
 /* Y = alpha op(A) op(B) + beta C. With G = dY:

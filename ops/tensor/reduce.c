@@ -5,7 +5,8 @@
 **
 ** Sums accumulate in double and visit the reduced elements of every output
 ** in row-major order, so results do not depend on how the outputs are
-** split between parts.
+** split between parts. With POPC_KERNEL_HALF_PARTIALS, float16 sums are
+** rounded to float16 after every term instead (Precision.setPartialsType).
 */
 #include "config.h"
 
@@ -179,12 +180,19 @@ static int red_next(const reduce_geom *g, int64_t *idx, int64_t *off,
     return 0;
 }
 
-/* Reduce outputs [s, e) of in into out (float32 or float16). */
+static inline double round_half(double v)
+{
+    return opu_h2f(opu_f2h((float)v));
+}
+
+/* Reduce outputs [s, e) of in into out (float32 or float16); flags: the
+** kernel's (half partials). */
 static void reduce_range(const reduce_geom *g, int kind, double scale,
                          const popc_view *in, const popc_view *out, int64_t s,
-                         int64_t e)
+                         int64_t e, unsigned flags)
 {
     int half = in->dtype == POPC_DTYPE_F16;
+    int hp = half && kind != RED_MAX && (flags & POPC_KERNEL_HALF_PARTIALS);
     double init = kind == RED_MAX ? -INFINITY : 0.0;
 
     if (g->inner_reduced || g->n_keep == 0) {
@@ -208,9 +216,12 @@ static void reduce_range(const reduce_geom *g, int kind, double scale,
                 acc = opu_sum8_total(lanes);
             } else if (g->n_red_elems > 0) {
                 do {
-                    for (int64_t i = 0; i < run; i++)
+                    for (int64_t i = 0; i < run; i++) {
                         acc = combine(kind, acc, load_at(in->data, half,
                                                          base + off + i));
+                        if (hp)
+                            acc = round_half(acc);
+                    }
                 } while (red_next(g, idx, &off, g->n_red - inner));
             }
             store_at(out->data, half, o, kind == RED_MAX ? acc : acc * scale);
@@ -239,6 +250,8 @@ static void reduce_range(const reduce_geom *g, int kind, double scale,
                                             off;
                         for (int64_t i = 0; i < n; i++)
                             acc[i] = combine(kind, acc[i], opu_h2f(p[i]));
+                        for (int64_t i = 0; hp && i < n; i++)
+                            acc[i] = round_half(acc[i]);
                     } else if (kind == RED_MAX) {
                         const float *p = (const float *)in->data + base + off;
                         for (int64_t i = 0; i < n; i++)
@@ -333,7 +346,7 @@ static popc_status red_forward(const popc_kernel_ctx *kc, int kind)
     geom_init(&g, &kc->inputs[0], spec.reduce);
     opu_range(g.n_out, kc->part, kc->n_parts, &s, &e);
     reduce_range(&g, kind, kind == RED_MEAN ? 1.0 / (double)spec.count : 1.0,
-                 &kc->inputs[0], &kc->outputs[0], s, e);
+                 &kc->inputs[0], &kc->outputs[0], s, e, kc->flags);
     return POPC_OK;
 }
 
@@ -679,7 +692,8 @@ static popc_status sum_to_shape_forward(const popc_kernel_ctx *kc)
         return st;
     geom_init(&g, &kc->inputs[0], reduce);
     opu_range(g.n_out, kc->part, kc->n_parts, &s, &e);
-    reduce_range(&g, RED_SUM, 1.0, &kc->inputs[0], &kc->outputs[0], s, e);
+    reduce_range(&g, RED_SUM, 1.0, &kc->inputs[0], &kc->outputs[0], s, e,
+                 kc->flags);
     return POPC_OK;
 }
 

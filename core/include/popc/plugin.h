@@ -200,6 +200,12 @@ typedef struct popc_kernel_ctx {
 ** stochastically (popc_f16_stochastic, seeded by kc->seed and the
 ** element's index). */
 #define POPC_KERNEL_STOCHASTIC_ROUNDING (1u << 2)
+/* Precision.setPartialsType(torch.half): float16 operations keep their
+** partial sums in float16, rounded after every term. Native float16
+** reductions honour it by dtype; ops that compute a float16 operation in
+** float32 (model.half() marks those nodes with the attribute __float16 = 1)
+** honour it by the mark. Since 0.3.0. */
+#define POPC_KERNEL_HALF_PARTIALS (1u << 3)
 
 /* ---- gradient builders ----------------------------------------------------- */
 
