@@ -5,7 +5,9 @@
 **
 ** The rule applies on backends that model IPU hardware
 ** (POPC_BACKEND_MODELS_IPUS: ipumodel, offline), not on the cpu
-** reference.
+** reference. The options that describe the device itself (useIpuId,
+** syncPattern, Training.setConvolutionDithering) are refused on the
+** others, which would ignore them.
 */
 #include "config.h"
 
@@ -46,4 +48,26 @@ popc_status popci_ipu_count(const popc_options *o, const popc_backend_def *be,
              "idle", (long long)n, (long long)p, (long long)(p - n));
     *reserved = p;
     return POPC_OK;
+}
+
+popc_status popci_ipu_device_options(const popc_options *o,
+                                     const popc_backend_def *be)
+{
+    const char *name = NULL;
+
+    if (be->caps & POPC_BACKEND_MODELS_IPUS)
+        return POPC_OK;
+    if (popc_options_is_set(o, "useIpuId") &&
+        !popc_options_is_none(o, "useIpuId"))
+        name = "useIpuId";
+    else if (popc_options_get_int(o, "syncPattern") != POPC_SYNC_FULL)
+        name = "syncPattern";
+    else if (popc_options_get_bool(o, "Training.setConvolutionDithering"))
+        name = "Training.setConvolutionDithering";
+    if (!name)
+        return POPC_OK;
+    return popc_set_error(POPC_EUNSUPPORTED, "%s: the %s backend models no "
+                          "IPU device (device ids, synchronisation, tile "
+                          "layout); use the ipumodel or offline backend, or "
+                          "leave %s at its default", name, be->name, name);
 }

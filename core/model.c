@@ -421,6 +421,12 @@ static popc_backend_config backend_config(const popc_model *m)
     c.ipu_version = (int)opt_int(o, "ipuVersion", 2);
     c.log_cycles = (int)opt_int(o, "logCycleCount", 0);
     c.io_tiles = (int)opt_int(o, "TensorLocations.numIOTiles", 0);
+    c.conv_dithering = (int)opt_int(o, "Training.setConvolutionDithering", 0);
+    c.sync_pattern = (int)opt_int(o, "syncPattern", POPC_SYNC_FULL);
+    c.ipu_id = popc_options_is_set(o, "useIpuId") &&
+                       !popc_options_is_none(o, "useIpuId")
+                   ? (int)popc_options_get_int(o, "useIpuId")
+                   : -1;
     c.profile_dir = popc_options_get_string(o, "enableProfiling");
     return c;
 }
@@ -594,7 +600,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     if ((st = check_pipeline(m, plan, &b)) != POPC_OK)
         goto fail;
     if ((st = popci_ipu_count(m->opts, be, plan->pub.n_ipus, b.r,
-                              &m->reserved_ipus)) != POPC_OK)
+                              &m->reserved_ipus)) != POPC_OK ||
+        (st = popci_ipu_device_options(m->opts, be)) != POPC_OK)
         goto fail;
     apply_ipu_memory(m->opts, plan);
     if (opt_int(m->opts, "enableStableNorm", 0))

@@ -102,6 +102,11 @@ void popci_model_log_end(FILE *prev);
 popc_status popci_ipu_count(const popc_options *o,
                             const popc_backend_def *be, int ipus_per_replica,
                             int64_t replicas, int64_t *reserved);
+/* POPC_EUNSUPPORTED when an option describing IPU hardware (useIpuId,
+** syncPattern, Training.setConvolutionDithering) is set for a backend
+** that models none (core/ipu_count.c). */
+popc_status popci_ipu_device_options(const popc_options *o,
+                                     const popc_backend_def *be);
 
 /* Borrowed views of the compiled model, NULL when not compiled. */
 const popci_exec *popci_model_exec(const popc_model *m);

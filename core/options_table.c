@@ -516,17 +516,18 @@ const popci_optdef popci_option_table[] = {
      .flags = C | P, .min = INT64_MIN, .max = INT64_MAX,
      .hook = hook_ipu_version},
     {.info = {"useIpuId", POPC_OPT_INT, "None",
-              "Use the IPU device with this id (gc-info)", ">= 0 | None", 0},
-     .flags = N, .min = 0, .max = MAX32,
-     .why = "it would select a physical IPU device; popc has no IPU "
-            "hardware",
+              "Use the IPU device with this id: on ipumodel and offline, "
+              "the device list of a POD16 as gc-info numbers it (0-15 one "
+              "IPU, 16-23 two, 24-27 four, 28-29 eight, 30 sixteen)",
+              ">= 0 | None", 1},
+     .flags = C | N, .min = 0, .max = MAX32,
      .param = "ipu_id"},
     {.info = {"syncPattern", POPC_OPT_ENUM, "Full",
-              "Synchronisation between IPUs and with the host",
-              "Full | SinglePipeline | ReplicaAndLadder", 0},
+              "Synchronisation between IPUs and with the host: with Full, "
+              "every IPU waits for every host transfer (ipumodel cycle "
+              "estimates)",
+              "Full | SinglePipeline | ReplicaAndLadder", 1},
      .flags = C, .enum_type = "SyncPattern", .members = sync_patterns,
-     .why = "it would let groups of IPUs synchronise with the host "
-            "independently",
      .param = "sync_pattern"},
     {.info = {"autoRoundNumIPUs", POPC_OPT_BOOL, "false",
               "Round the number of IPUs up to a power of 2 instead of "
@@ -654,9 +655,9 @@ const popci_optdef popci_option_table[] = {
               "double it (popc_model_loss_scaling)", BOOLV, 1},
      .flags = C, .param = "enabled"},
     {.info = {"Training.setConvolutionDithering", POPC_OPT_BOOL, "false",
-              "Lay out convolutions from different tiles", BOOLV, 0},
-     .flags = C, .why = "it would change the tile layout of convolutions",
-     .param = "enabled"},
+              "Lay out convolutions with different parameters from "
+              "different tiles (ipumodel, offline)", BOOLV, 1},
+     .flags = C, .param = "enabled"},
 
     /* ---- Options.Precision ---- */
     {.info = {"Precision.setPartialsType", POPC_OPT_ENUM, "float",

@@ -207,6 +207,7 @@ START_TEST(supported_flags)
         "anchorTensor", "Training.setAutomaticLossScaling",
         "Precision.runningStatisticsAlwaysFloat", "Precision.halfFloatCasting",
         "Precision.enableStochasticRounding", "relaxOptimizerAttributesChecks",
+        "useIpuId", "syncPattern", "Training.setConvolutionDithering",
         NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
@@ -664,10 +665,10 @@ START_TEST(environment)
     expect(popc_options_new(&o), POPC_ECONFIG, "expected a JSON object",
            NULL);
     setenv("POPC_DEFAULT_OPTIONS",
-           "{\"Training.setConvolutionDithering\": true}", 1);
+           "{\"sourceLocationExcludes\": \"mylib/\"}", 1);
     expect(popc_options_new(&o), POPC_EUNSUPPORTED, "POPC_DEFAULT_OPTIONS: "
-           "\"Training.setConvolutionDithering\": option "
-           "Training.setConvolutionDithering is not supported yet",
+           "\"sourceLocationExcludes\": option "
+           "sourceLocationExcludes is not supported yet",
            NULL);
     setenv("POPC_DEFAULT_OPTIONS", "{\"deviceIterations\": \"2\"}", 1);
     expect(popc_options_new(&o), POPC_EINVAL, "deviceIterations: expected "
@@ -853,8 +854,9 @@ START_TEST(ini_errors_name_file_and_line)
              "missing.", data("options_noeq.ini"));
     expect(popc_options_load_ini(opts, data("options_noeq.ini")),
            POPC_ECONFIG, want, NULL);
-    snprintf(want, sizeof want, "%s:4: [options] option syncPattern is not "
-             "supported yet by popc", data("options_unsupported.ini"));
+    snprintf(want, sizeof want, "%s:4: [options] option "
+             "sourceLocationExcludes is not supported yet by popc",
+             data("options_unsupported.ini"));
     expect(popc_options_load_ini(opts, data("options_unsupported.ini")),
            POPC_EUNSUPPORTED, want, NULL);
     snprintf(want, sizeof want, "%s:2: [options] deviceIterations: must be an "

@@ -22,6 +22,7 @@
 
 #include "popc/popc.h"
 #include "tests/minijson.h"
+#include "tests/profile_files.h"
 #include "tests/profile_model.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
@@ -497,83 +498,6 @@ END_TEST
 
 /* ---- enableProfiling ----------------------------------------------------- */
 
-static char *temp_dir(void)
-{
-    char tmpl[] = "/tmp/popc-profile-XXXXXX";
-    char *d = mkdtemp(tmpl);
-
-    ck_assert_ptr_nonnull(d);
-    return strdup(d);
-}
-
-/* rm -r: the profile is one level down, in the model's subdirectory. */
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[1024];
-
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' &&
-                                                      !e->d_name[2])))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0)
-            remove_dir(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
-
-/* dir/name: where a model's profile goes (PopTorch's modelName). */
-static char *sub_dir(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *s = malloc(n);
-
-    ck_assert_ptr_nonnull(s);
-    snprintf(s, n, "%s/%s", dir, name);
-    return s;
-}
-
-static char *slurp(const char *dir, const char *name, size_t *len)
-{
-    char path[1024];
-    FILE *f;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s is missing", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static mj_value *read_profile(const char *dir)
-{
-    size_t len;
-    char *text = slurp(dir, "profile.json", &len), err[256];
-    mj_value *v = mj_parse(text, len, err, sizeof err);
-
-    ck_assert_msg(v != NULL, "profile.json: %s", err);
-    ck_assert_int_eq(v->type, MJ_OBJECT);
-    /* no key twice at the top (the backend's report is merged in) */
-    for (int i = 0; i < v->n; i++)
-        for (int j = i + 1; j < v->n; j++)
-            ck_assert_str_ne(v->keys[i], v->keys[j]);
-    free(text);
-    return v;
-}
-
 /* Only the profile's files (and the backend's own report.json, which a
 ** backend may write): no temporary left behind. */
 static void check_files(const char *dir)
@@ -617,7 +541,7 @@ static int keys_in(const mj_value *o, const char *const *keys)
 
 START_TEST(profile_files_after_compile_and_runs)
 {
-    char *dir = temp_dir(), *sub = sub_dir(dir, "training");
+    char *dir = pf_temp_dir(), *sub = pf_sub_dir(dir, "training");
     setup s = {.training = 1, .two_ipus = 1, .di = 2, .ga = 4, .r = 2,
                .profile = dir, .log_cycles = 1};
     static const char *const top[] = {
@@ -638,7 +562,7 @@ START_TEST(profile_files_after_compile_and_runs)
     int phases;
 
     OK(popc_model_compile(m, in, n));
-    v = read_profile(sub);
+    v = pf_read_profile(sub);
     ck_assert_str_eq(mj_str(v, "format"), "popc-profile");
     ck_assert_int_eq(keys_in(v, top), -1);
     ck_assert_int_eq((int)mj_num(mj_get(v, "runs"), "count", -1), 0);
@@ -649,7 +573,7 @@ START_TEST(profile_files_after_compile_and_runs)
 
     run(m, in, n);
     run(m, in, n);
-    v = read_profile(sub);
+    v = pf_read_profile(sub);
     ck_assert_int_eq(keys_in(v, top), -1);
     x = mj_get(v, "model");
     ck_assert_str_eq(mj_str(x, "name"), "mlp_train");
@@ -710,7 +634,7 @@ START_TEST(profile_files_after_compile_and_runs)
     mj_free(v);
     check_files(sub);
 
-    html = slurp(sub, "profile.html", &len);
+    html = pf_slurp(sub, "profile.html", &len);
     ck_assert_ptr_nonnull(strstr(html, "<!DOCTYPE html>"));
     ck_assert_ptr_nonnull(strstr(html, "id=\"popc-data\""));
     ck_assert_ptr_nonnull(strstr(html, "\"format\": \"popc-profile\""));
@@ -721,7 +645,7 @@ START_TEST(profile_files_after_compile_and_runs)
     free(html);
     popc_model_free(m);
     free_inputs(in, n);
-    remove_dir(dir);
+    pf_remove_dir(dir);
     free(dir);
     free(sub);
 }
@@ -730,7 +654,7 @@ END_TEST
 /* A '<' in a name cannot end the page's data early. */
 START_TEST(profile_page_escapes_the_data)
 {
-    char *dir = temp_dir(), *sub = sub_dir(dir, "inference");
+    char *dir = pf_temp_dir(), *sub = pf_sub_dir(dir, "inference");
     setup s = {.backend = "cpu", .profile = dir};
     popc_tensor *in[2];
     int n;
@@ -750,7 +674,7 @@ START_TEST(profile_page_escapes_the_data)
     OK(popc_model_new_inference(g, o, &m));
     n = profile_inputs(B, 0, in);
     run(m, in, n);
-    html = slurp(sub, "profile.html", &len);
+    html = pf_slurp(sub, "profile.html", &len);
     data = strstr(html, "id=\"popc-data\">");
     ck_assert_ptr_nonnull(data);
     end = strstr(data, "</script>");
@@ -762,7 +686,7 @@ START_TEST(profile_page_escapes_the_data)
     popc_graph_free(g);
     popc_options_free(o);
     free_inputs(in, n);
-    remove_dir(dir);
+    pf_remove_dir(dir);
     free(dir);
     free(sub);
 }
@@ -772,7 +696,7 @@ END_TEST
 ** The directory is made with its parents. */
 START_TEST(profile_without_a_backend_report)
 {
-    char *top = temp_dir(), mid[600], dir[640], *sub;
+    char *top = pf_temp_dir(), mid[600], dir[640], *sub;
     setup s = {.backend = "cpu", .training = 1, .profile = dir};
     popc_tensor *in[2];
     int n;
@@ -782,11 +706,11 @@ START_TEST(profile_without_a_backend_report)
 
     snprintf(mid, sizeof mid, "%s/nested", top);
     snprintf(dir, sizeof dir, "%s/deeper/", mid);
-    sub = sub_dir(dir, "training");
+    sub = pf_sub_dir(dir, "training");
     m = make_model(&s, in, &n);
     run(m, in, n);
     check_files(sub);
-    v = read_profile(sub);
+    v = pf_read_profile(sub);
     ck_assert(mj_num(v, "backend_report", 1) == 0.0);
     x = mj_get(v, "memory");
     ck_assert_str_eq(mj_str(x, "source"), "plan");
@@ -804,7 +728,7 @@ START_TEST(profile_without_a_backend_report)
     mj_free(v);
     popc_model_free(m);
     free_inputs(in, n);
-    remove_dir(top);
+    pf_remove_dir(top);
     free(top);
     free(sub);
 }
@@ -815,8 +739,8 @@ END_TEST
 ** that both profile into one directory without overwriting each other. */
 START_TEST(model_name_is_the_profile_subdirectory)
 {
-    char *dir = temp_dir(), *mine = sub_dir(dir, "mine"),
-         *train = sub_dir(dir, "training"), *infer = sub_dir(dir, "inference");
+    char *dir = pf_temp_dir(), *mine = pf_sub_dir(dir, "mine"),
+         *train = pf_sub_dir(dir, "training"), *infer = pf_sub_dir(dir, "inference");
     setup named = {.backend = "cpu", .training = 1, .profile = dir,
                    .model_name = "mine"};
     setup plain = {.backend = "cpu", .profile = dir};
@@ -827,14 +751,14 @@ START_TEST(model_name_is_the_profile_subdirectory)
 
     run(m, in, n);
     check_files(mine);
-    v = read_profile(mine);
+    v = pf_read_profile(mine);
     ck_assert_str_eq(mj_str(mj_get(v, "model"), "model_name"), "mine");
     mj_free(v);
     ck_assert_int_ne(access(train, F_OK), 0);
     m2 = make_model(&plain, in2, &n2);
     run(m2, in2, n2);
     check_files(infer);
-    v = read_profile(infer);
+    v = pf_read_profile(infer);
     ck_assert_str_eq(mj_str(mj_get(v, "model"), "model_name"), "inference");
     mj_free(v);
     check_files(mine);
@@ -842,7 +766,7 @@ START_TEST(model_name_is_the_profile_subdirectory)
     popc_model_free(m2);
     free_inputs(in, n);
     free_inputs(in2, n2);
-    remove_dir(dir);
+    pf_remove_dir(dir);
     free(dir);
     free(mine);
     free(train);
@@ -890,9 +814,9 @@ END_TEST
 ** cannot be made fails the model's creation, naming logDir. */
 START_TEST(log_dir_holds_the_model_log)
 {
-    char *dir = temp_dir(), *logs = sub_dir(dir, "logs"),
-         *file = sub_dir(logs, "mine.log"), *bad = sub_dir(file, "x"),
-         *other = sub_dir(logs, "other.log");
+    char *dir = pf_temp_dir(), *logs = pf_sub_dir(dir, "logs"),
+         *file = pf_sub_dir(logs, "mine.log"), *bad = pf_sub_dir(file, "x"),
+         *other = pf_sub_dir(logs, "other.log");
     setup s = {.backend = "cpu", .training = 1, .model_name = "mine",
                .log_dir = logs};
     setup plain = {.backend = "cpu", .training = 1, .model_name = "other"};
@@ -911,7 +835,7 @@ START_TEST(log_dir_holds_the_model_log)
     m2 = make_model(&plain, in2, &n2);
     OK(popc_model_compile(m2, in2, n2));
     popc_log_set_level(POPC_LOG_WARN);
-    text = slurp(logs, "mine.log", &len);
+    text = pf_slurp(logs, "mine.log", &len);
     ck_assert_msg(strstr(text, "[popc INFO] compiled 'mlp_train' for "
                                "training on backend cpu"), "%s", text);
     ck_assert_msg(strstr(text, "[popc WARN] Call to compile() ignored"),
@@ -934,7 +858,7 @@ START_TEST(log_dir_holds_the_model_log)
     popc_options_free(o);
     free_inputs(in, n);
     free_inputs(in2, n2);
-    remove_dir(dir);
+    pf_remove_dir(dir);
     free(dir);
     free(logs);
     free(file);
@@ -945,7 +869,7 @@ END_TEST
 
 START_TEST(profile_directory_that_cannot_be_made)
 {
-    char *dir = temp_dir(), file[512], bad[600];
+    char *dir = pf_temp_dir(), file[512], bad[600];
     setup s = {.backend = "cpu", .profile = bad};
     popc_tensor *in[2];
     int n;
@@ -967,7 +891,7 @@ START_TEST(profile_directory_that_cannot_be_made)
     ck_assert(!popc_model_is_compiled(m));
     popc_model_free(m);
     free_inputs(in, n);
-    remove_dir(dir);
+    pf_remove_dir(dir);
     free(dir);
 }
 END_TEST

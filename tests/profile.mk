@@ -13,6 +13,7 @@ endif
 
 %canon_reldir%_check_profile_SOURCES = %reldir%/check_profile.c \
     %reldir%/minijson.c %reldir%/minijson.h \
+    %reldir%/profile_files.c %reldir%/profile_files.h \
     %reldir%/profile_model.c %reldir%/profile_model.h
 %canon_reldir%_check_profile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_profile_LDADD = libpopc.la $(CHECK_LIBS) -lm

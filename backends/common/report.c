@@ -48,6 +48,10 @@ static void put_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* syncPattern's values, by POPC_SYNC_*. */
+static const char *const sync_names[] = {"Full", "SinglePipeline",
+                                         "ReplicaAndLadder"};
+
 static void put_device(FILE *f, const ipum_map *m, const char *backend)
 {
     const ipum_device *d = &m->dev;
@@ -60,10 +64,18 @@ static void put_device(FILE *f, const ipum_map *m, const char *backend)
             "\"io_tiles\": %d, \"compute_tiles\": %d, "
             "\"bytes_per_tile\": %lld, \"clock_hz\": %.0f, "
             "\"ipus_per_replica\": %d, \"replicas\": %d, "
-            "\"available_memory_proportion\": %g},\n",
+            "\"available_memory_proportion\": %g, \"conv_dithering\": %s, "
+            "\"sync_pattern\": \"%s\"",
             d->version, d->tiles + d->io_tiles, d->io_tiles, d->tiles,
             (long long)d->tile_bytes, d->clock_hz, m->n_ipus, d->replicas,
-            d->available);
+            d->available, d->conv_dithering ? "true" : "false",
+            sync_names[d->sync_pattern >= 0 && d->sync_pattern < 3
+                           ? d->sync_pattern
+                           : 0]);
+    if (d->ipu_id >= 0)
+        fprintf(f, ", \"device_id\": %d, \"physical_ipus\": [%d, %d]",
+                d->ipu_id, d->first_ipu, d->first_ipu + d->ipus - 1);
+    fprintf(f, "},\n");
 }
 
 static void put_memory(FILE *f, const ipum_map *m)
@@ -126,10 +138,11 @@ static void put_ops(FILE *f, const ipum_map *m)
         fprintf(f, ", \"domain\": ");
         put_string(f, pn->op ? pn->op->domain : "");
         fprintf(f, ", \"ipu\": %d, \"stage\": %d, \"phase\": %d, "
-                "\"tiles\": %d, \"serial\": %d, \"flops\": %.0f, "
+                "\"first_tile\": %d, \"tiles\": %d, \"serial\": %d, "
+                "\"flops\": %.0f, "
                 "\"bytes\": %.0f, \"temp_bytes\": %.0f, \"cycles\": %.1f, "
                 "\"compute\": %.1f, \"exchange\": %.1f, \"sync\": %.1f}",
-                pn->ipu, pn->stage, pn->phase, nm->n, nm->serial,
+                pn->ipu, pn->stage, pn->phase, nm->first, nm->n, nm->serial,
                 pn->cost.flops, pn->cost.bytes, pn->cost.temp_bytes,
                 nm->cycles, nm->compute, nm->exchange, nm->sync);
     }

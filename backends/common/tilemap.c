@@ -32,6 +32,7 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
 {
     uint32_t size = cfg ? cfg->size : 0;
     int version = 0, tiles = 0, n_ipus = 0, replicas = 0, io = 0;
+    int dither = 0, sync = 0, ipu_id = -1;
     int64_t bytes = 0;
     double avail = 0.0;
 
@@ -50,16 +51,24 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
         avail = cfg->available_memory;
     if (POPC_HAS_FIELD(popc_backend_config, size, io_tiles))
         io = cfg->io_tiles;
+    if (POPC_HAS_FIELD(popc_backend_config, size, ipu_id)) {
+        dither = cfg->conv_dithering != 0;
+        sync = cfg->sync_pattern;
+        ipu_id = cfg->ipu_id;
+    }
     switch (version == 0 ? 2 : version) {
     case 1:
-        *dev = (ipum_device){1, "Mk1", 1216, 256 * 1024, 1.6e9, 1, 1, 0, 0};
+        *dev = (ipum_device){.version = 1, .name = "Mk1", .tiles = 1216,
+                             .tile_bytes = 256 * 1024, .clock_hz = 1.6e9};
         break;
     case 2:
-        *dev = (ipum_device){2, "Mk2", 1472, 624 * 1024, 1.33e9, 1, 1, 0, 0};
+        *dev = (ipum_device){.version = 2, .name = "Mk2", .tiles = 1472,
+                             .tile_bytes = 624 * 1024, .clock_hz = 1.33e9};
         break;
     case 21:
-        *dev = (ipum_device){21, "Mk2 (IPU21)", 1472, 624 * 1024, 1.33e9, 1,
-                             1, 0, 0};
+        *dev = (ipum_device){.version = 21, .name = "Mk2 (IPU21)",
+                             .tiles = 1472, .tile_bytes = 624 * 1024,
+                             .clock_hz = 1.33e9};
         break;
     default:
         return ipum_host->set_error(POPC_ECONFIG, "%s backend: ipuVersion %d "
@@ -94,6 +103,9 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
     dev->n_ipus = n_ipus > 0 ? n_ipus : 1;
     dev->replicas = replicas > 0 ? replicas : 1;
     dev->available = avail > 0.0 ? avail : IPUM_DEFAULT_AVAILABLE;
+    dev->conv_dithering = dither;
+    dev->sync_pattern = sync;
+    dev->ipu_id = ipu_id;
     return POPC_OK;
 }
 
@@ -292,6 +304,35 @@ static void place_slots(ipum_map *m, int *cursor)
         }
 }
 
+static int is_conv(const popc_op_def *op)
+{
+    return op && op->name && strncmp(op->name, "Conv", 4) == 0;
+}
+
+/* FNV-1a of a convolution's operand and result shapes: its parameters as
+** far as the layout is concerned. */
+static uint64_t conv_hash(const popc_plan *p, const popc_plan_node *pn)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (int j = 0; j < pn->n_inputs + pn->n_outputs; j++) {
+        int s = j < pn->n_inputs ? pn->inputs[j]
+                                 : pn->outputs[j - pn->n_inputs];
+        const popc_view *v;
+
+        if (s < 0)
+            continue;
+        v = &p->slots[s].info;
+        for (int d = 0; d < v->rank; d++) {
+            h ^= (uint64_t)v->dims[d] + (uint64_t)j * 0x10000ull;
+            h *= 1099511628211ull;
+        }
+        h ^= (uint64_t)v->rank;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 /* Tiles a node computes on and its temporaries per tile. */
 static void place_nodes(ipum_map *m)
 {
@@ -322,6 +363,10 @@ static void place_nodes(ipum_map *m)
             if (j == 0)
                 nm->first = m->slots[s].first;
         }
+        if (is_conv(pn->op))
+            nm->first = d->conv_dithering
+                            ? (int)(conv_hash(p, pn) % (uint64_t)d->tiles)
+                            : 0;
         by_flops = pn->cost.flops / FLOP_GRAIN;
         n = tiles_for(d, out > temp ? out : temp);
         if (by_flops > n)
@@ -573,6 +618,14 @@ popc_status ipum_map_build(const ipum_device *dev, const popc_plan *plan,
     }
     if ((st = place_ranges(m, who)) != POPC_OK)
         goto fail;
+    {
+        int needed = 1;
+
+        while (needed < m->n_ipus * dev->replicas)
+            needed *= 2;
+        if ((st = ipum_device_pick(&m->dev, needed, who)) != POPC_OK)
+            goto fail;
+    }
     m->tiles = popc_host_calloc(ipum_host,
                                 (size_t)m->n_ipus * (size_t)dev->tiles,
                                 sizeof *m->tiles);

@@ -25,6 +25,12 @@
 **     node computes on, but at most available-memory-proportion x tile
 **     bytes per tile: like Poplar's planner, a node that wants more is
 **     serialised into that many steps (which costs cycles, see cost.c);
+**   - a node computes from the first tile of its first output, except
+**     convolutions (ops named Conv*): like Poplar's, they are laid out
+**     from tile 0, so their temporaries pile up on the low tiles; with
+**     Training.setConvolutionDithering each starts from a tile chosen by
+**     a hash of its shapes, so convolutions with different parameters
+**     start on different tiles;
 **   - a tile overflows when persistent + peak(live + temporaries) exceeds
 **     its bytes; compile fails with POPC_ECOMPILE naming the fullest tile
 **     and its largest tensors.
@@ -55,6 +61,10 @@ typedef struct ipum_device {
     int replicas;
     double available;          /* default proportion for temporaries */
     int io_tiles;              /* per IPU reserved for I/O (numIOTiles) */
+    int conv_dithering;        /* Training.setConvolutionDithering */
+    int sync_pattern;          /* POPC_SYNC_* (syncPattern) */
+    int ipu_id;                /* useIpuId: device id, -1: any */
+    int first_ipu, ipus;       /* ipu_id's physical IPUs (devices.c) */
 } ipum_device;
 
 /* Memory categories of the report. */
@@ -131,6 +141,16 @@ int64_t ipum_slot_bytes_on(const ipum_map *m, int s, int t);
 /* The on-chip intervals [from[i], to[i]] (inclusive) of a live slot: 0, 1
 ** or 2 of them. */
 int ipum_slot_intervals(const ipum_map *m, int s, int *from, int *to);
+
+/* ---- devices.c ---------------------------------------------------------- */
+
+/* useIpuId: the device list the IPU model offers is a POD16's, numbered as
+** gc-info numbers it: ids 0-15 are single IPUs, 16-23 pairs, 24-27 groups
+** of 4, 28-29 groups of 8 and 30 all 16. The device must have exactly the
+** IPUs the model reserves (`needed`: IPUs per replica x replicas, rounded
+** up to a power of 2). Sets dev->first_ipu and dev->ipus; POPC_EINVAL
+** naming the id, its IPUs and the ids that fit. Nothing when ipu_id < 0. */
+popc_status ipum_device_pick(ipum_device *dev, int needed, const char *who);
 
 /* ---- cost.c ------------------------------------------------------------- */
 

@@ -9,6 +9,7 @@
 **             MatMul, Gemm and Conv* run on the AMP units: float32 16
 **             (Mk1) or 32 (Mk2, IPU21); float16 four times that. Every
 **             other op runs on the vector units: float32 8, float16 16.
+**             An op model.half() marks __float16 counts as float16.
 **   exchange  (cost.bytes / tiles) / W bytes per cycle per tile, W = 4 on
 **             Mk1 (8 TB/s all-to-all) and 24 on Mk2 (47.5 TB/s).
 **   sync      150 cycles per step. A node whose temporaries exceed the
@@ -20,7 +21,12 @@
 **             sync.
 **   host      host ops (CPU callbacks) and streamed inputs move at 12
 **             bytes per cycle (16 GB/s PCIe) plus 3000 cycles of latency
-**             per transfer.
+**             per transfer. A streamed input is paid by its first reader,
+**             except under syncPattern Full on several IPUs: every IPU
+**             synchronises on every host transfer, so each IPU's first
+**             node waits for all of them (a pipeline stage's phase pays
+**             the inputs of stage 0 too). SinglePipeline and
+**             ReplicaAndLadder let each IPU talk to the host alone.
 **   streaming memory (TensorLocations) an off-chip weight, optimizer state
 **             or accumulator is loaded for each node that reads it, an
 **             off-chip activation is stored after its last use in a phase
@@ -45,6 +51,7 @@
 #include <string.h>
 
 #include "backends/common/tilemap.h"
+#include "popc/options.h"
 
 #define SYNC_CYCLES 150.0
 #define IPU_SYNC_CYCLES 1000.0
@@ -161,6 +168,15 @@ void ipum_cost_fill(ipum_map *m)
         m->nodes[k].cycles = node_cycles(m, k);
 }
 
+/* Whether node k is the first of its IPU in the schedule. */
+static int ipu_starts(const ipum_map *m, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (m->plan->nodes[j].ipu == m->plan->nodes[k].ipu)
+            return 0;
+    return 1;
+}
+
 double ipum_cost_cycles(const ipum_map *m, int first, int last)
 {
     const popc_plan *p = m->plan;
@@ -172,10 +188,23 @@ double ipum_cost_cycles(const ipum_map *m, int first, int last)
         last = p->n_nodes;
     for (int k = first; k < last; k++)
         cycles += m->nodes[k].cycles;
-    for (int s = 0; s < p->n_slots; s++)
-        if (p->slots[s].kind == POPC_SLOT_INPUT &&
-            m->slots[s].live_from >= first && m->slots[s].live_from < last)
-            streamed += (double)m->slots[s].bytes;
+    if (m->dev.sync_pattern == POPC_SYNC_FULL && m->n_ipus > 1) {
+        /* every IPU waits for every transfer, before its first node */
+        int starts = 0;
+
+        for (int k = first; k < last && !starts; k++)
+            starts = ipu_starts(m, k);
+        for (int s = 0; starts && s < p->n_slots; s++)
+            if (p->slots[s].kind == POPC_SLOT_INPUT &&
+                m->slots[s].live_from >= 0)
+                streamed += (double)m->slots[s].bytes;
+    } else {
+        for (int s = 0; s < p->n_slots; s++)
+            if (p->slots[s].kind == POPC_SLOT_INPUT &&
+                m->slots[s].live_from >= first &&
+                m->slots[s].live_from < last)
+                streamed += (double)m->slots[s].bytes;
+    }
     if (streamed > 0.0)
         cycles += streamed / HOST_BYTES + HOST_LATENCY;
     return cycles;

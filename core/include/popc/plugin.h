@@ -424,6 +424,11 @@ typedef struct popc_backend_config {
     const char *profile_dir;   /* NULL: no profiling */
     int io_tiles;              /* per IPU, taken from compute (numIOTiles);
                                   since 0.2.0 (check with POPC_HAS_FIELD) */
+    /* Since 0.3.0, on backends with POPC_BACKEND_MODELS_IPUS (the core
+    ** refuses them on the others): */
+    int conv_dithering;        /* Training.setConvolutionDithering */
+    int sync_pattern;          /* syncPattern: POPC_SYNC_* (popc/options.h) */
+    int ipu_id;                /* useIpuId: a device id; -1: any */
 } popc_backend_config;
 
 #define POPC_BACKEND_CAN_RUN      (1u << 0)

@@ -1,0 +1,88 @@
+/* profile_files.c - see profile_files.h. */
+#include "config.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <check.h>
+
+#include "tests/profile_files.h"
+
+char *pf_temp_dir(void)
+{
+    char tmpl[] = "/tmp/popc-profile-XXXXXX";
+    char *d = mkdtemp(tmpl);
+
+    ck_assert_ptr_nonnull(d);
+    return strdup(d);
+}
+
+/* rm -r: the profile is one level down, in the model's subdirectory. */
+void pf_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[1024];
+
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' &&
+                                                      !e->d_name[2])))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0)
+            pf_remove_dir(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* dir/name: where a model's profile goes (PopTorch's modelName). */
+char *pf_sub_dir(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *s = malloc(n);
+
+    ck_assert_ptr_nonnull(s);
+    snprintf(s, n, "%s/%s", dir, name);
+    return s;
+}
+
+char *pf_slurp(const char *dir, const char *name, size_t *len)
+{
+    char path[1024];
+    FILE *f;
+    char *buf;
+    long n;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s is missing", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+mj_value *pf_read_profile(const char *dir)
+{
+    size_t len;
+    char *text = pf_slurp(dir, "profile.json", &len), err[256];
+    mj_value *v = mj_parse(text, len, err, sizeof err);
+
+    ck_assert_msg(v != NULL, "profile.json: %s", err);
+    ck_assert_int_eq(v->type, MJ_OBJECT);
+    /* no key twice at the top (the backend's report is merged in) */
+    for (int i = 0; i < v->n; i++)
+        for (int j = i + 1; j < v->n; j++)
+            ck_assert_str_ne(v->keys[i], v->keys[j]);
+    free(text);
+    return v;
+}
