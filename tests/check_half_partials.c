@@ -366,6 +366,102 @@ START_TEST(grads_ipumodel)
 }
 END_TEST
 
+/* The general convolution of check_conv trained one step (lr 0.01) on the
+** mean of y * y after a trainable scale s [C, 1, 1] of x (so that dX is
+** needed): the updated w, then s, as float, into out. */
+static void general_step(const char *backend, const char *partials,
+                         float *out)
+{
+    int64_t xd[4] = {N, C, H, W}, wd[4] = {M, C / G, K, K}, bd[1] = {M};
+    int64_t sd[3] = {C, 1, 1}, strides[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+    popc_attr a[3] = {
+        {.name = "strides", .type = POPC_ATTR_INTS, .n = 2, .ints = strides},
+        {.name = "pads", .type = POPC_ATTR_INTS, .n = 4, .ints = pads},
+        {.name = "group", .type = POPC_ATTR_INT, .i = G}};
+    float x[N * C * H * W], w[M * (C / G) * K * K], b[M], sc[C];
+    popc_options *o = options(backend, partials);
+    popc_optimizer *opt = NULL;
+    popc_layers *L = NULL;
+    popc_graph *g = NULL, *h = NULL;
+    popc_model *m = NULL;
+    popc_tensor *xt, *loss = NULL, *wide = NULL;
+    const popc_tensor *wt;
+    int in[3], xs, y, yy, l;
+
+    fill(x, N * C * H * W, 1);
+    fill(w, M * (C / G) * K * K, 2);
+    fill(b, M, 3);
+    fill(sc, C, 4);
+    for (int i = 0; i < C; i++) /* y * y stays below float16's 65504 */
+        sc[i] = round_half(sc[i] / 64.0f);
+    OK(popc_graph_new("conv", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 4, &in[0]));
+    add_weight(g, "s", sd, 3, sc, &in[1]);
+    OK(popc_graph_add_node(g, NULL, "Mul", 0, in, 2, &xs, 1, NULL, 0,
+                           "scale", NULL));
+    in[0] = xs;
+    add_weight(g, "w", wd, 4, w, &in[1]);
+    add_weight(g, "b", bd, 1, b, &in[2]);
+    OK(popc_graph_add_node(g, NULL, "Conv", 0, in, 3, &y, 1, a, 3, "conv",
+                           NULL));
+    in[0] = in[1] = y;
+    OK(popc_graph_add_node(g, NULL, "Mul", 0, in, 2, &yy, 1, NULL, 0,
+                           "square", NULL));
+    OK(popc_layers_new(g, 1, &L));
+    OK(popc_nn_identity_loss(L, yy, "mean", &l));
+    OK(popc_graph_add_output(g, l));
+    popc_layers_free(L);
+    OK(popc_graph_to_half(g, NULL, o, &h));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.01));
+    OK(popc_model_new_training(h, o, opt, &m));
+    xt = tensor(xd, 4, x);
+    OK(popc_model_run(m, &xt, 1, &loss, 1));
+    OK(popc_model_get_weight(m, "w", &wt));
+    OK(popc_tensor_cast(wt, POPC_DTYPE_F32, &wide));
+    memcpy(out, popc_tensor_data(wide), sizeof w);
+    popc_tensor_free(wide);
+    OK(popc_model_get_weight(m, "s", &wt));
+    OK(popc_tensor_cast(wt, POPC_DTYPE_F32, &wide));
+    memcpy(out + M * (C / G) * K * K, popc_tensor_data(wide), sizeof sc);
+    popc_tensor_free(wide);
+    popc_tensor_free(loss);
+    popc_tensor_free(xt);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_graph_free(g);
+    popc_graph_free(h);
+    popc_options_free(o);
+}
+
+/* Half partials give the same bits on cpu and on the split ipumodel
+** kernels, and stay close to float partials (the geometry is right). */
+START_TEST(general_conv_training)
+{
+    enum { NW = M * (C / G) * K * K + C };
+    float hc[NW], hi[NW], fc[NW];
+
+    general_step("cpu", "half", hc);
+    general_step("ipumodel", "half", hi);
+    general_step("cpu", "float", fc);
+    ck_assert_msg(memcmp(hc, hi, sizeof hc) == 0, "cpu and ipumodel differ");
+    /* per tensor (w, then s): the largest difference against the largest
+    ** value */
+    for (int t = 0; t < 2; t++) {
+        int i0 = t ? NW - C : 0, i1 = t ? NW : NW - C;
+        double diff = 0.0, scale = 0.0;
+
+        for (int i = i0; i < i1; i++) {
+            diff = fmax(diff, fabs(hc[i] - fc[i]));
+            scale = fmax(scale, fabs(fc[i]));
+        }
+        ck_assert_msg(diff > 0.0 && diff < 0.01 * scale, "%s: half and "
+                      "float partials differ by %g (values up to %g)",
+                      t ? "s" : "w", diff, scale);
+    }
+}
+END_TEST
+
 START_TEST(option_values)
 {
     popc_options *o = NULL;
@@ -395,6 +491,7 @@ int main(void)
     tcase_add_test(tc, conv_ipumodel);
     tcase_add_test(tc, grads_cpu);
     tcase_add_test(tc, grads_ipumodel);
+    tcase_add_test(tc, general_conv_training);
     tcase_add_test(tc, option_values);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

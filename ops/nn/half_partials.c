@@ -4,9 +4,10 @@
 ** These are plain loops, not BLAS: a partial sum rounded after every term
 ** is exactly what BLAS's blocked float sums avoid, and the orders must be
 ** the documented ones for results to be reproducible by hand. Each loop
-** gives a whole row of running sums their next term, then rounds the row
-** (round_half_n), which vectorizes; a padded tap adds nothing, and
-** rounding a float16 value again leaves it unchanged.
+** gives a whole row of running sums their next term and rounds them
+** (add_terms: one F16C pass when the CPU has it). Convolutions first
+** gather, for each term, the operand of every sum into one row (im2col,
+** 0 in the padding: adding 0 to a float16 sum leaves it unchanged).
 */
 #include "config.h"
 
@@ -47,50 +48,110 @@ static void round_half_n(float *v, int64_t n)
     }
 }
 
+/* Terms given to a row per pass: their rows stay in the first-level
+** cache while every chunk of sums takes all of them. */
+#define TERM_BLOCK 64
+
+/* A run of terms for a row of running sums: term k adds a[k * as] times
+** row k, rows[k * rs + 0..n). */
+typedef struct terms {
+    const float *rows;
+    int64_t rs;
+    const float *a;
+    int64_t as;
+    int64_t count;
+} terms;
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define HAVE_F16C_PATH 1
 
-/* add_terms in one pass: eight sums get their term and are rounded. */
-__attribute__((target("avx,f16c"))) static void
-add_terms_f16c(float *restrict acc, const float *restrict b, float a,
-               int64_t n)
+/* v + a * x rounded to float16 (F16C). */
+__attribute__((target("avx,f16c"))) static inline __m256
+term_f16c(__m256 v, __m256 a, __m256 x)
 {
-    __m256 av = _mm256_set1_ps(a);
-    int64_t j = 0;
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(
+        _mm256_add_ps(v, _mm256_mul_ps(a, x)), _MM_FROUND_TO_NEAREST_INT));
+}
 
-    for (; j + 8 <= n; j += 8) {
-        __m256 t = _mm256_add_ps(_mm256_loadu_ps(acc + j),
-                                 _mm256_mul_ps(av, _mm256_loadu_ps(b + j)));
+/* add_terms with chunks of eight sums in registers through a whole block
+** of terms, rounded by F16C after every term. Four chunks go at once:
+** each term's add and two conversions form a long dependency chain per
+** chunk. The last n % 8 sums take a masked chunk. */
+__attribute__((target("avx,f16c"))) static void
+add_terms_f16c(float *restrict sum, const terms *t, int64_t n)
+{
+    int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    __m256i tail = _mm256_loadu_si256((const __m256i *)(lanes + 8 - n % 8));
 
-        _mm256_storeu_ps(acc + j, _mm256_cvtph_ps(_mm256_cvtps_ph(
-                                      t, _MM_FROUND_TO_NEAREST_INT)));
+    for (int64_t k0 = 0; k0 < t->count; k0 += TERM_BLOCK) {
+        int64_t k1 = k0 + TERM_BLOCK < t->count ? k0 + TERM_BLOCK : t->count;
+        int64_t j = 0;
+
+        for (; j + 32 <= n; j += 32) {
+            __m256 v0 = _mm256_loadu_ps(sum + j);
+            __m256 v1 = _mm256_loadu_ps(sum + j + 8);
+            __m256 v2 = _mm256_loadu_ps(sum + j + 16);
+            __m256 v3 = _mm256_loadu_ps(sum + j + 24);
+
+            for (int64_t k = k0; k < k1; k++) {
+                const float *x = t->rows + k * t->rs + j;
+                __m256 a = _mm256_set1_ps(t->a[k * t->as]);
+
+                v0 = term_f16c(v0, a, _mm256_loadu_ps(x));
+                v1 = term_f16c(v1, a, _mm256_loadu_ps(x + 8));
+                v2 = term_f16c(v2, a, _mm256_loadu_ps(x + 16));
+                v3 = term_f16c(v3, a, _mm256_loadu_ps(x + 24));
+            }
+            _mm256_storeu_ps(sum + j, v0);
+            _mm256_storeu_ps(sum + j + 8, v1);
+            _mm256_storeu_ps(sum + j + 16, v2);
+            _mm256_storeu_ps(sum + j + 24, v3);
+        }
+        for (; j + 8 <= n; j += 8) {
+            __m256 v = _mm256_loadu_ps(sum + j);
+
+            for (int64_t k = k0; k < k1; k++)
+                v = term_f16c(v, _mm256_set1_ps(t->a[k * t->as]),
+                              _mm256_loadu_ps(t->rows + k * t->rs + j));
+            _mm256_storeu_ps(sum + j, v);
+        }
+        if (j < n) {
+            __m256 v = _mm256_maskload_ps(sum + j, tail);
+
+            for (int64_t k = k0; k < k1; k++)
+                v = term_f16c(v, _mm256_set1_ps(t->a[k * t->as]),
+                              _mm256_maskload_ps(t->rows + k * t->rs + j,
+                                                 tail));
+            _mm256_maskstore_ps(sum + j, tail, v);
+        }
     }
-    for (; j < n; j++)
-        acc[j] = _cvtsh_ss(_cvtss_sh(acc[j] + a * b[j],
-                                     _MM_FROUND_TO_NEAREST_INT));
 }
 #endif
 
-/* acc[0..n) = float16(acc + a * b): one term for each running sum of a
-** row, then the row rounded. */
-static void add_terms(float *restrict acc, const float *restrict b, float a,
-                      int64_t n)
+/* sum[0..n) gets the terms in order, each sum rounded to float16 after
+** every one. */
+static void add_terms(float *restrict sum, const terms *t, int64_t n)
 {
 #ifdef HAVE_F16C_PATH
     if (popci_have_f16c()) {
-        add_terms_f16c(acc, b, a, n);
+        add_terms_f16c(sum, t, n);
         return;
     }
 #endif
-    for (int64_t j = 0; j < n; j++)
-        acc[j] += a * b[j];
-    round_half_n(acc, n);
+    for (int64_t k = 0; k < t->count; k++) {
+        const float *restrict x = t->rows + k * t->rs;
+        float a = t->a[k * t->as];
+
+        for (int64_t j = 0; j < n; j++)
+            sum[j] += a * x[j];
+        round_half_n(sum, n);
+    }
 }
 
 /* Columns [c0, c0 + n) of op(B) = B^T (B [N, K], rows ldb apart) as
 ** packed [K, n], in square blocks so that reads and writes both stay in
-** cache. */
+** cache (also turns an im2col [Kc, P] into [P, Kc]). */
 static void pack_transposed(const float *B, int64_t ldb, int64_t K,
                             int64_t c0, int64_t n, float *packed)
 {
@@ -143,13 +204,11 @@ popc_status nn_gemm_half(const popc_kernel_ctx *kc, int trans_a,
     for (int64_t i = r0; i < r1; i++) {
         float *c = C + i * ldc + c0;
 
-        memset(acc, 0, sizeof *acc * (size_t)n);
-        for (int64_t k = 0; k < K; k++) {
-            float a = trans_a ? A[k * lda + i] : A[i * lda + k];
-            const float *b = packed ? packed + k * n : B + k * ldb + c0;
+        terms t = {packed ? packed : B + c0, packed ? n : ldb,
+                   trans_a ? A + i : A + i * lda, trans_a ? lda : 1, K};
 
-            add_terms(acc, b, a, n);
-        }
+        memset(acc, 0, sizeof *acc * (size_t)n);
+        add_terms(acc, &t, n);
         /* beta == 0 must not read C: it may hold garbage or NaN */
         for (int64_t j = 0; j < n; j++)
             c[j] = round_half(beta == 0.0f ? alpha * acc[j]
@@ -168,95 +227,116 @@ static inline int64_t tap(int64_t o, int64_t k, int64_t stride,
     return o * stride - pad + k * dilation;
 }
 
+/* Output position o whose tap k reads input position i, or -1. */
+static inline int64_t source(int64_t i, int64_t k, int64_t stride,
+                             int64_t dilation, int64_t pad, int64_t n_out)
+{
+    int64_t t = i + pad - k * dilation;
+
+    if (t < 0 || t % stride)
+        return -1;
+    return t / stride < n_out ? t / stride : -1;
+}
+
 popc_status nn_conv_half_forward(const popc_kernel_ctx *kc, const conv_p *p,
                                  const float *x, const float *wt,
                                  const float *bias, float *y)
 {
-    const nn_window *w = &p->w;
-    int64_t lo, hi;
-    float *acc;
+    int64_t lo, hi, built = -1;
+    float *col;
     popc_status st;
 
     opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
-    if (!(acc = nn_conv_scratch(kc, p->P, &st)))
+    /* im2col [Kc, P] of (image, group): row e holds the value tap e of
+    ** each output position reads (0 in the padding) */
+    if (!(col = nn_conv_scratch(kc, p->Kc * p->P, &st)))
         return st;
     for (int64_t u = lo; u < hi; u++) {
         int64_t n = u / p->M, m = u % p->M, g = m / p->Mg;
+        const float *wm = wt + m * p->Kc;
         float *ym = y + u * p->P;
 
-        memset(acc, 0, sizeof *acc * (size_t)p->P);
-        for (int64_t c = 0; c < p->Cg; c++) {
-            const float *xc = x + (n * p->C + g * p->Cg + c) * p->HW;
-
-            for (int64_t i = 0; i < w->kh; i++)
-                for (int64_t j = 0; j < w->kw; j++) {
-                    float wv = wt[m * p->Kc + (c * w->kh + i) * w->kw + j];
-
-                    for (int64_t oh = 0; oh < w->OH; oh++) {
-                        int64_t ih = tap(oh, i, w->sh, w->dh, w->pt);
-                        int64_t ow0, ow1;
-
-                        if (ih < 0 || ih >= w->H)
-                            continue;
-                        nn_valid_span(j * w->dw - w->pl, w->sw, w->W, w->OW,
-                                      &ow0, &ow1);
-                        for (int64_t ow = ow0; ow < ow1; ow++)
-                            acc[oh * w->OW + ow] +=
-                                xc[ih * w->W + tap(ow, j, w->sw, w->dw,
-                                                   w->pl)] *
-                                wv;
-                    }
-                    round_half_n(acc, p->P);
-                }
+        if (built != n * p->G + g) {
+            nn_im2col(p, x + (n * p->C + g * p->Cg) * p->HW, 0, p->Cg, 0,
+                      p->P, col, p->P);
+            built = n * p->G + g;
         }
-        for (int64_t q = 0; q < p->P; q++)
-            ym[q] = bias ? round_half(acc[q] + bias[m]) : acc[q];
+        /* y's own elements are the running sums: terms in (channel, row,
+        ** column) order */
+        terms t = {col, p->P, wm, 1, p->Kc};
+
+        memset(ym, 0, sizeof *ym * (size_t)p->P);
+        add_terms(ym, &t, p->P);
+        if (bias)
+            for (int64_t q = 0; q < p->P; q++)
+                ym[q] = round_half(ym[q] + bias[m]);
     }
-    kc->host->free(acc);
+    kc->host->free(col);
     return POPC_OK;
+}
+
+/* rows [Mg * kh * kw, HW] for ConvGradInput: row (m, i, j) holds, for each
+** input position, the dY value of output channel m whose tap (i, j) reads
+** that position (0 when none does); group g of image n. */
+static void sources_by_tap(const conv_p *p, const float *dyg, float *rows)
+{
+    const nn_window *w = &p->w;
+
+    for (int64_t m = 0; m < p->Mg; m++)
+        for (int64_t i = 0; i < w->kh; i++)
+            for (int64_t j = 0; j < w->kw; j++) {
+                float *row = rows + ((m * w->kh + i) * w->kw + j) * p->HW;
+
+                for (int64_t ih = 0; ih < w->H; ih++) {
+                    int64_t oh = source(ih, i, w->sh, w->dh, w->pt, w->OH);
+
+                    for (int64_t iw = 0; iw < w->W; iw++) {
+                        int64_t ow = source(iw, j, w->sw, w->dw, w->pl,
+                                            w->OW);
+
+                        row[ih * w->W + iw] =
+                            oh >= 0 && ow >= 0
+                                ? dyg[m * p->P + oh * w->OW + ow]
+                                : 0.0f;
+                    }
+                }
+            }
 }
 
 popc_status nn_conv_half_grad_input(const popc_kernel_ctx *kc,
                                     const conv_p *p, const float *dy,
                                     const float *wt, float *dx)
 {
-    const nn_window *w = &p->w;
-    int64_t lo, hi;
+    int64_t lo, hi, built = -1;
+    float *rows;
+    popc_status st;
 
     opsu_range(p->N * p->C, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    if (!(rows = nn_conv_scratch(kc, p->Mg * p->KK * p->HW, &st)))
+        return st;
     for (int64_t u = lo; u < hi; u++) {
         int64_t n = u / p->C, c = u % p->C, g = c / p->Cg, cg = c % p->Cg;
         float *dxc = dx + u * p->HW;
 
-        /* dX's own elements are the running sums: each tap of each output
-        ** channel gives every input position at most one term */
+        if (built != n * p->G + g) {
+            sources_by_tap(p, dy + (n * p->M + g * p->Mg) * p->P, rows);
+            built = n * p->G + g;
+        }
+        /* dX's own elements are the running sums: terms in (output
+        ** channel, row, column) order */
         memset(dxc, 0, sizeof *dxc * (size_t)p->HW);
-        for (int64_t m = g * p->Mg; m < (g + 1) * p->Mg; m++) {
-            const float *dym = dy + (n * p->M + m) * p->P;
+        for (int64_t m = 0; m < p->Mg; m++) {
+            terms t = {rows + m * p->KK * p->HW, p->HW,
+                       wt + (g * p->Mg + m) * p->Kc + cg * p->KK, 1, p->KK};
 
-            for (int64_t i = 0; i < w->kh; i++)
-                for (int64_t j = 0; j < w->kw; j++) {
-                    float wv = wt[m * p->Kc + cg * p->KK + i * w->kw + j];
-                    int64_t ow0, ow1;
-
-                    nn_valid_span(j * w->dw - w->pl, w->sw, w->W, w->OW, &ow0,
-                                  &ow1);
-                    for (int64_t oh = 0; oh < w->OH; oh++) {
-                        int64_t ih = tap(oh, i, w->sh, w->dh, w->pt);
-
-                        if (ih < 0 || ih >= w->H)
-                            continue;
-                        for (int64_t ow = ow0; ow < ow1; ow++)
-                            dxc[ih * w->W +
-                                tap(ow, j, w->sw, w->dw, w->pl)] +=
-                                dym[oh * w->OW + ow] * wv;
-                    }
-                    round_half_n(dxc, p->HW);
-                }
+            add_terms(dxc, &t, p->HW);
         }
     }
+    kc->host->free(rows);
     return POPC_OK;
 }
 
@@ -264,51 +344,46 @@ popc_status nn_conv_half_grad_weight(const popc_kernel_ctx *kc,
                                      const conv_p *p, const float *x,
                                      const float *dy, float *dw, float *db)
 {
-    const nn_window *w = &p->w;
-    int64_t lo, hi;
-    float *col;
+    int64_t lo, hi, built = -1;
+    float *col, *cols;
     popc_status st;
 
     opsu_range(p->M, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
-    /* the taps one output position reads, in dW's order (0 in padding) */
-    if (!(col = nn_conv_scratch(kc, p->Kc, &st)))
+    /* per (image, group): im2col [Kc, P], then turned to cols [P, Kc], the
+    ** values the taps of one output position read in dW's order */
+    if (!(col = nn_conv_scratch(kc, p->P * p->Kc, &st)))
         return st;
-    for (int64_t m = lo; m < hi; m++) {
-        int64_t g = m / p->Mg;
-        float *dwm = dw + m * p->Kc, bsum = 0.0f;
-
-        memset(dwm, 0, sizeof *dwm * (size_t)p->Kc);
-        for (int64_t n = 0; n < p->N; n++) {
-            const float *xg = x + (n * p->C + g * p->Cg) * p->HW;
-            const float *dym = dy + (n * p->M + m) * p->P;
-
-            for (int64_t oh = 0; oh < w->OH; oh++)
-                for (int64_t ow = 0; ow < w->OW; ow++) {
-                    float d = dym[oh * w->OW + ow];
-
-                    for (int64_t cg = 0; cg < p->Cg; cg++)
-                        for (int64_t i = 0; i < w->kh; i++) {
-                            int64_t ih = tap(oh, i, w->sh, w->dh, w->pt);
-
-                            for (int64_t j = 0; j < w->kw; j++) {
-                                int64_t iw = tap(ow, j, w->sw, w->dw, w->pl);
-                                int in = ih >= 0 && ih < w->H && iw >= 0 &&
-                                         iw < w->W;
-
-                                col[(cg * w->kh + i) * w->kw + j] =
-                                    in ? xg[cg * p->HW + ih * w->W + iw]
-                                       : 0.0f;
-                            }
-                        }
-                    add_terms(dwm, col, d, p->Kc);
-                    bsum = round_half(bsum + d);
-                }
-        }
-        if (db)
-            db[m] = bsum;
+    if (!(cols = nn_conv_scratch(kc, p->P * p->Kc, &st))) {
+        kc->host->free(col);
+        return st;
     }
+    memset(dw + lo * p->Kc, 0, sizeof *dw * (size_t)((hi - lo) * p->Kc));
+    for (int64_t m = lo; m < hi; m++)
+        if (db)
+            db[m] = 0.0f;
+    /* terms in (image, output row, output column) order for every dW
+    ** element; an image's taps are gathered once per group */
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = lo; m < hi; m++) {
+            int64_t g = m / p->Mg;
+            const float *dym = dy + (n * p->M + m) * p->P;
+            float *dwm = dw + m * p->Kc;
+
+            if (built != n * p->G + g) {
+                nn_im2col(p, x + (n * p->C + g * p->Cg) * p->HW, 0, p->Cg, 0,
+                          p->P, col, p->P);
+                pack_transposed(col, p->P, p->P, 0, p->Kc, cols);
+                built = n * p->G + g;
+            }
+            terms t = {cols, p->Kc, dym, 1, p->P};
+
+            add_terms(dwm, &t, p->Kc);
+            for (int64_t q = 0; db && q < p->P; q++)
+                db[m] = round_half(db[m] + dym[q]);
+        }
+    kc->host->free(cols);
     kc->host->free(col);
     return POPC_OK;
 }
