@@ -219,14 +219,6 @@ popc_status nn_gemm_half(const popc_kernel_ctx *kc, int trans_a,
     return POPC_OK;
 }
 
-/* Input row (or column) of output position o and kernel tap k; out of
-** [0, n) when the tap falls into the padding. */
-static inline int64_t tap(int64_t o, int64_t k, int64_t stride,
-                          int64_t dilation, int64_t pad)
-{
-    return o * stride - pad + k * dilation;
-}
-
 /* Output position o whose tap k reads input position i, or -1. */
 static inline int64_t source(int64_t i, int64_t k, int64_t stride,
                              int64_t dilation, int64_t pad, int64_t n_out)
