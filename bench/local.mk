@@ -16,6 +16,12 @@ noinst_PROGRAMS += %reldir%/bench_onnx_load
     -I$(top_srcdir)/onnx/include
 %canon_reldir%_bench_onnx_load_LDADD = libpopc-onnx.la libpopc.la
 
+# bench_graph_build: add_node (with its call-stack record) and source
+# look-ups per node
+noinst_PROGRAMS += %reldir%/bench_graph_build
+%canon_reldir%_bench_graph_build_SOURCES = %reldir%/bench_graph_build.c
+%canon_reldir%_bench_graph_build_LDADD = libpopc.la
+
 # gemm_roof: OpenBLAS sgemm GFLOP/s at the models' own GEMM shapes
 noinst_PROGRAMS += %reldir%/gemm_roof
 %canon_reldir%_gemm_roof_SOURCES = %reldir%/gemm_roof.c

@@ -49,7 +49,8 @@ typedef struct ad {
 ** none. */
 static void fwd_annot(const ad *a, int node, popci_annot *out)
 {
-    static const popci_annot none = {NULL, NULL, -1, -1, -1, -1, 0.0};
+    static const popci_annot none = {.ipu = -1, .stage = -1, .phase = -1,
+                                     .recompute = -1};
 
     *out = node >= 0 ? a->g->nodes[node].annot : none;
     out->recompute = -1;

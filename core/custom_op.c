@@ -325,6 +325,7 @@ static popc_status add_named(popc_graph *g, const char *domain,
     popc_status st;
 
     a.scope = g->scope_joined;
+    popci_source_capture(&a);
     len = (a.scope ? strlen(a.scope) + 1 : 0) + strlen(base) + 1;
     if (!(name = popci_malloc(len)))
         return popc_set_error(POPC_ENOMEM, "graph: out of memory");

@@ -693,6 +693,7 @@ popc_status popc_graph_add_node(popc_graph *g, const char *domain,
                               "popc_block_begin)", op ? op : "(null)",
                               name ? " " : "", name ? name : "");
     current_annot(g, &a);
+    popci_source_capture(&a);
     if (name && a.scope) {
         size_t len = strlen(a.scope) + strlen(name) + 2;
         if (!(full = popci_malloc(len)))

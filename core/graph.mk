@@ -4,6 +4,7 @@ libpopc_la_SOURCES += \
     %reldir%/graph.c \
     %reldir%/graph_names.c \
     %reldir%/graph_annot.c \
+    %reldir%/graph_source.c \
     %reldir%/graph_attr.c \
     %reldir%/graph_query.c \
     %reldir%/topo.c \

@@ -42,6 +42,7 @@ void popci_annot_reset(popci_annot *a)
     popci_annot_free(a);
     a->ipu = a->stage = a->phase = a->recompute = -1;
     a->available_memory = 0.0;
+    a->n_frames = 0;
 }
 
 static popc_status check_annotations(const popc_annotations *a)
@@ -179,7 +180,8 @@ static popc_annotations public_annot(const popci_annot *a, const char *scope)
 
 popc_annotations popc_graph_annotations(const popc_graph *g)
 {
-    popci_annot none = {NULL, NULL, -1, -1, -1, -1, 0.0};
+    popci_annot none = {.ipu = -1, .stage = -1, .phase = -1,
+                        .recompute = -1};
 
     if (!g)
         return public_annot(&none, NULL);
@@ -188,7 +190,8 @@ popc_annotations popc_graph_annotations(const popc_graph *g)
 
 popc_annotations popc_graph_node_annotations(const popc_graph *g, int node)
 {
-    popci_annot none = {NULL, NULL, -1, -1, -1, -1, 0.0};
+    popci_annot none = {.ipu = -1, .stage = -1, .phase = -1,
+                        .recompute = -1};
 
     if (!g || node < 0 || node >= g->n_nodes)
         return public_annot(&none, NULL);
@@ -213,6 +216,9 @@ popc_status popc_graph_set_node_annotations(popc_graph *g, int node,
     src.phase = a->phase;
     src.recompute = a->recompute;
     src.available_memory = a->available_memory;
+    /* where the node was added does not change */
+    src.n_frames = g->nodes[node].annot.n_frames;
+    memcpy(src.frames, g->nodes[node].annot.frames, sizeof src.frames);
     if ((st = popci_annot_copy(&na, &src)) != POPC_OK)
         return st;
     popci_annot_free(&g->nodes[node].annot);

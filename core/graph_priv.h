@@ -18,11 +18,18 @@
 #include "popc/registry.h"
 
 /* Annotations as stored: strings owned (may be NULL). */
+/* Return addresses kept per node (core/graph_source.c). */
+#define POPCI_FRAMES 12
+
 typedef struct popci_annot {
     char *scope;
     char *block;
     int ipu, stage, phase, recompute;
     double available_memory;
+    /* the call stack that added the node (popc_graph_node_source); copied
+    ** with the annotations, so derived nodes keep their origin's */
+    void *frames[POPCI_FRAMES];
+    int n_frames;
 } popci_annot;
 
 typedef struct popci_value {
@@ -141,6 +148,14 @@ const popc_op_def *popci_graph_node_def(popc_graph *g, int node);
 popc_status popci_graph_check_foreign(const popc_graph *g);
 /* Same without caching, for const graphs. */
 const popc_op_def *popci_graph_node_def_c(const popc_graph *g, int node);
+
+/* ---- graph_source.c ----------------------------------------------------- */
+
+/* Record the current call stack in a (the node being added by a user). */
+void popci_source_capture(popci_annot *a);
+/* Node dn of dst takes the recorded origin of node sn of src. */
+void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
+                       int sn);
 
 /* ---- graph_names.c ------------------------------------------------------ */
 

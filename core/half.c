@@ -19,6 +19,7 @@
 #include "popc/precision.h"
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
+#include "core/graph_priv.h"
 
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10
@@ -200,6 +201,8 @@ static popc_status wrap_f32(half_ctx *c, int n, int *in, int n_in, int *out,
                              n_out, at.items, at.n,
                              popc_graph_node_name(c->g, n), &id);
     free(marked);
+    if (st == POPC_OK)
+        popci_source_copy(c->h, id, c->g, n);
     if (st != POPC_OK ||
         (st = popc_graph_set_node_annotations(c->h, id, an)) != POPC_OK)
         return popc_set_error(st, "popc_graph_to_half: node '%s' (%s) runs "
@@ -265,6 +268,7 @@ static popc_status copy_node(half_ctx *c, int n)
     if (st == POPC_OK) {
         for (int j = 0; j < n_out; j++)
             c->map[popc_graph_node_output(c->g, n, j)] = out[j];
+        popci_source_copy(c->h, id, c->g, n);
         return popc_graph_set_node_annotations(c->h, id, &an);
     }
     if (!any16)

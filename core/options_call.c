@@ -589,11 +589,11 @@ static popc_status call_anchor(popc_options *o, const popci_val *args,
     return popci_options_commit_other(o, "anchorTensor", text);
 }
 
-/* Methods whose effect is a list or a map popc does not build: refused with
-** the option's own "not supported yet" message. */
-static popc_status call_listish(popc_options *o, const char *full,
-                                const popci_val *args, int n,
-                                const char **kind)
+/* sourceLocationExcludes([...]) replaces the list, appendToLocationExcludes
+** (a, b, ...) extends it; popc keeps it as one comma-separated string. */
+static popc_status call_excludes(popc_options *o, const char *full,
+                                 const popci_val *args, int n,
+                                 const char **kind)
 {
     char text[1024] = "";
     size_t used = 0;
@@ -605,6 +605,12 @@ static popc_status call_listish(popc_options *o, const char *full,
         items = args[0].items;
         count = args[0].n;
     }
+    if (strcmp(full, "appendToLocationExcludes") == 0 &&
+        popc_options_is_set(o, "sourceLocationExcludes") &&
+        !popc_options_is_none(o, "sourceLocationExcludes"))
+        used = (size_t)snprintf(text, sizeof text, "%s",
+                                popc_options_get_string(
+                                    o, "sourceLocationExcludes"));
     for (int i = 0; i < count && used < sizeof text; i++) {
         char got[256];
         const char *s = items[i].kind == POPCI_V_STR
@@ -614,7 +620,10 @@ static popc_status call_listish(popc_options *o, const char *full,
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%s",
                                  used ? "," : "", s);
     }
-    *kind = "UnsupportedError";
+    if (used >= sizeof text)
+        return popc_set_error(POPC_EINVAL, "%s: the excludes are longer than "
+                              "1023 characters", full);
+    *kind = "ValueError";
     return popci_options_commit_other(o, "sourceLocationExcludes",
                                       used ? text : "None");
 }
@@ -678,7 +687,7 @@ popc_status popci_options_call(popc_options *o, const char *prefix,
         return call_anchor(o, args, n, kind);
     if (strcmp(full, "sourceLocationExcludes") == 0 ||
         strcmp(full, "appendToLocationExcludes") == 0)
-        return call_listish(o, full, args, n, kind);
+        return call_excludes(o, full, args, n, kind);
     if (strcmp(full, "loadFromFile") == 0) {
         *kind = "ValueError";
         return popc_set_error(POPC_EINVAL, "loadFromFile cannot be called "

@@ -624,10 +624,12 @@ const popci_optdef popci_option_table[] = {
      .call_default = "true",
      .param = "relax"},
     {.info = {"sourceLocationExcludes", POPC_OPT_STRING, "None",
-              "Source frames ignored when printing the IR (comma-separated)",
-              "text,... | None", 0},
-     .flags = N, .why = "it would filter source locations in IR dumps",
-     .param = "excludes"},
+              "Call-stack frames whose object path or symbol contains one "
+              "of these (comma-separated) are skipped when locating where "
+              "a node was added (profile.json's sources, "
+              "popc_graph_node_source)",
+              "text,... | None", 1},
+     .flags = N, .param = "excludes"},
 
     /* ---- Options.Training ---- */
     {.info = {"Training.gradientAccumulation", POPC_OPT_INT, "1",

@@ -23,6 +23,9 @@
 **              per-op and per-stage cycles of one micro-batch); without
 **              one, "memory" (per IPU, no tiles), "ops" and "stages" are
 **              the core's figures from the plan,
+**   "sources": [{node, source}] where each scheduled node was added
+**              (popc_graph_node_source with sourceLocationExcludes; nodes
+**              with no known location are left out),
 **   "micro_batch_cycles", "run_cycles" (0: no cycle model),
 **   "phases":  [{phase, first_node, end_node, stage, ipu, cycles}],
 **   "runs":    {count, latencies: [{run, total, host_ipu, compute}] (the
@@ -48,6 +51,7 @@
 
 #include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
+#include "core/graph_priv.h"
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
 #include "core/strategy_priv.h"
@@ -375,6 +379,34 @@ static void put_plan_ops(popci_sb *sb, const popci_exec *e)
     popci_sb_printf(sb, "],\n");
 }
 
+static void put_sources(popci_sb *sb, const popc_model *m,
+                        const popci_exec *e)
+{
+    const popc_plan *pp = &e->plan->pub;
+    const popc_graph *g = e->plan->graph;
+    const char *excludes =
+        popc_options_is_none(m->opts, "sourceLocationExcludes")
+            ? NULL
+            : popc_options_get_string(m->opts, "sourceLocationExcludes");
+    int n = 0;
+
+    popci_sb_printf(sb, " \"sources\": [");
+    for (int k = 0; k < pp->n_nodes && k < MAX_ITEMS; k++) {
+        int id = popci_name_map_find(&g->node_names, pp->nodes[k].name);
+        char where[1024];
+
+        if (id < 0 ||
+            !popc_graph_node_source(g, id, excludes, where, sizeof where))
+            continue;
+        popci_sb_printf(sb, "%s\n  {\"node\": ", n++ ? "," : "");
+        str(sb, pp->nodes[k].name);
+        popci_sb_printf(sb, ", \"source\": ");
+        str(sb, where);
+        popci_sb_printf(sb, "}");
+    }
+    popci_sb_printf(sb, "],\n");
+}
+
 static void put_plan_stages(popci_sb *sb, const popci_exec *e)
 {
     const popc_plan *pp = &e->plan->pub;
@@ -594,6 +626,7 @@ static char *profile_json(const popci_profile *p, const popc_model *m,
         put_plan_ops(&sb, e);
     if (!(have & 4))
         put_plan_stages(&sb, e);
+    put_sources(&sb, m, e);
     put_phases(&sb, p, e);
     put_runs(&sb, p);
     put_counters(&sb, p);

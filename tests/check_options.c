@@ -208,7 +208,7 @@ START_TEST(supported_flags)
         "Precision.runningStatisticsAlwaysFloat", "Precision.halfFloatCasting",
         "Precision.enableStochasticRounding", "relaxOptimizerAttributesChecks",
         "useIpuId", "syncPattern", "Training.setConvolutionDithering",
-        NULL};
+        "sourceLocationExcludes", NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
     static const char *const settings[] = {
@@ -664,12 +664,6 @@ START_TEST(environment)
     setenv("POPC_DEFAULT_OPTIONS", "[1]", 1);
     expect(popc_options_new(&o), POPC_ECONFIG, "expected a JSON object",
            NULL);
-    setenv("POPC_DEFAULT_OPTIONS",
-           "{\"sourceLocationExcludes\": \"mylib/\"}", 1);
-    expect(popc_options_new(&o), POPC_EUNSUPPORTED, "POPC_DEFAULT_OPTIONS: "
-           "\"sourceLocationExcludes\": option "
-           "sourceLocationExcludes is not supported yet",
-           NULL);
     setenv("POPC_DEFAULT_OPTIONS", "{\"deviceIterations\": \"2\"}", 1);
     expect(popc_options_new(&o), POPC_EINVAL, "deviceIterations: expected "
            "an integer, got a string ('2')", NULL);
@@ -854,11 +848,6 @@ START_TEST(ini_errors_name_file_and_line)
              "missing.", data("options_noeq.ini"));
     expect(popc_options_load_ini(opts, data("options_noeq.ini")),
            POPC_ECONFIG, want, NULL);
-    snprintf(want, sizeof want, "%s:4: [options] option "
-             "sourceLocationExcludes is not supported yet by popc",
-             data("options_unsupported.ini"));
-    expect(popc_options_load_ini(opts, data("options_unsupported.ini")),
-           POPC_EUNSUPPORTED, want, NULL);
     snprintf(want, sizeof want, "%s:2: [options] deviceIterations: must be an "
              "integer (got '4 ; four batches')", data("options_comment.ini"));
     expect(popc_options_load_ini(opts, data("options_comment.ini")),
@@ -955,6 +944,16 @@ START_TEST(load_file_errors)
                              loc, "TensorLocations.setWeightLocation."
                                   "useOnChipStorage"), 0);
         popc_options_free(loc);
+    }
+    {
+        popc_options *ex = NULL;
+
+        ok(popc_options_new(&ex));
+        ok(popc_options_load_file(ex, data("options_excludes.txt")));
+        ck_assert_str_eq(popc_options_get_string(ex,
+                                                 "sourceLocationExcludes"),
+                         "mylib/,helpers,vendor/,gen_");
+        popc_options_free(ex);
     }
     expect(popc_options_load_file(opts, data("options_phased.txt")),
            POPC_EUNSUPPORTED, "explicit stage, phase or block lists in "

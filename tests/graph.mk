@@ -1,9 +1,21 @@
-# tests/graph.mk - graph IR, autodiff (finite differences) and layer builders
+# tests/graph.mk - graph IR, autodiff (finite differences), layer builders
+# and where nodes were added (check_source)
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_graph %reldir%/check_autodiff \
-    %reldir%/check_layers
-TESTS += %reldir%/check_graph %reldir%/check_autodiff %reldir%/check_layers
+    %reldir%/check_layers %reldir%/check_source
+TESTS += %reldir%/check_graph %reldir%/check_autodiff %reldir%/check_layers \
+    %reldir%/check_source
 endif
+
+# -export-dynamic: dladdr names the test's functions
+%canon_reldir%_check_source_SOURCES = %reldir%/check_source.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
+%canon_reldir%_check_source_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_source_LDFLAGS = -export-dynamic
+%canon_reldir%_check_source_LDADD = libpopc.la $(CHECK_LIBS)
+%canon_reldir%_check_source_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES) \
+    backends/cpu.la optim/sgd.la
 
 %canon_reldir%_check_graph_SOURCES = %reldir%/check_graph.c \
     %reldir%/graph_testops.c %reldir%/graph_testops.h

@@ -27,7 +27,7 @@ EXTRA_DIST += \
     %reldir%/data/options/options_trace.txt \
     %reldir%/data/options/options_type.txt \
     %reldir%/data/options/options_unknown.ini \
-    %reldir%/data/options/options_unsupported.ini
+    %reldir%/data/options/options_excludes.txt
 TESTS += %reldir%/test_option_readers.sh
 EXTRA_DIST += %reldir%/test_option_readers.sh
 if HAVE_CHECK

@@ -159,6 +159,22 @@ POPC_API int popc_graph_node_output(const popc_graph *g, int node, int i);
 POPC_API popc_attrs popc_graph_node_attrs(const popc_graph *g, int node);
 POPC_API popc_annotations popc_graph_node_annotations(const popc_graph *g,
                                                       int node);
+/* Where node was added: the first frame of the call stack that
+** popc_graph_add_node recorded that lies outside popc's own libraries
+** (libpopc*) and whose object path and symbol name contain none of the
+** comma-separated strings of excludes (NULL or "None": none; PopTorch's
+** sourceLocationExcludes). Written as "symbol+0xOFF (object)", or
+** "object+0xOFF" (from the object's load address) when the dynamic symbol
+** table does not name the function (link programs with -rdynamic to name
+** theirs; addr2line -e object OFF gives file and line). The backward,
+** recomputed and model.half() nodes derived from a node have its
+** location; nodes read from files have none. Writes at most size bytes,
+** NUL-terminated (buf may be NULL with size 0); returns the length of the
+** whole text, 0 when the location is unknown. Safe from any thread while
+** no thread changes g. Since 0.3.0. */
+POPC_API size_t popc_graph_node_source(const popc_graph *g, int node,
+                                       const char *excludes, char *buf,
+                                       size_t size);
 
 /* Buffer updates (popc_graph_add_update), in the order added: update i
 ** copies *value into the initializer *weight after each training step.
