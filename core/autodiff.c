@@ -78,19 +78,53 @@ static popc_status add_named_node(ad *a, int fwd, const char *domain,
     return st;
 }
 
+/* Forward node fwd's POPC_ATTR_FLOAT16 mark (0: none): a float16
+** operation run in float32, or a cast around one; its backward nodes are
+** the same. */
+static int64_t float16_mark(const ad *a, int fwd)
+{
+    const popci_node *n;
+
+    if (fwd < 0)
+        return 0;
+    n = &a->g->nodes[fwd];
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, POPC_ATTR_FLOAT16) == 0)
+            return n->attrs[i].i;
+    return 0;
+}
+
 static popc_status cb_add_node(popc_grad_ctx *gc, const char *domain,
                                const char *op, const int *inputs,
                                int n_inputs, int *outputs, int n_outputs,
                                const popc_attr *attrs, int n_attrs)
 {
     ad *a = gc->impl;
+    popc_attr *marked = NULL;
     popc_status st;
 
     if (!op)
         return popc_set_error(POPC_EINVAL, "gradient of node '%s': "
                               "grad_add_node without an op", gc->node_name);
+    if (float16_mark(a, a->fwd)) {
+        popc_attrs have = {n_attrs, attrs};
+
+        if (!popc_attrs_find(&have, POPC_ATTR_FLOAT16)) {
+            if (!(marked = popci_malloc(sizeof *marked *
+                                        (size_t)(n_attrs + 1))))
+                return popc_set_error(POPC_ENOMEM, "autodiff: out of "
+                                      "memory");
+            if (n_attrs)
+                memcpy(marked, attrs, sizeof *marked * (size_t)n_attrs);
+            marked[n_attrs++] = (popc_attr){.name = POPC_ATTR_FLOAT16,
+                                            .type = POPC_ATTR_INT,
+                                            .i = float16_mark(a, a->fwd)};
+            attrs = marked;
+        }
+    }
     st = add_named_node(a, a->fwd, domain, op, inputs, n_inputs, outputs,
                         n_outputs, attrs, n_attrs, gc->node_name);
+    free(marked);
     if (st != POPC_OK && !strstr(popc_last_error(), gc->node_name))
         st = popc_set_error(st, "gradient of node '%s': %s", gc->node_name,
                             popc_last_error());

@@ -23,9 +23,6 @@
 
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10
-/* The attribute that marks a float16 operation computed in float32
-** (POPC_KERNEL_HALF_PARTIALS in popc/plugin.h). */
-#define FLOAT16_MARK "__float16"
 
 /* Precision.halfFloatCasting's values (core/options_table.c). */
 enum { DOWNCAST_TO_HALF = 0, UPCAST_TO_FLOAT = 1, CASTING_DEFAULT = 2 };
@@ -59,23 +56,34 @@ static int named(const char *prefixes, const char *name)
     return 0;
 }
 
-/* Cast v of the copy to onnx type `to`; the result named `name`. */
-static popc_status cast(half_ctx *c, int v, int to, const char *name,
-                        const popc_annotations *an, int *out)
+/* Cast v of the copy to onnx type `to`; the result named `name`. marked:
+** a cast an IPU would not need (POPC_ATTR_FLOAT16), around ops popc runs
+** in float32; the casts of the streamed inputs are real. */
+static popc_status cast_node(half_ctx *c, int v, int to, const char *name,
+                             const popc_annotations *an, int marked,
+                             int *out)
 {
-    popc_attr a = {.name = "to", .type = POPC_ATTR_INT, .i = to};
+    popc_attr a[2] = {{.name = "to", .type = POPC_ATTR_INT, .i = to},
+                      {.name = POPC_ATTR_FLOAT16, .type = POPC_ATTR_INT,
+                       .i = POPC_FLOAT16_CAST}};
     char node[512];
     int id;
     popc_status st;
 
     snprintf(node, sizeof node, "%s/cast%s", name,
              to == ONNX_FLOAT16 ? "16" : "32");
-    if ((st = popc_graph_add_node(c->h, NULL, "Cast", 0, &v, 1, out, 1, &a,
-                                  1, node, &id)) != POPC_OK)
+    if ((st = popc_graph_add_node(c->h, NULL, "Cast", 0, &v, 1, out, 1, a,
+                                  marked ? 2 : 1, node, &id)) != POPC_OK)
         return st;
     if (an && (st = popc_graph_set_node_annotations(c->h, id, an)) != POPC_OK)
         return st;
     return POPC_OK;
+}
+
+static popc_status cast(half_ctx *c, int v, int to, const char *name,
+                        const popc_annotations *an, int *out)
+{
+    return cast_node(c, v, to, name, an, 1, out);
 }
 
 /* Original value v cast to onnx type `to` (ONNX_FLOAT or ONNX_FLOAT16),
@@ -128,7 +136,8 @@ static popc_status copy_inputs(half_ctx *c)
         /* streamed as float32, cast on the device; ops read the half
         ** value, as in a half model fed half data */
         snprintf(hname, sizeof hname, "%s/f16", name);
-        if ((st = cast(c, id, ONNX_FLOAT16, hname, NULL, &half)) != POPC_OK)
+        if ((st = cast_node(c, id, ONNX_FLOAT16, hname, NULL, 0, &half)) !=
+            POPC_OK)
             return st;
         c->map[v] = half;
     }
@@ -191,8 +200,9 @@ static popc_status wrap_f32(half_ctx *c, int n, int *in, int n_in, int *out,
                                   "memory");
         if (at.n)
             memcpy(marked, at.items, sizeof *marked * (size_t)at.n);
-        marked[at.n] = (popc_attr){.name = FLOAT16_MARK,
-                                   .type = POPC_ATTR_INT, .i = 1};
+        marked[at.n] = (popc_attr){.name = POPC_ATTR_FLOAT16,
+                                   .type = POPC_ATTR_INT,
+                                   .i = POPC_FLOAT16_OP};
         at.items = marked;
         at.n++;
     }

@@ -604,6 +604,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         (st = popci_ipu_device_options(m->opts, be)) != POPC_OK)
         goto fail;
     apply_ipu_memory(m->opts, plan);
+    if ((st = popci_plan_store_marked(plan)) != POPC_OK)
+        goto fail;
     if (opt_int(m->opts, "enableStableNorm", 0))
         plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
     if (opt_int(m->opts, "Precision.enableFloatingPointExceptions", 0))

@@ -780,6 +780,39 @@ size_t popci_plan_slot_device_bytes(const popci_plan *p, int slot)
 
 popc_status popci_plan_store_half(popci_plan *p, int slot)
 {
+    return popci_plan_store_as(p, slot, POPC_DTYPE_F16);
+}
+
+popc_status popci_plan_store_marked(popci_plan *p)
+{
+    for (int k = 0; k < p->pub.n_nodes; k++) {
+        const popc_plan_node *n = &p->pub.nodes[k];
+        int64_t mark = popc_attr_int(n->attrs, POPC_ATTR_FLOAT16, 0);
+        popc_status st;
+
+        if (mark != POPC_FLOAT16_OP && mark != POPC_FLOAT16_CAST)
+            continue;
+        for (int j = 0; j < n->n_outputs; j++) {
+            int s = n->outputs[j];
+
+            /* a cast an IPU would not need is an alias, whichever way it
+            ** converts; an op's float32 result is float16 on an IPU */
+            if (s < 0 || p->slots[s].kind != POPC_SLOT_ACT ||
+                (mark == POPC_FLOAT16_OP &&
+                 p->slots[s].info.dtype != POPC_DTYPE_F32))
+                continue;
+            if ((st = popci_plan_store_as(p, s, mark == POPC_FLOAT16_CAST
+                                                    ? POPC_DTYPE_UNDEFINED
+                                                    : POPC_DTYPE_F16)) !=
+                POPC_OK)
+                return st;
+        }
+    }
+    return POPC_OK;
+}
+
+popc_status popci_plan_store_as(popci_plan *p, int slot, popc_dtype dt)
+{
     size_t before;
 
     if (!p->store_dtype) {
@@ -791,8 +824,10 @@ popc_status popci_plan_store_half(popci_plan *p, int slot)
         p->pub.store_dtype = p->store_dtype;
     }
     before = popci_plan_slot_device_bytes(p, slot);
-    p->store_dtype[slot] = POPC_DTYPE_F16;
-    p->persistent_bytes -= before - popci_plan_slot_device_bytes(p, slot);
+    p->store_dtype[slot] = dt;
+    if (p->slots[slot].kind != POPC_SLOT_ACT &&
+        p->slots[slot].kind != POPC_SLOT_INPUT)
+        p->persistent_bytes -= before - popci_plan_slot_device_bytes(p, slot);
     return POPC_OK;
 }
 

@@ -155,5 +155,12 @@ size_t popci_plan_slot_device_bytes(const popci_plan *p, int slot);
 /* Marks a persistent slot (optimizer state, gradient accumulator) as
 ** stored in float16 on the device; persistent_bytes follows. */
 popc_status popci_plan_store_half(popci_plan *p, int slot);
+/* Slot `slot` is stored as dt on the device (POPC_DTYPE_UNDEFINED: not at
+** all, an alias); persistent_bytes follows for persistent slots. */
+popc_status popci_plan_store_as(popci_plan *p, int slot, popc_dtype dt);
+/* The float32 activations of nodes model.half() marks (POPC_ATTR_FLOAT16)
+** count as float16, or nothing for its casts: an IPU runs the model in
+** float16. */
+popc_status popci_plan_store_marked(popci_plan *p);
 
 #endif /* POPC_PLAN_PRIV_H */

@@ -12,6 +12,8 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/minijson.h"
+#include "tests/profile_files.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
 #define B 8
@@ -258,6 +260,62 @@ START_TEST(inference_matches_rounded_weights)
 }
 END_TEST
 
+/* ---- the memory report ----------------------------------------------------- */
+
+/* memory.totals of one training step of g on ipumodel. */
+static void memory_of(popc_graph *g, double *weights, double *acts)
+{
+    char *dir = pf_temp_dir(), *sub = pf_sub_dir(dir, "training");
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+    popc_tensor *in[2], *out[2];
+    mj_value *v;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "ipumodel"));
+    OK(popc_options_set(o, "enableProfiling", dir));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.01));
+    OK(popc_model_new_training(g, o, opt, &m));
+    inputs(B, 1, in);
+    OK(popc_model_run(m, in, 2, out, 2));
+    v = pf_read_profile(sub);
+    *weights = mj_num(mj_get(mj_get(v, "memory"), "totals"), "weights", -1);
+    *acts = mj_num(mj_get(mj_get(v, "memory"), "totals"), "activations", -1);
+    mj_free(v);
+    for (int i = 0; i < 2; i++) {
+        popc_tensor_free(in[i]);
+        popc_tensor_free(out[i]);
+    }
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    pf_remove_dir(dir);
+    free(sub);
+    free(dir);
+}
+
+/* An IPU runs a half model in float16: weights take half the bytes, and so
+** do activations, within what stays float32 in both (the streamed input,
+** the loss); the casts popc adds around float32 ops are aliases. */
+START_TEST(half_model_takes_half_the_memory)
+{
+    popc_graph *g = model(1), *h = NULL;
+    double w32, a32, w16, a16;
+
+    OK(popc_graph_to_half(g, NULL, NULL, &h));
+    memory_of(g, &w32, &a32);
+    memory_of(h, &w16, &a16);
+    ck_assert_msg(fabs(w16 - w32 / 2) <= 0.01 * w32, "weights: %g bytes "
+                  "(float32 %g)", w16, w32);
+    ck_assert_msg(a16 <= 0.55 * a32 && a16 > 0.25 * a32, "activations: %g "
+                  "bytes (float32 %g)", a16, a32);
+    popc_graph_free(g);
+    popc_graph_free(h);
+}
+END_TEST
+
 /* ---- stochastic rounding --------------------------------------------------- */
 
 #define SR_N 100000
@@ -408,6 +466,7 @@ int main(void)
     tcase_add_test(tc, training_cpu);
     tcase_add_test(tc, training_ipumodel);
     tcase_add_test(tc, inference_matches_rounded_weights);
+    tcase_add_test(tc, half_model_takes_half_the_memory);
     tcase_add_test(tc, stochastic_rounding);
     tcase_add_test(tc, stochastic_training_repeats);
     suite_add_tcase(s, tc);

@@ -31,7 +31,9 @@ endif
 %canon_reldir%_check_model_pipeline_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
 
-%canon_reldir%_check_half_SOURCES = %reldir%/check_half.c
+%canon_reldir%_check_half_SOURCES = %reldir%/check_half.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
 %canon_reldir%_check_half_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_half_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_half_DEPENDENCIES = libpopc.la $(runtime_test_plugins)

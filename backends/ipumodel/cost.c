@@ -9,7 +9,8 @@
 **             MatMul, Gemm and Conv* run on the AMP units: float32 16
 **             (Mk1) or 32 (Mk2, IPU21); float16 four times that. Every
 **             other op runs on the vector units: float32 8, float16 16.
-**             An op model.half() marks __float16 counts as float16.
+**             An op model.half() marks (POPC_ATTR_FLOAT16) counts as
+**             float16.
 **   exchange  (cost.bytes / tiles) / W bytes per cycle per tile, W = 4 on
 **             Mk1 (8 TB/s all-to-all) and 24 on Mk2 (47.5 TB/s).
 **   sync      150 cycles per step. A node whose temporaries exceed the
@@ -78,7 +79,7 @@ static double rate(const ipum_device *d, const popc_plan *p,
     ** float16 */
     int half = (pn->n_outputs > 0 &&
                 p->slots[pn->outputs[0]].info.dtype == POPC_DTYPE_F16) ||
-               popc_attr_int(pn->attrs, "__float16", 0);
+               popc_attr_int(pn->attrs, POPC_ATTR_FLOAT16, 0);
 
     if (is_matrix(pn->op))
         return (d->version == 1 ? 16.0 : 32.0) * (half ? 4.0 : 1.0);

@@ -609,7 +609,7 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     int has_bias = gc->n_inputs > 2 && gc->inputs[2] >= 0;
     int half = nn_is_float16_node(gc->attrs);
     nn_window_attrs wa;
-    popc_attr a[10];
+    popc_attr a[9];
     int na, in[2], out[2];
     int64_t S;
     conv_p p;
@@ -623,8 +623,6 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     na = nn_window_attrs_make(&p.w, 0, &wa);
     memcpy(a, wa.a, sizeof wa.a[0] * (size_t)na);
     a[na++] = opsu_attr_int("group", p.G);
-    if (half)
-        a[na++] = opsu_attr_int(NN_FLOAT16_ATTR, 1);
     a[na] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
     in[0] = dy;
     in[1] = gc->inputs[1];

@@ -170,7 +170,7 @@ static void pack_transposed(const float *B, int64_t ldb, int64_t K,
 
 int nn_is_float16_node(const popc_attrs *attrs)
 {
-    return popc_attr_int(attrs, NN_FLOAT16_ATTR, 0) != 0;
+    return popc_attr_int(attrs, POPC_ATTR_FLOAT16, 0) != 0;
 }
 
 int nn_half_partials(const popc_kernel_ctx *kc)

@@ -10,11 +10,10 @@
 ** applied to the finished sum, and the result rounded to float16 once.
 **
 ** An operation is float16 when model.half() (popc_graph_to_half) ran it in
-** float32 between casts: it marks such nodes with the attribute
-** __float16 = 1, and the gradient builders pass the mark on to the
-** backward MatMul, Gemm, ConvGradInput and ConvGradWeight nodes. Half
-** partials apply when the kernel flag POPC_KERNEL_HALF_PARTIALS is set and
-** the node carries the mark. Module-internal (hidden symbols).
+** float32 between casts: such nodes, and the backward nodes the core
+** derives from them, carry POPC_ATTR_FLOAT16. Half partials apply when the
+** kernel flag POPC_KERNEL_HALF_PARTIALS is set and the node carries the
+** mark. Module-internal (hidden symbols).
 */
 #ifndef POPC_OPS_NN_HALF_PARTIALS_H
 #define POPC_OPS_NN_HALF_PARTIALS_H
@@ -23,9 +22,6 @@
 
 #include "ops/nn/conv_priv.h"
 #include "popc/plugin.h"
-
-/* The attribute popc_graph_to_half puts on float16 operations. */
-#define NN_FLOAT16_ATTR "__float16"
 
 /* Whether this kernel call keeps float16 partial sums. */
 int nn_half_partials(const popc_kernel_ctx *kc);

@@ -4,8 +4,8 @@
 ** Work is cut into fixed tiles (nn_tiles, see tiles.c) so that a split
 ** run issues the same sgemm calls as the whole run and agrees bitwise.
 ** Gradients are built from MatMul, Gemm, Transpose, Reshape, Mul and
-** popc::SumToShape nodes; the backward products of a float16 operation
-** carry its mark (half_partials.h). With half partials, rows are the units
+** popc::SumToShape nodes (the core marks those of a float16 operation,
+** POPC_ATTR_FLOAT16). With half partials, rows are the units
 ** (half_partials.c).
 */
 #include "config.h"
@@ -210,21 +210,11 @@ static popc_status transpose_last(popc_grad_ctx *gc, int value, int r, int *out)
     return opsu_node1(gc, NULL, "Transpose", &value, 1, &a, 1, out);
 }
 
-/* The float16 mark of the node being differentiated, for its backward
-** products: a[*n] when it is set. */
-static void pass_mark(const popc_grad_ctx *gc, popc_attr *a, int *n)
-{
-    if (nn_is_float16_node(gc->attrs))
-        a[(*n)++] = opsu_attr_int(NN_FLOAT16_ATTR, 1);
-}
-
 static popc_status matmul2(popc_grad_ctx *gc, int x, int y, int *out)
 {
-    int in[2] = {x, y}, n = 0;
-    popc_attr mark[1];
+    int in[2] = {x, y};
 
-    pass_mark(gc, mark, &n);
-    return opsu_node1(gc, NULL, "MatMul", in, 2, mark, n, out);
+    return opsu_node1(gc, NULL, "MatMul", in, 2, NULL, 0, out);
 }
 
 /* dY with a unit dimension put back where a 1-D operand dropped it:
@@ -266,8 +256,8 @@ static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
                                       int dy)
 {
     int64_t K = bi->dims[0], N = bi->dims[1], R = 1, ra[2], ry[2];
-    int in[2], a2, dy2, da, n = 1;
-    popc_attr t[2];
+    int in[2], a2, dy2, da;
+    popc_attr t;
     popc_status st;
 
     for (int i = 0; i + 1 < ai->rank; i++)
@@ -280,16 +270,15 @@ static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
         return st;
     in[0] = dy2;
     in[1] = b;
-    pass_mark(gc, t, &n);
-    t[0] = opsu_attr_int("transB", 1);
-    if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, t, n, &da)) != POPC_OK ||
+    t = opsu_attr_int("transB", 1);
+    if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &da)) != POPC_OK ||
         (st = opsu_reshape(gc, da, ai->dims, ai->rank,
                            &gc->input_grads[0])) != POPC_OK)
         return st;
     in[0] = a2;
     in[1] = dy2;
-    t[0] = opsu_attr_int("transA", 1);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, t, n, &gc->input_grads[1]);
+    t = opsu_attr_int("transA", 1);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &gc->input_grads[1]);
 }
 
 static popc_status matmul_grad(popc_grad_ctx *gc)
@@ -538,14 +527,13 @@ static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
 static popc_status gemm_node(popc_grad_ctx *gc, int x, int y, double alpha,
                              int ta, int tb, int *out)
 {
-    int in[2] = {x, y}, n = 3;
-    popc_attr a[4];
+    int in[2] = {x, y};
+    popc_attr a[3];
 
     a[0] = opsu_attr_float("alpha", alpha);
     a[1] = opsu_attr_int("transA", ta);
     a[2] = opsu_attr_int("transB", tb);
-    pass_mark(gc, a, &n);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, a, n, out);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3, out);
 }
 
 /* Y = alpha op(A) op(B) + beta C. With G = dY:

@@ -203,9 +203,18 @@ typedef struct popc_kernel_ctx {
 /* Precision.setPartialsType(torch.half): float16 operations keep their
 ** partial sums in float16, rounded after every term. Native float16
 ** reductions honour it by dtype; ops that compute a float16 operation in
-** float32 (model.half() marks those nodes with the attribute __float16 = 1)
-** honour it by the mark. Since 0.3.0. */
+** float32 honour it by the mark POPC_ATTR_FLOAT16. Since 0.3.0. */
 #define POPC_KERNEL_HALF_PARTIALS (1u << 3)
+/* The INT attribute model.half() (popc_graph_to_half) puts on the nodes
+** it runs in float32 for a float16 model: 1 on ops without float16
+** arithmetic, 2 on the casts around them, which an IPU would not need. The
+** core gives every backward node of a marked node the same mark. Memory
+** models count the float32 results of a node marked 1 as float16, and
+** those of a node marked 2 as aliases of its input (popc_plan.store_dtype).
+** Since 0.3.0. */
+#define POPC_ATTR_FLOAT16 "__float16"
+#define POPC_FLOAT16_OP 1
+#define POPC_FLOAT16_CAST 2
 
 /* ---- gradient builders ----------------------------------------------------- */
 
@@ -372,8 +381,9 @@ typedef struct popc_plan {
     const int *offchip_to;
     /* Per slot, the dtype the device stores it in when that differs from
     ** info.dtype: float16 optimizer state and gradient accumulators, whose
-    ** host copies are float32 arrays holding half values. Memory models
-    ** count these bytes. NULL: info.dtype everywhere. Read only when
+    ** host copies are float32 arrays holding half values, and the results
+    ** of POPC_ATTR_FLOAT16 nodes (float16; POPC_DTYPE_UNDEFINED, no bytes,
+    ** for a marked Cast). Memory models count these bytes. NULL: info.dtype everywhere. Read only when
     ** POPC_HAS_FIELD(popc_plan, size, store_dtype); since 0.2.0. */
     const popc_dtype *store_dtype;
     /* POPC_KERNEL_* flags for every kernel of the plan (kc->flags). Read
