@@ -4,10 +4,12 @@
 **
 ** Recording keeps return addresses only (backtrace(), no symbol look-up),
 ** so building a graph stays cheap; names are looked up with dladdr() when
-** a location is asked for. Frames in popc's own libraries (file names
-** starting "libpopc") are always skipped: they are the framework, as
-** torch/nn/modules is to PopTorch. Without <execinfo.h> nothing is
-** recorded and every location is unknown.
+** a location is asked for. The caller's frames are those after popc's
+** own: frames in its libraries (file names starting "libpopc") or in
+** functions named popc_* or popci_* are the framework, as
+** torch/nn/modules is to PopTorch, and frames before them (a sanitizer's
+** backtrace interceptor) are not the caller's. Without <execinfo.h>
+** nothing is recorded and every location is unknown.
 */
 #include "config.h"
 
@@ -50,6 +52,15 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
+/* A frame of popc itself: in its libraries, or in a function of its API
+** or internals (a program that links popc statically). */
+static int is_popc(const char *obj, const char *sym)
+{
+    return strncmp(base_name(obj), "libpopc", 7) == 0 ||
+           (sym && (strncmp(sym, "popc_", 5) == 0 ||
+                    strncmp(sym, "popci_", 6) == 0));
+}
+
 /* Whether obj or sym contains one of the comma-separated excludes. */
 static int excluded(const char *obj, const char *sym, const char *excludes)
 {
@@ -82,7 +93,7 @@ size_t popc_graph_node_source(const popc_graph *g, int node,
     if (excludes && strcmp(excludes, "None") == 0)
         excludes = NULL;
     a = &g->nodes[node].annot;
-    for (int i = 0; i < a->n_frames; i++) {
+    for (int i = 0, inside = 0; i < a->n_frames; i++) {
         /* a return address: the call is the instruction before it */
         uintptr_t pc = (uintptr_t)a->frames[i] - 1;
         Dl_info info;
@@ -92,8 +103,13 @@ size_t popc_graph_node_source(const popc_graph *g, int node,
         if (!dladdr((void *)pc, &info) || !info.dli_fname)
             continue;
         obj = info.dli_fname;
-        if (strncmp(base_name(obj), "libpopc", 7) == 0 ||
-            excluded(obj, info.dli_sname, excludes))
+        /* frames before popc's own (a sanitizer's backtrace interceptor)
+        ** are not the caller's */
+        if (is_popc(obj, info.dli_sname)) {
+            inside = 1;
+            continue;
+        }
+        if (!inside || excluded(obj, info.dli_sname, excludes))
             continue;
         if (info.dli_sname && info.dli_saddr)
             n = snprintf(buf, buf ? size : 0, "%s+0x%lx (%s)",

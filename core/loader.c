@@ -462,9 +462,9 @@ popc_status popc_registry_load_path(popc_registry *r, const char *dir)
     if (!is_dir(abs))
         return popc_set_error(POPC_ENOTFOUND, "%s: plugin directory not "
                               "found", abs);
-    pthread_mutex_lock(&r->lock);
+    pthread_mutex_lock(&r->load_lock);
     scan_tree(r, abs, &res);
-    pthread_mutex_unlock(&r->lock);
+    pthread_mutex_unlock(&r->load_lock);
     return scan_status(&res);
 }
 
@@ -479,9 +479,9 @@ popc_status popc_registry_load_file(popc_registry *r, const char *path)
                               "NULL or empty", r ? "path" : "registry");
     if ((st = absolute(path, abs, sizeof abs)) != POPC_OK)
         return st;
-    pthread_mutex_lock(&r->lock);
+    pthread_mutex_lock(&r->load_lock);
     load_module(r, abs, 1, &res);
-    pthread_mutex_unlock(&r->lock);
+    pthread_mutex_unlock(&r->load_lock);
     return scan_status(&res);
 }
 
@@ -495,7 +495,7 @@ popc_status popc_registry_load_default(popc_registry *r)
     if (!r)
         return popc_set_error(POPC_EINVAL, "popc_registry_load_default: "
                               "registry is NULL");
-    pthread_mutex_lock(&r->lock);
+    pthread_mutex_lock(&r->load_lock);
     note(&res, popci_loader_load_preloaded(r));
     /* The environment comes before the install so that a build tree or a
     ** fixed plugin can stand in for an installed one (first name wins). */
@@ -536,6 +536,6 @@ popc_status popc_registry_load_default(popc_registry *r)
                 (int)sizeof dir &&
             is_dir(dir))
             scan_dir(r, dir, &res);
-    pthread_mutex_unlock(&r->lock);
+    pthread_mutex_unlock(&r->load_lock);
     return scan_status(&res);
 }

@@ -2,10 +2,11 @@
 lib_LTLIBRARIES += libpopc.la
 libpopc_la_SOURCES = \
     %reldir%/error.c \
+    %reldir%/version.c \
     %reldir%/host.c %reldir%/host_priv.h \
     %reldir%/log.c
-libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(FFI_CFLAGS) $(ZLIB_CFLAGS)
-libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(FFI_LIBS) $(ZLIB_LIBS) -lm
+libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)
+libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(ZLIB_LIBS) -lm
 libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
 
 pkginclude_HEADERS += \

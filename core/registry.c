@@ -272,7 +272,8 @@ popc_status popc_registry_new(popc_registry **out)
     *out = NULL;
     if (!(r = popci_calloc(1, sizeof *r)))
         return popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
-    pthread_mutex_init(&r->lock, NULL);
+    pthread_rwlock_init(&r->lock, NULL);
+    pthread_mutex_init(&r->load_lock, NULL);
     if (!(r->problems = dup_str(""))) {
         st = popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
         goto fail;
@@ -327,13 +328,31 @@ void popc_registry_free(popc_registry *r)
     free(r->problems);
     if (r->ltdl_ready)
         popci_loader_exit();
-    pthread_mutex_destroy(&r->lock);
+    pthread_rwlock_destroy(&r->lock);
+    pthread_mutex_destroy(&r->load_lock);
     free(r);
 }
 
 /* ---- problems ------------------------------------------------------------ */
 
-void popci_registry_problem(popc_registry *r)
+/* The lock is logically mutable: look-ups on a const registry take it. */
+static void read_lock(const popc_registry *r)
+{
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&r->lock);
+}
+
+static void write_lock(popc_registry *r)
+{
+    pthread_rwlock_wrlock(&r->lock);
+}
+
+static void unlock(const popc_registry *r)
+{
+    pthread_rwlock_unlock((pthread_rwlock_t *)&r->lock);
+}
+
+/* Appends the last error to the problems (write lock held). */
+static void add_problem(popc_registry *r)
 {
     const char *msg = popc_last_error();
     size_t n = strlen(msg);
@@ -349,9 +368,23 @@ void popci_registry_problem(popc_registry *r)
     r->problems_len += n + 1;
 }
 
+void popci_registry_problem(popc_registry *r)
+{
+    write_lock(r);
+    add_problem(r);
+    unlock(r);
+}
+
 const char *popc_registry_problems(const popc_registry *r)
 {
-    return r && r->problems ? r->problems : "";
+    const char *s;
+
+    if (!r)
+        return "";
+    read_lock(r);
+    s = r->problems ? r->problems : "";
+    unlock(r);
+    return s;
 }
 
 /* ---- commit -------------------------------------------------------------- */
@@ -398,7 +431,7 @@ static int find_backend_index(const popc_registry *r, const char *name)
 static void duplicate(popc_registry *r, popc_status *st, char *first,
                       size_t size)
 {
-    popci_registry_problem(r);
+    add_problem(r);
     if (*st == POPC_OK) {
         *st = POPC_EEXIST;
         snprintf(first, size, "%s", popc_last_error());
@@ -527,14 +560,17 @@ popc_status popci_registry_attach(popc_registry *r,
     char first[2048];
     popc_status st;
 
+    read_lock(r);
     for (int i = 0; i < r->n_plugins; i++)
         if (strcmp(r->plugins[i]->name, info->name) == 0) {
             st = popc_set_error(POPC_EEXIST, "%s: plugin '%s' is already "
                                 "loaded from %s; keeping the first", path,
                                 info->name, r->plugins[i]->path);
+            unlock(r);
             popci_registry_problem(r);
             return st;
         }
+    unlock(r);
     pthread_once(&plugin_host_once, make_plugin_host);
     if (!(p = popci_calloc(1, sizeof *p)) || !(g = popci_calloc(1, sizeof *g)) ||
         !(p->name = dup_str(info->name)) ||
@@ -564,7 +600,9 @@ popc_status popci_registry_attach(popc_registry *r,
     if (POPC_HAS_FIELD(popc_plugin_info, info->size, fini))
         p->fini = info->fini;
     first[0] = '\0';
+    write_lock(r);
     st = commit(r, g, p, r->n_plugins, first, sizeof first);
+    unlock(r);
     if (st == POPC_ENOMEM) {
         p->handle = NULL;
         if (p->fini)
@@ -593,10 +631,13 @@ fail:
 
 int popci_registry_has_handle(const popc_registry *r, void *handle)
 {
-    for (int i = 0; i < r->n_plugins; i++)
-        if (r->plugins[i]->handle == handle)
-            return 1;
-    return 0;
+    int found = 0;
+
+    read_lock(r);
+    for (int i = 0; i < r->n_plugins && !found; i++)
+        found = r->plugins[i]->handle == handle;
+    unlock(r);
+    return found;
 }
 
 popc_status popc_registry_add_op(popc_registry *r, const popc_op_def *def)
@@ -610,7 +651,7 @@ popc_status popc_registry_add_op(popc_registry *r, const popc_op_def *def)
                               "is NULL");
     if ((st = check_op(def, "popc_registry_add_op")) != POPC_OK)
         return st;
-    pthread_mutex_lock(&r->lock);
+    write_lock(r);
     have = find_op_exact(r, op_domain(def->domain), def->name,
                          def->since_version);
     if (have >= 0) {
@@ -632,7 +673,7 @@ popc_status popc_registry_add_op(popc_registry *r, const popc_op_def *def)
     e->plugin = -1;
     r->ops[r->n_ops++] = e;
 out:
-    pthread_mutex_unlock(&r->lock);
+    unlock(r);
     return st;
 }
 
@@ -647,6 +688,7 @@ const popc_op_def *popc_registry_find_op(const popc_registry *r,
     if (!r || !name)
         return NULL;
     domain = op_domain(domain);
+    read_lock(r);
     for (int i = 0; i < r->n_ops; i++) {
         const popc_op_def *d = &r->ops[i]->def;
         if (strcmp(d->name, name) != 0 || strcmp(d->domain, domain) != 0)
@@ -656,25 +698,38 @@ const popc_op_def *popc_registry_find_op(const popc_registry *r,
         if (!best || d->since_version > best->since_version)
             best = d;
     }
+    unlock(r);
     return best;
 }
 
 const popc_optim_def *popc_registry_find_optimizer(const popc_registry *r,
                                                    const char *name)
 {
-    for (int i = 0; r && name && i < r->n_optims; i++)
+    const popc_optim_def *d = NULL;
+
+    if (!r || !name)
+        return NULL;
+    read_lock(r);
+    for (int i = 0; !d && i < r->n_optims; i++)
         if (strcmp(r->optims[i]->def.name, name) == 0)
-            return &r->optims[i]->def;
-    return NULL;
+            d = &r->optims[i]->def;
+    unlock(r);
+    return d;
 }
 
 const popc_backend_def *popc_registry_find_backend(const popc_registry *r,
                                                    const char *name)
 {
-    for (int i = 0; r && name && i < r->n_backends; i++)
+    const popc_backend_def *d = NULL;
+
+    if (!r || !name)
+        return NULL;
+    read_lock(r);
+    for (int i = 0; !d && i < r->n_backends; i++)
         if (strcmp(r->backends[i]->def.name, name) == 0)
-            return &r->backends[i]->def;
-    return NULL;
+            d = &r->backends[i]->def;
+    unlock(r);
+    return d;
 }
 
 const popc_host *popc_registry_host(void)
@@ -684,17 +739,39 @@ const popc_host *popc_registry_host(void)
 
 int popc_registry_op_count(const popc_registry *r)
 {
-    return r ? r->n_ops : 0;
+    int n;
+
+    if (!r)
+        return 0;
+    read_lock(r);
+    n = r->n_ops;
+    unlock(r);
+    return n;
 }
 
 const popc_op_def *popc_registry_op_at(const popc_registry *r, int i)
 {
-    return r && i >= 0 && i < r->n_ops ? &r->ops[i]->def : NULL;
+    const popc_op_def *d = NULL;
+
+    if (!r)
+        return NULL;
+    read_lock(r);
+    if (i >= 0 && i < r->n_ops)
+        d = &r->ops[i]->def;
+    unlock(r);
+    return d;
 }
 
 int popc_registry_plugin_count(const popc_registry *r)
 {
-    return r ? r->n_plugins : 0;
+    int n;
+
+    if (!r)
+        return 0;
+    read_lock(r);
+    n = r->n_plugins;
+    unlock(r);
+    return n;
 }
 
 popc_plugin_record popc_registry_plugin_at(const popc_registry *r, int i)
@@ -702,28 +779,37 @@ popc_plugin_record popc_registry_plugin_at(const popc_registry *r, int i)
     popc_plugin_record rec;
 
     memset(&rec, 0, sizeof rec);
-    if (!r || i < 0 || i >= r->n_plugins)
+    if (!r)
         return rec;
-    rec.name = r->plugins[i]->name;
-    rec.version = r->plugins[i]->version;
-    rec.description = r->plugins[i]->description;
-    rec.path = r->plugins[i]->path;
-    rec.n_ops = r->plugins[i]->n_ops;
-    rec.n_optimizers = r->plugins[i]->n_optimizers;
-    rec.n_backends = r->plugins[i]->n_backends;
+    read_lock(r);
+    if (i >= 0 && i < r->n_plugins) {
+        rec.name = r->plugins[i]->name;
+        rec.version = r->plugins[i]->version;
+        rec.description = r->plugins[i]->description;
+        rec.path = r->plugins[i]->path;
+        rec.n_ops = r->plugins[i]->n_ops;
+        rec.n_optimizers = r->plugins[i]->n_optimizers;
+        rec.n_backends = r->plugins[i]->n_backends;
+    }
+    unlock(r);
     return rec;
 }
 
 const char *popc_registry_plugin_item(const popc_registry *r, int i, int j)
 {
-    const popci_plugin *p;
+    const char *item = NULL;
 
-    if (!r || i < 0 || i >= r->n_plugins)
+    if (!r)
         return NULL;
-    p = r->plugins[i];
-    if (j < 0 || j >= p->n_ops + p->n_optimizers + p->n_backends)
-        return NULL;
-    return p->items[j];
+    read_lock(r);
+    if (i >= 0 && i < r->n_plugins) {
+        const popci_plugin *p = r->plugins[i];
+
+        if (j >= 0 && j < p->n_ops + p->n_optimizers + p->n_backends)
+            item = p->items[j];
+    }
+    unlock(r);
+    return item;
 }
 
 /* ---- the process-wide registry ------------------------------------------- */

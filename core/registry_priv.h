@@ -40,7 +40,13 @@ typedef struct popci_backend_entry {
 } popci_backend_entry;
 
 struct popc_registry {
-    pthread_mutex_t lock;
+    /* Look-ups read-lock, loading plugins and adding ops write-lock: a
+    ** look-up never sees an array being reallocated. Plugin init()
+    ** runs outside the lock. */
+    pthread_rwlock_t lock;
+    /* One load (a directory scan, a file) at a time: the loader holds it
+    ** across its look-ups and attaches. */
+    pthread_mutex_t load_lock;
     int ltdl_ready;           /* this registry holds one lt_dlinit */
     /* Entries are allocated one by one so the pointers that lookups hand
     ** out stay valid while the arrays grow. */

@@ -7,17 +7,17 @@ base_test_plugins = \
     %reldir%/plugins/dupop.la %reldir%/plugins/notaplugin.la
 check_LTLIBRARIES += $(base_test_plugins)
 %canon_reldir%_plugins_good_la_SOURCES = %reldir%/plugins/good.c
-%canon_reldir%_plugins_good_la_LDFLAGS = $(POPC_MODULE_FLAGS) -rpath /nowhere
+%canon_reldir%_plugins_good_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_badabi_la_SOURCES = %reldir%/plugins/badabi.c
-%canon_reldir%_plugins_badabi_la_LDFLAGS = $(POPC_MODULE_FLAGS) -rpath /nowhere
+%canon_reldir%_plugins_badabi_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_failinit_la_SOURCES = %reldir%/plugins/failinit.c
-%canon_reldir%_plugins_failinit_la_LDFLAGS = $(POPC_MODULE_FLAGS) \
+%canon_reldir%_plugins_failinit_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) \
     -rpath /nowhere
 %canon_reldir%_plugins_wrongname_la_SOURCES = %reldir%/plugins/wrongname.c
-%canon_reldir%_plugins_wrongname_la_LDFLAGS = $(POPC_MODULE_FLAGS) \
+%canon_reldir%_plugins_wrongname_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) \
     -rpath /nowhere
 %canon_reldir%_plugins_dupop_la_SOURCES = %reldir%/plugins/dupop.c
-%canon_reldir%_plugins_dupop_la_LDFLAGS = $(POPC_MODULE_FLAGS) -rpath /nowhere
+%canon_reldir%_plugins_dupop_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_notaplugin_la_SOURCES = %reldir%/plugins/notaplugin.c
 %canon_reldir%_plugins_notaplugin_la_LDFLAGS = -module -avoid-version \
     -no-undefined -rpath /nowhere

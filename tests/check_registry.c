@@ -536,12 +536,21 @@ START_TEST(global_is_loaded_once_across_threads)
 }
 END_TEST
 
+/* The library, its headers and configure.ac state one version. */
+START_TEST(version_of_library_and_headers)
+{
+    ck_assert_str_eq(popc_version(), POPC_VERSION_STRING);
+    ck_assert_str_eq(popc_version(), PACKAGE_VERSION);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
     Suite *s = suite_create("registry");
     TCase *tc = tcase_create("load");
 
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, version_of_library_and_headers);
     tcase_add_test(tc, good_plugin_registers_everything);
     tcase_add_test(tc, op_versions_resolve_to_highest_not_above);
     tcase_add_test(tc, loading_the_same_file_twice_is_quiet);

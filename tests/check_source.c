@@ -5,7 +5,7 @@
 ** lists them.
 **
 ** The program links with -export-dynamic, so that dladdr names the
-** functions below: popc_test_build calls popc_test_add_matmul, which adds
+** functions below: user_build calls user_add_matmul, which adds
 ** the node.
 */
 #include "config.h"
@@ -24,10 +24,10 @@
 /* Exported (default visibility: the build hides symbols), so that their
 ** names are in the dynamic table; noinline keeps them separate frames. */
 #define EXPORTED __attribute__((noinline, visibility("default")))
-EXPORTED int popc_test_add_matmul(popc_graph *g, int x);
-EXPORTED popc_graph *popc_test_build(int training);
+EXPORTED int user_add_matmul(popc_graph *g, int x);
+EXPORTED popc_graph *user_build(int training);
 
-int popc_test_add_matmul(popc_graph *g, int x)
+int user_add_matmul(popc_graph *g, int x)
 {
     static const float w[4] = {1.0f, 2.0f, 3.0f, 4.0f};
     int64_t wd[2] = {2, 2};
@@ -42,7 +42,7 @@ int popc_test_add_matmul(popc_graph *g, int x)
     return y;
 }
 
-popc_graph *popc_test_build(int training)
+popc_graph *user_build(int training)
 {
     popc_graph *g = NULL;
     int64_t xd[2] = {2, 2};
@@ -50,7 +50,7 @@ popc_graph *popc_test_build(int training)
 
     OK(popc_graph_new("source", &g));
     OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
-    y = popc_test_add_matmul(g, x);
+    y = user_add_matmul(g, x);
     if (training) {
         popc_layers *L = NULL;
         int l;
@@ -72,13 +72,13 @@ static int starts(const char *s, const char *prefix)
 
 START_TEST(first_frame_outside_popc_and_the_excludes)
 {
-    popc_graph *g = popc_test_build(0), *h = NULL;
+    popc_graph *g = user_build(0), *h = NULL;
     char where[512], small[8];
     size_t n;
 
     /* the node is the last one; popc_graph_add_node's own frames skipped */
     n = popc_graph_node_source(g, 0, NULL, where, sizeof where);
-    ck_assert_msg(n > 0 && starts(where, "popc_test_add_matmul+0x"),
+    ck_assert_msg(n > 0 && starts(where, "user_add_matmul+0x"),
                   "source '%s'", where);
     ck_assert_msg(strstr(where, "check_source") != NULL, "object in '%s'",
                   where);
@@ -88,15 +88,15 @@ START_TEST(first_frame_outside_popc_and_the_excludes)
     ck_assert_int_eq(strlen(small), sizeof small - 1);
     ck_assert(strncmp(small, where, sizeof small - 1) == 0);
     /* a symbol name excluded: the caller's frame */
-    popc_graph_node_source(g, 0, "nothing,popc_test_add", where,
+    popc_graph_node_source(g, 0, "nothing,user_add", where,
                            sizeof where);
-    ck_assert_msg(starts(where, "popc_test_build+0x"), "source '%s'", where);
+    ck_assert_msg(starts(where, "user_build+0x"), "source '%s'", where);
     /* model.half(): the converted node keeps the location */
     OK(popc_graph_to_half(g, NULL, NULL, &h));
     for (int k = 0; k < popc_graph_n_nodes(h); k++)
         if (strcmp(popc_graph_node_op(h, k), "MatMul") == 0) {
             popc_graph_node_source(h, k, NULL, where, sizeof where);
-            ck_assert_msg(starts(where, "popc_test_add_matmul+0x"),
+            ck_assert_msg(starts(where, "user_add_matmul+0x"),
                           "half node source '%s'", where);
         }
     /* bad arguments: unknown */
@@ -114,7 +114,7 @@ END_TEST
 /* The sources of a training profile: node -> source. */
 static mj_value *train_profile(const char *excludes, char **dir)
 {
-    popc_graph *g = popc_test_build(1);
+    popc_graph *g = user_build(1);
     popc_options *o = NULL;
     popc_optimizer *opt = NULL;
     popc_model *m = NULL;
@@ -175,12 +175,12 @@ START_TEST(profile_lists_sources_with_the_excludes)
     mj_value *v = train_profile(NULL, &dir);
 
     /* mm and at least one backward node (mm/grad/...) */
-    ck_assert_int_ge(check_sources(v, "popc_test_add_matmul+0x"), 2);
+    ck_assert_int_ge(check_sources(v, "user_add_matmul+0x"), 2);
     mj_free(v);
     pf_remove_dir(dir);
     free(dir);
-    v = train_profile("popc_test_add", &dir);
-    ck_assert_int_ge(check_sources(v, "popc_test_build+0x"), 2);
+    v = train_profile("user_add", &dir);
+    ck_assert_int_ge(check_sources(v, "user_build+0x"), 2);
     mj_free(v);
     pf_remove_dir(dir);
     free(dir);

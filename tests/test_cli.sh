@@ -64,7 +64,9 @@ EOF
 # ---- usage ------------------------------------------------------------------
 
 expect 0 "--version" "$POPC" --version
-contains out.txt "popc 0.1.0" "--version prints the version"
+version=$(sed -n 's/^AC_INIT(\[popc\], \[\([^]]*\)\].*/\1/p' \
+    "$POPC_SRCDIR/configure.ac")
+contains out.txt "popc $version" "--version prints the version"
 expect 0 "--help" "$POPC" --help
 contains out.txt "Exit status" "--help documents the exit status"
 expect 0 "train --help" "$POPC" train --help

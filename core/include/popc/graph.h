@@ -160,8 +160,9 @@ POPC_API popc_attrs popc_graph_node_attrs(const popc_graph *g, int node);
 POPC_API popc_annotations popc_graph_node_annotations(const popc_graph *g,
                                                       int node);
 /* Where node was added: the first frame of the call stack that
-** popc_graph_add_node recorded that lies outside popc's own libraries
-** (libpopc*) and whose object path and symbol name contain none of the
+** popc_graph_add_node recorded that lies outside popc itself (its
+** libraries libpopc*, functions named popc_* or popci_*) and whose
+** object path and symbol name contain none of the
 ** comma-separated strings of excludes (NULL or "None": none; PopTorch's
 ** sourceLocationExcludes). Written as "symbol+0xOFF (object)", or
 ** "object+0xOFF" (from the object's load address) when the dynamic symbol

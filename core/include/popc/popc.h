@@ -22,6 +22,12 @@
 #include "popc/blocks.h"
 #include "popc/strategy.h"
 
-#define POPC_VERSION_STRING "0.1.0"
+/* The version of the headers; popc_version() gives the library's, which
+** a program linked against an older or newer libpopc sees differ. */
+#define POPC_VERSION_STRING "0.3.0"
+
+/* The version of the libpopc the program runs with ("0.3.0"). Static
+** storage; thread-safe. Since 0.3.0. */
+POPC_API const char *popc_version(void);
 
 #endif /* POPC_H */

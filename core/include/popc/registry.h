@@ -13,7 +13,12 @@
 ** the other plugins keep working; the first such error is kept in
 ** popc_registry_problems().
 **
-** Lookups are thread-safe after loading; loading takes a mutex.
+** Thread safety (since 0.3.0): every call on one registry may run while
+** other threads load plugins into it or add ops. Look-ups take a read
+** lock, loading and popc_registry_add_op a write lock (a plugin's init()
+** runs outside it), so a look-up sees each plugin either not yet or
+** completely. The definitions and names handed out stay valid until
+** popc_registry_free; popc_registry_problems' text until the next load.
 */
 #ifndef POPC_REGISTRY_H
 #define POPC_REGISTRY_H
