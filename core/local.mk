@@ -18,6 +18,7 @@ pkginclude_HEADERS += \
     %reldir%/include/popc/tensor.h \
     %reldir%/include/popc/log.h \
     %reldir%/include/popc/plugin.h \
+    %reldir%/include/popc/attrs.h \
     %reldir%/include/popc/registry.h \
     %reldir%/include/popc/graph.h \
     %reldir%/include/popc/options.h \

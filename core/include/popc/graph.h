@@ -21,7 +21,7 @@
 #include "popc/status.h"
 #include "popc/types.h"
 #include "popc/tensor.h"
-#include "popc/plugin.h"
+#include "popc/attrs.h"
 
 #ifdef __cplusplus
 extern "C" {
