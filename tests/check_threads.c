@@ -221,15 +221,15 @@ static void *good_option(void *arg)
 ** a fresh registry: no torn read (ThreadSanitizer checks the locking). */
 typedef struct lookup_arg {
     popc_registry *r;
-    int stop;
-    long found;
+    int *stop;
+    long found;                /* this thread's own count */
 } lookup_arg;
 
 static void *look_up(void *p)
 {
     lookup_arg *a = p;
 
-    while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
         int n = popc_registry_op_count(a->r);
 
         a->found += popc_registry_find_op(a->r, NULL, "Relu", 0) != NULL;
@@ -250,24 +250,28 @@ START_TEST(lookups_while_loading)
 
     ck_assert_msg(path != NULL, "POPC_PLUGIN_PATH is not set");
     for (int round = 0; round < 3; round++) {
-        lookup_arg a = {NULL, 0, 0};
+        popc_registry *r = NULL;
+        int stop = 0;
+        lookup_arg a[2];
         pthread_t t[2];
-
         char dirs[4096], *save = NULL;
 
-        ck_assert_int_eq(popc_registry_new(&a.r), POPC_OK);
-        for (int i = 0; i < 2; i++)
-            ck_assert_int_eq(pthread_create(&t[i], NULL, look_up, &a), 0);
+        ck_assert_int_eq(popc_registry_new(&r), POPC_OK);
+        for (int i = 0; i < 2; i++) {
+            a[i] = (lookup_arg){r, &stop, 0};
+            ck_assert_int_eq(pthread_create(&t[i], NULL, look_up, &a[i]),
+                             0);
+        }
         snprintf(dirs, sizeof dirs, "%s", path);
         for (char *d = strtok_r(dirs, ":", &save); d;
              d = strtok_r(NULL, ":", &save))
-            ck_assert_msg(popc_registry_load_path(a.r, d) == POPC_OK, "%s",
+            ck_assert_msg(popc_registry_load_path(r, d) == POPC_OK, "%s",
                           popc_last_error());
-        __atomic_store_n(&a.stop, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
-        ck_assert_ptr_nonnull(popc_registry_find_op(a.r, NULL, "Relu", 0));
-        popc_registry_free(a.r);
+        ck_assert_ptr_nonnull(popc_registry_find_op(r, NULL, "Relu", 0));
+        popc_registry_free(r);
     }
 }
 END_TEST
