@@ -50,6 +50,14 @@ popc_status popci_ipu_count(const popc_options *o, const popc_backend_def *be,
     return POPC_OK;
 }
 
+int popci_use_ipu_id(const popc_options *o)
+{
+    if (!popc_options_is_set(o, "useIpuId") ||
+        popc_options_is_none(o, "useIpuId"))
+        return -1;
+    return (int)popc_options_get_int(o, "useIpuId");
+}
+
 popc_status popci_ipu_device_options(const popc_options *o,
                                      const popc_backend_def *be)
 {
@@ -57,8 +65,7 @@ popc_status popci_ipu_device_options(const popc_options *o,
 
     if (be->caps & POPC_BACKEND_MODELS_IPUS)
         return POPC_OK;
-    if (popc_options_is_set(o, "useIpuId") &&
-        !popc_options_is_none(o, "useIpuId"))
+    if (popci_use_ipu_id(o) >= 0)
         name = "useIpuId";
     else if (popc_options_get_int(o, "syncPattern") != POPC_SYNC_FULL)
         name = "syncPattern";

@@ -423,10 +423,7 @@ static popc_backend_config backend_config(const popc_model *m)
     c.io_tiles = (int)opt_int(o, "TensorLocations.numIOTiles", 0);
     c.conv_dithering = (int)opt_int(o, "Training.setConvolutionDithering", 0);
     c.sync_pattern = (int)opt_int(o, "syncPattern", POPC_SYNC_FULL);
-    c.ipu_id = popc_options_is_set(o, "useIpuId") &&
-                       !popc_options_is_none(o, "useIpuId")
-                   ? (int)popc_options_get_int(o, "useIpuId")
-                   : -1;
+    c.ipu_id = popci_use_ipu_id(o);
     c.profile_dir = popc_options_get_string(o, "enableProfiling");
     return c;
 }

@@ -107,6 +107,8 @@ popc_status popci_ipu_count(const popc_options *o,
 ** that models none (core/ipu_count.c). */
 popc_status popci_ipu_device_options(const popc_options *o,
                                      const popc_backend_def *be);
+/* useIpuId's device id, -1 when not set (None). */
+int popci_use_ipu_id(const popc_options *o);
 
 /* Borrowed views of the compiled model, NULL when not compiled. */
 const popci_exec *popci_model_exec(const popc_model *m);
