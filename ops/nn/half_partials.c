@@ -209,10 +209,17 @@ popc_status nn_gemm_half(const popc_kernel_ctx *kc, int trans_a,
 
         memset(acc, 0, sizeof *acc * (size_t)n);
         add_terms(acc, &t, n);
-        /* beta == 0 must not read C: it may hold garbage or NaN */
-        for (int64_t j = 0; j < n; j++)
-            c[j] = round_half(beta == 0.0f ? alpha * acc[j]
-                                           : alpha * acc[j] + beta * c[j]);
+        /* beta == 0 must not read C: it may hold garbage or NaN; the sums
+        ** are float16 values already, so alpha 1 and beta 0 need no
+        ** rounding */
+        if (beta == 0.0f)
+            for (int64_t j = 0; j < n; j++)
+                c[j] = alpha * acc[j];
+        else
+            for (int64_t j = 0; j < n; j++)
+                c[j] = alpha * acc[j] + beta * c[j];
+        if (alpha != 1.0f || beta != 0.0f)
+            round_half_n(c, n);
     }
     kc->host->free(packed);
     kc->host->free(acc);
@@ -261,9 +268,11 @@ popc_status nn_conv_half_forward(const popc_kernel_ctx *kc, const conv_p *p,
 
         memset(ym, 0, sizeof *ym * (size_t)p->P);
         add_terms(ym, &t, p->P);
-        if (bias)
+        if (bias) {
             for (int64_t q = 0; q < p->P; q++)
-                ym[q] = round_half(ym[q] + bias[m]);
+                ym[q] += bias[m];
+            round_half_n(ym, p->P);
+        }
     }
     kc->host->free(col);
     return POPC_OK;
