@@ -1,5 +1,5 @@
 /* blocks.h - PopTorch's Block / BeginBlock / Stage / Phase annotations for
-** the C builder (poptorch-semantics.md §6).
+** the C builder.
 **
 ** A block groups the ops added between popc_block_begin and popc_block_end
 ** (or the next popc_block_begin): every node added meanwhile carries the

@@ -1,6 +1,6 @@
 /* executable.h - exported executables and graph serialization
 ** (PopTorch's compileAndExport, save, poptorch.load, loadExecutable and
-** executable caching; semantics §5).
+** executable caching).
 **
 ** An executable file ("POPCEXE", docs/executable-format.md) holds what is
 ** needed to recreate and run a compiled model: the options, the versions

@@ -194,7 +194,7 @@ POPC_API POPC_NODISCARD popc_status popc_graph_set_initializer(popc_graph *g,
 ** at once with node names), arity, dtype/shape mismatches (re-running
 ** inference on every node; outputs not inferred yet are filled in).
 ** POPC_ECOMPILE with the full list on failure. With training set, the
-** graph must also have exactly one final loss (poptorch-semantics.md 3:
+** graph must also have exactly one final loss (PopTorch's errors:
 ** "Couldn't find a loss in graph!" / "Multiple independent losses ..."). */
 POPC_API POPC_NODISCARD popc_status popc_graph_verify(popc_graph *g,
     int training);

@@ -37,6 +37,19 @@ POPC_API POPC_NODISCARD popc_status popc_model_new_inference(
 POPC_API POPC_NODISCARD popc_status popc_model_new_training(
     const popc_graph *g, popc_options *opts, const popc_optimizer *optimizer,
     popc_model **out);
+/* popc_model_free and popc_model_destroy side by side:
+**   free releases the model and everything it owns (graph copy, options,
+**   optimizer, executable, device, weights and optimizer state). Nothing is
+**   copied back: read weights first (popc_model_get_weight or
+**   popc_model_copy_weights_to_host) if they are wanted. NULL-safe;
+**   m must not be used by another thread.
+**   destroy is PopTorch's destroy(): it releases only the compiled
+**   executable and the device. A training model first copies its weights
+**   and optimizer state to the host, where they stay readable; the model
+**   remains, and the next popc_model_run compiles it again. POPC_OK on a
+**   model that is not compiled; otherwise the status of the copy to host.
+** A program ends with free; destroy is for giving the device up while
+** keeping the model (since 0.1.0). */
 POPC_API void popc_model_free(popc_model *m); /* NULL-safe */
 
 /* Compile for these inputs (one per graph input, in order; borrowed). */
@@ -50,9 +63,10 @@ POPC_API POPC_NODISCARD popc_status popc_model_run(popc_model *m,
     popc_tensor *const *inputs, int n_inputs, popc_tensor **outputs,
     int n_outputs);
 
+/* See popc_model_free above. */
 POPC_API POPC_NODISCARD popc_status popc_model_destroy(popc_model *m);
 
-/* PopTorch's detachFromDevice / attachToDevice (semantics §5). A compiled
+/* PopTorch's detachFromDevice / attachToDevice. A compiled
 ** model is attached unless its connectionType is Never. Detaching a
 ** training model first copies its weights and optimizer state to the
 ** host; attaching copies the host weights to the device. A run on a
