@@ -33,14 +33,17 @@ typedef struct tick {
 } tick;
 
 /* Reproducible from randomSeed; different for every run, micro-batch and
-** replica (each replica has its own random stream, as on IPUs). */
+** replica (each replica has its own random stream, as on IPUs). Replicas
+** are numbered globally, so a distributed run draws what one process
+** with all the replicas draws. */
 static uint64_t frame_seed(const popci_exec *e, const popci_exec_io *io,
                            int64_t mb, int r)
 {
     uint64_t s = popci_rng_combine(e->cfg.random_seed, io->run_index);
 
-    return popci_rng_combine(s, (uint64_t)mb * (uint64_t)e->cfg.replicas +
-                                    (uint64_t)r);
+    return popci_rng_combine(s, (uint64_t)mb *
+                                        (uint64_t)e->cfg.replicas_global +
+                                    (uint64_t)(e->cfg.replica_base + r));
 }
 
 static popc_frame *frame_of(popci_exec *e, int r, int64_t mb)

@@ -20,7 +20,7 @@ const char *popc_status_name(popc_status st)
         "POPC_EEXIST", "POPC_EABI", "POPC_EPLUGIN", "POPC_ECONFIG",
         "POPC_EBACKEND", "POPC_ECALLBACK", "POPC_EIO", "POPC_ECOMPILE",
         "POPC_ESTATE", "POPC_EUNSUPPORTED", "POPC_EINTERRUPTED",
-        "POPC_EINTERNAL", "POPC_EPERM"};
+        "POPC_EINTERNAL", "POPC_EPERM", "POPC_EDISTRIBUTED"};
 
     if ((unsigned)st < sizeof names / sizeof names[0])
         return names[st];

@@ -5,7 +5,7 @@
 ** shapes are known and popci_exe_cache_end once the model is compiled. A
 ** compiled graph comes from popc_load (m->exe_hint, the file being loaded)
 ** or from <dir>/<key>.popcexe; it replaces shape inference, verification
-** and autodiff in popci_plan_new. The key (see cache_key) leaves out the
+** and autodiff in popci_plan_new. The key (popci_compile_key) leaves out the
 ** weight values, so a model with other initial weights still hits: its
 ** weights replace the stored ones.
 **
@@ -314,8 +314,8 @@ static uint64_t mix_plugins(uint64_t h, const popc_model *m)
 ** options, the optimizer's type, constant values and variable flags (not
 ** variable values) and the versions; popc hashes the same, with the
 ** graph serialized without weight values. */
-static popc_status cache_key(const popc_model *m, popc_tensor *const *inputs,
-                             int n, uint64_t *key)
+popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
+                              int n, uint64_t *key)
 {
     uint64_t h = POPCI_FNV_INIT;
     popci_wbuf w = {0};
@@ -470,7 +470,7 @@ popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
         free(c);
         return POPC_OK;
     }
-    if ((st = cache_key(m, inputs, n_inputs, &c->key)) != POPC_OK) {
+    if ((st = popci_compile_key(m, inputs, n_inputs, &c->key)) != POPC_OK) {
         popci_exe_cache_free(c);
         return st;
     }

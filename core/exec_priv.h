@@ -39,6 +39,7 @@
 #include "core/plan_priv.h"
 
 typedef struct popci_exec popci_exec;
+typedef struct popci_comm popci_comm;     /* core/dist_priv.h */
 typedef struct popci_optstate popci_optstate;
 typedef struct popci_trace popci_trace; /* core/profile_priv.h */
 
@@ -78,6 +79,12 @@ typedef struct popci_exec_config {
     int n_groupings;               /* grouped weights (borrowed array, read
                                       by popci_exec_new) */
     const popci_exec_grouping *groupings;
+    /* Distributed training (core/dist_priv.h): the ranks the gradients
+    ** are reduced over; NULL or one rank: this process only. Local
+    ** replica r is global replica replica_base + r of replicas_global. */
+    popci_comm *comm;
+    int64_t replica_base;          /* set by popci_exec_new from comm */
+    int64_t replicas_global;
     /* per anchorTensor (plan->anchor_slots): output mode and period
     ** (borrowed arrays, copied by popci_exec_new) */
     const popc_output_mode *anchor_mode;
@@ -184,6 +191,21 @@ void popci_exec_set_loss_scaling(popci_exec *e, double ls);
 /* After GA micro-batches: reduce gradients over accumulation steps and
 ** replicas, unscale, clip, and apply the optimizer to every weight. */
 popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io);
+/* 1 / (loss scaling x the counts a Mean reduction divides by) for plan
+** weight w: what multiplies its summed gradient. */
+float popci_exec_grad_scale(const popci_exec *e, int w);
+
+/* ---- dist_reduce.c ------------------------------------------------------- */
+
+/* The cross-replica reduction over every rank (cfg.comm with more than one
+** rank): the accumulators of the n weights trained[] are summed in global
+** replica order, scaled, and left in local replica 0's accumulators on
+** every rank. step names the optimizer step in error messages. */
+popc_status popci_dist_reduce(popci_exec *e, const int *trained, int n,
+                              int64_t step);
+/* broadcastBuffers across ranks: rank 0's replica 0 buffers to replica 0
+** of every rank (the local broadcast then copies them on). */
+popc_status popci_dist_broadcast_buffers(popci_exec *e);
 
 
 /* ---- the executor's state, shared by its three files --------------------- */
@@ -217,6 +239,11 @@ struct popci_exec {
     int64_t finite_steps;          /* automatic loss scaling: steps since
                                       the scale last changed */
     int64_t skipped_steps;         /* ... and steps skipped (non-finite) */
+    float *dist_buf;               /* distributed reduction: the gradients
+                                      of every trained weight, flat; NULL
+                                      until the first distributed step */
+    int64_t dist_len;              /* ... in floats */
+    int64_t dist_steps;            /* distributed steps run (messages) */
 };
 
 /* Slot of returned tensor i: graph output i, then anchor i - n_outputs. */

@@ -237,6 +237,13 @@ void popci_exe_tensors_free(int n, const char **names, popc_tensor **ts);
 
 typedef struct popci_exe_cache popci_exe_cache;
 
+/* What identifies a compiled model (PopTorch's cache hash): the graph
+** without weight values, the input signature, the compile options, the
+** optimizer's type and constants, and the versions of popc and the
+** plugins the graph uses. */
+popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
+                              int n, uint64_t *key);
+
 /* Before planning: a compiled graph from popc_load (m->exe_hint) or from
 ** the executable cache (enableExecutableCaching / POPC_CACHE_DIR) goes
 ** into pc->compiled. A miss keeps the entry's lock until

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/alloc_priv.h"
+#include "core/dist_priv.h"
 #include "core/exec_priv.h"
 #include "core/host_priv.h"
 
@@ -379,6 +380,7 @@ void popci_exec_free(popci_exec *e)
     free(e->wdata);
     free(e->w_own);
     free(e->accum);
+    free(e->dist_buf);
     free(e->out_views);
     free(e->out_item);
     free(e->ret_mode);
@@ -407,6 +409,14 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
     }
     e->plan = plan;
     e->cfg = *cfg;
+    if (!cfg->comm || popci_comm_size(cfg->comm) <= 1) {
+        e->cfg.comm = NULL;
+        e->cfg.replica_base = 0;
+        e->cfg.replicas_global = cfg->replicas;
+    } else {
+        e->cfg.replica_base = popci_comm_rank(cfg->comm) * cfg->replicas;
+        e->cfg.replicas_global = popci_comm_size(cfg->comm) * cfg->replicas;
+    }
     e->be = be;
     e->micro_batches = cfg->device_iterations * cfg->grad_accum;
     e->loss_scaling = plan->loss_scaling;

@@ -369,10 +369,12 @@ static void scan_dir(popc_registry *r, const char *dir, scan_result *res)
     free(l.names);
 }
 
-/* dir, then its ops/ optim/ backends/ subdirectories when present. */
+/* dir, then its ops/ optim/ backends/ collectives/ subdirectories when
+** present. */
 static void scan_tree(popc_registry *r, const char *dir, scan_result *res)
 {
-    static const char *const subdirs[] = {"ops", "optim", "backends"};
+    static const char *const subdirs[] = {"ops", "optim", "backends",
+                                          "collectives"};
     char sub[PATH_MAX];
 
     scan_dir(r, dir, res);
@@ -487,7 +489,8 @@ popc_status popc_registry_load_file(popc_registry *r, const char *path)
 
 popc_status popc_registry_load_default(popc_registry *r)
 {
-    static const char *const subdirs[] = {"ops", "optim", "backends"};
+    static const char *const subdirs[] = {"ops", "optim", "backends",
+                                          "collectives"};
     scan_result res = {POPC_OK, ""};
     const char *env;
     char dir[PATH_MAX];

@@ -35,3 +35,4 @@ include %reldir%/extend.mk
 include %reldir%/exe.mk
 include %reldir%/profile.mk
 include %reldir%/strategies.mk
+include %reldir%/dist.mk

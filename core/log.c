@@ -34,6 +34,7 @@ static int last_level;
 static int seen;                  /* times last_line came in a row */
 static char env_problem[512];     /* reported on the first emitted line */
 static _Thread_local FILE *thread_file; /* log_priv.h */
+static atomic_int log_rank = -1;  /* distributed: lines say which rank */
 
 static const char *const level_names[] = {"TRACE", "DEBUG", "INFO",
                                           "WARN",  "ERR",   "OFF"};
@@ -61,7 +62,13 @@ static void read_environment(void)
     const char *dest = getenv("POPC_LOG_DEST");
     int parsed;
 
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+
     log_dest = stderr;
+    /* under mpirun every rank writes to the same terminal */
+    if (size && atoi(size) > 1 && rank)
+        atomic_store(&log_rank, atoi(rank));
     if (lvl && *lvl) {
         if (popc_log_parse_level(lvl, &parsed) == POPC_OK)
             atomic_store(&log_level, parsed);
@@ -112,6 +119,12 @@ void popc_log_set_callback(popc_log_fn fn, void *user)
     pthread_mutex_unlock(&log_lock);
 }
 
+void popci_log_set_rank(int rank)
+{
+    pthread_once(&log_once, read_environment);
+    atomic_store(&log_rank, rank);
+}
+
 FILE *popci_log_swap_thread_file(FILE *f)
 {
     FILE *prev = thread_file;
@@ -122,15 +135,21 @@ FILE *popci_log_swap_thread_file(FILE *f)
 
 static void emit(int level, const char *msg)
 {
+    char who[32] = "";
+    int rank = atomic_load(&log_rank);
+
+    if (rank >= 0)
+        snprintf(who, sizeof who, " rank %d", rank);
     if (thread_file) {
-        fprintf(thread_file, "[popc %s] %s\n", level_names[level], msg);
+        fprintf(thread_file, "[popc%s %s] %s\n", who, level_names[level],
+                msg);
         fflush(thread_file);
     }
     if (log_cb) {
         log_cb(level, msg, log_cb_user);
         return;
     }
-    fprintf(log_dest, "[popc %s] %s\n", level_names[level], msg);
+    fprintf(log_dest, "[popc%s %s] %s\n", who, level_names[level], msg);
     /* A log file must be complete even if the program dies next. */
     fflush(log_dest);
 }

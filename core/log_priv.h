@@ -10,4 +10,8 @@
 ** that nested scopes restore it. The file is borrowed. */
 FILE *popci_log_swap_thread_file(FILE *f);
 
+/* Distributed runs: every line names this process's rank (-1: none).
+** Read from mpirun's environment at start; set again on joining a group. */
+void popci_log_set_rank(int rank);
+
 #endif /* POPC_LOG_PRIV_H */

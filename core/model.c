@@ -14,6 +14,7 @@
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/anchors_priv.h"
+#include "core/dist_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
@@ -641,6 +642,12 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     ec.pipelined = pipelined(m, plan);
     ec.broadcast_buffers = (int)opt_int(m->opts, "broadcastBuffers", 1);
     ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);
+    /* training reduces gradients over every rank; inference never
+    ** communicates (each rank classifies its own share) */
+    if (m->training &&
+        ((st = popci_comm_open(m->opts, &ec.comm)) != POPC_OK ||
+         (st = popci_dist_check_config(m, &ec, inputs, n)) != POPC_OK))
+        goto fail;
     if (m->training) {
         half_accumulators(m, &ec);
         if ((st = mark_half_storage(m, plan, &ec)) != POPC_OK)
@@ -679,7 +686,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     m->host_dirty = 0;
     m->device_dirty = 0;
     /* replica groups: their values and optimizer states */
-    if ((st = popci_rgroups_compiled(m)) != POPC_OK) {
+    if ((st = popci_rgroups_compiled(m)) != POPC_OK ||
+        (st = popci_dist_share_weights(m)) != POPC_OK) {
         m->exec = NULL;
         goto fail;
     }

@@ -248,7 +248,8 @@ popc_status popc_optimizer_new(const char *name, popc_optimizer **out)
         return popci_optimizer_new_def(def, out);
     for (int i = 0; i < popc_registry_plugin_count(reg); i++) {
         popc_plugin_record rec = popc_registry_plugin_at(reg, i);
-        int n = rec.n_ops + rec.n_optimizers + rec.n_backends;
+        int n = rec.n_ops + rec.n_optimizers + rec.n_backends +
+                rec.n_collectives;
 
         for (int j = 0; j < n && len < sizeof list; j++) {
             const char *item = popc_registry_plugin_item(reg, i, j);

@@ -35,6 +35,8 @@ struct popc_registrar {
     int n_optims, cap_optims;
     popc_backend_def *backends;
     int n_backends, cap_backends;
+    popc_collectives_def *colls;
+    int n_colls, cap_colls;
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -158,6 +160,28 @@ static popc_status check_backend(const popc_backend_def *d, const char *who)
     return POPC_OK;
 }
 
+static popc_status check_collectives(const popc_collectives_def *d,
+                                     const char *who)
+{
+    if (!d)
+        return popc_set_error(POPC_EINVAL, "%s: register_collectives(NULL)",
+                              who);
+    if (!POPC_HAS_FIELD(popc_collectives_def, d->size, abort))
+        return popc_set_error(POPC_EINVAL, "%s: popc_collectives_def.size is "
+                              "%u, too small for this ABI; set .size = "
+                              "sizeof(popc_collectives_def)", who,
+                              (unsigned)d->size);
+    if (!d->name || !*d->name)
+        return popc_set_error(POPC_EINVAL, "%s: collectives definition "
+                              "without a name", who);
+    if (!d->probe || !d->open || !d->close || !d->send || !d->recv ||
+        !d->bcast || !d->allgather || !d->abort)
+        return popc_set_error(POPC_EINVAL, "%s: collectives '%s' need every "
+                              "function of popc_collectives_def", who,
+                              d->name);
+    return POPC_OK;
+}
+
 /* Copies a definition at the core's own size: a smaller (older) one is
 ** zero-extended and keeps its size so POPC_HAS_FIELD still tells. */
 #define COPY_DEF(dst, src)                                                   \
@@ -239,6 +263,23 @@ static popc_status stage_backend(popc_registrar *g, const popc_backend_def *d)
     return POPC_OK;
 }
 
+static popc_status stage_collectives(popc_registrar *g,
+                                     const popc_collectives_def *d)
+{
+    popc_status st;
+
+    if (!g || !g->open)
+        return closed();
+    if ((st = check_collectives(d, g->path)) != POPC_OK)
+        return refuse(g, st);
+    if (reserve(&g->colls, &g->cap_colls, g->n_colls + 1, sizeof *g->colls))
+        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
+                                        g->path));
+    COPY_DEF(&g->colls[g->n_colls], d);
+    g->n_colls++;
+    return POPC_OK;
+}
+
 static popc_host plugin_host;
 static pthread_once_t plugin_host_once = PTHREAD_ONCE_INIT;
 
@@ -248,6 +289,7 @@ static void make_plugin_host(void)
     plugin_host.register_op = stage_op;
     plugin_host.register_optimizer = stage_optim;
     plugin_host.register_backend = stage_backend;
+    plugin_host.register_collectives = stage_collectives;
 }
 
 static void registrar_free(popc_registrar *g)
@@ -257,6 +299,7 @@ static void registrar_free(popc_registrar *g)
     free(g->ops);
     free(g->optims);
     free(g->backends);
+    free(g->colls);
     free(g);
 }
 
@@ -292,7 +335,7 @@ static void plugin_free(popci_plugin *p)
 {
     if (!p)
         return;
-    for (int i = 0; i < p->n_ops + p->n_optimizers + p->n_backends; i++)
+    for (int i = 0; i < popci_plugin_n_items(p); i++)
         free(p->items[i]);
     free(p->items);
     free(p->name);
@@ -314,9 +357,12 @@ void popc_registry_free(popc_registry *r)
         free(r->optims[i]);
     for (int i = 0; i < r->n_backends; i++)
         free(r->backends[i]);
+    for (int i = 0; i < r->n_colls; i++)
+        free(r->colls[i]);
     free(r->ops);
     free(r->optims);
     free(r->backends);
+    free(r->colls);
     for (int i = r->n_plugins - 1; i >= 0; i--) {
         popci_plugin *p = r->plugins[i];
         if (p->fini)
@@ -427,6 +473,14 @@ static int find_backend_index(const popc_registry *r, const char *name)
     return -1;
 }
 
+static int find_colls_index(const popc_registry *r, const char *name)
+{
+    for (int i = 0; i < r->n_colls; i++)
+        if (strcmp(r->colls[i]->def.name, name) == 0)
+            return i;
+    return -1;
+}
+
 /* Records a skipped duplicate; keeps the first such message in first. */
 static void duplicate(popc_registry *r, popc_status *st, char *first,
                       size_t size)
@@ -445,7 +499,7 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
                           popci_plugin *p, int idx, char *first,
                           size_t first_size)
 {
-    int total = g->n_ops + g->n_optims + g->n_backends;
+    int total = g->n_ops + g->n_optims + g->n_backends + g->n_colls;
     void **entries = NULL;
     int n_entries = 0;
     popc_status st = POPC_OK;
@@ -455,6 +509,8 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
                 sizeof *r->optims) ||
         reserve(&r->backends, &r->cap_backends,
                 r->n_backends + g->n_backends, sizeof *r->backends) ||
+        reserve(&r->colls, &r->cap_colls, r->n_colls + g->n_colls,
+                sizeof *r->colls) ||
         reserve(&r->plugins, &r->cap_plugins, r->n_plugins + 1,
                 sizeof *r->plugins))
         goto nomem;
@@ -469,6 +525,9 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
             goto nomem;
     for (int i = 0; i < g->n_backends; i++)
         if (!(entries[n_entries++] = popci_malloc(sizeof(popci_backend_entry))))
+            goto nomem;
+    for (int i = 0; i < g->n_colls; i++)
+        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_colls_entry))))
             goto nomem;
 
     /* Nothing below fails except item names (then the item is "?"). */
@@ -537,7 +596,29 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
         p->items[k] = format_item("backend:%s", d->name);
         p->n_backends++;
     }
-    for (int i = 0; i < p->n_ops + p->n_optimizers + p->n_backends; i++)
+    for (int i = 0; i < g->n_colls; i++) {
+        popci_colls_entry *e = entries[n_entries];
+        const popc_collectives_def *d = &g->colls[i];
+        int have = find_colls_index(r, d->name);
+        int k = popci_plugin_n_items(p);
+
+        entries[n_entries++] = NULL;
+        if (have >= 0) {
+            popc_set_error(POPC_EEXIST, "%s: collectives '%s' are already "
+                           "registered by %s; keeping the first", g->path,
+                           d->name,
+                           owner_name(r, r->colls[have]->plugin, g->path));
+            duplicate(r, &st, first, first_size);
+            free(e);
+            continue;
+        }
+        e->def = *d;
+        e->plugin = idx;
+        r->colls[r->n_colls++] = e;
+        p->items[k] = format_item("collectives:%s", d->name);
+        p->n_collectives++;
+    }
+    for (int i = 0; i < popci_plugin_n_items(p); i++)
         if (!p->items[i])
             p->items[i] = dup_str("?");
     r->plugins[r->n_plugins++] = p;
@@ -614,10 +695,12 @@ popc_status popci_registry_attach(popc_registry *r,
     free(g->ops);
     free(g->optims);
     free(g->backends);
+    free(g->colls);
     g->ops = NULL;
     g->optims = NULL;
     g->backends = NULL;
-    g->n_ops = g->n_optims = g->n_backends = 0;
+    g->colls = NULL;
+    g->n_ops = g->n_optims = g->n_backends = g->n_colls = 0;
     p->registrar = g;
     if (st != POPC_OK)
         popc_set_error(st, "%s", first);
@@ -732,6 +815,46 @@ const popc_backend_def *popc_registry_find_backend(const popc_registry *r,
     return d;
 }
 
+const popc_collectives_def *popc_registry_find_collectives(
+    const popc_registry *r, const char *name)
+{
+    const popc_collectives_def *d = NULL;
+
+    if (!r || !name)
+        return NULL;
+    read_lock(r);
+    if (find_colls_index(r, name) >= 0)
+        d = &r->colls[find_colls_index(r, name)]->def;
+    unlock(r);
+    return d;
+}
+
+int popc_registry_collectives_count(const popc_registry *r)
+{
+    int n;
+
+    if (!r)
+        return 0;
+    read_lock(r);
+    n = r->n_colls;
+    unlock(r);
+    return n;
+}
+
+const popc_collectives_def *popc_registry_collectives_at(
+    const popc_registry *r, int i)
+{
+    const popc_collectives_def *d = NULL;
+
+    if (!r)
+        return NULL;
+    read_lock(r);
+    if (i >= 0 && i < r->n_colls)
+        d = &r->colls[i]->def;
+    unlock(r);
+    return d;
+}
+
 const popc_host *popc_registry_host(void)
 {
     return popci_host();
@@ -790,6 +913,7 @@ popc_plugin_record popc_registry_plugin_at(const popc_registry *r, int i)
         rec.n_ops = r->plugins[i]->n_ops;
         rec.n_optimizers = r->plugins[i]->n_optimizers;
         rec.n_backends = r->plugins[i]->n_backends;
+        rec.n_collectives = r->plugins[i]->n_collectives;
     }
     unlock(r);
     return rec;
@@ -805,7 +929,7 @@ const char *popc_registry_plugin_item(const popc_registry *r, int i, int j)
     if (i >= 0 && i < r->n_plugins) {
         const popci_plugin *p = r->plugins[i];
 
-        if (j >= 0 && j < p->n_ops + p->n_optimizers + p->n_backends)
+        if (j >= 0 && j < popci_plugin_n_items(p))
             item = p->items[j];
     }
     unlock(r);

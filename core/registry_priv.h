@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 
+#include "popc/collectives.h"
 #include "popc/registry.h"
 
 /* One loaded plugin module. Strings are owned copies; handle is an
@@ -18,8 +19,8 @@ typedef struct popci_plugin {
     char *name, *version, *description, *path;
     void *handle;
     void (*fini)(void);
-    int n_ops, n_optimizers, n_backends;
-    char **items;             /* n_ops + n_optimizers + n_backends names */
+    int n_ops, n_optimizers, n_backends, n_collectives;
+    char **items;             /* popci_plugin_n_items names, by kind */
     popc_registrar *registrar;/* closed after init(); kept so a late
                               ** register_* call gets POPC_ESTATE */
 } popci_plugin;
@@ -39,6 +40,16 @@ typedef struct popci_backend_entry {
     int plugin;
 } popci_backend_entry;
 
+typedef struct popci_colls_entry {
+    popc_collectives_def def;
+    int plugin;
+} popci_colls_entry;
+
+static inline int popci_plugin_n_items(const popci_plugin *p)
+{
+    return p->n_ops + p->n_optimizers + p->n_backends + p->n_collectives;
+}
+
 struct popc_registry {
     /* Look-ups read-lock, loading plugins and adding ops write-lock: a
     ** look-up never sees an array being reallocated. Plugin init()
@@ -56,6 +67,8 @@ struct popc_registry {
     int n_optims, cap_optims;
     popci_backend_entry **backends;
     int n_backends, cap_backends;
+    popci_colls_entry **colls;
+    int n_colls, cap_colls;
     popci_plugin **plugins;
     int n_plugins, cap_plugins;
     char *problems;           /* "" or lines ending in '\n' */

@@ -337,6 +337,8 @@ popc_status popc_run_new_loader(const popc_run *r, popc_split split,
     }
     cfg.drop_last = 0;
     cfg.pad_last = 1;
+    /* rank 0 alone evaluates and infers, on the whole split */
+    cfg.auto_distributed_partitioning = 0;
     /* the inference combined batch has no gradient accumulation */
     cfg.rebatched_worker_size = 0;
     return popc_dataloader_new(ds, r->infer_opts, &cfg, out);

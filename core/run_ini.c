@@ -752,5 +752,11 @@ uint64_t popci_run_fingerprint(const popc_run *r)
     for (size_t i = 0; b.s && i < b.len; i++)
         h = (h ^ (unsigned char)b.s[i]) * UINT64_C(0x100000001b3);
     free(b.s);
+    /* a distributed run's checkpoint holds every rank's position only
+    ** because all ranks take equal steps on equal shares: the same number
+    ** of processes must resume it */
+    h = (h ^ (uint64_t)popc_options_get_int(r->opts,
+                                            "Distributed.numProcesses")) *
+        UINT64_C(0x100000001b3);
     return h ^ popc_options_hash(r->opts);
 }

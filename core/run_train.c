@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "popc/distributed.h"
 #include "popc/log.h"
 #include "popc/run.h"
 #include "core/atomic_file_priv.h"
@@ -120,6 +121,9 @@ typedef struct trainer {
     double t0;
     double loss;
     int ckpt_lock;              /* flock on the checkpoint, or -1 */
+    int lead;                   /* rank 0 (or not distributed): evaluates,
+                                   reports and writes files */
+    int r_ranks;                /* processes of the run */
 } trainer;
 
 static void report(trainer *t, popc_train_event ev, double acc,
@@ -129,7 +133,7 @@ static void report(trainer *t, popc_train_event ev, double acc,
     int64_t len = popc_dataloader_len(t->train_dl);
     double elapsed = now() - t->t0, rate;
 
-    if (!t->hooks || !t->hooks->progress)
+    if (!t->hooks || !t->hooks->progress || !t->lead)
         return;
     memset(&p, 0, sizeof p);
     p.event = ev;
@@ -146,8 +150,10 @@ static void report(trainer *t, popc_train_event ev, double acc,
                                            (double)t->ck.epoch_steps
                                      : 0.0;
     rate = elapsed > 0 ? (double)t->steps_here / elapsed : 0.0;
+    /* ranks step together: the run's rate is this rank's times the ranks */
     p.samples_per_second =
-        rate * (double)popc_dataloader_combined_batch_size(t->train_dl);
+        rate * (double)popc_dataloader_combined_batch_size(t->train_dl) *
+        (double)t->r_ranks;
     p.elapsed = elapsed;
     p.eta = rate > 0 ? (double)(p.total_steps - p.global_step) / rate : -1;
     p.test_accuracy = acc;
@@ -159,6 +165,8 @@ static popc_status checkpoint(trainer *t)
 {
     popc_status st;
 
+    if (!t->lead) /* every rank holds the same state: rank 0 writes it */
+        return POPC_OK;
     t->ck.pos = popc_dataloader_position(t->train_dl);
     t->ck.fingerprint = popci_run_fingerprint(t->r);
     if ((st = popci_checkpoint_save(t->model, &t->ck, t->r->checkpoint)) !=
@@ -185,10 +193,11 @@ static popc_status resume(trainer *t, popc_train_result *res)
     if (t->ck.fingerprint != popci_run_fingerprint(t->r))
         return popc_set_error(POPC_ECONFIG,
                               "%s: the checkpoint was written by a run with "
-                              "other settings (model, data, optimizer or "
-                              "options differ); resume with the same run "
-                              "file and --set values, or remove the "
-                              "checkpoint to start again",
+                              "other settings (model, data, optimizer, "
+                              "options or number of processes differ); "
+                              "resume with the same run file, --set values "
+                              "and process count, or remove the checkpoint "
+                              "to start again",
                               t->r->checkpoint);
     if ((st = popc_dataloader_set_position(t->train_dl, &t->ck.pos)) !=
         POPC_OK)
@@ -227,7 +236,7 @@ static popc_status setup(trainer *t, popc_train_result *res)
             (long long)popc_dataloader_samples_per_epoch(t->train_dl),
             (long long)popc_dataloader_combined_batch_size(t->train_dl));
     }
-    if (t->r->test && t->r->evaluate) {
+    if (t->r->test && t->r->evaluate && t->lead) {
         if ((st = popc_run_load_dataset(t->r, POPC_SPLIT_TEST,
                                         &t->test_ds)) ||
             (st = popc_run_new_loader(t->r, POPC_SPLIT_TEST, t->test_ds,
@@ -380,6 +389,10 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     res->model_ini = r->model_out;
     res->checkpoint = t.ckpt_every ? r->checkpoint : NULL;
     t.ckpt_lock = -1;
+    t.lead = popc_options_get_int(r->opts, "Distributed.processId") == 0;
+    res->ranks = (int)popc_options_get_int(r->opts,
+                                           "Distributed.numProcesses");
+    t.r_ranks = res->ranks;
     /* refuse before training, not after it */
     if (r->export_onnx &&
         (st = popci_run_need_format(r, "train", "export_onnx", &fmt)) !=
@@ -387,6 +400,7 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
         goto done;
     /* two runs sharing a checkpoint would resume from each other's steps */
     if ((t.ckpt_every || (hooks && hooks->resume)) && r->checkpoint &&
+        t.lead &&
         (st = popci_lock_path(r->checkpoint, "training checkpoint",
                               &t.ckpt_lock)) != POPC_OK)
         goto done;
@@ -401,9 +415,14 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     res->samples_per_second =
         res->seconds > 0
             ? (double)t.steps_here *
-                  (double)popc_dataloader_combined_batch_size(t.train_dl) /
-                  res->seconds
+                  (double)popc_dataloader_combined_batch_size(t.train_dl) *
+                  (double)res->ranks / res->seconds
             : 0.0;
+    if ((st = popc_model_check_ranks_agree(t.model, &res->checksum)) !=
+        POPC_OK)
+        goto done;
+    if (!t.lead) /* rank 0 writes the outputs */
+        goto done;
     if ((st = popc_weights_save(t.model, r->weights_out)) ||
         (st = popci_run_write_model_ini(r, r->model_out, r->weights_out,
                                         r->mean, r->std, r->n_norm)))
@@ -444,6 +463,13 @@ popc_status popc_run_infer(popc_run *r, const volatile sig_atomic_t *stop,
     memset(res, 0, sizeof *res);
     res->accuracy = -1;
     res->correct = -1;
+    /* inference needs no collectives: under mpirun rank 0 classifies the
+    ** whole split and writes the results, as when it evaluates */
+    if (popc_options_get_int(r->opts, "Distributed.processId") != 0) {
+        popc_log(POPC_LOG_INFO, "%s: rank 0 classifies; nothing to do on "
+                 "this rank", r->path);
+        return POPC_OK;
+    }
     if ((st = popc_run_load_dataset(r, (popc_split)r->infer_split, &ds)) ||
         (st = popc_run_new_loader(r, POPC_SPLIT_TEST, ds, &dl)) ||
         (st = inference_model(r, &m)))

@@ -66,7 +66,9 @@ popc_status popci_synthetic_init(popci_exec *e)
                 return popc_set_error(POPC_ENOMEM, "enableSyntheticData: "
                                       "out of memory");
             popci_rng_init(&rng, e->cfg.random_seed,
-                           popci_rng_combine((uint64_t)r, (uint64_t)i));
+                           popci_rng_combine(
+                               (uint64_t)(e->cfg.replica_base + r),
+                               (uint64_t)i));
             fill(*buf, v, &rng, e->cfg.synthetic_mode);
         }
     return POPC_OK;

@@ -323,13 +323,13 @@ typedef struct step_ctx {
 
 /* 1 / (ls x af x rf), rf being the replicas the gradient is reduced over
 ** (a replica group of a grouped weight). */
-static float grad_scale(const popci_exec *e, int w)
+float popci_exec_grad_scale(const popci_exec *e, int w)
 {
     const popci_exec_config *cfg = &e->cfg;
     double scale = 1.0 / e->loss_scaling;
 
     if (cfg->reduction == POPC_REDUCTION_MEAN) {
-        scale /= (double)(cfg->replicas / popci_exec_n_groups(e, w));
+        scale /= (double)(cfg->replicas_global / popci_exec_n_groups(e, w));
         if (cfg->strategy == POPC_MEAN_POST)
             scale /= (double)cfg->grad_accum;
     }
@@ -346,7 +346,7 @@ static popc_status reduce_one(void *arg, int i)
     int R = (int)e->cfg.replicas, G = popci_exec_n_groups(e, w);
     const popci_plan_weight *pw = &e->plan->weights[w];
     int64_t n = popc_view_numel(&e->plan->slots[pw->accum_slot].info);
-    float scale = grad_scale(e, w);
+    float scale = popci_exec_grad_scale(e, w);
 
     for (int grp = 0; grp < G; grp++) {
         int lead = popci_exec_group_leader(e, w, grp);
@@ -547,7 +547,10 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
         goto done;
     }
     c = (step_ctx){e, io, trained};
-    if ((st = for_each(e, n, reduce_one, &c)) != POPC_OK)
+    st = e->cfg.comm ? popci_dist_reduce(e, trained, n,
+                                         popci_optstate_steps(io->state) + 1)
+                     : for_each(e, n, reduce_one, &c);
+    if (st != POPC_OK)
         goto done;
     if (e->cfg.auto_loss_scaling && auto_loss_scale(e, trained, n))
         goto done;
@@ -555,8 +558,11 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
         popci_clip_by_global_norm(grads, sizes, n, max_norm);
     if ((st = for_each(e, n, apply_one, &c)) != POPC_OK)
         goto done;
-    if (e->cfg.broadcast_buffers && e->cfg.training)
+    if (e->cfg.broadcast_buffers && e->cfg.training) {
+        if (e->cfg.comm && (st = popci_dist_broadcast_buffers(e)) != POPC_OK)
+            goto done;
         broadcast_buffers(e);
+    }
 done:
     free(trained);
     free(grads);

@@ -12,3 +12,16 @@ EXTRA_DIST += %reldir%/test_cli.sh
 AM_TESTS_ENVIRONMENT += \
     POPC='$(abs_top_builddir)/tools/popc'; export POPC; \
     MAKE_IDX='$(abs_top_builddir)/tests/make_idx'; export MAKE_IDX;
+
+# distributed training over Open MPI (tests/test_distributed.sh): parity of
+# N ranks with one process, the CLI, resume, and faults
+check_PROGRAMS += %reldir%/dist_train
+%canon_reldir%_dist_train_SOURCES = %reldir%/dist_train.c
+%canon_reldir%_dist_train_LDADD = libpopc.la
+EXTRA_DIST += %reldir%/test_distributed.sh
+if HAVE_MPI
+TESTS += %reldir%/test_distributed.sh
+AM_TESTS_ENVIRONMENT += \
+    DIST_TRAIN='$(abs_top_builddir)/tests/dist_train'; export DIST_TRAIN; \
+    MPIRUN='$(MPIRUN)'; export MPIRUN;
+endif

@@ -1,5 +1,5 @@
 # tests: one fragment per area
-AM_TESTS_ENVIRONMENT = POPC_PLUGIN_PATH='$(abs_top_builddir)/ops:$(abs_top_builddir)/optim:$(abs_top_builddir)/backends'; export POPC_PLUGIN_PATH; \
+AM_TESTS_ENVIRONMENT = POPC_PLUGIN_PATH='$(abs_top_builddir)/ops:$(abs_top_builddir)/optim:$(abs_top_builddir)/backends:$(abs_top_builddir)/collectives'; export POPC_PLUGIN_PATH; \
     POPC_TEST_DATA='$(abs_top_srcdir)/tests/data'; export POPC_TEST_DATA; \
     POPC_TEST_REF='$(abs_top_srcdir)/tests/ref'; export POPC_TEST_REF; \
     POPC_BUILDDIR='$(abs_top_builddir)'; export POPC_BUILDDIR; \

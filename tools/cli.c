@@ -21,8 +21,15 @@ void cli_error(const char *fmt, ...)
 {
     va_list ap;
 
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+
     fflush(stdout);
-    fputs("popc: ", stderr);
+    /* under mpirun every rank writes to the same terminal */
+    if (size && atoi(size) > 1 && rank)
+        fprintf(stderr, "popc: rank %s: ", rank);
+    else
+        fputs("popc: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

@@ -93,5 +93,6 @@ int cmd_run(int argc, char **argv);      /* cmd_run.c */
 int cmd_inspect(int argc, char **argv);  /* cmd_inspect.c */
 int cmd_plugins(int argc, char **argv);
 int cmd_options(int argc, char **argv);
+int cmd_launch(int argc, char **argv);   /* cmd_launch.c */
 
 #endif /* POPC_TOOLS_CLI_H */

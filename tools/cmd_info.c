@@ -94,6 +94,8 @@ int cmd_plugins(int argc, char **argv)
         print_items(reg, i, p.n_ops, p.n_optimizers, "optimizers");
         print_items(reg, i, p.n_ops + p.n_optimizers, p.n_backends,
                     "backends");
+        print_items(reg, i, p.n_ops + p.n_optimizers + p.n_backends,
+                    p.n_collectives, "collectives");
         json_begin(&j, '{');
         json_key(&j, "name");
         json_str(&j, p.name);
@@ -107,6 +109,8 @@ int cmd_plugins(int argc, char **argv)
         json_items(&j, reg, i, p.n_ops, p.n_optimizers, "optimizers");
         json_items(&j, reg, i, p.n_ops + p.n_optimizers, p.n_backends,
                    "backends");
+        json_items(&j, reg, i, p.n_ops + p.n_optimizers + p.n_backends,
+                   p.n_collectives, "collectives");
         json_end(&j, '}');
     }
     json_end(&j, ']');

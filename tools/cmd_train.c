@@ -324,6 +324,13 @@ int cmd_train(int argc, char **argv)
     if (st != POPC_OK) {
         snprintf(error, sizeof error, "%s", popc_last_error());
         rc = cli_fail(st);
+        /* the other ranks would wait for this one until their timeout */
+        if (popc_distributed_size() > 1) {
+            cli_error("stopping every rank of the run");
+            popc_distributed_abort(rc);
+        }
+    } else if (popc_distributed_rank() != 0) {
+        rc = EXIT_OK; /* rank 0 reports and writes */
     } else {
         rc = EXIT_OK;
         if (res.resumed_step)
@@ -337,11 +344,16 @@ int cmd_train(int argc, char **argv)
         if (res.test_accuracy >= 0)
             printf(", test accuracy %.2f%%", 100 * res.test_accuracy);
         printf("\nweights: %s\nmodel:   %s\n", res.weights, res.model_ini);
+        if (res.ranks > 1)
+            printf("ranks: %d, all holding identical weights (checksum "
+                   "%016llx); samples/s counts every rank\n", res.ranks,
+                   (unsigned long long)res.checksum);
         if (res.checkpoint)
             printf("checkpoint: %s\n", res.checkpoint);
     }
-    if (a.json && write_json(a.json, a.ini, rc, rc ? error : NULL, &res,
-                             &d) != EXIT_OK && rc == EXIT_OK)
+    if (a.json && popc_distributed_rank() == 0 &&
+        write_json(a.json, a.ini, rc, rc ? error : NULL, &res, &d) !=
+            EXIT_OK && rc == EXIT_OK)
         rc = EXIT_RUNTIME;
     if (d.oom && rc == EXIT_OK)
         cli_error("out of memory recording the epoch results");
@@ -349,5 +361,6 @@ int cmd_train(int argc, char **argv)
     free(d.losses);
     free(a.sets);
     popc_run_free(r);
+    popc_distributed_finalize();
     return rc;
 }

@@ -10,7 +10,8 @@ bin_PROGRAMS += %reldir%/popc
     %reldir%/cmd_info.c \
     %reldir%/cmd_compile.c \
     %reldir%/cmd_run.c \
-    %reldir%/cmd_inspect.c
+    %reldir%/cmd_inspect.c \
+    %reldir%/cmd_launch.c
 %canon_reldir%_popc_LDADD = libpopc-onnx.la libpopc.la
 %canon_reldir%_popc_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/onnx/include
 
@@ -24,6 +25,9 @@ if !ENABLE_SHARED
     -dlopen optim/rmsprop.la -dlopen optim/lamb.la \
     -dlopen backends/cpu.la -dlopen backends/ipumodel.la \
     -dlopen backends/offline.la
+if HAVE_MPI
+%canon_reldir%_popc_LDADD += -dlopen collectives/mpi.la
+endif
 %canon_reldir%_popc_LDFLAGS = -dlopen force
 %canon_reldir%_popc_CPPFLAGS += -DPOPC_PRELOAD_PLUGINS
 endif

@@ -7,6 +7,7 @@
 **   popc inspect FILE     what an executable holds
 **   popc plugins          loaded plugins and refused files
 **   popc options          every option with its default and meaning
+**   popc launch -n N ...  start N ranks of a distributed run (mpirun)
 */
 #include "config.h"
 
@@ -40,6 +41,8 @@ static const char usage[] =
     "  plugins          list the plugins (ops, optimizers, backends) and\n"
     "                   the files that were refused\n"
     "  options          list every option with its default and meaning\n"
+    "  launch -n N COMMAND ...\n"
+    "                   start N ranks of a distributed run with mpirun\n"
     "  help [COMMAND]   this text, or a command's\n"
     "\n"
     "Options:\n"
@@ -67,6 +70,7 @@ static const command commands[] = {
     {"inspect", cmd_inspect},
     {"plugins", cmd_plugins},
     {"options", cmd_options},
+    {"launch", cmd_launch},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

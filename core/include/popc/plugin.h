@@ -1,4 +1,5 @@
-/* plugin.h - the plugin ABI: what an op, optimizer or backend plugin sees.
+/* plugin.h - the plugin ABI: what an op, optimizer, backend or collectives
+** plugin sees.
 **
 ** A plugin is a shared module that exports one entry symbol, made by
 ** POPC_PLUGIN_DEFINE, returning a static popc_plugin_info. The core checks
@@ -378,6 +379,7 @@ typedef struct popc_backend_def {
 /* ---- the host table and registration ---------------------------------------- */
 
 typedef struct popc_registrar popc_registrar; /* opaque */
+struct popc_collectives_def;               /* popc/collectives.h */
 
 enum popc_log_level {
     POPC_LOG_TRACE = 0,
@@ -453,6 +455,11 @@ struct popc_host {
     popc_status (*grad_inline)(popc_grad_ctx *gc, const struct popc_graph *g,
                                const int *inputs, int n_inputs, int *outputs,
                                int n_outputs);
+    /* Register communication between the processes of a distributed run
+    ** (popc/collectives.h; since 0.3.0: read only when
+    ** POPC_HAS_FIELD(popc_host, size, register_collectives)). */
+    popc_status (*register_collectives)(
+        popc_registrar *r, const struct popc_collectives_def *def);
 };
 
 typedef struct popc_plugin_info {

@@ -21,6 +21,7 @@
 #include "popc/executable.h"
 #include "popc/blocks.h"
 #include "popc/strategy.h"
+#include "popc/distributed.h"
 
 /* The version of the headers; popc_version() gives the library's, which
 ** a program linked against an older or newer libpopc sees differ. */

@@ -1,11 +1,12 @@
-/* registry.h - plugin loading and lookup of ops, optimizers and backends.
+/* registry.h - plugin loading and lookup of ops, optimizers, backends and
+** collectives.
 **
 ** The process has one default registry (popc_registry_global), loaded on
 ** first use from, in this order: modules linked into the program (static
 ** builds, see popc_registry_use_preloaded), each absolute directory of
 ** POPC_PLUGIN_PATH (colon separated; with its ops/ optim/ backends/
-** subdirectories), then the install's plugin directory
-** ($(pkglibdir)/{ops,optim,backends}); the first plugin of a name wins, so
+** collectives/ subdirectories), then the install's plugin directory
+** ($(pkglibdir)/{ops,optim,backends,collectives}); the first plugin of a name wins, so
 ** the environment can stand in for an installed plugin. Directories added
 ** later with popc_registry_load_path come after.
 ** Nothing is ever loaded from the current directory implicitly. A broken,
@@ -93,6 +94,14 @@ POPC_API const popc_optim_def *popc_registry_find_optimizer(
 POPC_API const popc_backend_def *popc_registry_find_backend(
     const popc_registry *r, const char *name);
 
+/* Collectives (popc/collectives.h) by name, and all of them in load
+** order; borrowed, valid while the registry lives (since 0.3.0). */
+POPC_API const struct popc_collectives_def *popc_registry_find_collectives(
+    const popc_registry *r, const char *name);
+POPC_API int popc_registry_collectives_count(const popc_registry *r);
+POPC_API const struct popc_collectives_def *popc_registry_collectives_at(
+    const popc_registry *r, int i);
+
 /* The core's host table (for embedding plugins in tests). Borrowed. */
 POPC_API const popc_host *popc_registry_host(void);
 
@@ -106,12 +115,14 @@ typedef struct popc_plugin_record {
     const char *description;
     const char *path;
     int n_ops, n_optimizers, n_backends;
+    int n_collectives;         /* since 0.3.0 */
 } popc_plugin_record;
 POPC_API int popc_registry_plugin_count(const popc_registry *r);
 POPC_API popc_plugin_record popc_registry_plugin_at(const popc_registry *r,
                                                     int i);
 /* Names registered by plugin i, as "domain::Op@version", "optim:sgd",
-** "backend:cpu"; j < n_ops + n_optimizers + n_backends. Borrowed. */
+** "backend:cpu", "collectives:mpi"; j < n_ops + n_optimizers + n_backends
+** + n_collectives. Borrowed. */
 POPC_API const char *popc_registry_plugin_item(const popc_registry *r, int i,
                                                int j);
 

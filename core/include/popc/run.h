@@ -167,7 +167,8 @@ typedef struct popc_train_progress {
     int64_t total_steps;
     double loss;                /* loss of the last step */
     double epoch_loss;          /* mean loss of the epoch so far */
-    double samples_per_second;  /* since this process started training */
+    double samples_per_second;  /* since this process started training,
+                                   over every rank of a distributed run */
     double elapsed;             /* seconds since this process started */
     double eta;                 /* seconds to the end of the run */
     double test_accuracy;       /* EPOCH_END with a test split, else -1 */
@@ -194,15 +195,25 @@ typedef struct popc_train_result {
     double final_loss;          /* loss of the last step */
     double test_accuracy;       /* after the last epoch, -1 if none */
     double seconds;             /* training time in this process */
-    double samples_per_second;
+    double samples_per_second;  /* every rank of a distributed run */
     const char *weights;        /* directory written (borrowed from run) */
     const char *model_ini;      /* model INI written (borrowed) */
     const char *checkpoint;     /* checkpoint directory, NULL when off */
+    /* since 0.3.0: ranks of a distributed run (1 otherwise) and the
+    ** checksum of weights and optimizer state every rank agreed on */
+    int ranks;
+    uint64_t checksum;
 } popc_train_result;
 
 /* Train as [train] says: every epoch over the train split, evaluated on
 ** the test split if there is one, then the weights and the model INI
 ** (an [infer]-ready copy of the run pointing at the weights) are written.
+** Distributed (Distributed.numProcesses > 1, popc/distributed.h): every
+** rank trains on its share of the data; rank 0 alone evaluates (on the
+** whole test split), reports progress and writes weights, model INI,
+** checkpoints and exports; at the end the ranks check that they hold
+** identical weights (res->checksum). Every rank resumes from rank 0's
+** checkpoint, which only a run with the same number of processes accepts.
 ** With checkpoints on, a checkpoint (weights, optimizer state, loader
 ** position and shuffle state, step) is written every checkpoint_every
 ** steps; resuming from it gives, on the cpu backend, bit-identical final

@@ -39,7 +39,9 @@ typedef enum popc_status {
     POPC_EUNSUPPORTED,/* a feature or option value not supported yet */
     POPC_EINTERRUPTED,/* a run was interrupted by a signal */
     POPC_EINTERNAL,   /* a bug in popc: please report it */
-    POPC_EPERM        /* refused without the user's consent (foreign code) */
+    POPC_EPERM,       /* refused without the user's consent (foreign code) */
+    POPC_EDISTRIBUTED /* another rank of a distributed run failed, left or
+                         did not answer in time (since 0.3.0) */
 } popc_status;
 
 /* Static, never NULL: "POPC_EINVAL" etc. */
