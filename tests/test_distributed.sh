@@ -37,9 +37,20 @@ cd "$tmp" || exit 99
 
 . "$POPC_SRCDIR/tests/testlib.sh"
 
+# Under AddressSanitizer (the sanitize build of .ci/run) the ranks keep
+# every check but leak detection: Open MPI's components are unloaded before
+# LeakSanitizer reports, and their blocks cannot be told from popc's.
+# popc's own allocations are leak-checked by the single-process runs.
+rank_env=
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+    rank_env="ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0"
+fi
 mpi() {
-    "$MPIRUN" --oversubscribe --allow-run-as-root --bind-to none \
-        -x POPC_PLUGIN_PATH -x LD_LIBRARY_PATH -x POPC_LOG_LEVEL "$@"
+    env $rank_env "$MPIRUN" --oversubscribe --allow-run-as-root \
+        --bind-to none -x POPC_PLUGIN_PATH -x LD_LIBRARY_PATH "$@"
+}
+launch() {
+    env $rank_env "$POPC" launch "$@"
 }
 
 # largest absolute difference of two raw float32 files (awk prints it),
@@ -94,22 +105,29 @@ done
 # ---- the CLI on Fashion-MNIST --------------------------------------------------
 
 mlp="$POPC_SRCDIR/examples/fashion-mnist-mlp.ini"
-expect 0 "popc train (1 process)" "$POPC" train "$mlp" --quiet \
+# the whole example (3 epochs); one epoch of 12800 images when sanitized
+short=
+floor=0.84
+if [ -n "$rank_env" ]; then
+    short="--set data.limit=12800 --set train.epochs=1"
+    floor=0.75
+fi
+expect 0 "popc train (1 process)" "$POPC" train "$mlp" --quiet $short \
     --set train.weights=one.weights --set train.model=one.ini --json one.json
 acc1=$(json_value one.json test_accuracy)
-expect 0 "popc launch -n 2 train" "$POPC" launch -n 2 train "$mlp" --quiet \
+expect 0 "popc launch -n 2 train" launch -n 2 train "$mlp" --quiet $short \
     --set train.weights=two.weights --set train.model=two.ini --json two.json
 acc2=$(json_value two.json test_accuracy)
 contains out.txt "ranks: 2, all holding identical weights" \
     "rank 0 reports that both ranks hold identical weights"
 contains err.txt "mpirun -np 2 --bind-to none" "popc launch shows its mpirun command"
-awk -v a="$acc1" -v b="$acc2" 'BEGIN { d = a - b; if (d < 0) d = -d;
-    exit !(a > 0.84 && b > 0.84 && d < 0.015) }' &&
+awk -v a="$acc1" -v b="$acc2" -v f="$floor" 'BEGIN { d = a - b;
+    if (d < 0) d = -d; exit !(a > f && b > f && d < 0.015) }' &&
     pass "2 ranks reach the accuracy of 1 process ($acc2 against $acc1)" ||
     fail "accuracy: 2 ranks $acc2, 1 process $acc1"
 [ "$(grep -c '"command"' two.json)" -eq 1 ] &&
     pass "one --json result (rank 0's)" || fail "--json written by several ranks"
-[ "$(grep -c '^epoch' err.txt)" -eq 0 ] && [ "$(grep -c 'trained 3 epochs' out.txt)" -eq 1 ] &&
+[ "$(grep -c '^trained ' out.txt)" -eq 1 ] &&
     pass "one result line (rank 0's)" || fail "several ranks reported"
 
 # ---- checkpoints and resume ------------------------------------------------
@@ -117,13 +135,13 @@ awk -v a="$acc1" -v b="$acc2" 'BEGIN { d = a - b; if (d < 0) d = -d;
 "$MAKE_IDX" . 512 128 || { echo "make_idx failed"; exit 99; }
 mlp_run run.ini 1 30 3
 common="--set train.checkpoint_every=200 --quiet"
-expect 0 "uninterrupted 2-rank run" "$POPC" launch -n 2 train run.ini $common \
+expect 0 "uninterrupted 2-rank run" launch -n 2 train run.ini $common \
     --set train.weights=full.weights --set train.model=full.ini \
     --set train.checkpoint=full.ckpt
 killed=
 for attempt in 1 2 3; do
     rm -rf part.*
-    "$POPC" launch -n 2 train run.ini $common --set train.weights=part.weights \
+    launch -n 2 train run.ini $common --set train.weights=part.weights \
         --set train.model=part.ini --set train.checkpoint=part.ckpt \
         >killed.out 2>killed.err &
     bg=$!
@@ -145,7 +163,7 @@ done
 if [ -n "$killed" ]; then
     pass "a 2-rank run killed with SIGKILL after a checkpoint stops (exit $rc)"
     contains killed.err "rank 1" "mpirun names the killed rank"
-    expect 0 "--resume with 2 ranks" "$POPC" launch -n 2 train run.ini $common \
+    expect 0 "--resume with 2 ranks" launch -n 2 train run.ini $common \
         --set train.weights=part.weights --set train.model=part.ini \
         --set train.checkpoint=part.ckpt --resume
     contains out.txt "resumed from step" "the resumed run says where it resumed"
@@ -170,7 +188,7 @@ contains err.txt "rank 1" "the failing rank is named"
     fail "a failing rank took $(($(date +%s) - t0)) s to stop the run"
 
 # a hanging rank: rank 1 stopped with SIGSTOP, rank 0 times out
-"$POPC" launch -n 2 train run.ini --set train.epochs=1000 --quiet \
+launch -n 2 train run.ini --set train.epochs=1000 --quiet \
     --set options.collectivesTimeout=2 --set train.weights=h.weights \
     --set train.model=h.ini >hang.out 2>hang.err &
 bg=$!
