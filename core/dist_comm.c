@@ -219,8 +219,9 @@ static popc_status context(popci_comm *c, popc_status st, const char *what)
 {
     if (st == POPC_OK)
         return st;
-    return popc_set_error(POPC_EDISTRIBUTED, "rank %d of %d, %s: %s", c->rank,
-                          c->size, what, popc_last_error());
+    /* the rank itself is in every log and CLI line of a distributed run */
+    return popc_set_error(POPC_EDISTRIBUTED, "distributed run of %d ranks, "
+                          "%s: %s", c->size, what, popc_last_error());
 }
 
 popc_status popci_comm_send(popci_comm *c, int to, const void *buf,

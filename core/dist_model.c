@@ -70,6 +70,15 @@ static uint64_t mix(uint64_t h, const void *p, size_t n)
     return popci_fnv1a(h, p, n);
 }
 
+double popc_model_collective_seconds(const popc_model *m, int64_t *steps)
+{
+    const popci_exec *e = m ? m->exec : NULL;
+
+    if (steps)
+        *steps = e ? e->dist_steps : 0;
+    return e ? e->dist_seconds : 0.0;
+}
+
 popc_status popc_model_check_ranks_agree(popc_model *m, uint64_t *checksum)
 {
     uint64_t h = POPCI_FNV_INIT;

@@ -23,9 +23,21 @@
 #include "core/exec_priv.h"
 #include "core/tensor_priv.h"
 
-/* Floats per message: large enough to amortise a message's latency, small
-** enough that the chain fills quickly. */
-#define CHUNK ((int64_t)1 << 18)
+/* Floats per message. A chain of N ranks moving C chunks takes N - 1 + C
+** message times, so chunks must be small against the buffer (a quarter
+** of its share per link) yet large enough to amortise a message's
+** latency: between 64 KiB and 1 MiB. bench/scaling_model.sh models the
+** same rule. */
+static int64_t chunk_floats(int64_t total, int n_ranks)
+{
+    int64_t c = total / (4 * (int64_t)(n_ranks > 1 ? n_ranks - 1 : 1));
+
+    if (c < ((int64_t)1 << 14))
+        c = (int64_t)1 << 14;
+    if (c > ((int64_t)1 << 18))
+        c = (int64_t)1 << 18;
+    return c;
+}
 
 static int64_t weight_len(const popci_exec *e, int w)
 {
@@ -109,13 +121,16 @@ popc_status popci_dist_reduce(popci_exec *e, const int *trained, int n,
     popci_comm *c = e->cfg.comm;
     int k = popci_comm_rank(c), N = popci_comm_size(c);
     char what[96];
-    int64_t off = 0;
+    int64_t off = 0, chunk;
     popc_status st;
+
+    double t0 = popci_exec_now();
 
     if ((st = ensure_buffer(e, trained, n)) != POPC_OK)
         return st;
-    for (int64_t lo = 0; lo < e->dist_len; lo += CHUNK) {
-        int64_t hi = lo + CHUNK < e->dist_len ? lo + CHUNK : e->dist_len;
+    chunk = chunk_floats(e->dist_len, N);
+    for (int64_t lo = 0; lo < e->dist_len; lo += chunk) {
+        int64_t hi = lo + chunk < e->dist_len ? lo + chunk : e->dist_len;
         size_t bytes = sizeof(float) * (size_t)(hi - lo);
 
         if (k > 0) {
@@ -150,12 +165,14 @@ popc_status popci_dist_reduce(popci_exec *e, const int *trained, int n,
         off += len;
     }
     e->dist_steps++;
+    e->dist_seconds += popci_exec_now() - t0;
     return POPC_OK;
 }
 
 popc_status popci_dist_broadcast_buffers(popci_exec *e)
 {
     const popci_plan *p = e->plan;
+    double t0 = popci_exec_now();
     popc_status st;
 
     for (int w = 0; w < p->n_weights; w++) {
@@ -166,5 +183,6 @@ popc_status popci_dist_broadcast_buffers(popci_exec *e)
                                    "broadcastBuffers from rank 0")) != POPC_OK)
             return st;
     }
+    e->dist_seconds += popci_exec_now() - t0;
     return POPC_OK;
 }

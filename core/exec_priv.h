@@ -243,7 +243,9 @@ struct popci_exec {
                                       of every trained weight, flat; NULL
                                       until the first distributed step */
     int64_t dist_len;              /* ... in floats */
-    int64_t dist_steps;            /* distributed steps run (messages) */
+    int64_t dist_steps;            /* distributed steps run */
+    double dist_seconds;           /* ... and their time in collectives
+                                      (waiting for slower ranks included) */
 };
 
 /* Slot of returned tensor i: graph output i, then anchor i - n_outputs. */

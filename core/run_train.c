@@ -418,6 +418,7 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
                   (double)popc_dataloader_combined_batch_size(t.train_dl) *
                   (double)res->ranks / res->seconds
             : 0.0;
+    res->collective_seconds = popc_model_collective_seconds(t.model, NULL);
     if ((st = popc_model_check_ranks_agree(t.model, &res->checksum)) !=
         POPC_OK)
         goto done;

@@ -243,6 +243,10 @@ static int write_json(const char *path, const char *ini, int rc,
         json_num(&j, res->seconds);
         json_key(&j, "samples_per_second");
         json_num(&j, res->samples_per_second);
+        json_key(&j, "ranks");
+        json_int(&j, res->ranks);
+        json_key(&j, "collective_seconds");
+        json_num(&j, res->collective_seconds);
         json_key(&j, "weights");
         json_str(&j, rc == EXIT_OK ? res->weights : NULL);
         json_key(&j, "model");

@@ -56,6 +56,13 @@ POPC_API void popc_distributed_abort(int exit_code);
 ** distributed model is freed). popc also leaves at process exit. */
 POPC_API void popc_distributed_finalize(void);
 
+/* Seconds this rank spent in the cross-rank gradient reduction and buffer
+** broadcasts since the model was compiled (waiting for slower ranks
+** included), and the optimizer steps that took them (*steps, may be
+** NULL). 0 for a model that does not communicate. */
+POPC_API double popc_model_collective_seconds(const struct popc_model *m,
+                                              int64_t *steps);
+
 /* A checksum of the model's weights, optimizer state and buffers, checked
 ** equal on every rank of the model's group: POPC_OK and the checksum when
 ** all ranks hold identical bits, POPC_EDISTRIBUTED naming the first rank

@@ -203,6 +203,7 @@ typedef struct popc_train_result {
     ** checksum of weights and optimizer state every rank agreed on */
     int ranks;
     uint64_t checksum;
+    double collective_seconds;  /* this rank's time in collectives */
 } popc_train_result;
 
 /* Train as [train] says: every epoch over the train split, evaluated on
