@@ -94,6 +94,20 @@ for model in mlp cnn bn; do
         done
     done
 done
+# PopTorch's other reduction rules: Sum, and Mean with the Running
+# strategy (POPC_DEFAULT_OPTIONS sets them in every rank's options)
+for rule in '"Training.accumulationAndReplicationReductionType": "Sum"' \
+    '"Training.meanAccumulationAndReplicationReductionStrategy": "Running"'; do
+    export POPC_DEFAULT_OPTIONS="{$rule}"
+    rm -f one.bin dist.bin
+    "$DIST_TRAIN" cnn cpu 4 $steps one.bin >/dev/null 2>one.err &&
+        mpi -x POPC_DEFAULT_OPTIONS -np 2 "$DIST_TRAIN" cnn cpu 2 $steps \
+            dist.bin >/dev/null 2>dist.err && cmp -s one.bin dist.bin &&
+        pass "cnn/cpu with $rule: 2 ranks x 2 == 1 process x 4, bitwise" ||
+        { fail "cnn/cpu with $rule"; head -3 one.err dist.err; }
+    unset POPC_DEFAULT_OPTIONS
+done
+
 # negative control: 2 ranks x 1 replica see other global batches than
 # 1 process x 1 replica, so the comparison above must see a difference
 "$DIST_TRAIN" mlp cpu 1 $steps one1.bin >/dev/null 2>&1 &&

@@ -6,8 +6,8 @@
 ** builds, see popc_registry_use_preloaded), each absolute directory of
 ** POPC_PLUGIN_PATH (colon separated; with its ops/ optim/ backends/
 ** collectives/ subdirectories), then the install's plugin directory
-** ($(pkglibdir)/{ops,optim,backends,collectives}); the first plugin of a name wins, so
-** the environment can stand in for an installed plugin. Directories added
+** ($(pkglibdir)/{ops,optim,backends,collectives}); the first plugin of a
+** name wins, so the environment can stand in for an installed plugin. Directories added
 ** later with popc_registry_load_path come after.
 ** Nothing is ever loaded from the current directory implicitly. A broken,
 ** foreign or ABI-mismatched file is refused with a message naming it and
