@@ -195,8 +195,8 @@ popc_status popci_comm_open(const popc_options *o, popci_comm **out)
     st = join(o, np, pid);
     if (st == POPC_OK) {
         /* the timeout is per run: the latest model's options */
-        process_comm.timeout = popc_options_get_float(o,
-                                                      "collectivesTimeout");
+        process_comm.timeout = (double)popc_options_get_int(
+            o, "collectivesTimeout");
         *out = &process_comm;
     }
     pthread_mutex_unlock(&comm_lock);

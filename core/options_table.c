@@ -735,11 +735,11 @@ const popci_optdef popci_option_table[] = {
               "run (auto: the best loaded collectives plugin that fits "
               "the launcher)", "auto | collectives plugin", 1},
      .flags = P},
-    {.info = {"collectivesTimeout", POPC_OPT_FLOAT, "300",
+    {.info = {"collectivesTimeout", POPC_OPT_INT, "300",
               "popc: seconds a rank waits for another in a collective "
               "before the run stops with an error naming it (0: forever)",
-              "0..1e6", 1},
-     .flags = P, .fmin = 0, .fmax = 1e6},
+              "0..1000000", 1},
+     .flags = P, .min = 0, .max = 1000000},
     {.info = {"pluginPath", POPC_OPT_STRING, "None",
               "popc: plugin directories loaded when the option is set "
               "(absolute, colon-separated; process-wide)",
