@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 # measured on a 2-core VM: see docs/distributed.md for where each comes from
-[ -n "$models" ] || models="mlp:669706:64:5.0 cnn:50186:64:13.0 resnet18:11181642:32:211"
+[ -n "$models" ] || models="mlp:669706:64:2.38 cnn:50186:64:15.27 resnet18:11181642:32:211"
 
 echo "$hosts hosts x $replicas replicas, latency ${latency_us} us per message," \
      "host memory ${membw} GB/s"
