@@ -1,0 +1,92 @@
+/* helpers.h - PopTorch's op helpers for graphs built in C (since 0.3.0):
+** poptorch.for_loop, dynamic_slice and dynamic_update, serializedMatMul,
+** ipuHardwareIsAvailable and ipuHardwareVersion.
+**
+** Each helper adds ordinary nodes to a popc_graph (ONNX Loop, Gather,
+** ScatterElements, MatMul, ...), so the result trains, compiles to an
+** executable and runs on every backend like any other graph. Value ids
+** are those of popc/graph.h; every helper checks its inputs' dtypes and
+** shapes (they must be known: inputs, weights, or outputs of nodes whose
+** shapes were inferred) and reports a mistake naming the helper, the
+** value and the fix. Helpers are not thread-safe on one graph.
+*/
+#ifndef POPC_HELPERS_H
+#define POPC_HELPERS_H
+
+#include <stdint.h>
+
+#include "popc/graph.h"
+#include "popc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* poptorch.for_loop(count, body, inputs): run body count times on the
+** device, each iteration reading what the previous one returned.
+**
+** body has n_inputs inputs and n_inputs outputs, output i with input i's
+** dtype and shape; it is copied (the caller keeps it). The weights of body
+** (its initializers) become weights of g named "<name>/<weight>", so they
+** train, shared by every iteration; name NULL means "for_loop". Values of
+** g that body needs besides its inputs cannot be referenced from another
+** graph: make them body weights, or loop-carried inputs returned
+** unchanged. count >= 0 (0 returns the inputs). outputs[i] receives the
+** value of input i after the last iteration. Gradients flow through every
+** iteration to the inputs and the weights. */
+POPC_API POPC_NODISCARD popc_status popc_for_loop(popc_graph *g,
+    const char *name, int64_t count, const popc_graph *body,
+    const int *inputs, int n_inputs, int *outputs);
+
+/* poptorch.dynamic_slice(tensor, dim, start, size, step): size elements of
+** x along dim from a start known only at run time (start: an int32 or
+** int64 value with one element). As on the IPU (Poplar's dynamic slice),
+** a start outside 0..dim_size-1 reads from 0, and a slice running past the
+** end wraps around to the start of the dimension. Only step 1 is
+** supported (PopTorch's own limit in practice); gradients flow to x. */
+POPC_API POPC_NODISCARD popc_status popc_dynamic_slice(popc_graph *g, int x,
+    int dim, int start, int64_t size, int64_t step, int *y);
+
+/* poptorch.dynamic_update(input, src, dim, start, size): input with size
+** elements along dim, from a run-time start, replaced by src (src has
+** input's rank and dtype, size along dim, input's other dims). Offsets
+** follow popc_dynamic_slice's rule. Gradients flow to input (zero where
+** replaced) and to src. */
+POPC_API POPC_NODISCARD popc_status popc_dynamic_update(popc_graph *g,
+    int input, int src, int dim, int start, int64_t size, int *y);
+
+/* poptorch.MatMulSerializationMode. For A (m x n) times B (n x p). */
+typedef enum popc_matmul_serialization {
+    POPC_MATMUL_SERIAL_INPUT_CHANNELS = 0,  /* split m */
+    POPC_MATMUL_SERIAL_REDUCING_DIM = 1,    /* split n, sum the parts */
+    POPC_MATMUL_SERIAL_OUTPUT_CHANNELS = 2,  /* split p */
+    POPC_MATMUL_SERIAL_DISABLED = 3         /* one MatMul */
+} popc_matmul_serialization;
+
+/* poptorch.serializedMatMul(lhs, rhs, mode, factor, keep_precision): lhs
+** [..., m, n] x rhs [n, p] as factor smaller MatMuls run one after the
+** other (each waits for the previous one, so their temporaries are never
+** live together), joined by Concat (InputChannels, OutputChannels) or a
+** running sum (ReducingDim). factor must divide the split dimension;
+** factor 0 or 1, or mode Disabled, gives one MatMul. keep_precision (for
+** float16 inputs) sums the ReducingDim parts in float32 and rounds once.
+** The result equals lhs x rhs within float rounding (ReducingDim adds the
+** parts in a different order than one MatMul). */
+POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
+    int lhs, int rhs, popc_matmul_serialization mode, int64_t factor,
+    int keep_precision, int *y);
+
+/* poptorch.ipuHardwareIsAvailable(num_ipus): whether IPU hardware with at
+** least num_ipus IPUs is present. popc's backends model IPUs (ipumodel)
+** or compile for them (offline) but drive no hardware: 0. */
+POPC_API int popc_ipu_hardware_is_available(int num_ipus);
+
+/* poptorch.ipuHardwareVersion(): the IPU version of the hardware present.
+** Without hardware (always, with popc's backends) it fails as PopTorch
+** raises: POPC_ENOTFOUND "No IPU hardware is available...". */
+POPC_API POPC_NODISCARD popc_status popc_ipu_hardware_version(int *version);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_HELPERS_H */

@@ -1,0 +1,7 @@
+# helpers/local.mk - PopTorch's op helpers (popc/helpers.h), a layer above
+# the core: they build graphs through the public API only.
+libpopc_la_SOURCES += \
+    %reldir%/helpers_priv.h %reldir%/graph_copy.c %reldir%/for_loop.c \
+    %reldir%/dynamic_slice.c %reldir%/hardware.c
+
+pkginclude_HEADERS += %reldir%/include/popc/helpers.h

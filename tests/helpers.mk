@@ -1,0 +1,13 @@
+# tests/helpers.mk - PopTorch's op helpers (popc/helpers.h): for_loop
+# against torch (tests/ref/gen_helpers.py in tests/ref/helpers/), dynamic
+# slices and updates against hand-derived rows and gradients.
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_helpers
+TESTS += %reldir%/check_helpers
+endif
+%canon_reldir%_check_helpers_SOURCES = %reldir%/check_helpers.c
+%canon_reldir%_check_helpers_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_helpers_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_helpers_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)
+EXTRA_DIST += %reldir%/ref/gen_helpers.py
