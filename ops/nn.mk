@@ -55,7 +55,7 @@ ops_LTLIBRARIES += %reldir%/loss.la
 
 ops_LTLIBRARIES += %reldir%/popc.la
 %canon_reldir%_popc_la_SOURCES = \
-    %reldir%/popc/popc.c \
+    %reldir%/popc/popc.c %reldir%/popc/popc_priv.h %reldir%/popc/ctc_beam.c \
     %reldir%/nn/util.c \
     %reldir%/nn/util.h
 %canon_reldir%_popc_la_LDFLAGS = $(POPC_MODULE_FLAGS)

@@ -6,6 +6,8 @@
 ** - dynamic_slice / dynamic_update: hand-derived rows for starts inside,
 **   wrapping past the end, beyond the end and negative, with the offset
 **   fed at run time, and their gradients (one SGD step, lr 1);
+** - ctc_beam_search_decoder against the NumPy decoder of
+**   tests/ref/gen_ctc.py (ties included);
 ** - ipuHardwareIsAvailable / ipuHardwareVersion without hardware. */
 #include "config.h"
 
@@ -453,6 +455,99 @@ START_TEST(dynamic_errors)
 }
 END_TEST
 
+/* ---- ctc_beam_search_decoder against tests/ref/gen_ctc.py --------------- */
+
+static popc_tensor *ctc_ref(const char *c, const char *part)
+{
+    const char *dir = getenv("POPC_TEST_REF");
+    char path[4096];
+    popc_tensor *t = NULL;
+
+    snprintf(path, sizeof path, "%s/ctc/ctc_%s_%s.npy",
+             dir ? dir : "tests/ref", c, part);
+    ck_assert_msg(popc_npy_load(path, &t) == POPC_OK, "%s",
+                  popc_last_error());
+    return t;
+}
+
+/* name, blank, beam_width, top_paths: as gen_ctc.py's CASES */
+static const struct {
+    const char *name;
+    int blank, width, top;
+} ctc_cases[] = {{"random", 0, 4, 3}, {"ties", 0, 3, 3},
+                 {"blank2", 2, 5, 2}, {"narrow", 0, 1, 1},
+                 {"few", 1, 8, 4}};
+
+START_TEST(ctc_beam_search_matches_numpy)
+{
+    const char *c = ctc_cases[_i].name;
+    popc_tensor *in[2] = {ctc_ref(c, "log_probs"), ctc_ref(c, "lengths")};
+    popc_tensor *want[3] = {ctc_ref(c, "probs"), ctc_ref(c, "lens"),
+                            ctc_ref(c, "paths")};
+    popc_tensor *got[3] = {NULL, NULL, NULL};
+    popc_graph *g = NULL;
+    int lp, len, outs[3];
+
+    OK(popc_graph_new("ctc", &g));
+    OK(popc_graph_add_input(g, "log_probs", POPC_DTYPE_F32,
+                            popc_tensor_dims(in[0]), 3, &lp));
+    OK(popc_graph_add_input(g, "lengths", POPC_DTYPE_I32,
+                            popc_tensor_dims(in[1]), 1, &len));
+    OK(popc_ctc_beam_search_decoder(g, lp, len, ctc_cases[_i].blank,
+                                    ctc_cases[_i].width, ctc_cases[_i].top,
+                                    outs));
+    OK(popc_graph_eval(g, in, 2, outs, 3, got, 0, 0));
+    {
+        const float *gp = popc_tensor_cdata(got[0]);
+        const float *wp = popc_tensor_cdata(want[0]);
+
+        for (int64_t i = 0; i < popc_tensor_numel(want[0]); i++)
+            ck_assert_msg(gp[i] == wp[i] || fabsf(gp[i] - wp[i]) < 1e-5f,
+                          "%s: log probability %lld is %g, want %g", c,
+                          (long long)i, gp[i], wp[i]);
+    }
+    ck_assert_msg(popc_tensor_equal(got[1], want[1]), "%s: lengths", c);
+    ck_assert_msg(popc_tensor_equal(got[2], want[2]), "%s: paths", c);
+    for (int k = 0; k < 3; k++) {
+        popc_tensor_free(got[k]);
+        popc_tensor_free(want[k]);
+    }
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(ctc_errors)
+{
+    int64_t d3[3] = {4, 2, 3}, d1[1] = {3};
+    popc_graph *g = NULL;
+    int lp, len, outs[3];
+
+    OK(popc_graph_new("e", &g));
+    OK(popc_graph_add_input(g, "lp", POPC_DTYPE_F32, d3, 3, &lp));
+    OK(popc_graph_add_input(g, "len", POPC_DTYPE_I32, d1, 1, &len));
+    ck_assert_int_ne(popc_ctc_beam_search_decoder(g, lp, len, 0, 4, 1, outs),
+                     POPC_OK);
+    ck_assert_msg(strstr(popc_last_error(), "lengths must be"), "%s",
+                  popc_last_error());
+    popc_graph_free(g);
+    OK(popc_graph_new("e", &g));
+    d1[0] = 2;
+    OK(popc_graph_add_input(g, "lp", POPC_DTYPE_F32, d3, 3, &lp));
+    OK(popc_graph_add_input(g, "len", POPC_DTYPE_I32, d1, 1, &len));
+    ck_assert_int_ne(popc_ctc_beam_search_decoder(g, lp, len, 3, 4, 1, outs),
+                     POPC_OK);
+    ck_assert_msg(strstr(popc_last_error(), "blank 3 is not a class"), "%s",
+                  popc_last_error());
+    ck_assert_int_ne(popc_ctc_beam_search_decoder(g, lp, len, 0, 2, 3, outs),
+                     POPC_OK);
+    ck_assert_msg(strstr(popc_last_error(), "top_paths 3"), "%s",
+                  popc_last_error());
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(no_ipu_hardware)
 {
     int v = 7;
@@ -480,6 +575,9 @@ int main(void)
     tcase_add_loop_test(tc, dynamic_slice_gradient, 0, 2);
     tcase_add_loop_test(tc, dynamic_update_rows_and_gradients, 0, 2);
     tcase_add_test(tc, dynamic_errors);
+    tcase_add_loop_test(tc, ctc_beam_search_matches_numpy, 0,
+                        (int)(sizeof ctc_cases / sizeof ctc_cases[0]));
+    tcase_add_test(tc, ctc_errors);
     tcase_add_test(tc, no_ipu_hardware);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

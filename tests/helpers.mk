@@ -10,4 +10,4 @@ endif
 %canon_reldir%_check_helpers_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_helpers_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
-EXTRA_DIST += %reldir%/ref/gen_helpers.py
+EXTRA_DIST += %reldir%/ref/gen_helpers.py %reldir%/ref/gen_ctc.py

@@ -11,6 +11,7 @@
 **                           gradient is printed as "<title>_gradient".
 **   Nop                     identity never folded away.
 **   RecomputationCheckpoint identity on any number of tensors.
+**   CTCBeamSearchDecoder    poptorch.ctc_beam_search_decoder (ctc_beam.c).
 **
 ** The identities accept every dtype and split their copies by bytes.
 */
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "ops/nn/util.h"
+#include "ops/popc/popc_priv.h"
 
 /* PopTorch's codes (python/ops.py identity_loss). */
 enum { RED_SUM = 0, RED_MEAN = 1, RED_NONE = 2 };
@@ -418,6 +420,8 @@ static popc_status popc_init(const popc_host *host, popc_registrar *reg)
     for (size_t i = 0; i < sizeof popc_ops / sizeof popc_ops[0]; i++)
         if ((st = host->register_op(reg, &popc_ops[i])) != POPC_OK)
             return st;
+    if ((st = host->register_op(reg, &popc_ctc_beam_def)) != POPC_OK)
+        return st;
     return POPC_OK;
 }
 

@@ -1,6 +1,6 @@
 /* helpers.h - PopTorch's op helpers for graphs built in C (since 0.3.0):
-** poptorch.for_loop, dynamic_slice and dynamic_update, serializedMatMul,
-** ipuHardwareIsAvailable and ipuHardwareVersion.
+** poptorch.for_loop, dynamic_slice and dynamic_update,
+** ctc_beam_search_decoder, ipuHardwareIsAvailable and ipuHardwareVersion.
 **
 ** Each helper adds ordinary nodes to a popc_graph (ONNX Loop, Gather,
 ** ScatterElements, MatMul, ...), so the result trains, compiles to an
@@ -55,26 +55,17 @@ POPC_API POPC_NODISCARD popc_status popc_dynamic_slice(popc_graph *g, int x,
 POPC_API POPC_NODISCARD popc_status popc_dynamic_update(popc_graph *g,
     int input, int src, int dim, int start, int64_t size, int *y);
 
-/* poptorch.MatMulSerializationMode. For A (m x n) times B (n x p). */
-typedef enum popc_matmul_serialization {
-    POPC_MATMUL_SERIAL_INPUT_CHANNELS = 0,  /* split m */
-    POPC_MATMUL_SERIAL_REDUCING_DIM = 1,    /* split n, sum the parts */
-    POPC_MATMUL_SERIAL_OUTPUT_CHANNELS = 2,  /* split p */
-    POPC_MATMUL_SERIAL_DISABLED = 3         /* one MatMul */
-} popc_matmul_serialization;
-
-/* poptorch.serializedMatMul(lhs, rhs, mode, factor, keep_precision): lhs
-** [..., m, n] x rhs [n, p] as factor smaller MatMuls run one after the
-** other (each waits for the previous one, so their temporaries are never
-** live together), joined by Concat (InputChannels, OutputChannels) or a
-** running sum (ReducingDim). factor must divide the split dimension;
-** factor 0 or 1, or mode Disabled, gives one MatMul. keep_precision (for
-** float16 inputs) sums the ReducingDim parts in float32 and rounds once.
-** The result equals lhs x rhs within float rounding (ReducingDim adds the
-** parts in a different order than one MatMul). */
-POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
-    int lhs, int rhs, popc_matmul_serialization mode, int64_t factor,
-    int keep_precision, int *y);
+/* poptorch.ctc_beam_search_decoder(probs, lengths, blank, beam_width,
+** top_paths): log_probs [T, B, C] float32 log probabilities, lengths [B]
+** int32 or int64. outputs[0] receives the paths' log probabilities
+** [B, top_paths] float32, outputs[1] their lengths [B, top_paths] int32,
+** outputs[2] the paths [B, top_paths, T] int32, padded with blank. CTC
+** prefix beam search with a total order on candidates (probability, then
+** shorter, then lexicographically smaller): ops/popc/ctc_beam.c states the
+** rules. Inference only (no gradient). */
+POPC_API POPC_NODISCARD popc_status popc_ctc_beam_search_decoder(
+    popc_graph *g, int log_probs, int lengths, int blank, int beam_width,
+    int top_paths, int outputs[3]);
 
 /* poptorch.ipuHardwareIsAvailable(num_ipus): whether IPU hardware with at
 ** least num_ipus IPUs is present. popc's backends model IPUs (ipumodel)
