@@ -2,6 +2,7 @@
 # the core: they build graphs through the public API only.
 libpopc_la_SOURCES += \
     %reldir%/helpers_priv.h %reldir%/graph_copy.c %reldir%/for_loop.c \
-    %reldir%/dynamic_slice.c %reldir%/ctc.c %reldir%/hardware.c
+    %reldir%/dynamic_slice.c %reldir%/ctc.c %reldir%/remove_blocks.c \
+    %reldir%/hardware.c
 
 pkginclude_HEADERS += %reldir%/include/popc/helpers.h

@@ -8,6 +8,7 @@
 **   fed at run time, and their gradients (one SGD step, lr 1);
 ** - ctc_beam_search_decoder against the NumPy decoder of
 **   tests/ref/gen_ctc.py (ties included);
+** - removeBlocks: a two-IPU pipelined model compiles on one IPU;
 ** - ipuHardwareIsAvailable / ipuHardwareVersion without hardware. */
 #include "config.h"
 
@@ -548,6 +549,81 @@ START_TEST(ctc_errors)
 }
 END_TEST
 
+/* ---- removeBlocks --------------------------------------------------------- */
+
+/* x [4, 4] -> fc1 on IPU 0, fc2 on IPU 1 -> mean loss. */
+static popc_graph *two_blocks(void)
+{
+    int64_t xd[2] = {4, 4};
+    popc_graph *g = NULL;
+    popc_layers *L = NULL;
+    int x, v, loss;
+
+    OK(popc_graph_new("blocks", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_layers_new(g, 3, &L));
+    OK(popc_block_begin(g, "first", 0));
+    OK(popc_nn_linear(L, "fc1", x, 4, 4, 1, &v));
+    OK(popc_block_begin(g, "second", 1));
+    OK(popc_nn_linear(L, "fc2", v, 4, 4, 1, &v));
+    OK(popc_nn_identity_loss(L, v, "mean", &loss));
+    OK(popc_graph_add_output(g, loss));
+    OK(popc_block_end(g));
+    popc_layers_free(L);
+    return g;
+}
+
+static int ipus_of(popc_graph *g, popc_status *st)
+{
+    int64_t xd[2] = {4, 4};
+    popc_tensor *x = filled(xd, 2, one_at);
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+    popc_plan_info info = {0};
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_options_set(o, "setExecutionStrategy", "PipelinedExecution"));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_model_new_training(g, o, opt, &m));
+    *st = popc_model_compile(m, &x, 1);
+    if (*st == POPC_OK)
+        OK(popc_model_get_plan_info(m, &info));
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_tensor_free(x);
+    return info.n_ipus;
+}
+
+START_TEST(remove_blocks_runs_on_one_ipu)
+{
+    popc_graph *g = two_blocks();
+    popc_status st;
+    int x, y;
+
+    /* two IPUs pipelined need gradientAccumulation >= 3 */
+    ipus_of(g, &st);
+    ck_assert_int_eq(st, POPC_EINVAL);
+    OK(popc_remove_blocks(g));
+    ck_assert_int_eq(ipus_of(g, &st), 1);
+    OK(st);
+    for (int n = 0; n < popc_graph_n_nodes(g); n++) {
+        popc_annotations a = popc_graph_node_annotations(g, n);
+
+        ck_assert_ptr_null(a.block);
+        ck_assert_int_eq(a.ipu, -1);
+    }
+    /* no block context left: nodes added now need none */
+    x = popc_graph_output(g, 0);
+    OK(popc_graph_add_node(g, NULL, "Identity", 0, &x, 1, &y, 1, NULL, 0,
+                           "after", NULL));
+    ck_assert_int_eq(popc_remove_blocks(NULL), POPC_EINVAL);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(no_ipu_hardware)
 {
     int v = 7;
@@ -578,6 +654,7 @@ int main(void)
     tcase_add_loop_test(tc, ctc_beam_search_matches_numpy, 0,
                         (int)(sizeof ctc_cases / sizeof ctc_cases[0]));
     tcase_add_test(tc, ctc_errors);
+    tcase_add_test(tc, remove_blocks_runs_on_one_ipu);
     tcase_add_test(tc, no_ipu_hardware);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

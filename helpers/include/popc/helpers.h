@@ -1,6 +1,7 @@
 /* helpers.h - PopTorch's op helpers for graphs built in C (since 0.3.0):
 ** poptorch.for_loop, dynamic_slice and dynamic_update,
-** ctc_beam_search_decoder, ipuHardwareIsAvailable and ipuHardwareVersion.
+** ctc_beam_search_decoder, removeBlocks, ipuHardwareIsAvailable and
+** ipuHardwareVersion.
 **
 ** Each helper adds ordinary nodes to a popc_graph (ONNX Loop, Gather,
 ** ScatterElements, MatMul, ...), so the result trains, compiles to an
@@ -66,6 +67,13 @@ POPC_API POPC_NODISCARD popc_status popc_dynamic_update(popc_graph *g,
 POPC_API POPC_NODISCARD popc_status popc_ctc_beam_search_decoder(
     popc_graph *g, int log_probs, int lengths, int blank, int beam_width,
     int top_paths, int outputs[3]);
+
+/* poptorch.removeBlocks(module): every node of g loses its block, IPU,
+** stage and phase annotations (popc/blocks.h), as do nodes added later:
+** the model then runs on one IPU whatever execution strategy its options
+** name. Name scopes, recomputation and available-memory annotations stay.
+** POPC_EINVAL for a NULL graph. */
+POPC_API POPC_NODISCARD popc_status popc_remove_blocks(popc_graph *g);
 
 /* poptorch.ipuHardwareIsAvailable(num_ipus): whether IPU hardware with at
 ** least num_ipus IPUs is present. popc's backends model IPUs (ipumodel)
