@@ -11,3 +11,15 @@ endif
 %canon_reldir%_check_helpers_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
 EXTRA_DIST += %reldir%/ref/gen_helpers.py %reldir%/ref/gen_ctc.py
+
+# PopXL-style modules (popc/module.h): outlined calls, bindings, autodiff,
+# an explicit training program, weight copies
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_modules
+TESTS += %reldir%/check_modules
+endif
+%canon_reldir%_check_modules_SOURCES = %reldir%/check_modules.c
+%canon_reldir%_check_modules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_modules_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_modules_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)

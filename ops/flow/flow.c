@@ -1,4 +1,5 @@
-/* flow.c - the "flow" op plugin: ONNX control flow (If, Loop, Scan). Each
+/* flow.c - the "flow" op plugin: ONNX control flow (If, Loop, Scan) and
+** popc::Call (an outlined subgraph, call.c). Each
 ** body is a subgraph attribute run by the host on the reference kernels
 ** (host->graph_run), once per branch taken or per iteration; values the
 ** bodies read from the enclosing graph arrive as the node's trailing
@@ -114,7 +115,8 @@ static popc_status flow_init(const popc_host *host, popc_registrar *reg)
 
     flow_host = host;
     if ((st = flow_register_if(host, reg)) != POPC_OK ||
-        (st = flow_register_loop(host, reg)) != POPC_OK)
+        (st = flow_register_loop(host, reg)) != POPC_OK ||
+        (st = flow_register_call(host, reg)) != POPC_OK)
         return st;
     return flow_register_scan(host, reg);
 }

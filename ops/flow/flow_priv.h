@@ -54,5 +54,6 @@ popc_status flow_scan_grad(popc_grad_ctx *gc);
 popc_status flow_register_if(const popc_host *h, popc_registrar *r);
 popc_status flow_register_loop(const popc_host *h, popc_registrar *r);
 popc_status flow_register_scan(const popc_host *h, popc_registrar *r);
+popc_status flow_register_call(const popc_host *h, popc_registrar *r);
 
 #endif /* POPC_OPS_FLOW_PRIV_H */
