@@ -2,7 +2,7 @@
 # test_examples.sh - the C example programs on a 2000-image subset of
 # Fashion-MNIST: examples/train_mlp (one epoch, cpu and ipumodel) and
 # examples/infer_cnn with weights from `popc train fashion-mnist-cnn.ini`
-# (one epoch). Each must exit 0 and print a plausible test accuracy
+# (one epoch), and examples/modules_mlp (one epoch of 6400 images). Each must exit 0 and print a plausible test accuracy
 # (> 50%; chance is 10%, one short epoch gives about 65%); infer_cnn must
 # also report every output mode agreeing with All.
 #
@@ -81,6 +81,24 @@ for mode in Final EveryN Sum; do
         fail "infer_cnn: no $mode line"
     fi
 done
+
+# modules_mlp: the explicit program learns, and the IPU model's report
+# lists the hidden module as one outlined body with two calls (forward)
+# and its backward body with two calls
+modules_mlp=$POPC_BUILDDIR/examples/modules_mlp
+run "modules_mlp on ipumodel" "$modules_mlp" --epochs 1 --limit 6400 \
+    --profile prof
+accuracy "modules_mlp"
+flat=$(tr -d ' \n' <prof/training/profile.json)
+if printf '%s' "$flat" |
+        grep -q '"body":"hidden#[0-9]*","ops":\[[0-9]*,[0-9]*\],"calls":2' &&
+    printf '%s' "$flat" |
+        grep -q '"body":"hidden/grad#[0-9]*","ops":\[[0-9]*,[0-9]*\],"calls":2'
+then
+    pass "modules_mlp: the two hidden layers are one outlined body (and one backward body)"
+else
+    fail "modules_mlp: the report's outlined list has no hidden body of 2 calls"
+fi
 
 "$train_mlp" --epochs 0 >/dev/null 2>&1
 got=$?

@@ -12,6 +12,8 @@
 **    "ops": [{"index", "name", "op", "ipu", "stage", "phase", "tiles",
 **             "serial", "flops", "bytes", "temp_bytes", "cycles",
 **             "compute", "exchange", "sync"}, ...],
+**    "outlined": [{"body", "ops": [index, ...], "calls"}, ...] (outlined
+**                 bodies: one per module, however often it is called),
 **    "stages": [{"stage", "ipu", "cycles"}, ...],
 **    "cycles", "seconds", ("runtime": {...})}
 ** device.tiles_per_ipu counts the I/O tiles (device.io_tiles); memory
@@ -149,6 +151,46 @@ static void put_ops(FILE *f, const ipum_map *m)
     fprintf(f, "],\n");
 }
 
+/* Outlined bodies (popc::Call with a __body_id, popc/module.h): each body
+** once, with the ops that call it. A module called N times is one body. */
+static const char *body_id(const popc_plan_node *pn)
+{
+    const popc_attr *a = pn->attrs ? popc_attrs_find(pn->attrs, "__body_id")
+                                   : NULL;
+
+    return a && a->type == POPC_ATTR_STRING ? a->s : NULL;
+}
+
+static void put_outlined(FILE *f, const ipum_map *m)
+{
+    const popc_plan *p = m->plan;
+    int first = 1;
+
+    fprintf(f, " \"outlined\": [");
+    for (int k = 0; k < p->n_nodes; k++) {
+        const char *id = body_id(&p->nodes[k]);
+        int seen = 0, calls = 0;
+
+        if (!id)
+            continue;
+        for (int j = 0; j < k && !seen; j++)
+            seen = body_id(&p->nodes[j]) &&
+                   strcmp(body_id(&p->nodes[j]), id) == 0;
+        if (seen)
+            continue;
+        fprintf(f, "%s\n  {\"body\": ", first ? "" : ",");
+        put_string(f, id);
+        fprintf(f, ", \"ops\": [");
+        for (int j = k; j < p->n_nodes; j++)
+            if (body_id(&p->nodes[j]) &&
+                strcmp(body_id(&p->nodes[j]), id) == 0)
+                fprintf(f, "%s%d", calls++ ? ", " : "", j);
+        fprintf(f, "], \"calls\": %d}", calls);
+        first = 0;
+    }
+    fprintf(f, "],\n");
+}
+
 static void put_stages(FILE *f, const ipum_map *m)
 {
     const popc_plan *p = m->plan;
@@ -182,6 +224,7 @@ static void put_report(FILE *f, const ipum_map *m, const char *backend,
     put_device(f, m, backend);
     put_memory(f, m);
     put_ops(f, m);
+    put_outlined(f, m);
     put_stages(f, m);
     fprintf(f, " \"cycles\": %.1f, \"seconds\": %.9f", cycles,
             cycles / m->dev.clock_hz);
