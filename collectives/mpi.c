@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,46 +173,42 @@ static void mpi_close(void *ctx)
 /* MPI counts are ints: big buffers go in pieces of at most 1 GiB. */
 #define PIECE ((size_t)1 << 30)
 
-static popc_status mpi_send(void *ctx, int to, const void *buf, size_t bytes,
-                            double timeout)
+/* One point-to-point transfer; a zero-byte message still pairs a send
+** with its receive. */
+static popc_status p2p(mpi_ctx *c, int sending, int peer, void *buf,
+                       size_t bytes, double timeout)
 {
-    mpi_ctx *c = ctx;
     popc_status st = POPC_OK;
     size_t at = 0;
 
-    /* a zero-byte message still pairs a send with its receive */
     do {
         size_t n = bytes - at < PIECE ? bytes - at : PIECE;
         MPI_Request req;
-        int rc = MPI_Isend((const char *)buf + at, (int)n, MPI_BYTE, to, 0,
-                           c->comm, &req);
+        int rc = sending ? MPI_Isend((char *)buf + at, (int)n, MPI_BYTE,
+                                     peer, 0, c->comm, &req)
+                         : MPI_Irecv((char *)buf + at, (int)n, MPI_BYTE,
+                                     peer, 0, c->comm, &req);
 
-        st = rc == MPI_SUCCESS ? wait_for(&req, timeout, to, "MPI send")
-                               : mpi_error(rc, "MPI_Isend");
+        st = rc == MPI_SUCCESS
+                 ? wait_for(&req, timeout, peer,
+                            sending ? "MPI send" : "MPI receive")
+                 : mpi_error(rc, sending ? "MPI_Isend" : "MPI_Irecv");
         at += n;
     } while (st == POPC_OK && at < bytes);
     return st;
 }
 
+static popc_status mpi_send(void *ctx, int to, const void *buf, size_t bytes,
+                            double timeout)
+{
+    /* MPI_Isend does not write the buffer */
+    return p2p(ctx, 1, to, (void *)(uintptr_t)buf, bytes, timeout);
+}
+
 static popc_status mpi_recv(void *ctx, int from, void *buf, size_t bytes,
                             double timeout)
 {
-    mpi_ctx *c = ctx;
-    popc_status st = POPC_OK;
-    size_t at = 0;
-
-    /* a zero-byte message still pairs a send with its receive */
-    do {
-        size_t n = bytes - at < PIECE ? bytes - at : PIECE;
-        MPI_Request req;
-        int rc = MPI_Irecv((char *)buf + at, (int)n, MPI_BYTE, from, 0,
-                           c->comm, &req);
-
-        st = rc == MPI_SUCCESS ? wait_for(&req, timeout, from, "MPI receive")
-                               : mpi_error(rc, "MPI_Irecv");
-        at += n;
-    } while (st == POPC_OK && at < bytes);
-    return st;
+    return p2p(ctx, 0, from, buf, bytes, timeout);
 }
 
 static popc_status mpi_bcast(void *ctx, int root, void *buf, size_t bytes,
