@@ -1219,6 +1219,26 @@ static void b_cnn(bld *b)
 /* ---- the other cases --------------------------------------------------- */
 
 
+/* popc::CTCBeamSearchDecoder on log-softmaxed [T 4, B 64, C 64] with
+** lengths 0..4 */
+static void b_ctc(bld *b)
+{
+    int64_t len[64], dims[1] = {64};
+    popc_attr ax = attr_i("axis", 2);
+    popc_attr a[3] = {attr_i("blank", 0), attr_i("beam_width", 4),
+                      attr_i("top_paths", 2)};
+    int x = pc_in3(b, -3.0, 3.0), in[2], out[3];
+
+    for (int i = 0; i < 64; i++)
+        len[i] = i % 5;
+    in[0] = node(b, NULL, "LogSoftmax", &x, 1, &ax, 1);
+    in[1] = cast_to(b, const_i64n(b, len, dims, 1), 6); /* ONNX INT32 */
+    ck_assert_msg(pc_nodes_n(b, "popc", "CTCBeamSearchDecoder", in, 2, a, 3,
+                             out, 3), "%s", popc_last_error());
+    for (int k = 0; k < 3; k++)
+        pc_output(b, out[k]);
+}
+
 const pcase pc_cases[] = {
     {"sum", b_sum, 1},
     {"gelu_tanh", b_gelu_tanh, 1},
@@ -1269,5 +1289,6 @@ const pcase pc_cases[] = {
     {"norms", b_norms, 1},
     {"losses", b_losses, 1},
     {"popc_ops", b_popc_ops, 1},
+    {"ctc", b_ctc, 0},
     {"cnn", b_cnn, 1},
 };
