@@ -226,6 +226,16 @@ kill "$guard" 2>/dev/null
 contains hang.err "rank 1 did not answer within 2 s" \
     "the timeout names the rank that hangs"
 
+# the collectives option: a named plugin is used, an unknown one refused
+expect 0 "collectives = mpi, named" launch -n 2 train run.ini --quiet \
+    --set options.collectives=mpi --set train.epochs=1 \
+    --set train.weights=c.weights --set train.model=c.ini
+expect 1 "collectives = nccl is refused" launch -n 2 train run.ini --quiet \
+    --set options.collectives=nccl --set train.epochs=1 \
+    --set train.weights=c.weights --set train.model=c.ini
+contains err.txt "collectives = nccl: no loaded plugin provides" \
+    "the refusal names the option and the fix"
+
 # different models on different ranks
 expect 1 "ranks compiling different models are refused" mpi -np 2 sh -c \
     "exec \"\$0\" train run.ini --quiet --set train.weights=d.weights \
