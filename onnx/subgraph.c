@@ -324,6 +324,11 @@ popc_status popco_import_subgraphs(popco_importer *im,
         if (!ap->has_type ||
             ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !ap->g)
             continue;
+        if (!ap->name || !*ap->name) {
+            st = popc_set_error(POPC_EIO, "%s: %s has a graph attribute "
+                                "without a name", im->file, where);
+            break;
+        }
         if ((st = import_one(im, mp, np, n, opset, where, ap, &captures,
                              &g)) == POPC_OK)
             st = popco_attrs_add_graph(&n->attrs, ap->name, g);
