@@ -135,14 +135,36 @@ popc_status popc_dynamic_slice(popc_graph *g, int x, int dim, int start,
     return ADD("Gather", in, 2, y, &axis_attr, 1);
 }
 
+/* ScatterElements wants indices shaped like src: the row indices along
+** axis, broadcast over the other dims of shape. */
+static popc_status rows_like(popc_graph *g, int idx, int rank, int axis,
+                             int64_t size, const int64_t *shape, int *out)
+{
+    int64_t view[POPC_MAX_RANK];
+    int cview, cfull, reshaped, in[2];
+    popc_status st;
+
+    for (int d = 0; d < rank; d++)
+        view[d] = d == axis ? size : 1;
+    if ((st = helpers_const_i64(g, NULL, view, rank, 1, &cview)) != POPC_OK ||
+        (st = helpers_const_i64(g, NULL, shape, rank, 1, &cfull)) != POPC_OK)
+        return st;
+    in[0] = idx;
+    in[1] = cview;
+    if ((st = ADD("Reshape", in, 2, &reshaped, NULL, 0)) != POPC_OK)
+        return st;
+    in[0] = reshaped;
+    in[1] = cfull;
+    return ADD("Expand", in, 2, out, NULL, 0);
+}
+
 popc_status popc_dynamic_update(popc_graph *g, int input, int src, int dim,
                                 int start, int64_t size, int *y)
 {
     const char *who = "dynamic_update";
     popc_attr axis_attr = {.name = "axis", .type = POPC_ATTR_INT};
-    popc_view xv, sv;
-    int64_t shape[POPC_MAX_RANK];
-    int axis, idx, cshape, in[3];
+    popc_view xv, sv, want;
+    int axis, idx, in[3];
     char a[128], b[128];
     popc_status st;
 
@@ -151,46 +173,19 @@ popc_status popc_dynamic_update(popc_graph *g, int input, int src, int dim,
     if ((st = check_dim(g, who, input, dim, size, &xv, &axis)) != POPC_OK)
         return st;
     sv = popc_graph_value_info(g, src);
-    for (int d = 0; d < xv.rank; d++)
-        shape[d] = d == axis ? size : xv.dims[d];
-    {
-        popc_view want = xv;
-
-        memcpy(want.dims, shape, sizeof(int64_t) * (size_t)xv.rank);
-        if (!helpers_same_type(&sv, &want))
-            return popc_set_error(POPC_EINVAL, "%s: src is %s; it must be %s "
-                                  "(input's dtype and rank, size %lld along "
-                                  "dim %d)", who,
-                                  popc_view_describe(&sv, a, sizeof a),
-                                  popc_view_describe(&want, b, sizeof b),
-                                  (long long)size, dim);
-    }
+    want = xv;
+    want.dims[axis] = size;
+    if (!helpers_same_type(&sv, &want))
+        return popc_set_error(POPC_EINVAL, "%s: src is %s; it must be %s "
+                              "(input's dtype and rank, size %lld along dim "
+                              "%d)", who, popc_view_describe(&sv, a, sizeof a),
+                              popc_view_describe(&want, b, sizeof b),
+                              (long long)size, dim);
     if ((st = row_indices(g, who, start, xv.dims[axis], size, &idx)) !=
-        POPC_OK)
+            POPC_OK ||
+        (st = rows_like(g, idx, xv.rank, axis, size, want.dims, &idx)) !=
+            POPC_OK)
         return st;
-    /* ScatterElements wants indices shaped like src: the row indices along
-    ** axis, broadcast over the other dims */
-    {
-        int64_t view[POPC_MAX_RANK];
-        int reshaped, cfull, expanded;
-
-        for (int d = 0; d < xv.rank; d++)
-            view[d] = d == axis ? size : 1;
-        if ((st = helpers_const_i64(g, NULL, view, xv.rank, 1, &cshape)) !=
-                POPC_OK ||
-            (st = helpers_const_i64(g, NULL, shape, xv.rank, 1, &cfull)) !=
-                POPC_OK)
-            return st;
-        in[0] = idx;
-        in[1] = cshape;
-        if ((st = ADD("Reshape", in, 2, &reshaped, NULL, 0)) != POPC_OK)
-            return st;
-        in[0] = reshaped;
-        in[1] = cfull;
-        if ((st = ADD("Expand", in, 2, &expanded, NULL, 0)) != POPC_OK)
-            return st;
-        idx = expanded;
-    }
     axis_attr.i = axis;
     in[0] = input;
     in[1] = idx;

@@ -86,25 +86,8 @@ static popc_status call_grad(popc_grad_ctx *gc)
                                    "too many values", gc->node_name);
     for (int i = 0; i < n_in; i++)
         in[i] = gc->inputs[i];
-    for (int j = 0; j < n_out; j++) {
-        in[n_in + j] = gc->output_grads[j];
-        if (in[n_in + j] < 0) {
-            /* a zero gradient for an output nobody differentiates */
-            const popc_view *info = &gc->output_info[j];
-            popc_view z = *info;
-            size_t bytes = popc_view_nbytes(info);
-            void *data = gc->host->alloc(bytes + 1);
-
-            if (!data)
-                return gc->host->set_error(POPC_ENOMEM, "Call '%s': out of "
-                                           "memory", gc->node_name);
-            z.data = data;
-            st = gc->host->grad_constant(gc, &z, &in[n_in + j]);
-            gc->host->free(data);
-            if (st != POPC_OK)
-                return st;
-        }
-    }
+    if ((st = flow_given_or_zeros(gc, 0, n_out, in + n_in)) != POPC_OK)
+        return st;
     if ((st = gc->host->graph_gradient(body->graph, &gb)) != POPC_OK)
         return st;
     attrs[0] = (popc_attr){.name = "body", .type = POPC_ATTR_GRAPH,

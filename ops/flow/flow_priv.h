@@ -46,6 +46,10 @@ popc_status flow_alloc_views(const char *op, const char *node,
                              const popc_view *like, int n, popc_view *out);
 void flow_free_views(popc_view *v, int n);
 
+/* grad.c: the gradients of outputs [first, first + n) into out, the given
+** ones or zeros for those nobody differentiates (Call uses it too). */
+popc_status flow_given_or_zeros(popc_grad_ctx *gc, int first, int n,
+                                int *out);
 /* grad.c: the gradients of If, Loop and Scan. */
 popc_status flow_if_grad(popc_grad_ctx *gc);
 popc_status flow_loop_grad(popc_grad_ctx *gc);

@@ -125,8 +125,7 @@ static popc_status stack(popc_grad_ctx *gc, const int *parts, int64_t n,
     return st;
 }
 
-/* The gradients of outputs [first, first + n): given, or zeros. */
-static popc_status given_or_zeros(popc_grad_ctx *gc, int first, int n,
+popc_status flow_given_or_zeros(popc_grad_ctx *gc, int first, int n,
                                   int *out)
 {
     popc_status st = POPC_OK;
@@ -351,7 +350,7 @@ popc_status flow_scan_grad(popc_grad_ctx *gc)
     }
     /* backward */
     if (st == POPC_OK)
-        st = given_or_zeros(gc, 0, N, state);
+        st = flow_given_or_zeros(gc, 0, N, state);
     for (int c = 0; c < C; c++)
         dcap[c] = -1;
     for (int64_t t = T - 1; t >= 0 && st == POPC_OK; t--) {
@@ -439,7 +438,7 @@ popc_status flow_loop_grad(popc_grad_ctx *gc)
         }
     }
     if (st == POPC_OK)
-        st = given_or_zeros(gc, 0, N, state);
+        st = flow_given_or_zeros(gc, 0, N, state);
     if (st == POPC_OK) {
         /* the condition output's gradient: one bool zero for every step */
         popc_view cv;
