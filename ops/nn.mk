@@ -9,6 +9,8 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/tiles.c \
     %reldir%/nn/window.c \
     %reldir%/nn/matmul.c \
+    %reldir%/nn/matmul_serial.c \
+    %reldir%/nn/matmul_serial.h \
     %reldir%/nn/conv.c \
     %reldir%/nn/conv_grad.c \
     %reldir%/nn/conv_priv.h \

@@ -23,3 +23,17 @@ endif
 %canon_reldir%_check_modules_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_modules_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
+
+# poptorch.serializedMatMul: values against the plain MatMul and a double
+# product, training steps, float16 sums by hand, the IPU model's report
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_serialized_matmul
+TESTS += %reldir%/check_serialized_matmul
+endif
+%canon_reldir%_check_serialized_matmul_SOURCES = \
+    %reldir%/check_serialized_matmul.c %reldir%/minijson.c \
+    %reldir%/minijson.h %reldir%/profile_files.c %reldir%/profile_files.h
+%canon_reldir%_check_serialized_matmul_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_serialized_matmul_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_serialized_matmul_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)

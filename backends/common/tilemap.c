@@ -347,6 +347,7 @@ static void place_nodes(ipum_map *m)
         double avail = pn->available_memory > 0.0 ? pn->available_memory
                                                   : d->available;
         double cap = avail * (double)d->tile_bytes, per, by_flops;
+        int64_t steps;
         int n;
 
         nm->ipu = pn->ipu;
@@ -377,6 +378,13 @@ static void place_nodes(ipum_map *m)
         per = temp / nm->n;
         nm->serial = per > cap ? (int)(per / cap + 0.999999) : 1;
         nm->temp_per_tile = (int64_t)(per / nm->serial + 0.999999);
+        /* an op serialized by its attributes (serializedMatMul) counts one
+        ** step's temporaries: each of its steps is split as needed */
+        steps = popc_attr_int(pn->attrs, POPC_ATTR_SERIAL_FACTOR, 1);
+        if (steps > 1)
+            nm->serial = steps * nm->serial > INT32_MAX
+                             ? INT32_MAX
+                             : (int)(steps * nm->serial);
     }
 }
 

@@ -25,6 +25,8 @@
 **     node computes on, but at most available-memory-proportion x tile
 **     bytes per tile: like Poplar's planner, a node that wants more is
 **     serialised into that many steps (which costs cycles, see cost.c);
+**     a node carrying POPC_ATTR_SERIAL_FACTOR f (serializedMatMul) reports
+**     one step's temporaries and runs f times that many steps;
 **   - a node computes from the first tile of its first output, except
 **     convolutions (ops named Conv*): like Poplar's, they are laid out
 **     from tile 0, so their temporaries pile up on the low tiles; with

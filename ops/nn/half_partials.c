@@ -36,7 +36,7 @@ static inline float round_half(float v)
 ** term, then the row is rounded at once (F16C when the CPU has it). A
 ** rounded value rounds to itself, so sums that got no term (a tap in the
 ** padding) are unchanged. */
-static void round_half_n(float *v, int64_t n)
+void nn_round_half_n(float *v, int64_t n)
 {
     uint16_t tmp[ROUND_CHUNK];
 
@@ -145,7 +145,7 @@ static void add_terms(float *restrict sum, const terms *t, int64_t n)
 
         for (int64_t j = 0; j < n; j++)
             sum[j] += a * x[j];
-        round_half_n(sum, n);
+        nn_round_half_n(sum, n);
     }
 }
 
@@ -219,7 +219,7 @@ popc_status nn_gemm_half(const popc_kernel_ctx *kc, int trans_a,
             for (int64_t j = 0; j < n; j++)
                 c[j] = alpha * acc[j] + beta * c[j];
         if (alpha != 1.0f || beta != 0.0f)
-            round_half_n(c, n);
+            nn_round_half_n(c, n);
     }
     kc->host->free(packed);
     kc->host->free(acc);
@@ -271,7 +271,7 @@ popc_status nn_conv_half_forward(const popc_kernel_ctx *kc, const conv_p *p,
         if (bias) {
             for (int64_t q = 0; q < p->P; q++)
                 ym[q] += bias[m];
-            round_half_n(ym, p->P);
+            nn_round_half_n(ym, p->P);
         }
     }
     kc->host->free(col);

@@ -30,6 +30,9 @@ int nn_half_partials(const popc_kernel_ctx *kc);
 ** gradient builders). */
 int nn_is_float16_node(const popc_attrs *attrs);
 
+/* Rounds v[0..n) to float16 values in place (F16C when the CPU has it). */
+void nn_round_half_n(float *v, int64_t n);
+
 /* Rows [r0, r1) and columns [c0, c1) of C = alpha * op(A) op(B) + beta * C
 ** with float16 partial sums over k = 0..K-1 (cblas row-major
 ** conventions). POPC_ENOMEM for its scratch rows, naming the node. */

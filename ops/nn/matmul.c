@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ops/nn/half_partials.h"
+#include "ops/nn/matmul_serial.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/util.h"
 
@@ -118,8 +119,12 @@ static popc_status matmul_infer(popc_infer_ctx *ic)
     if ((st = opsu_want_f32(ic, "MatMul", 0, "input A")) != POPC_OK ||
         (st = opsu_want_f32(ic, "MatMul", 1, "input B")) != POPC_OK)
         return st;
+    mms ser;
+
     if ((st = mm_parse(ic->node_name, &ic->inputs[0], &ic->inputs[1], &s)) !=
-        POPC_OK)
+            POPC_OK ||
+        (st = mms_parse(ic->node_name, ic->attrs, s.M, s.N, s.K, &ser)) !=
+            POPC_OK)
         return st;
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, s.dims, s.rank);
     return POPC_OK;
@@ -139,6 +144,34 @@ static void mm_offsets(const mm_shape *s, int64_t b, int64_t *oa, int64_t *ob)
     }
 }
 
+/* Rows are cut into blocks of this many, the same whatever the split, so
+** that a split run adds the same products as the whole run. */
+#define SERIAL_ROWS 64
+
+/* A MatMul serialized over its reducing dimension: units are blocks of
+** rows of one batch entry, each summed over the slices of K. */
+static popc_status matmul_reduce_serialized(const popc_kernel_ctx *kc,
+                                            const mm_shape *s, const mms *ser)
+{
+    const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
+    float *C = kc->outputs[0].data;
+    int64_t blocks = (s->M + SERIAL_ROWS - 1) / SERIAL_ROWS, lo, hi;
+    popc_status st = POPC_OK;
+
+    opsu_range(s->batch * blocks, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi && st == POPC_OK; u++) {
+        int64_t b = u / blocks, r0 = (u % blocks) * SERIAL_ROWS, oa, ob;
+        int64_t rows = s->M - r0 < SERIAL_ROWS ? s->M - r0 : SERIAL_ROWS;
+
+        mm_offsets(s, b, &oa, &ob);
+        st = mms_reduce_rows(kc, ser, A + oa * s->M * s->K + r0 * s->K,
+                             B + ob * s->K * s->N,
+                             C + b * s->M * s->N + r0 * s->N, rows, s->N,
+                             s->K);
+    }
+    return st;
+}
+
 static popc_status matmul_forward(const popc_kernel_ctx *kc)
 {
     const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
@@ -148,9 +181,15 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
     int64_t lo, hi;
     popc_status st;
 
+    mms ser;
+
     if ((st = mm_parse(kc->node_name, &kc->inputs[0], &kc->inputs[1], &s)) !=
-        POPC_OK)
+            POPC_OK ||
+        (st = mms_parse(kc->node_name, kc->attrs, s.M, s.N, s.K, &ser)) !=
+            POPC_OK)
         return st;
+    if (ser.mode == MMS_REDUCING_DIM && ser.factor > 1)
+        return matmul_reduce_serialized(kc, &s, &ser);
     if (nn_half_partials(kc)) {
         opsu_range(s.batch * s.M, kc->part, kc->n_parts, &lo, &hi);
         while (lo < hi) { /* this part's rows, one batch entry at a time */
@@ -183,6 +222,7 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
 static popc_status matmul_cost(const popc_infer_ctx *ic, popc_cost *c)
 {
     mm_shape s;
+    mms ser;
     popc_status st;
 
     if ((st = mm_parse(ic->node_name, &ic->inputs[0], &ic->inputs[1], &s)) !=
@@ -192,7 +232,14 @@ static popc_status matmul_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) +
                       (double)s.batch * (double)s.M * (double)s.N);
-    c->temp_bytes = 0;
+    if ((st = mms_parse(ic->node_name, ic->attrs, s.M, s.N, s.K, &ser)) !=
+        POPC_OK)
+        return st;
+    c->temp_bytes = mms_temp_bytes(&ser,
+                                   (double)popc_view_numel(&ic->inputs[0]),
+                                   (double)popc_view_numel(&ic->inputs[1]),
+                                   (double)s.batch * (double)s.M *
+                                       (double)s.N);
     return POPC_OK;
 }
 
@@ -210,11 +257,16 @@ static popc_status transpose_last(popc_grad_ctx *gc, int value, int r, int *out)
     return opsu_node1(gc, NULL, "Transpose", &value, 1, &a, 1, out);
 }
 
-static popc_status matmul2(popc_grad_ctx *gc, int x, int y, int *out)
+/* x @ y for the gradient of input `which` (0: A, 1: B) of a MatMul
+** serialized as ser (matmul_serial.h). */
+static popc_status matmul2(popc_grad_ctx *gc, const mms *ser, int which,
+                           int x, int y, int *out)
 {
-    int in[2] = {x, y};
+    int in[2] = {x, y}, n;
+    popc_attr a[3];
 
-    return opsu_node1(gc, NULL, "MatMul", in, 2, NULL, 0, out);
+    mms_grad_attrs(ser, which, a, &n);
+    return opsu_node1(gc, NULL, "MatMul", in, 2, n ? a : NULL, n, out);
 }
 
 /* dY with a unit dimension put back where a 1-D operand dropped it:
@@ -290,9 +342,17 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     int64_t row[2], col[2];
     popc_status st;
 
+    mm_shape s;
+    mms ser;
+
     if (dy < 0)
         return POPC_OK;
-    if (ai->rank > 2 && bi->rank == 2)
+    if ((st = mm_parse(gc->node_name, ai, bi, &s)) != POPC_OK ||
+        (st = mms_parse(gc->node_name, gc->attrs, s.M, s.N, s.K, &ser)) !=
+            POPC_OK)
+        return st;
+    /* the folded Gemm form would lose the serialization */
+    if (ai->rank > 2 && bi->rank == 2 && ser.mode == MMS_NONE)
         return matmul_grad_folded(gc, ai, bi, a, b, dy);
     if (a1 || b1) {
         if ((st = lift_dy(gc, dy, &gc->output_info[0], a1, b1, &dy2)) !=
@@ -318,7 +378,7 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     }
     /* dA = dY2 @ B2^T, summed over broadcast batch dims */
     if ((st = transpose_last(gc, b2, b1 ? 2 : bi->rank, &t)) != POPC_OK ||
-        (st = matmul2(gc, dy2, t, &full)) != POPC_OK)
+        (st = matmul2(gc, &ser, 0, dy2, t, &full)) != POPC_OK)
         return st;
     if (a1) {
         row[0] = 1;
@@ -333,7 +393,7 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     }
     /* dB = A2^T @ dY2 */
     if ((st = transpose_last(gc, a2, a1 ? 2 : ai->rank, &t)) != POPC_OK ||
-        (st = matmul2(gc, t, dy2, &full)) != POPC_OK)
+        (st = matmul2(gc, &ser, 1, t, dy2, &full)) != POPC_OK)
         return st;
     if (b1) {
         col[0] = bi->dims[0];
@@ -510,6 +570,7 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
 static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
 {
     gemm_p p;
+    mms plain;
     popc_status st;
 
     if ((st = gemm_parse(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
@@ -520,7 +581,12 @@ static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->bytes = 4.0 * ((double)p.M * (double)p.K + (double)p.K * (double)p.N +
                       (p.has_c ? (double)(p.cm * p.cn) : 0.0) +
                       (double)p.M * (double)p.N);
-    c->temp_bytes = 0;
+    memset(&plain, 0, sizeof plain);
+    plain.factor = 1;
+    plain.float16 = nn_is_float16_node(ic->attrs);
+    c->temp_bytes = mms_temp_bytes(&plain, (double)p.M * (double)p.K,
+                                   (double)p.K * (double)p.N,
+                                   (double)p.M * (double)p.N);
     return POPC_OK;
 }
 

@@ -118,6 +118,11 @@ typedef struct popc_kernel_ctx {
 #define POPC_ATTR_FLOAT16 "__float16"
 #define POPC_FLOAT16_OP 1
 #define POPC_FLOAT16_CAST 2
+/* The INT attribute of a node that computes in this many serial steps to
+** cut its temporaries (poptorch.serializedMatMul's factor): the op's
+** cost() counts one step's temporaries, and device models count one sync
+** and one exchange of the operands per step. Absent: 1. Since 0.3.0. */
+#define POPC_ATTR_SERIAL_FACTOR "serialization_factor"
 
 /* ---- gradient builders ----------------------------------------------------- */
 

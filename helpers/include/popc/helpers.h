@@ -1,5 +1,5 @@
 /* helpers.h - PopTorch's op helpers for graphs built in C (since 0.3.0):
-** poptorch.for_loop, dynamic_slice and dynamic_update,
+** poptorch.for_loop, dynamic_slice and dynamic_update, serializedMatMul,
 ** ctc_beam_search_decoder, removeBlocks, ipuHardwareIsAvailable and
 ** ipuHardwareVersion.
 **
@@ -55,6 +55,29 @@ POPC_API POPC_NODISCARD popc_status popc_dynamic_slice(popc_graph *g, int x,
 ** replaced) and to src. */
 POPC_API POPC_NODISCARD popc_status popc_dynamic_update(popc_graph *g,
     int input, int src, int dim, int start, int64_t size, int *y);
+
+/* poptorch.MatMulSerializationMode: which dimension of A (M x K) times B
+** (K x N) serializedMatMul splits. */
+typedef enum popc_matmul_serialization {
+    POPC_MATMUL_SERIALIZE_DISABLED = 0,       /* an ordinary MatMul */
+    POPC_MATMUL_SERIALIZE_INPUT_CHANNELS,     /* split M */
+    POPC_MATMUL_SERIALIZE_REDUCING_DIM,       /* split K */
+    POPC_MATMUL_SERIALIZE_OUTPUT_CHANNELS     /* split N */
+} popc_matmul_serialization;
+
+/* poptorch.serializedMatMul(lhs, rhs, mode, factor, keep_precision): *out
+** = lhs @ rhs (numpy matmul, as ONNX MatMul) computed as factor smaller
+** products one after the other, so the device needs about 1/factor of the
+** split operands' and partials' temporary memory, at the price of factor
+** syncs (the ipumodel report's "temp_bytes" and "serial" per op).
+** factor must divide the split dimension (POPC_EINVAL naming it). M and N
+** splits give exactly the plain MatMul's values; a K split adds the
+** partial products in order, rounded to float16 after each addition for a
+** float16 model (model.half()) unless keep_precision. The backward
+** MatMuls are serialized too (dA and dB as PopART splits them). */
+POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
+    int lhs, int rhs, popc_matmul_serialization mode, int64_t factor,
+    int keep_precision, int *out);
 
 /* poptorch.ctc_beam_search_decoder(probs, lengths, blank, beam_width,
 ** top_paths): log_probs [T, B, C] float32 log probabilities, lengths [B]
