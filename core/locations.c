@@ -167,7 +167,8 @@ popc_status popci_locations_apply(popci_plan *p, const popc_options *o,
             persistent(p, classes[c].kind, &s, replicas, loc);
         }
     }
-    if ((st = popci_offchip_refigure(p)) != POPC_OK) {
+    if ((st = popci_host_io_mark(p, o, loc)) != POPC_OK ||
+        (st = popci_offchip_refigure(p)) != POPC_OK) {
         free(loc);
         return st;
     }

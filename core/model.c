@@ -425,6 +425,9 @@ static popc_backend_config backend_config(const popc_model *m)
     c.conv_dithering = (int)opt_int(o, "Training.setConvolutionDithering", 0);
     c.sync_pattern = (int)opt_int(o, "syncPattern", POPC_SYNC_FULL);
     c.ipu_id = popci_use_ipu_id(o);
+    c.device_iterations = opt_int(o, "deviceIterations", 1);
+    c.gradient_accumulation =
+        m->training ? opt_int(o, "Training.gradientAccumulation", 1) : 1;
     c.profile_dir = popc_options_get_string(o, "enableProfiling");
     return c;
 }

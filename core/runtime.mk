@@ -6,5 +6,5 @@ libpopc_la_SOURCES += \
     %reldir%/exec_priv.h %reldir%/executor.c %reldir%/batching.c \
     %reldir%/synthetic.c \
     %reldir%/train_step.c \
-    %reldir%/model.c %reldir%/locations.c %reldir%/anchors.c %reldir%/anchors_priv.h %reldir%/ipu_count.c %reldir%/model_log.c %reldir%/model_weights.c %reldir%/model_priv.h \
+    %reldir%/model.c %reldir%/locations.c %reldir%/host_io.c %reldir%/anchors.c %reldir%/anchors_priv.h %reldir%/ipu_count.c %reldir%/model_log.c %reldir%/model_weights.c %reldir%/model_priv.h \
     %reldir%/attach.c

@@ -77,6 +77,12 @@ popc_status popci_offchip_add_slot(popci_plan *p, int s);
 popc_status popci_locations_apply(popci_plan *p, const popc_options *o,
                                   int64_t replicas);
 
+/* Host I/O bits of the plan's slots into loc (core/host_io.c): graph
+** outputs, and the copies set_overlap_for_input/output overlap. POPC_EINVAL
+** naming the node for a misplaced or unsupported overlap. */
+popc_status popci_host_io_mark(popci_plan *p, const popc_options *o,
+                               unsigned char *loc);
+
 /* offchip_bytes and onchip_peak again, after ranges were dropped
 ** (TensorLocations keeping activations on chip). */
 popc_status popci_offchip_refigure(popci_plan *p);

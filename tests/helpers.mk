@@ -37,3 +37,17 @@ endif
 %canon_reldir%_check_serialized_matmul_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_serialized_matmul_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
+
+# set_overlap_for_input/output: cycles against cost.c's rule, I/O-tile
+# buffers, unchanged results, refusals
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_overlap
+TESTS += %reldir%/check_overlap
+endif
+%canon_reldir%_check_overlap_SOURCES = %reldir%/check_overlap.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
+%canon_reldir%_check_overlap_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_overlap_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_overlap_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)

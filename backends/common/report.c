@@ -5,8 +5,10 @@
 ** Layout:
 **   {"backend", "device": {...},
 **    "memory": {"totals": {...}, "off_chip": {...} (streaming memory,
-**               TensorLocations), "ipus": [{"ipu", "max_tile",
-**               "max_tile_bytes", "free_bytes", "tiles": [{"tile",
+**               TensorLocations), "io_tiles": {"overlap_buffers",
+**               "capacity"} (set_overlap_for_input/output), "ipus":
+**               [{"ipu", "max_tile", "max_tile_bytes", "free_bytes",
+**               "tiles": [{"tile",
 **               "weights", "gradients", "state", "activations",
 **               "temporaries", "total"}, ...]}, ...]},
 **    "ops": [{"index", "name", "op", "ipu", "stage", "phase", "tiles",
@@ -96,7 +98,10 @@ static void put_memory(FILE *f, const ipum_map *m)
                 (long long)m->off_chip[c]);
         total += m->off_chip[c];
     }
-    fprintf(f, "\"total\": %lld},\n  \"ipus\": [", (long long)total);
+    fprintf(f, "\"total\": %lld},\n  \"io_tiles\": {\"overlap_buffers\": "
+            "%lld, \"capacity\": %lld},\n  \"ipus\": [", (long long)total,
+            (long long)m->io_buffer_bytes,
+            (long long)m->dev.io_tiles * (long long)m->dev.tile_bytes);
     for (int ipu = 0; ipu < m->n_ipus; ipu++) {
         const ipum_tile *tiles = m->tiles + (size_t)ipu * m->dev.tiles;
         int64_t used = 0;

@@ -33,7 +33,7 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
     uint32_t size = cfg ? cfg->size : 0;
     int version = 0, tiles = 0, n_ipus = 0, replicas = 0, io = 0;
     int dither = 0, sync = 0, ipu_id = -1;
-    int64_t bytes = 0;
+    int64_t bytes = 0, iters = 1, accum = 1;
     double avail = 0.0;
 
     memset(dev, 0, sizeof *dev);
@@ -51,6 +51,10 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
         avail = cfg->available_memory;
     if (POPC_HAS_FIELD(popc_backend_config, size, io_tiles))
         io = cfg->io_tiles;
+    if (POPC_HAS_FIELD(popc_backend_config, size, gradient_accumulation)) {
+        iters = cfg->device_iterations;
+        accum = cfg->gradient_accumulation;
+    }
     if (POPC_HAS_FIELD(popc_backend_config, size, ipu_id)) {
         dither = cfg->conv_dithering != 0;
         sync = cfg->sync_pattern;
@@ -106,6 +110,8 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
     dev->conv_dithering = dither;
     dev->sync_pattern = sync;
     dev->ipu_id = ipu_id;
+    dev->device_iterations = iters > 0 ? iters : 1;
+    dev->grad_accum = accum > 0 ? accum : 1;
     return POPC_OK;
 }
 
@@ -590,6 +596,47 @@ static popc_status oom_error(const ipum_map *m, int ipu, int t,
         m->dev.name, m->dev.tiles, (long long)m->dev.tile_bytes);
 }
 
+/* Overlapped host copies wait on the I/O tiles of their IPU: one buffer
+** each for the next micro-batch, two across device iterations (the next
+** iteration's too), as PopTorch's OverlapMode describes. */
+static popc_status check_io_tiles(ipum_map *m, const char *who)
+{
+    const popc_plan *p = m->plan;
+    int64_t need[MAX_IPUS] = {0};
+    int64_t cap = (int64_t)m->dev.io_tiles * m->dev.tile_bytes;
+    const char *largest[MAX_IPUS] = {NULL};
+    int64_t largest_bytes[MAX_IPUS] = {0};
+
+    for (int s = 0; s < p->n_slots; s++) {
+        unsigned loc = ipum_slot_location(p, s);
+        int ipu = m->slots[s].ipu;
+        int64_t b;
+
+        if (!(loc & POPC_LOC_OVERLAP_ACCUM) || ipu < 0 || ipu >= MAX_IPUS)
+            continue;
+        b = m->slots[s].bytes * ((loc & POPC_LOC_OVERLAP_ITER) ? 2 : 1);
+        need[ipu] += b;
+        if (b > largest_bytes[ipu]) {
+            largest_bytes[ipu] = b;
+            largest[ipu] = p->slots[s].name;
+        }
+    }
+    for (int i = 0; i < MAX_IPUS; i++) {
+        if (need[i] > m->io_buffer_bytes)
+            m->io_buffer_bytes = need[i];
+        if (need[i] > cap)
+            return ipum_host->set_error(
+                POPC_ECOMPILE, "overlapped host I/O needs %lld bytes of "
+                "buffers on the I/O tiles of IPU %d (largest: '%s', %lld "
+                "bytes), but TensorLocations.numIOTiles = %d holds %lld; "
+                "raise numIOTiles or overlap fewer tensors (%s backend)",
+                (long long)need[i], i, largest[i] ? largest[i] : "?",
+                (long long)largest_bytes[i], m->dev.io_tiles,
+                (long long)cap, who);
+    }
+    return POPC_OK;
+}
+
 static popc_status check_fit(const ipum_map *m, const char *who)
 {
     int worst = -1;
@@ -644,7 +691,8 @@ popc_status ipum_map_build(const ipum_device *dev, const popc_plan *plan,
     }
     place_slots(m, cursor);
     place_nodes(m);
-    if ((st = measure(m)) != POPC_OK || (st = check_fit(m, who)) != POPC_OK)
+    if ((st = measure(m)) != POPC_OK || (st = check_fit(m, who)) != POPC_OK ||
+        (st = check_io_tiles(m, who)) != POPC_OK)
         goto fail;
     ipum_cost_fill(m);
     *out = m;

@@ -67,6 +67,8 @@ typedef struct ipum_device {
     int sync_pattern;          /* POPC_SYNC_* (syncPattern) */
     int ipu_id;                /* useIpuId: device id, -1: any */
     int first_ipu, ipus;       /* ipu_id's physical IPUs (devices.c) */
+    int64_t device_iterations; /* loops host I/O overlaps across */
+    int64_t grad_accum;
 } ipum_device;
 
 /* Memory categories of the report. */
@@ -114,6 +116,8 @@ typedef struct ipum_map {
     int64_t totals[IPUM_MEM_COUNT]; /* summed over the tiles of a replica */
     int64_t off_chip[IPUM_MEM_COUNT]; /* in streaming memory, per replica
                                          (TensorLocations) */
+    int64_t io_buffer_bytes;   /* on the I/O tiles of the fullest IPU:
+                                  overlapped host copies in flight */
 } ipum_map;
 
 /* The plan's POPC_LOC_* bits of slot s (0 from an older core). */

@@ -20,14 +20,25 @@
 **   IPU links an operand produced on another IPU crosses a link at 48
 **             bytes per cycle (64 GB/s) plus 1000 cycles of inter-IPU
 **             sync.
-**   host      host ops (CPU callbacks) and streamed inputs move at 12
-**             bytes per cycle (16 GB/s PCIe) plus 3000 cycles of latency
-**             per transfer. A streamed input is paid by its first reader,
+**   host      host ops (CPU callbacks), streamed inputs and the graph's
+**             outputs move at 12 bytes per cycle (16 GB/s PCIe) plus 3000
+**             cycles of latency per transfer (every micro-batch: outputMode
+**             All's traffic, an upper bound for the others). A streamed
+**             input is paid by its first reader, an output by its writer,
 **             except under syncPattern Full on several IPUs: every IPU
 **             synchronises on every host transfer, so each IPU's first
-**             node waits for all of them (a pipeline stage's phase pays
+**             node waits for all inputs (a pipeline stage's phase pays
 **             the inputs of stage 0 too). SinglePipeline and
 **             ReplicaAndLadder let each IPU talk to the host alone.
+**   overlap   set_overlap_for_input/output: the copy for the next
+**             micro-batch runs through the I/O tiles during this one's
+**             work. Of a chain of L micro-batches (L = gradient
+**             accumulation for OverlapAccumulationLoop, times device
+**             iterations for OverlapDeviceIterationLoop) the first copy
+**             waits; the others cost only what exceeds the work. Each
+**             then moves from the I/O tiles at W bytes per cycle per I/O
+**             tile plus a sync. Their buffers must fit the I/O tiles
+**             (tilemap.c).
 **   streaming memory (TensorLocations) an off-chip weight, optimizer state
 **             or accumulator is loaded for each node that reads it, an
 **             off-chip activation is stored after its last use in a phase
@@ -178,10 +189,64 @@ static int ipu_starts(const ipum_map *m, int k)
     return 1;
 }
 
+/* Host bytes of nodes [first, last): bytes[d][c], d 0 for inputs and 1
+** for outputs, c by how they travel: 0 waits for the host, 1 overlaps the
+** accumulation loop, 2 device iterations too. Inputs count where they are
+** first read (every input when `all_inputs`), outputs where written. */
+static void host_bytes(const ipum_map *m, int first, int last,
+                       int all_inputs, double bytes[2][3])
+{
+    const popc_plan *p = m->plan;
+
+    memset(bytes, 0, 2 * sizeof bytes[0]);
+    for (int s = 0; s < p->n_slots; s++) {
+        unsigned loc = ipum_slot_location(p, s);
+        int at = m->slots[s].live_from;
+        int in = p->slots[s].kind == POPC_SLOT_INPUT;
+
+        if (!in && !(loc & POPC_LOC_HOST_OUTPUT))
+            continue;
+        if (at < 0 || (!(in && all_inputs) && (at < first || at >= last)))
+            continue;
+        bytes[!in][(loc & POPC_LOC_OVERLAP_ITER)    ? 2
+                   : (loc & POPC_LOC_OVERLAP_ACCUM) ? 1
+                                                    : 0] +=
+            (double)m->slots[s].bytes;
+    }
+}
+
+/* Cycles a host copy of `bytes` waiting for the host costs. */
+static double waited(double bytes)
+{
+    return bytes > 0.0 ? bytes / HOST_BYTES + HOST_LATENCY : 0.0;
+}
+
+/* Cycles an overlapped host copy of `bytes` adds to `compute` cycles of
+** work per micro-batch when `loop` micro-batches share one preload chain:
+** the first copy of the chain waits for the host, the others hide behind
+** the previous micro-batch's work; each is then copied between the I/O
+** tiles and the compute tiles. */
+static double overlapped(const ipum_map *m, double bytes, double loop,
+                         double compute)
+{
+    double t = waited(bytes);
+    double w = m->dev.version == 1 ? 4.0 : 24.0;
+    double io = m->dev.io_tiles > 0 ? m->dev.io_tiles : 1;
+    double hidden = t > compute ? t - compute : 0.0;
+
+    if (bytes <= 0.0)
+        return 0.0;
+    return t / loop + (1.0 - 1.0 / loop) * hidden + bytes / (w * io) +
+           SYNC_CYCLES;
+}
+
 double ipum_cost_cycles(const ipum_map *m, int first, int last)
 {
     const popc_plan *p = m->plan;
-    double cycles = 0.0, streamed = 0.0;
+    double cycles = 0.0, compute, bytes[2][3];
+    double accum = (double)m->dev.grad_accum;
+    double iters = accum * (double)m->dev.device_iterations;
+    int all_inputs = 0;
 
     if (first < 0)
         first = 0;
@@ -191,23 +256,15 @@ double ipum_cost_cycles(const ipum_map *m, int first, int last)
         cycles += m->nodes[k].cycles;
     if (m->dev.sync_pattern == POPC_SYNC_FULL && m->n_ipus > 1) {
         /* every IPU waits for every transfer, before its first node */
-        int starts = 0;
-
-        for (int k = first; k < last && !starts; k++)
-            starts = ipu_starts(m, k);
-        for (int s = 0; starts && s < p->n_slots; s++)
-            if (p->slots[s].kind == POPC_SLOT_INPUT &&
-                m->slots[s].live_from >= 0)
-                streamed += (double)m->slots[s].bytes;
-    } else {
-        for (int s = 0; s < p->n_slots; s++)
-            if (p->slots[s].kind == POPC_SLOT_INPUT &&
-                m->slots[s].live_from >= first &&
-                m->slots[s].live_from < last)
-                streamed += (double)m->slots[s].bytes;
+        for (int k = first; k < last && !all_inputs; k++)
+            all_inputs = ipu_starts(m, k);
     }
-    if (streamed > 0.0)
-        cycles += streamed / HOST_BYTES + HOST_LATENCY;
+    host_bytes(m, first, last, all_inputs, bytes);
+    compute = cycles;
+    for (int d = 0; d < 2; d++)
+        cycles += waited(bytes[d][0]) +
+                  overlapped(m, bytes[d][1], accum, compute) +
+                  overlapped(m, bytes[d][2], iters, compute);
     return cycles;
 }
 

@@ -27,6 +27,16 @@ typedef enum popc_attr_type {
 
 struct popc_graph;
 
+/* INT attributes of an Identity node that the core reads: the node passes
+** a graph input (or a graph output) whose host copy overlaps compute,
+** PopTorch's set_overlap_for_input / set_overlap_for_output. Values:
+** POPC_OVERLAP_* (popc/helpers.h builds these nodes). Since 0.3.0. */
+#define POPC_ATTR_OVERLAP_INPUT  "__overlap_input"
+#define POPC_ATTR_OVERLAP_OUTPUT "__overlap_output"
+#define POPC_OVERLAP_NONE 0
+#define POPC_OVERLAP_ACCUMULATION_LOOP 1
+#define POPC_OVERLAP_DEVICE_ITERATION_LOOP 2
+
 /* One typed attribute (ONNX AttributeProto). Only the member for `type` is
 ** meaningful; lists use `n` and the matching pointer. */
 typedef struct popc_attr {

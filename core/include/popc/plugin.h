@@ -308,6 +308,14 @@ typedef struct popc_plan {
 #define POPC_LOC_SHARDED   (1u << 1) /* each replica holds 1/replicas */
 #define POPC_LOC_IO_LOAD   (1u << 2) /* loaded through I/O tiles */
 #define POPC_LOC_IO_STORE  (1u << 3) /* stored through I/O tiles */
+/* Host I/O (since 0.3.0): the slot is copied to the host every micro-batch
+** (a graph output; inputs are POPC_SLOT_INPUT), and its host copy overlaps
+** compute through the I/O tiles (set_overlap_for_input/output): with the
+** next micro-batch of the accumulation loop (OVERLAP_ACCUM), or across
+** device iterations too (OVERLAP_ITER, which sets both bits). */
+#define POPC_LOC_HOST_OUTPUT   (1u << 4)
+#define POPC_LOC_OVERLAP_ACCUM (1u << 5)
+#define POPC_LOC_OVERLAP_ITER  (1u << 6)
 
 /* The data of every slot for one replica during one micro-batch. */
 typedef struct popc_frame {
@@ -347,6 +355,9 @@ typedef struct popc_backend_config {
     int conv_dithering;        /* Training.setConvolutionDithering */
     int sync_pattern;          /* syncPattern: POPC_SYNC_* (popc/options.h) */
     int ipu_id;                /* useIpuId: a device id; -1: any */
+    /* Since 0.3.0: the loops host I/O can overlap across. */
+    int64_t device_iterations;       /* deviceIterations */
+    int64_t gradient_accumulation;   /* 1 for inference */
 } popc_backend_config;
 
 #define POPC_BACKEND_CAN_RUN      (1u << 0)

@@ -1,7 +1,7 @@
 /* helpers.h - PopTorch's op helpers for graphs built in C (since 0.3.0):
 ** poptorch.for_loop, dynamic_slice and dynamic_update, serializedMatMul,
-** ctc_beam_search_decoder, removeBlocks, ipuHardwareIsAvailable and
-** ipuHardwareVersion.
+** set_overlap_for_input / set_overlap_for_output, ctc_beam_search_decoder,
+** removeBlocks, ipuHardwareIsAvailable and ipuHardwareVersion.
 **
 ** Each helper adds ordinary nodes to a popc_graph (ONNX Loop, Gather,
 ** ScatterElements, MatMul, ...), so the result trains, compiles to an
@@ -78,6 +78,32 @@ typedef enum popc_matmul_serialization {
 POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
     int lhs, int rhs, popc_matmul_serialization mode, int64_t factor,
     int keep_precision, int *out);
+
+/* poptorch.OverlapMode (the values of POPC_ATTR_OVERLAP_*, popc/attrs.h). */
+typedef enum popc_overlap_mode {
+    /* the host copies the tensor only when the device needs it */
+    POPC_OVERLAP_MODE_NONE = POPC_OVERLAP_NONE,
+    /* preload the next micro-batch of the accumulation loop on I/O tiles */
+    POPC_OVERLAP_MODE_ACCUMULATION_LOOP = POPC_OVERLAP_ACCUMULATION_LOOP,
+    /* also across device iterations: twice the I/O-tile buffers */
+    POPC_OVERLAP_MODE_DEVICE_ITERATION_LOOP =
+        POPC_OVERLAP_DEVICE_ITERATION_LOOP
+} popc_overlap_mode;
+
+/* poptorch.set_overlap_for_input(input, mode): *out is the graph input
+** `input` passed through an Identity whose host copy overlaps compute;
+** read *out instead of input. set_overlap_for_output(output, mode): *out
+** passes `output`; add *out as the graph's output (popc_graph_add_output).
+** Mode NONE returns the value itself. Compiling needs I/O tiles
+** (TensorLocations.numIOTiles >= 32), else POPC_EINVAL with PopTorch's
+** message. On the IPU model the copies then hide behind compute (all but
+** the first of each accumulation loop, or of each run of device
+** iterations) and their buffers take I/O-tile memory: the report's
+** "memory.io_tiles" and "cycles". Results never change. */
+POPC_API POPC_NODISCARD popc_status popc_set_overlap_for_input(
+    popc_graph *g, int input, popc_overlap_mode mode, int *out);
+POPC_API POPC_NODISCARD popc_status popc_set_overlap_for_output(
+    popc_graph *g, int output, popc_overlap_mode mode, int *out);
 
 /* poptorch.ctc_beam_search_decoder(probs, lengths, blank, beam_width,
 ** top_paths): log_probs [T, B, C] float32 log probabilities, lengths [B]
