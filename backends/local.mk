@@ -11,7 +11,7 @@ backends_LTLIBRARIES += %reldir%/cpu.la
 # each other, so both modules compile these sources)
 IPUM_COMMON_SOURCES = %reldir%/common/tilemap.c %reldir%/common/tilemap.h \
     %reldir%/common/report.c %reldir%/common/devices.c \
-    %reldir%/ipumodel/cost.c
+    %reldir%/common/multiconv.c %reldir%/ipumodel/cost.c
 
 # ipumodel: threaded IPU model (worker pool, tile memory, cycle estimates)
 backends_LTLIBRARIES += %reldir%/ipumodel.la

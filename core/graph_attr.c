@@ -297,3 +297,39 @@ void popci_attrs_describe(popci_sb *sb, const popc_attr *a, int n)
         }
     }
 }
+
+/* ---- changing a node's attributes ---------------------------------------- */
+
+popc_status popc_graph_set_node_attr(popc_graph *g, int node,
+                                     const popc_attr *a)
+{
+    popci_node *n;
+    popc_attr *copy = NULL, *grown;
+    popc_status st;
+    int at;
+
+    if (!g || !a || !a->name || node < 0 || node >= g->n_nodes)
+        return popc_set_error(POPC_EINVAL, "popc_graph_set_node_attr: bad "
+                              "graph, attribute or node id %d", node);
+    n = &g->nodes[node];
+    if ((st = popci_attrs_copy(a, 1, &copy)) != POPC_OK)
+        return st;
+    for (at = 0; at < n->n_attrs; at++)
+        if (strcmp(n->attrs[at].name, a->name) == 0)
+            break;
+    if (at == n->n_attrs) {
+        if (!(grown = popci_realloc(n->attrs, sizeof *grown *
+                                                  (size_t)(n->n_attrs + 1)))) {
+            popci_attrs_free(copy, 1);
+            return popc_set_error(POPC_ENOMEM, "node '%s': out of memory "
+                                  "for attribute '%s'", n->name, a->name);
+        }
+        n->attrs = grown;
+        n->n_attrs++;
+    } else {
+        attr_clear(&n->attrs[at]);
+    }
+    n->attrs[at] = copy[0];
+    free(copy);                /* the array only: its contents moved */
+    return POPC_OK;
+}

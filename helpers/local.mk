@@ -4,7 +4,8 @@ libpopc_la_SOURCES += \
     %reldir%/helpers_priv.h %reldir%/graph_copy.c %reldir%/for_loop.c \
     %reldir%/dynamic_slice.c %reldir%/ctc.c %reldir%/remove_blocks.c \
     %reldir%/hardware.c %reldir%/module.c \
-    %reldir%/serialized_matmul.c %reldir%/overlap.c
+    %reldir%/serialized_matmul.c %reldir%/overlap.c \
+    %reldir%/multiconv.c
 
 pkginclude_HEADERS += %reldir%/include/popc/helpers.h \
     %reldir%/include/popc/module.h

@@ -51,3 +51,17 @@ endif
 %canon_reldir%_check_overlap_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_overlap_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
+
+# poptorch.MultiConv: values, the parallel plan's tiles and cycles, the
+# per-convolution settings against whole-model options, refusals
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_multiconv
+TESTS += %reldir%/check_multiconv
+endif
+%canon_reldir%_check_multiconv_SOURCES = %reldir%/check_multiconv.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
+%canon_reldir%_check_multiconv_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_multiconv_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_multiconv_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)

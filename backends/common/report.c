@@ -13,7 +13,8 @@
 **               "temporaries", "total"}, ...]}, ...]},
 **    "ops": [{"index", "name", "op", "ipu", "stage", "phase", "tiles",
 **             "serial", "flops", "bytes", "temp_bytes", "cycles",
-**             "compute", "exchange", "sync"}, ...],
+**             "compute", "exchange", "sync", "parallel_with" (the first op
+**             of its parallel MultiConv group, -1)}, ...],
 **    "outlined": [{"body", "ops": [index, ...], "calls"}, ...] (outlined
 **                 bodies: one per module, however often it is called),
 **    "stages": [{"stage", "ipu", "cycles"}, ...],
@@ -148,10 +149,12 @@ static void put_ops(FILE *f, const ipum_map *m)
                 "\"first_tile\": %d, \"tiles\": %d, \"serial\": %d, "
                 "\"flops\": %.0f, "
                 "\"bytes\": %.0f, \"temp_bytes\": %.0f, \"cycles\": %.1f, "
-                "\"compute\": %.1f, \"exchange\": %.1f, \"sync\": %.1f}",
+                "\"compute\": %.1f, \"exchange\": %.1f, \"sync\": %.1f, "
+                "\"parallel_with\": %d}",
                 pn->ipu, pn->stage, pn->phase, nm->first, nm->n, nm->serial,
                 pn->cost.flops, pn->cost.bytes, pn->cost.temp_bytes,
-                nm->cycles, nm->compute, nm->exchange, nm->sync);
+                nm->cycles, nm->compute, nm->exchange, nm->sync,
+                nm->group_lead);
     }
     fprintf(f, "],\n");
 }

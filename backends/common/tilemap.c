@@ -339,6 +339,47 @@ static uint64_t conv_hash(const popc_plan *p, const popc_plan_node *pn)
     return h;
 }
 
+/* Node k's temporaries in bytes: its own, plus off-chip weights loaded
+** for it. */
+static double node_temp(const ipum_map *m, int k)
+{
+    const popc_plan *p = m->plan;
+    const popc_plan_node *pn = &p->nodes[k];
+    double temp = pn->cost.temp_bytes > 0.0 ? pn->cost.temp_bytes : 0.0;
+
+    for (int j = 0; j < pn->n_inputs; j++) {
+        int s = pn->inputs[j];
+        if (s >= 0 && is_persistent(p->slots[s].kind) &&
+            (ipum_slot_location(p, s) & POPC_LOC_OFF_CHIP))
+            temp += (double)m->slots[s].bytes;
+    }
+    return temp;
+}
+
+void ipum_node_size(ipum_map *m, int k, int n)
+{
+    const popc_plan_node *pn = &m->plan->nodes[k];
+    ipum_node_map *nm = &m->nodes[k];
+    double avail = pn->available_memory > 0.0 ? pn->available_memory
+                                              : m->dev.available;
+    double cap = avail * (double)m->dev.tile_bytes, per;
+    int64_t steps;
+
+    nm->n = n < 1 ? 1 : n;
+    if (cap < IPUM_GRAIN)
+        cap = IPUM_GRAIN;
+    per = node_temp(m, k) / nm->n;
+    nm->serial = per > cap ? (int)(per / cap + 0.999999) : 1;
+    nm->temp_per_tile = (int64_t)(per / nm->serial + 0.999999);
+    /* an op serialized by its attributes (serializedMatMul) counts one
+    ** step's temporaries: each of its steps is split as needed */
+    steps = popc_attr_int(pn->attrs, POPC_ATTR_SERIAL_FACTOR, 1);
+    if (steps > 1)
+        nm->serial = steps * nm->serial > INT32_MAX
+                         ? INT32_MAX
+                         : (int)(steps * nm->serial);
+}
+
 /* Tiles a node computes on and its temporaries per tile. */
 static void place_nodes(ipum_map *m)
 {
@@ -348,22 +389,12 @@ static void place_nodes(ipum_map *m)
     for (int k = 0; k < p->n_nodes; k++) {
         const popc_plan_node *pn = &p->nodes[k];
         ipum_node_map *nm = &m->nodes[k];
-        double out = 0.0, temp = pn->cost.temp_bytes > 0.0 ?
-                                     pn->cost.temp_bytes : 0.0;
-        double avail = pn->available_memory > 0.0 ? pn->available_memory
-                                                  : d->available;
-        double cap = avail * (double)d->tile_bytes, per, by_flops;
-        int64_t steps;
+        double out = 0.0, temp = node_temp(m, k), by_flops;
         int n;
 
         nm->ipu = pn->ipu;
         nm->first = 0;
-        for (int j = 0; j < pn->n_inputs; j++) {
-            int s = pn->inputs[j];
-            if (s >= 0 && is_persistent(p->slots[s].kind) &&
-                (ipum_slot_location(p, s) & POPC_LOC_OFF_CHIP))
-                temp += (double)m->slots[s].bytes;
-        }
+        nm->group_lead = -1;
         for (int j = 0; j < pn->n_outputs; j++) {
             int s = pn->outputs[j];
             out += (double)m->slots[s].bytes;
@@ -371,26 +402,15 @@ static void place_nodes(ipum_map *m)
                 nm->first = m->slots[s].first;
         }
         if (is_conv(pn->op))
-            nm->first = d->conv_dithering
+            nm->first = popc_attr_int(pn->attrs, POPC_ATTR_CONV_DITHERING,
+                                      d->conv_dithering)
                             ? (int)(conv_hash(p, pn) % (uint64_t)d->tiles)
                             : 0;
         by_flops = pn->cost.flops / FLOP_GRAIN;
         n = tiles_for(d, out > temp ? out : temp);
         if (by_flops > n)
             n = by_flops >= d->tiles ? d->tiles : (int)by_flops + 1;
-        nm->n = n < 1 ? 1 : n;
-        if (cap < IPUM_GRAIN)
-            cap = IPUM_GRAIN;
-        per = temp / nm->n;
-        nm->serial = per > cap ? (int)(per / cap + 0.999999) : 1;
-        nm->temp_per_tile = (int64_t)(per / nm->serial + 0.999999);
-        /* an op serialized by its attributes (serializedMatMul) counts one
-        ** step's temporaries: each of its steps is split as needed */
-        steps = popc_attr_int(pn->attrs, POPC_ATTR_SERIAL_FACTOR, 1);
-        if (steps > 1)
-            nm->serial = steps * nm->serial > INT32_MAX
-                             ? INT32_MAX
-                             : (int)(steps * nm->serial);
+        ipum_node_size(m, k, n);
     }
 }
 
@@ -691,7 +711,8 @@ popc_status ipum_map_build(const ipum_device *dev, const popc_plan *plan,
     }
     place_slots(m, cursor);
     place_nodes(m);
-    if ((st = measure(m)) != POPC_OK || (st = check_fit(m, who)) != POPC_OK ||
+    if ((st = ipum_multiconv_place(m, who)) != POPC_OK ||
+        (st = measure(m)) != POPC_OK || (st = check_fit(m, who)) != POPC_OK ||
         (st = check_io_tiles(m, who)) != POPC_OK)
         goto fail;
     ipum_cost_fill(m);

@@ -30,7 +30,8 @@
 **   - a node computes from the first tile of its first output, except
 **     convolutions (ops named Conv*): like Poplar's, they are laid out
 **     from tile 0, so their temporaries pile up on the low tiles; with
-**     Training.setConvolutionDithering each starts from a tile chosen by
+**     Training.setConvolutionDithering (or a MultiConv's per-convolution
+**     setting) each starts from a tile chosen by
 **     a hash of its shapes, so convolutions with different parameters
 **     start on different tiles;
 **   - a tile overflows when persistent + peak(live + temporaries) exceeds
@@ -102,6 +103,8 @@ typedef struct ipum_node_map {
     int first, n;              /* tiles it computes on */
     int64_t temp_per_tile;     /* after serialisation */
     int serial;                /* steps the temporaries force (>= 1) */
+    int group_lead;            /* MultiConv run in parallel: the group's
+                                  first node in the schedule; -1: none */
     double cycles;             /* filled by ipum_cost_fill */
     double compute, exchange, sync; /* the parts of cycles */
 } ipum_node_map;
@@ -162,6 +165,18 @@ popc_status ipum_device_pick(ipum_device *dev, int needed, const char *who);
 
 /* Fill nodes[k].cycles from the plan's costs (see cost.c). */
 void ipum_cost_fill(ipum_map *m);
+
+/* Node k computes on n tiles: its steps and temporaries per tile. */
+void ipum_node_size(ipum_map *m, int k, int n);
+
+/* Cycles of node k as the map places it now (cost.c). */
+double ipum_node_cycles(ipum_map *m, int k);
+
+/* Plans the parallel MultiConv groups (multiconv.c): each convolution of
+** a group gets its own run of tiles, and the group's cycles are those of
+** its slowest member. POPC_EINVAL naming the group for settings it cannot
+** honour. */
+popc_status ipum_multiconv_place(ipum_map *m, const char *who);
 /* Estimated cycles of one micro-batch through nodes [first, last). */
 double ipum_cost_cycles(const ipum_map *m, int first, int last);
 /* Planned parts of node k when up to max_parts workers are free, matrix

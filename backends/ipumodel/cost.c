@@ -46,6 +46,9 @@
 **             plus 1000 cycles per transfer. Through the I/O tiles
 **             (useIOTilesToLoad/Store) a transfer overlaps the node's own
 **             work: only what exceeds it is added.
+**   MultiConv the convolutions of a group planned in parallel run at once
+**             on their own tiles (multiconv.c): the group costs its slowest
+**             member.
 **   sharding  a replica-sharded input is gathered from the other replicas
 **             over the IPU links first: (R-1)/R of it at 48 bytes per
 **             cycle plus an inter-IPU sync.
@@ -145,7 +148,7 @@ static double locations(const ipum_map *m, int k, double work)
     return extra;
 }
 
-static double node_cycles(ipum_map *m, int k)
+double ipum_node_cycles(ipum_map *m, int k)
 {
     const popc_plan *p = m->plan;
     const popc_plan_node *pn = &p->nodes[k];
@@ -177,7 +180,7 @@ static double node_cycles(ipum_map *m, int k)
 void ipum_cost_fill(ipum_map *m)
 {
     for (int k = 0; k < m->plan->n_nodes; k++)
-        m->nodes[k].cycles = node_cycles(m, k);
+        m->nodes[k].cycles = ipum_node_cycles(m, k);
 }
 
 /* Whether node k is the first of its IPU in the schedule. */
@@ -240,6 +243,24 @@ static double overlapped(const ipum_map *m, double bytes, double loop,
            SYNC_CYCLES;
 }
 
+/* What node k adds to the cycles of nodes [first, last): its own, or for
+** a MultiConv run in parallel its group's slowest member, counted at the
+** group's first node (multiconv.c). */
+static double step_cycles(const ipum_map *m, int k, int first, int last)
+{
+    int lead = m->nodes[k].group_lead;
+    double slowest = 0.0;
+
+    if (lead < 0 || lead < first)
+        return m->nodes[k].cycles;
+    if (lead != k)
+        return 0.0;
+    for (int j = k; j < last; j++)
+        if (m->nodes[j].group_lead == lead && m->nodes[j].cycles > slowest)
+            slowest = m->nodes[j].cycles;
+    return slowest;
+}
+
 double ipum_cost_cycles(const ipum_map *m, int first, int last)
 {
     const popc_plan *p = m->plan;
@@ -253,7 +274,7 @@ double ipum_cost_cycles(const ipum_map *m, int first, int last)
     if (last > p->n_nodes)
         last = p->n_nodes;
     for (int k = first; k < last; k++)
-        cycles += m->nodes[k].cycles;
+        cycles += step_cycles(m, k, first, last);
     if (m->dev.sync_pattern == POPC_SYNC_FULL && m->n_ipus > 1) {
         /* every IPU waits for every transfer, before its first node */
         for (int k = first; k < last && !all_inputs; k++)

@@ -602,6 +602,54 @@ static int64_t grad_chunks(const conv_p *p)
     return NN_CONV_UNITS;
 }
 
+/* The MultiConv settings (popc/attrs.h) a convolution's backward
+** convolutions inherit: out[0..return). */
+static const char *const inherited[] = {
+    POPC_ATTR_MULTICONV, POPC_ATTR_MULTICONV_PLAN, POPC_ATTR_MULTICONV_BACKOFF,
+    POPC_ATTR_MULTICONV_RESERVED, POPC_ATTR_CONV_DITHERING,
+    POPC_ATTR_PARTIALS_TYPE};
+#define N_INHERITED ((int)(sizeof inherited / sizeof inherited[0]))
+
+static int inherit(const popc_attrs *attrs, popc_attr *out)
+{
+    int n = 0;
+
+    for (int i = 0; i < N_INHERITED; i++) {
+        const popc_attr *a = popc_attrs_find(attrs, inherited[i]);
+
+        if (a)
+            out[n++] = *a;
+    }
+    return n;
+}
+
+/* A convolution's own partials type must be one an IPU has for it: half
+** partials need float16 operands (model.half()). */
+static popc_status conv_prepare(const popc_infer_ctx *ic, void **state)
+{
+    const char *own = popc_attr_string(ic->attrs, POPC_ATTR_PARTIALS_TYPE,
+                                       NULL);
+
+    *state = NULL;
+    if (!own)
+        return POPC_OK;
+    if (strcmp(own, "float") != 0 && strcmp(own, "half") != 0)
+        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': partials type "
+                                    "'%s' is unknown; use float or half",
+                                    ic->node_name, own);
+    if (strcmp(own, "half") == 0 && !nn_is_float16_node(ic->attrs))
+        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': half partials "
+                                    "need a float16 convolution; convert "
+                                    "the model with popc_graph_to_half or "
+                                    "use float partials", ic->node_name);
+    return POPC_OK;
+}
+
+static void conv_release(void *state)
+{
+    (void)state;
+}
+
 static popc_status conv_grad(popc_grad_ctx *gc)
 {
     const popc_view *xi = &gc->input_info[0], *wi = &gc->input_info[1];
@@ -609,7 +657,7 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     int has_bias = gc->n_inputs > 2 && gc->inputs[2] >= 0;
     int half = nn_is_float16_node(gc->attrs);
     nn_window_attrs wa;
-    popc_attr a[9];
+    popc_attr a[9 + N_INHERITED];
     int na, in[2], out[2];
     int64_t S;
     conv_p p;
@@ -623,6 +671,7 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     na = nn_window_attrs_make(&p.w, 0, &wa);
     memcpy(a, wa.a, sizeof wa.a[0] * (size_t)na);
     a[na++] = opsu_attr_int("group", p.G);
+    na += inherit(gc->attrs, a + na);
     a[na] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
     in[0] = dy;
     in[1] = gc->inputs[1];
@@ -667,6 +716,8 @@ static const popc_op_def conv_ops[] = {
         .forward = conv_forward,
         .grad = conv_grad,
         .cost = conv_cost,
+        .prepare = conv_prepare,
+        .release = conv_release,
         .doc = "1-D/2-D convolution (groups, dilations, pads) on sgemm",
     },
 };

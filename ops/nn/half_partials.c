@@ -175,6 +175,12 @@ int nn_is_float16_node(const popc_attrs *attrs)
 
 int nn_half_partials(const popc_kernel_ctx *kc)
 {
+    /* a convolution's own partials type (MultiConv) wins over the option */
+    const char *own = popc_attr_string(kc->attrs, POPC_ATTR_PARTIALS_TYPE,
+                                       NULL);
+
+    if (own)
+        return strcmp(own, "half") == 0 && nn_is_float16_node(kc->attrs);
     return (kc->flags & POPC_KERNEL_HALF_PARTIALS) &&
            nn_is_float16_node(kc->attrs);
 }

@@ -30,12 +30,29 @@ struct popc_graph;
 /* INT attributes of an Identity node that the core reads: the node passes
 ** a graph input (or a graph output) whose host copy overlaps compute,
 ** PopTorch's set_overlap_for_input / set_overlap_for_output. Values:
-** POPC_OVERLAP_* (popc/helpers.h builds these nodes). Since 0.3.0. */
+** POPC_OVERLAP_* (the op helpers build these nodes). Since 0.3.0. */
 #define POPC_ATTR_OVERLAP_INPUT  "__overlap_input"
 #define POPC_ATTR_OVERLAP_OUTPUT "__overlap_output"
 #define POPC_OVERLAP_NONE 0
 #define POPC_OVERLAP_ACCUMULATION_LOOP 1
 #define POPC_OVERLAP_DEVICE_ITERATION_LOOP 2
+
+/* Attributes of the convolutions of one poptorch.MultiConv (the op
+** helpers set them; device models read them). Every member carries the
+** group's id (INT >= 1; its backward convolutions form groups of their
+** own per op) and the group's settings: plan (INT, POPC_MULTICONV_*),
+** cycle back-off (FLOAT in [0, 1]) and reserved tiles per convolution
+** (INT). Per convolution: POPC_ATTR_CONV_DITHERING (INT 0/1, overrides
+** Training.setConvolutionDithering) and POPC_ATTR_PARTIALS_TYPE (STRING
+** "float" or "half", overrides Precision.setPartialsType). Since 0.3.0. */
+#define POPC_ATTR_MULTICONV "__multiconv"
+#define POPC_ATTR_MULTICONV_PLAN "__multiconv_plan"
+#define POPC_ATTR_MULTICONV_BACKOFF "__multiconv_cycle_back_off"
+#define POPC_ATTR_MULTICONV_RESERVED "__multiconv_reserved_tiles"
+#define POPC_ATTR_CONV_DITHERING "__conv_dithering"
+#define POPC_ATTR_PARTIALS_TYPE "partials_type"
+#define POPC_MULTICONV_PARALLEL 0
+#define POPC_MULTICONV_SERIAL 1
 
 /* One typed attribute (ONNX AttributeProto). Only the member for `type` is
 ** meaningful; lists use `n` and the matching pointer. */

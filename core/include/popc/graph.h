@@ -125,6 +125,13 @@ POPC_API POPC_NODISCARD popc_status popc_graph_push_scope(popc_graph *g,
 POPC_API void popc_graph_pop_scope(popc_graph *g);
 POPC_API POPC_NODISCARD popc_status popc_graph_set_node_annotations(
     popc_graph *g, int node, const popc_annotations *a);
+/* Set attribute a->name of node `node` to a copy of a, replacing one of
+** the same name. Shape inference does not run again: use it for
+** attributes that change no output shape (the POPC_ATTR_* marks, a
+** convolution's partials type), before compiling. POPC_EINVAL for a bad
+** graph, node or attribute, POPC_ENOMEM. Since 0.3.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_set_node_attr(popc_graph *g,
+    int node, const popc_attr *a);
 
 /* ---- queries ------------------------------------------------------------ */
 

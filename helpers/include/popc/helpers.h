@@ -1,7 +1,8 @@
 /* helpers.h - PopTorch's op helpers for graphs built in C (since 0.3.0):
 ** poptorch.for_loop, dynamic_slice and dynamic_update, serializedMatMul,
-** set_overlap_for_input / set_overlap_for_output, ctc_beam_search_decoder,
-** removeBlocks, ipuHardwareIsAvailable and ipuHardwareVersion.
+** set_overlap_for_input / set_overlap_for_output, MultiConv,
+** ctc_beam_search_decoder, removeBlocks, ipuHardwareIsAvailable and
+** ipuHardwareVersion.
 **
 ** Each helper adds ordinary nodes to a popc_graph (ONNX Loop, Gather,
 ** ScatterElements, MatMul, ...), so the result trains, compiles to an
@@ -104,6 +105,59 @@ POPC_API POPC_NODISCARD popc_status popc_set_overlap_for_input(
     popc_graph *g, int input, popc_overlap_mode mode, int *out);
 POPC_API POPC_NODISCARD popc_status popc_set_overlap_for_output(
     popc_graph *g, int output, popc_overlap_mode mode, int *out);
+
+/* poptorch.MultiConv: the convolutions (ONNX Conv nodes) added to g between
+** popc_multiconv_begin and popc_multiconv_end are planned together, like
+** `with poptorch.MultiConv():`. Under the parallel plan the IPU model runs
+** them at once on disjoint tiles, so they cost the slowest of them and one
+** sync (the report's "parallel_with" and "first_tile" per op); the serial
+** plan leaves them independent. Their values are those of the separate
+** convolutions. The settings (PopTorch's MultiConv methods) are given at
+** the end, once for all convolutions or as lists in the order the
+** convolutions were added; backward convolutions inherit them. */
+typedef struct popc_multiconv popc_multiconv;
+
+/* poptorch.MultiConvPlanType. */
+typedef enum popc_multiconv_plan_type {
+    POPC_MULTICONV_PLAN_PARALLEL = POPC_MULTICONV_PARALLEL,
+    POPC_MULTICONV_PLAN_SERIAL = POPC_MULTICONV_SERIAL
+} popc_multiconv_plan_type;
+
+typedef struct popc_multiconv_options {
+    uint32_t size;             /* set by popc_multiconv_options_init */
+    /* entries of each list below that is not NULL (one per convolution) */
+    int n_convs;
+    /* availableMemoryProportions, each in (0, 1); 0 leaves the default */
+    double available_memory_proportion;
+    const double *available_memory_proportions;
+    /* partialsTypes: POPC_DTYPE_F32 or POPC_DTYPE_F16 (half partials need
+    ** a float16 model, popc_graph_to_half); UNDEFINED: the option's */
+    popc_dtype partials_type;
+    const popc_dtype *partials_types;
+    /* enableConvDithering: 1 or 0; -1: Training.setConvolutionDithering.
+    ** Dithering needs the serial plan (not supported yet in parallel). */
+    int conv_dithering;
+    const int *conv_dithering_list;
+    popc_multiconv_plan_type plan_type;   /* planType (parallel) */
+    double cycle_back_off;                /* cycleBackOff in [0, 1] (0.1) */
+    int64_t per_conv_reserved_tiles;      /* perConvReservedTiles (50) */
+} popc_multiconv_options;
+
+/* PopTorch's defaults (the values in parentheses above). */
+POPC_API void popc_multiconv_options_init(popc_multiconv_options *o);
+
+/* Opens a scope on g; *mc is freed by popc_multiconv_end. */
+POPC_API POPC_NODISCARD popc_status popc_multiconv_begin(popc_graph *g,
+    popc_multiconv **mc);
+
+/* Closes the scope and frees mc (always). opts NULL: the defaults.
+** POPC_EINVAL naming the setting or convolution when the scope holds no
+** convolution, a list's length differs from the convolutions', a value is
+** out of range, or a convolution is already in another MultiConv. A
+** parallel group the IPU model cannot plan (reserved tiles beyond the IPU)
+** fails at compile. */
+POPC_API POPC_NODISCARD popc_status popc_multiconv_end(popc_multiconv *mc,
+    const popc_multiconv_options *opts);
 
 /* poptorch.ctc_beam_search_decoder(probs, lengths, blank, beam_width,
 ** top_paths): log_probs [T, B, C] float32 log probabilities, lengths [B]
