@@ -150,6 +150,7 @@ static const popc_host base_host = {
     .graph_gradient = popci_graph_gradient,
     .graph_free = popci_graph_release,
     .grad_inline = popci_grad_inline,
+    .graph_cost = popci_graph_cost,
 };
 
 const popc_host *popci_host(void)

@@ -45,6 +45,12 @@ popc_status popci_graph_run(const struct popc_graph *g,
                             const popc_view *outputs, int n_outputs,
                             int training, uint64_t seed);
 
+/* The table's graph_cost (subgraph.c): the sum of the flops and bytes of
+** g's nodes; temporaries: g's node outputs plus its largest node
+** temporaries. Nodes with more inputs or outputs than this are refused. */
+#define POPCI_COST_MAX_IO 64
+popc_status popci_graph_cost(const struct popc_graph *g, popc_cost *cost);
+
 /* The table's graph_gradient, graph_free and grad_inline
 ** (subgraph_grad.c). */
 popc_status popci_graph_gradient(const struct popc_graph *g,

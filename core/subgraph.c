@@ -10,6 +10,7 @@
 #include "popc/graph.h"
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
+#include "core/graph_priv.h"
 #include "core/host_priv.h"
 
 popc_status popci_graph_signature(const popc_graph *g, int *n_inputs,
@@ -94,4 +95,71 @@ done:
     free(out);
     free(ids);
     return st;
+}
+
+/* Views of node `id`'s inputs (in) or outputs (!in) from g's value infos. */
+static void node_views(const popc_graph *g, int id, int in, popc_view *v,
+                       int n)
+{
+    for (int i = 0; i < n; i++) {
+        int value = in ? popc_graph_node_input(g, id, i)
+                       : popc_graph_node_output(g, id, i);
+
+        if (value < 0)
+            memset(&v[i], 0, sizeof v[i]);
+        else
+            v[i] = popc_graph_value_info(g, value);
+    }
+}
+
+popc_status popci_graph_cost(const popc_graph *g, popc_cost *cost)
+{
+    popc_view in[POPCI_COST_MAX_IO], out[POPCI_COST_MAX_IO];
+    double peak_temp = 0.0, inner = 0.0;
+
+    if (!g || !cost)
+        return popc_set_error(POPC_EINVAL, "graph_cost: no graph or cost");
+    memset(cost, 0, sizeof *cost);
+    for (int id = 0; id < popc_graph_n_nodes(g); id++) {
+        const popc_op_def *op = popci_graph_node_def_c(g, id);
+        int ni = popc_graph_node_n_inputs(g, id);
+        int no = popc_graph_node_n_outputs(g, id);
+        popc_attrs attrs = popc_graph_node_attrs(g, id);
+        popc_cost c = {0};
+        popc_infer_ctx ic;
+        popc_status st;
+
+        if (ni > POPCI_COST_MAX_IO || no > POPCI_COST_MAX_IO)
+            return popc_set_error(POPC_EUNSUPPORTED, "graph_cost: node '%s' "
+                                  "of graph '%s' has more than %d inputs or "
+                                  "outputs", popc_graph_node_name(g, id),
+                                  popc_graph_name(g), POPCI_COST_MAX_IO);
+        node_views(g, id, 1, in, ni);
+        node_views(g, id, 0, out, no);
+        ic = (popc_infer_ctx){.host = popci_host(),
+                              .node_name = popc_graph_node_name(g, id),
+                              .n_inputs = ni, .inputs = in, .n_outputs = no,
+                              .outputs = out, .attrs = &attrs};
+        if (op && op->cost) {
+            if ((st = op->cost(&ic, &c)) != POPC_OK)
+                return st;
+        } else {
+            for (int i = 0; i < no; i++) {
+                c.flops += (double)popc_view_numel(&out[i]);
+                c.bytes += (double)popc_view_nbytes(&out[i]);
+            }
+            for (int i = 0; i < ni; i++)
+                c.bytes += (double)popc_view_nbytes(&in[i]);
+        }
+        cost->flops += c.flops;
+        cost->bytes += c.bytes;
+        if (c.temp_bytes > peak_temp)
+            peak_temp = c.temp_bytes;
+        for (int i = 0; i < no; i++)
+            inner += (double)popc_view_nbytes(&out[i]);
+    }
+    /* the body's own values all live while it runs, beside its largest
+    ** temporaries: an upper bound, as outlined code reuses its buffers */
+    cost->temp_bytes = peak_temp + inner;
+    return POPC_OK;
 }

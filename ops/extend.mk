@@ -16,6 +16,6 @@ ops_LTLIBRARIES += %reldir%/ffi.la
 ops_LTLIBRARIES += %reldir%/flow.la
 %canon_reldir%_flow_la_SOURCES = %reldir%/flow/flow.c %reldir%/flow/if.c \
     %reldir%/flow/loop.c %reldir%/flow/scan.c %reldir%/flow/grad.c \
-    %reldir%/flow/call.c \
+    %reldir%/flow/call.c %reldir%/flow/cost.c \
     %reldir%/flow/flow_priv.h
 %canon_reldir%_flow_la_LDFLAGS = $(POPC_MODULE_FLAGS)

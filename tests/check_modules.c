@@ -19,6 +19,8 @@
 
 #include "popc/popc.h"
 #include "popc/module.h"
+#include "tests/minijson.h"
+#include "tests/profile_files.h"
 
 #ifndef STEPS
 #define STEPS 4
@@ -202,6 +204,73 @@ START_TEST(calls_equal_inline_ops)
     popc_tensor_free(a);
     popc_tensor_free(b);
     popc_tensor_free(x);
+    popc_graph_free(called);
+    popc_graph_free(inl);
+    popc_module_free(m);
+}
+END_TEST
+
+/* The IPU model's report of an inference run of g. */
+static mj_value *report_of(popc_graph *g)
+{
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *x = input_x(), *y = NULL;
+    char *dir = pf_temp_dir(), *sub;
+    mj_value *r;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "ipumodel"));
+    OK(popc_options_set(o, "enableProfiling", dir));
+    OK(popc_model_new_inference(g, o, &m));
+    OK(popc_model_run(m, &x, 1, &y, 1));
+    sub = pf_sub_dir(dir, "inference");
+    r = pf_read_profile(sub);
+    free(sub);
+    pf_remove_dir(dir);
+    free(dir);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(m);
+    popc_options_free(o);
+    return r;
+}
+
+/* A Call costs what its body's ops cost inline: the same flops and bytes
+** in the IPU model's report, and cycles. */
+START_TEST(call_costs_its_body)
+{
+    popc_module *m = NULL;
+    popc_graph *called, *inl;
+    mj_value *rc, *ri;
+    const mj_value *e;
+    double flops_c = 0.0, flops_i = 0.0, bytes_c = 0.0, bytes_i = 0.0;
+    int calls = 0;
+
+    OK(popc_module_new("block", build_block, NULL, &m));
+    called = three_calls(m, 0, NULL, NULL);
+    inl = three_calls(m, 1, NULL, NULL);
+    rc = report_of(called);
+    ri = report_of(inl);
+    for (int i = 0; (e = mj_at(mj_get(rc, "ops"), i)) != NULL; i++) {
+        flops_c += mj_num(e, "flops", 0.0);
+        bytes_c += mj_num(e, "bytes", 0.0);
+        if (strcmp(mj_str(e, "op"), "Call") == 0) {
+            calls++;
+            ck_assert_msg(mj_num(e, "cycles", 0.0) > 150.0, "a Call of a "
+                          "MatMul, Add and Relu costs more than a sync");
+        }
+    }
+    for (int i = 0; (e = mj_at(mj_get(ri, "ops"), i)) != NULL; i++) {
+        flops_i += mj_num(e, "flops", 0.0);
+        bytes_i += mj_num(e, "bytes", 0.0);
+    }
+    ck_assert_int_eq(calls, 3);
+    ck_assert_msg(flops_c == flops_i && bytes_c == bytes_i, "calls: %g flops "
+                  "%g bytes; inline: %g flops %g bytes", flops_c, bytes_c,
+                  flops_i, bytes_i);
+    mj_free(rc);
+    mj_free(ri);
     popc_graph_free(called);
     popc_graph_free(inl);
     popc_module_free(m);
@@ -483,6 +552,7 @@ int main(void)
 
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, calls_equal_inline_ops, 0, 2);
+    tcase_add_test(tc, call_costs_its_body);
     tcase_add_test(tc, bindings_are_separate);
     tcase_add_loop_test(tc, autodiff_module_gradients, 0, 2);
     tcase_add_loop_test(tc, explicit_program_trains_like_sgd, 0, 2);

@@ -18,7 +18,9 @@ if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_modules
 TESTS += %reldir%/check_modules
 endif
-%canon_reldir%_check_modules_SOURCES = %reldir%/check_modules.c
+%canon_reldir%_check_modules_SOURCES = %reldir%/check_modules.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
 %canon_reldir%_check_modules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_modules_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_modules_DEPENDENCIES = libpopc.la \

@@ -125,6 +125,7 @@ static const popc_op_def call_def = {
     .infer = call_infer,
     .forward = call_forward,
     .grad = call_grad,
+    .cost = flow_call_cost,
     .doc = "calls the outlined subgraph attr body on every input",
 };
 

@@ -60,4 +60,9 @@ popc_status flow_register_loop(const popc_host *h, popc_registrar *r);
 popc_status flow_register_scan(const popc_host *h, popc_registrar *r);
 popc_status flow_register_call(const popc_host *h, popc_registrar *r);
 
+/* cost.c: the work of Call, Loop and If from their bodies. */
+popc_status flow_call_cost(const popc_infer_ctx *ic, popc_cost *c);
+popc_status flow_loop_cost(const popc_infer_ctx *ic, popc_cost *c);
+popc_status flow_if_cost(const popc_infer_ctx *ic, popc_cost *c);
+
 #endif /* POPC_OPS_FLOW_PRIV_H */

@@ -86,6 +86,7 @@ static popc_status if_forward(const popc_kernel_ctx *kc)
         .infer = if_infer,                                                  \
         .forward = if_forward,                                              \
         .grad = flow_if_grad,                                               \
+        .cost = flow_if_cost,                                               \
         .doc = "runs then_branch or else_branch (ONNX If)",                 \
     }
 

@@ -241,6 +241,7 @@ static popc_status loop_forward(const popc_kernel_ctx *kc)
         .infer = loop_infer,                                                \
         .forward = loop_forward,                                            \
         .grad = flow_loop_grad,                                             \
+        .cost = flow_loop_cost,                                             \
         .doc = "runs its body M times or while cond holds (ONNX Loop)",     \
     }
 

@@ -476,6 +476,11 @@ struct popc_host {
     ** POPC_HAS_FIELD(popc_host, size, register_collectives)). */
     popc_status (*register_collectives)(
         popc_registrar *r, const struct popc_collectives_def *def);
+    /* The work of one run of subgraph g, for the cost() of ops that run a
+    ** body (Call, Loop, If, Scan): the sums of its nodes' flops and bytes;
+    ** temp_bytes its values plus its largest node temporaries. Since 0.3.0:
+    ** read only when POPC_HAS_FIELD(popc_host, size, graph_cost). */
+    popc_status (*graph_cost)(const struct popc_graph *g, popc_cost *cost);
 };
 
 typedef struct popc_plugin_info {
