@@ -27,7 +27,12 @@
 #include <unistd.h>
 
 #include "popc/log.h"
-#include "popc/popc.h"
+#include "popc/executable.h"
+#include "popc/model.h"
+#include "popc/options.h"
+#include "popc/optimizer.h"
+#include "popc/registry.h"
+#include "popc/version.h"
 #include "core/alloc_priv.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"

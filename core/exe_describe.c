@@ -13,7 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "popc/popc.h"
+#include "popc/executable.h"
+#include "popc/model.h"
+#include "popc/options.h"
+#include "popc/optimizer.h"
+#include "popc/registry.h"
+#include "popc/version.h"
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 

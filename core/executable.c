@@ -22,7 +22,12 @@
 #include <zlib.h>
 
 #include "popc/log.h"
-#include "popc/popc.h"
+#include "popc/executable.h"
+#include "popc/model.h"
+#include "popc/options.h"
+#include "popc/optimizer.h"
+#include "popc/registry.h"
+#include "popc/version.h"
 #include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/executable_priv.h"

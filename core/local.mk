@@ -10,7 +10,7 @@ libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(ZLIB_LIBS) -lm
 libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
 
 pkginclude_HEADERS += \
-    %reldir%/include/popc/popc.h \
+    %reldir%/include/popc/version.h \
     %reldir%/include/popc/status.h \
     %reldir%/include/popc/file.h \
     %reldir%/include/popc/fault.h \
@@ -30,7 +30,6 @@ include %reldir%/graph.mk
 include %reldir%/options.mk
 include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
-include %reldir%/data.mk
 include %reldir%/extend.mk
 include %reldir%/exe.mk
 include %reldir%/profile.mk

@@ -1,8 +1,8 @@
-/* version.c - popc_version (popc/popc.h): the library's own version, as
+/* version.c - popc_version (popc/version.h): the library's own version, as
 ** configure.ac states it. */
 #include "config.h"
 
-#include "popc/popc.h"
+#include "popc/version.h"
 
 /* The headers and the library must agree when the library is built. */
 _Static_assert(sizeof PACKAGE_VERSION == sizeof POPC_VERSION_STRING,

@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_headers.sh - every public header compiles on its own (C11, -Wall
 # -Wextra, no warnings), and graph.h, which programs include to build
-# graphs, does not pull in the plugin ABI (popc/plugin.h); helpers/ uses
-# only the core's public headers and the core never includes helpers/.
+# graphs, does not pull in the plugin ABI (popc/plugin.h); the layers of
+# libpopc (core, helpers, data, run, onnx) include only downward, and
+# helpers/ uses only the core's public headers.
 #
 # Environment (set by make check): POPC_SRCDIR; CC (default cc).
 set -u
@@ -15,19 +16,25 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 n=0
 
-helpers=$POPC_SRCDIR/helpers/include
-for h in "$inc"/popc/*.h "$helpers"/popc/*.h; do
-    name=popc/$(basename "$h")
-    printf '#include "%s"\nint main(void) { return 0; }\n' "$name" \
-        >"$tmp/one.c"
-    if ! $cc -std=c11 -Wall -Wextra -Werror -I"$inc" -I"$helpers" \
-        -c "$tmp/one.c" \
-        -o "$tmp/one.o" 2>"$tmp/err"; then
-        echo "FAIL: $name does not compile on its own:"
-        cat "$tmp/err"
-        fail=1
-    fi
-    n=$((n + 1))
+# the layers of libpopc, lowest first: a layer includes only its own and
+# lower layers' headers (docs/architecture.md)
+layers="core helpers data run onnx"
+incs=""
+for l in $layers; do incs="$incs -I$POPC_SRCDIR/$l/include"; done
+for l in $layers; do
+    for h in "$POPC_SRCDIR/$l"/include/popc/*.h; do
+        name=popc/$(basename "$h")
+        printf '#include "%s"\nint main(void) { return 0; }\n' "$name" \
+            >"$tmp/one.c"
+        # shellcheck disable=SC2086
+        if ! $cc -std=c11 -Wall -Wextra -Werror $incs -c "$tmp/one.c" \
+            -o "$tmp/one.o" 2>"$tmp/err"; then
+            echo "FAIL: $name does not compile on its own:"
+            cat "$tmp/err"
+            fail=1
+        fi
+        n=$((n + 1))
+    done
 done
 printf '#include "popc/graph.h"\n#ifdef POPC_PLUGIN_H\n#error plugin.h\n#endif\n' \
     >"$tmp/graph.c"
@@ -36,18 +43,34 @@ then
     echo "FAIL: popc/graph.h includes the plugin ABI (popc/plugin.h)"
     fail=1
 fi
-[ "$n" -gt 10 ] || { echo "FAIL: only $n headers found in $inc"; fail=1; }
-# layering: helpers/ sits on the core's public API; the core never reads it
+[ "$n" -gt 10 ] || { echo "FAIL: only $n headers found"; fail=1; }
+# layering: no layer includes a header of a layer above it
+above=$layers
+for l in $layers; do
+    above=${above#"$l"}
+    above=${above# }
+    for u in $above; do
+        pats="#include \"$u/"
+        for h in "$POPC_SRCDIR/$u"/include/popc/*.h; do
+            pats="$pats
+include \"popc/$(basename "$h")\"
+include <popc/$(basename "$h")>"
+        done
+        files=$(find "$POPC_SRCDIR/$l" -name '*.[ch]' 2>/dev/null)
+        [ -n "$files" ] || continue
+        # shellcheck disable=SC2086
+        if grep -lF "$pats" $files | grep .; then
+            echo "FAIL: $l/ includes the $u layer above it (files above)"
+            fail=1
+        fi
+    done
+done
+# helpers/ builds graphs through the public API only
 if grep -l '#include "core/' "$POPC_SRCDIR"/helpers/*.c \
         "$POPC_SRCDIR"/helpers/*.h 2>/dev/null | grep .; then
     echo "FAIL: helpers/ includes private core headers (above)"
     fail=1
 fi
-if grep -l 'popc/helpers.h\|popc/module.h' "$POPC_SRCDIR"/core/*.c \
-        "$POPC_SRCDIR"/core/*.h "$inc"/popc/*.h 2>/dev/null | grep .; then
-    echo "FAIL: the core includes the helpers layer (above)"
-    fail=1
-fi
 [ $fail -eq 0 ] && echo "PASS: $n public headers compile alone; graph.h" \
-    "stays clear of plugin.h; helpers/ and core/ keep their layers"
+    "stays clear of plugin.h; the layers $layers include only downward"
 exit $fail

@@ -33,7 +33,8 @@ supported=$("$POPC" options | awk '/^[A-Za-z]/ && !/not supported yet/ {print $1
 count=0
 for opt in $supported; do
     count=$((count + 1))
-    if grep -rqF "\"$opt\"" "$src/core" "$src/backends" "$src/optim" \
+    if grep -rqF "\"$opt\"" "$src/core" "$src/helpers" "$src/data" \
+        "$src/run" "$src/backends" "$src/optim" \
         "$src/ops" "$src/tools" "$src/onnx" --include='*.c' \
         --include='*.h' --exclude='options*.c'; then
         continue

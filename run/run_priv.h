@@ -29,7 +29,7 @@ typedef enum run_layer_kind {
     RUN_SOFTMAX,
     RUN_LOG_SOFTMAX,
     RUN_ACTIVATION,
-    RUN_CUSTOM,               /* core/run_custom.c */
+    RUN_CUSTOM,               /* run/run_custom.c */
     RUN_FOREIGN
 } run_layer_kind;
 

@@ -24,7 +24,7 @@
 
 #include "popc/data.h"
 #include "core/alloc_priv.h"
-#include "core/data_priv.h"
+#include "data/data_priv.h"
 
 typedef enum { SLOT_FREE, SLOT_FILLING, SLOT_READY } slot_state;
 

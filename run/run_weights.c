@@ -31,7 +31,7 @@
 #include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/config_priv.h"
-#include "core/run_priv.h"
+#include "run/run_priv.h"
 
 #define STATE_VERSION 1
 

@@ -19,8 +19,8 @@
 #include "popc/registry.h"
 #include "popc/run.h"
 #include "core/alloc_priv.h"
-#include "core/run_priv.h"
-#include "core/run_custom_priv.h"
+#include "run/run_priv.h"
+#include "run/run_custom_priv.h"
 
 static const char *const model_keys[] = {"input",  "classes", "loss",
                                          "layers", "seed",    "onnx",
@@ -70,7 +70,7 @@ static const layer_type types[] = {
     {"sigmoid", RUN_ACTIVATION, "Sigmoid", k_none, 0},
     {"tanh", RUN_ACTIVATION, "Tanh", k_none, 0},
     {"leaky_relu", RUN_ACTIVATION, "LeakyRelu", k_leaky, 0},
-    /* keys checked by core/run_custom.c */
+    /* keys checked by run/run_custom.c */
     {"custom", RUN_CUSTOM, NULL, NULL, 0},
     {"foreign", RUN_FOREIGN, NULL, NULL, 0},
 };

@@ -16,7 +16,7 @@
 
 #include "popc/data.h"
 #include "core/alloc_priv.h"
-#include "core/data_priv.h"
+#include "data/data_priv.h"
 
 struct popc_dataset {
     char *source;

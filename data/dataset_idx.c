@@ -19,7 +19,7 @@
 
 #include "popc/data.h"
 #include "core/alloc_priv.h"
-#include "core/data_priv.h"
+#include "data/data_priv.h"
 
 #define IDX_MAX_DIMS (POPC_MAX_RANK + 1)
 

@@ -18,7 +18,7 @@
 #include "popc/data.h"
 #include "popc/run.h"
 #include "core/alloc_priv.h"
-#include "core/run_priv.h"
+#include "run/run_priv.h"
 
 static const char *const data_keys[] = {
     "format",      "train",         "train_labels",

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "popc/run.h"
-#include "core/run_priv.h"
+#include "run/run_priv.h"
 
 #define MAX_FORMATS 8
 

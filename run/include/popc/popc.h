@@ -1,4 +1,5 @@
-/* popc.h - umbrella header for applications. */
+/* popc.h - umbrella header for applications: every layer of libpopc
+** (the core, helpers, data and run; ONNX is popc/onnx.h, libpopc-onnx). */
 #ifndef POPC_H
 #define POPC_H
 
@@ -22,13 +23,9 @@
 #include "popc/blocks.h"
 #include "popc/strategy.h"
 #include "popc/distributed.h"
-
-/* The version of the headers; popc_version() gives the library's, which
-** a program linked against an older or newer libpopc sees differ. */
-#define POPC_VERSION_STRING "0.3.0"
-
-/* The version of the libpopc the program runs with ("0.3.0"). Static
-** storage; thread-safe. Since 0.3.0. */
-POPC_API const char *popc_version(void);
+#include "popc/version.h"
+#include "popc/helpers.h"
+#include "popc/module.h"
+#include "popc/run.h"
 
 #endif /* POPC_H */

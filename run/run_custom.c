@@ -1,7 +1,7 @@
 /* run_custom.c - INI layers of type custom (an op plugin's op, through
 ** popc_custom_op) and foreign (a C function through popc_foreign_op):
 ** their keys, checked when the run file is loaded, and their node, added
-** when the graph is built (core/run_model.c calls both).
+** when the graph is built (run/run_model.c calls both).
 **
 **   [layer act]                     [layer erf]
 **   type = custom                   type = foreign
@@ -28,7 +28,7 @@
 
 #include "popc/custom.h"
 #include "core/alloc_priv.h"
-#include "core/run_custom_priv.h"
+#include "run/run_custom_priv.h"
 
 #define MAX_ATTRS 64
 #define MAX_ITEMS 256

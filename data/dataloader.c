@@ -14,7 +14,7 @@
 #include "popc/data.h"
 #include "popc/log.h"
 #include "core/alloc_priv.h"
-#include "core/data_priv.h"
+#include "data/data_priv.h"
 
 struct popc_dataloader {
     popc_dataset *ds;

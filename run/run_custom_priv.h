@@ -1,11 +1,11 @@
 /* run_custom_priv.h - INI layers of type custom and foreign
-** (core/run_custom.c), used by core/run_model.c.
+** (run/run_custom.c), used by run/run_model.c.
 */
 #ifndef POPC_RUN_CUSTOM_PRIV_H
 #define POPC_RUN_CUSTOM_PRIV_H
 
 #include "popc/graph.h"
-#include "core/run_priv.h"
+#include "run/run_priv.h"
 
 /* Check the keys and values of [section] for a custom layer (foreign 0)
 ** or a foreign one (foreign 1). POPC_ECONFIG naming file, line and key. */

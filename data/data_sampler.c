@@ -21,7 +21,7 @@
 
 #include "popc/data.h"
 #include "core/alloc_priv.h"
-#include "core/data_priv.h"
+#include "data/data_priv.h"
 #include "core/rng.h"
 
 /* Stream ids of the core generator (core/rng.h) used here. */

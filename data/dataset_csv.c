@@ -18,7 +18,7 @@
 
 #include "popc/data.h"
 #include "core/alloc_priv.h"
-#include "core/data_priv.h"
+#include "data/data_priv.h"
 
 #define NO_LABEL (-1)
 

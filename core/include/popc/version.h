@@ -1,0 +1,23 @@
+/* version.h - the version of popc's headers and of the running library.
+** Since 0.3.0. */
+#ifndef POPC_VERSION_H
+#define POPC_VERSION_H
+
+#include "popc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of the headers; popc_version() gives the library's, which
+** a program linked against an older or newer libpopc sees differ. */
+#define POPC_VERSION_STRING "0.3.0"
+
+/* The version of the libpopc the program runs with ("0.3.0"). Static
+** storage; thread-safe. Since 0.3.0. */
+POPC_API const char *popc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* POPC_VERSION_H */

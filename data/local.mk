@@ -1,0 +1,13 @@
+# data/local.mk - datasets (IDX, NumPy, CSV), samplers and the data loader
+# (popc/data.h): PopTorch's DataLoader and AsynchronousDataAccessor, a
+# layer of libpopc above the core.
+libpopc_la_SOURCES += \
+    %reldir%/data_priv.h \
+    %reldir%/dataset.c \
+    %reldir%/dataset_idx.c \
+    %reldir%/dataset_csv.c \
+    %reldir%/data_sampler.c \
+    %reldir%/dataloader.c \
+    %reldir%/dataloader_async.c
+
+pkginclude_HEADERS += %reldir%/include/popc/data.h

@@ -1,0 +1,14 @@
+# run/local.mk - INI-configured jobs (popc/run.h): the run file, its model
+# layers (custom and foreign included), data, training loop, weights and
+# checkpoints; the top layer of libpopc, which the CLI drives.
+libpopc_la_SOURCES += \
+    %reldir%/run_priv.h \
+    %reldir%/run_ini.c \
+    %reldir%/run_model.c \
+    %reldir%/run_format.c \
+    %reldir%/run_data.c \
+    %reldir%/run_weights.c \
+    %reldir%/run_train.c \
+    %reldir%/run_custom.c %reldir%/run_custom_priv.h
+
+pkginclude_HEADERS += %reldir%/include/popc/run.h %reldir%/include/popc/popc.h
