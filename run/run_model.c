@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "popc/helpers.h"
 #include "popc/layers.h"
 #include "popc/precision.h"
 #include "popc/registry.h"
@@ -22,14 +23,23 @@
 #include "run/run_priv.h"
 #include "run/run_custom_priv.h"
 
-static const char *const model_keys[] = {"input",  "classes", "loss",
-                                         "layers", "seed",    "onnx",
-                                         "output", "labels",  "half",
-                                         NULL};
+static const char *const model_keys[] = {
+    "input",  "classes", "loss", "layers",        "seed",           "onnx",
+    "output", "labels",  "half", "input_overlap", "output_overlap", NULL};
+
+/* [model] input_overlap / output_overlap, by popc_overlap_mode */
+static const char *const overlap_modes[] = {
+    "none", "accumulation_loop", "device_iteration_loop", NULL};
+/* [layer] serialize, by popc_matmul_serialization */
+static const char *const serialize_modes[] = {
+    "none", "input_channels", "reducing_dim", "output_channels", NULL};
 
 static popc_status parse_half(popc_run *r);
 
-static const char *const k_linear[] = {"type", "out_features", "bias", NULL};
+static const char *const k_linear[] = {"type",      "out_features",
+                                       "bias",      "serialize",
+                                       "serialize_factor",
+                                       "keep_precision", NULL};
 static const char *const k_conv[] = {"type",    "out_channels", "kernel",
                                      "stride",  "padding",      "dilation",
                                      "groups",  "bias",         NULL};
@@ -152,8 +162,36 @@ static popc_status parse_settings(lctx *c, popci_run_layer *L)
             (st = lint(c, "out_features", 0, 1, 1 << 30, &L->out)) ||
             (st = popci_config_get_bool(popci_run_src(c->r, c->section,
                                                       "bias"),
-                                        c->section, "bias", 1, &L->bias)))
+                                        c->section, "bias", 1, &L->bias)) ||
+            (st = popci_config_get_enum(popci_run_src(c->r, c->section,
+                                                      "serialize"),
+                                        c->section, "serialize",
+                                        serialize_modes, 0,
+                                        &L->serialize)) ||
+            (st = lint(c, "serialize_factor", 1, 1, 1 << 30,
+                       &L->serialize_factor)) ||
+            (st = popci_config_get_bool(popci_run_src(c->r, c->section,
+                                                      "keep_precision"),
+                                        c->section, "keep_precision", 0,
+                                        &L->keep_precision)))
             return st;
+        if (!L->serialize && (popci_run_has(c->r, c->section,
+                                            "serialize_factor") ||
+                              popci_run_has(c->r, c->section,
+                                            "keep_precision"))) {
+            char where[700];
+
+            return popc_set_error(
+                POPC_ECONFIG, "%s: serialize_factor and keep_precision "
+                "apply to a serialized layer; add serialize = "
+                "input_channels, reducing_dim or output_channels",
+                popci_run_where(c->r, c->section,
+                                popci_run_has(c->r, c->section,
+                                              "serialize_factor")
+                                    ? "serialize_factor"
+                                    : "keep_precision",
+                                where, sizeof where));
+        }
         break;
     case RUN_CONV2D:
         if ((st = lrequire(c, "out_channels")) ||
@@ -462,9 +500,21 @@ popc_status popci_run_parse_model(popc_run *r)
                                     &r->loss)) ||
         (st = popci_config_get_int(SRC("seed"), "model", "seed", 0, 0,
                                    INT64_MAX, &seed)) ||
+        (st = popci_config_get_enum(SRC("input_overlap"), "model",
+                                    "input_overlap", overlap_modes, 0,
+                                    &r->input_overlap)) ||
+        (st = popci_config_get_enum(SRC("output_overlap"), "model",
+                                    "output_overlap", overlap_modes, 0,
+                                    &r->output_overlap)) ||
         (st = parse_half(r)))
         return st;
     r->model_seed = (uint64_t)seed;
+    if (popci_run_has(r, "model", "onnx") && r->input_overlap)
+        return popc_set_error(POPC_ECONFIG, "%s: overlapping the input of "
+                              "an ONNX model ([model] onnx) is not supported "
+                              "yet; use it with a model of layers",
+                              popci_run_where(r, "model", "input_overlap",
+                                              where, sizeof where));
     if (popci_run_has(r, "model", "onnx"))
         return parse_model_file(r);
     for (int i = 0; i < popci_config_n_sections(r->file); i++) {
@@ -574,6 +624,20 @@ static const char *layer_where(const popc_run *r, const popci_run_layer *L,
     return popci_run_where(r, section, "type", buf, size);
 }
 
+/* [layer] serialize: the Gemm or MatMul of the linear layer giving y (a
+** MatMul then Add for inputs of rank above 2, popc/layers.h). */
+static popc_status serialize_linear(popc_graph *g, const popci_run_layer *L,
+                                    int y)
+{
+    int node = popc_graph_value_producer(g, y);
+
+    if (node >= 0 && strcmp(popc_graph_node_op(g, node), "Add") == 0)
+        node = popc_graph_value_producer(g, popc_graph_node_input(g, node, 0));
+    return popc_serialize_matmul_node(g, node,
+                                      (popc_matmul_serialization)L->serialize,
+                                      L->serialize_factor, L->keep_precision);
+}
+
 static popc_status add_layer(const popc_run *r, popc_graph *g,
                              popc_layers *B, const popci_run_layer *L, int x,
                              int *y)
@@ -598,6 +662,8 @@ static popc_status add_layer(const popc_run *r, popc_graph *g,
     case RUN_LINEAR:
         st = popc_nn_linear(B, L->name, x, v.dims[v.rank - 1], L->out,
                             L->bias, y);
+        if (st == POPC_OK && L->serialize)
+            st = serialize_linear(g, L, *y);
         break;
     case RUN_CONV2D:
         st = popc_nn_conv2d(B, L->name, x, v.dims[1], L->out, L->kernel,
@@ -771,10 +837,10 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
                (st = popc_graph_set_origin(g, r->path)) ||
                (st = popc_graph_add_input(g, "x", POPC_DTYPE_F32, dims,
                                           r->input_rank + 1, &x)) ||
-               (st = popc_layers_new(g, r->model_seed, &B))) {
+               (st = popc_layers_new(g, r->model_seed, &B)) ||
+               (st = popc_set_overlap_for_input(
+                    g, x, (popc_overlap_mode)r->input_overlap, &v))) {
         goto fail;
-    } else {
-        v = x;
     }
     for (int i = 0; !r->model_file && i < r->n_layers; i++) {
         const popci_run_layer *L = &r->layers[i];
@@ -829,7 +895,9 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
         }
         v = loss;
     }
-    if ((st = popc_graph_add_output(g, v)) != POPC_OK ||
+    if ((st = popc_set_overlap_for_output(
+             g, v, (popc_overlap_mode)r->output_overlap, &v)) != POPC_OK ||
+        (st = popc_graph_add_output(g, v)) != POPC_OK ||
         (st = make_half(r, &g)) != POPC_OK)
         goto fail;
     popc_layers_free(B);

@@ -48,6 +48,10 @@ typedef struct popci_run_layer {
     ** (borrowed from the run's config; NULL: not given) */
     int ipu, stage, phase, recompute;
     const char *block;
+    /* linear: serializedMatMul (serialize: 0 none, 1 input_channels, 2
+    ** reducing_dim, 3 output_channels, popc_matmul_serialization) */
+    int serialize, keep_precision;
+    int64_t serialize_factor;
 } popci_run_layer;
 
 typedef struct popci_run_set {
@@ -75,6 +79,9 @@ struct popc_run {
     int64_t input[POPC_MAX_RANK];
     int64_t classes;
     int loss;                 /* 0 cross_entropy, 1 nll */
+    /* set_overlap_for_input/output of the model's input and output
+    ** (popc_overlap_mode: 0 none) */
+    int input_overlap, output_overlap;
     uint64_t model_seed;
     popci_run_layer *layers;
     int n_layers;

@@ -388,6 +388,15 @@ static const bad_case bad[] = {
               {":2:", "[train] epochs", NULL}},
     /* 26 */ {"[infer]\nsplit = validation\n" MODEL_OK, NULL, POPC_ECONFIG,
               {":2:", "[infer] split", "test"}},
+    /* 27 */ {MODEL_OK "serialize = sideways\n", NULL, POPC_ECONFIG,
+              {":9:", "[layer fc] serialize", "reducing_dim"}},
+    /* 28 */ {MODEL_OK "serialize_factor = 2\n", NULL, POPC_ECONFIG,
+              {":9:", "serialize_factor and keep_precision apply",
+               "serialize = "}},
+    /* 29 */ {"[model]\ninput_overlap = sometimes\ninput = 64\nclasses = 4\n"
+              "layers = fc\n[layer fc]\ntype = linear\nout_features = 4\n",
+              NULL, POPC_ECONFIG,
+              {":2:", "[model] input_overlap", "device_iteration_loop"}},
 };
 
 START_TEST(bad_files)
@@ -407,6 +416,140 @@ START_TEST(bad_files)
             ck_assert_msg(strstr(popc_last_error(), c->want[k]),
                           "case %d: '%s' not in '%s'", _i, c->want[k],
                           popc_last_error());
+}
+END_TEST
+
+/* The attribute `name` of the node producing (or, for an input, first
+** reading) value v's Gemm / Identity, as a string or an int. */
+static const popc_attr *attr_of(popc_graph *g, int node, const char *name)
+{
+    static popc_attrs a;
+
+    a = popc_graph_node_attrs(g, node);
+    return popc_attrs_find(&a, name);
+}
+
+static int gemm_of(popc_graph *g, const char *layer)
+{
+    for (int k = 0; k < popc_graph_n_nodes(g); k++)
+        if (strcmp(popc_graph_node_op(g, k), "Gemm") == 0 &&
+            strcmp(popc_graph_node_name(g, k), layer) == 0)
+            return k;
+    ck_abort_msg("no Gemm '%s'", layer);
+    return -1;
+}
+
+/* One SGD step of the run's training graph on fixed data; fc1.weight
+** after it. */
+static popc_tensor *one_step(popc_run *r)
+{
+    int64_t xd[2] = {8, 64}, ld[1] = {8};
+    popc_graph *g = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+    popc_tensor *in[2], *loss = NULL, *w;
+    const popc_tensor *got;
+
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &in[0]));
+    OK(popc_tensor_new(POPC_DTYPE_I32, ld, 1, &in[1]));
+    for (int i = 0; i < 8 * 64; i++)
+        ((float *)popc_tensor_data(in[0]))[i] = (float)(i % 17) / 17.0f;
+    for (int i = 0; i < 8; i++)
+        ((int32_t *)popc_tensor_data(in[1]))[i] = i % 4;
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 0.1));
+    OK(popc_model_new_training(g, popc_run_options(r), opt, &m));
+    OK(popc_model_run(m, in, 2, &loss, 1));
+    OK(popc_model_get_weight(m, "fc1.weight", &got));
+    OK(popc_tensor_clone(got, &w));
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_tensor_free(loss);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_graph_free(g);
+    return w;
+}
+
+START_TEST(serialize_and_overlap_keys)
+{
+    static const char *const ser[] = {
+        "layer.fc1.serialize=reducing_dim", "layer.fc1.serialize_factor=4",
+        "layer.fc2.serialize=output_channels",
+        "layer.fc2.serialize_factor=2"};
+    static const char *const bad_factor[] = {
+        "layer.fc1.serialize=input_channels", "layer.fc1.serialize_factor=3"};
+    static const char *const overlap[] = {
+        "model.input_overlap=device_iteration_loop",
+        "model.output_overlap=accumulation_loop", "options.backend=ipumodel"};
+    static const char *const io_tiles[] = {
+        "model.input_overlap=device_iteration_loop",
+        "model.output_overlap=accumulation_loop", "options.backend=ipumodel",
+        "options.TensorLocations.numIOTiles=32"};
+    const char *ini = write_ini("mlp.ini", MLP);
+    popc_run *r = load(ini, ser, 4), *plain = load(ini, NULL, 0);
+    popc_graph *g = NULL;
+    popc_tensor *w, *w0, *x = NULL, *y = NULL;
+    popc_model *m = NULL;
+    int64_t xd[2] = {8, 64};
+    int x_reader = -1;
+
+    /* serialize: the layers' Gemms carry the settings, and train alike */
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_str_eq(attr_of(g, gemm_of(g, "fc1"), "serialization_mode")->s,
+                     "reducing_dim");
+    ck_assert_int_eq(attr_of(g, gemm_of(g, "fc1"), "serialization_factor")->i,
+                     4);
+    ck_assert_str_eq(attr_of(g, gemm_of(g, "fc2"), "serialization_mode")->s,
+                     "output_channels");
+    popc_graph_free(g);
+    w = one_step(r);
+    w0 = one_step(plain);
+    ck_assert_msg(popc_tensor_max_abs_diff(w, w0) <= 1e-5, "%g",
+                  popc_tensor_max_abs_diff(w, w0));
+    popc_tensor_free(w);
+    popc_tensor_free(w0);
+    popc_run_free(r);
+    popc_run_free(plain);
+    /* a factor that does not divide the batch of 8 */
+    r = load(ini, bad_factor, 2);
+    ck_assert_int_eq(popc_run_build_graph(r, 1, 8, &g), POPC_ECONFIG);
+    ck_assert_msg(strstr(popc_last_error(), "[layer fc1]") &&
+                      strstr(popc_last_error(), "does not divide the "
+                             "input_channels dimension (8)"),
+                  "%s", popc_last_error());
+    popc_run_free(r);
+
+    /* overlap: Identity nodes marked for the input and the output */
+    r = load(ini, overlap, 3);
+    OK(popc_run_build_graph(r, 0, 8, &g));
+    for (int k = 0; k < popc_graph_n_nodes(g); k++)
+        if (popc_graph_node_input(g, k, 0) == popc_graph_input(g, 0))
+            x_reader = k;
+    ck_assert_int_ge(x_reader, 0);
+    ck_assert_int_eq(attr_of(g, x_reader, "__overlap_input")->i, 2);
+    ck_assert_int_eq(attr_of(g, popc_graph_value_producer(
+                                    g, popc_graph_output(g, 0)),
+                             "__overlap_output")->i, 1);
+    /* without I/O tiles the model does not compile */
+    OK(popc_model_new_inference(g, popc_run_options(r), &m));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    ck_assert_int_eq(popc_model_run(m, &x, 1, &y, 1), POPC_EINVAL);
+    ck_assert_msg(strstr(popc_last_error(), "No IO tiles allocated") != NULL,
+                  "%s", popc_last_error());
+    popc_model_free(m);
+    popc_graph_free(g);
+    popc_run_free(r);
+    r = load(ini, io_tiles, 4);
+    OK(popc_run_build_graph(r, 0, 8, &g));
+    OK(popc_model_new_inference(g, popc_run_options(r), &m));
+    OK(popc_model_run(m, &x, 1, &y, 1));
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_model_free(m);
+    popc_graph_free(g);
+    popc_run_free(r);
 }
 END_TEST
 
@@ -841,6 +984,7 @@ static Suite *run_suite(void)
     tcase_add_loop_test(ini, bad_files, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(ini, shape_errors_name_the_layer);
+    tcase_add_test(ini, serialize_and_overlap_keys);
     tcase_set_timeout(ini, 60);
     suite_add_tcase(s, ini);
 

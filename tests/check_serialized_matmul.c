@@ -12,6 +12,9 @@
 **   against values derived by hand from that rule;
 ** - the IPU model's report: the serialized MatMul's temporaries and the
 **   memory peak are lower, its steps and cycles higher;
+** - Gemm nodes serialized after they were added (a Linear layer, an
+**   imported model): one SGD step equals the plain one for every mode and
+**   every transA / transB;
 ** - a factor that does not divide the split dimension is refused. */
 #include "config.h"
 
@@ -438,6 +441,129 @@ START_TEST(bad_factors_are_refused)
 }
 END_TEST
 
+/* loss = mean(gemm(x * a, w)^2) with Gemm's transA / transB and a bias
+** C [N]; the Gemm serialized after it was added
+** (popc_serialize_matmul_node). *a, *w, *c receive the weights after one
+** SGD step on `backend`. */
+static void gemm_step(int ta, int tb, popc_matmul_serialization mode,
+                      int64_t factor, const char *backend, popc_tensor **out)
+{
+    const int64_t M = 6, K = 8, N = 12;
+    int64_t xd[2] = {ta ? K : M, ta ? M : K}, cd[1] = {N};
+    popc_graph *g = NULL;
+    popc_tensor *a = matrix(xd[0], xd[1], 3);
+    popc_tensor *w = matrix(tb ? N : K, tb ? K : N, 1);
+    popc_tensor *c = NULL, *x = NULL, *loss = NULL;
+    popc_attr at[2] = {{.name = "transA", .type = POPC_ATTR_INT, .i = ta},
+                       {.name = "transB", .type = POPC_ATTR_INT, .i = tb}};
+    popc_layers *L = NULL;
+    popc_options *o = NULL;
+    popc_optimizer *opt = NULL;
+    popc_model *m = NULL;
+    static const char *const names[3] = {"a", "w", "c"};
+    int xv, av, wv, cv, xa, y, yy, lv, node;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, cd, 1, &c));
+    for (int i = 0; i < N; i++)
+        ((float *)popc_tensor_data(c))[i] = 0.5f * (float)i;
+    OK(popc_graph_new("gemm", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &xv));
+    OK(popc_graph_add_initializer(g, "a", a, 1, &av));
+    OK(popc_graph_add_initializer(g, "w", w, 1, &wv));
+    OK(popc_graph_add_initializer(g, "c", c, 1, &cv));
+    OK(popc_graph_add_node(g, NULL, "Mul", 0, (int[]){xv, av}, 2, &xa, 1,
+                           NULL, 0, "xa", NULL));
+    OK(popc_graph_add_node(g, NULL, "Gemm", 0, (int[]){xa, wv, cv}, 3, &y, 1,
+                           at, 2, "fc", &node));
+    if (mode != POPC_MATMUL_SERIALIZE_DISABLED)
+        OK(popc_serialize_matmul_node(g, node, mode, factor, 0));
+    OK(popc_graph_add_node(g, NULL, "Mul", 0, (int[]){y, y}, 2, &yy, 1, NULL,
+                           0, "sq", NULL));
+    OK(popc_layers_new(g, 0, &L));
+    OK(popc_nn_identity_loss(L, yy, "mean", &lv));
+    OK(popc_graph_add_output(g, lv));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    for (int i = 0; i < 48; i++)
+        ((float *)popc_tensor_data(x))[i] = 1.0f;
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", backend));
+    OK(popc_optimizer_new("sgd", &opt));
+    OK(popc_optimizer_set(opt, "lr", 1e-4));
+    OK(popc_model_new_training(g, o, opt, &m));
+    OK(popc_model_run(m, &x, 1, &loss, 1));
+    for (int k = 0; k < 3; k++) {
+        const popc_tensor *got;
+
+        OK(popc_model_get_weight(m, names[k], &got));
+        OK(popc_tensor_clone(got, &out[k]));
+    }
+    popc_layers_free(L);
+    popc_tensor_free(loss);
+    popc_tensor_free(x);
+    popc_tensor_free(a);
+    popc_tensor_free(w);
+    popc_tensor_free(c);
+    popc_model_free(m);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+    popc_graph_free(g);
+}
+
+START_TEST(gemm_nodes_serialize_in_every_layout)
+{
+    static const popc_matmul_serialization modes[3] = {
+        POPC_MATMUL_SERIALIZE_INPUT_CHANNELS,
+        POPC_MATMUL_SERIALIZE_REDUCING_DIM,
+        POPC_MATMUL_SERIALIZE_OUTPUT_CHANNELS};
+
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 3; k++) {
+            popc_tensor *got[3], *want[3];
+
+            gemm_step(t & 1, t >> 1, modes[k], 2, backends[_i], got);
+            gemm_step(t & 1, t >> 1, 0, 0, backends[_i], want);
+            for (int j = 0; j < 3; j++) {
+                double d = popc_tensor_max_abs_diff(got[j], want[j]);
+
+                ck_assert_msg(d <= 1e-5, "%s, transA %d transB %d, mode %d: "
+                              "weight %d off by %g", backends[_i], t & 1,
+                              t >> 1, (int)modes[k], j, d);
+                popc_tensor_free(got[j]);
+                popc_tensor_free(want[j]);
+            }
+        }
+}
+END_TEST
+
+START_TEST(serialize_node_refusals)
+{
+    int64_t xd[2] = {6, 8}, wd[2] = {8, 12};
+    popc_graph *g = NULL;
+    int x, w, y, r, mm, relu;
+
+    OK(popc_graph_new("bad", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_graph_add_input(g, "w", POPC_DTYPE_F32, wd, 2, &w));
+    OK(popc_graph_add_node(g, NULL, "MatMul", 0, (int[]){x, w}, 2, &y, 1,
+                           NULL, 0, "mm", &mm));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &y, 1, &r, 1, NULL, 0, "relu",
+                           &relu));
+    ck_assert_int_eq(popc_serialize_matmul_node(
+                         g, relu, POPC_MATMUL_SERIALIZE_REDUCING_DIM, 2, 0),
+                     POPC_EINVAL);
+    ck_assert_msg(strstr(popc_last_error(), "only MatMul and Gemm") != NULL,
+                  "%s", popc_last_error());
+    ck_assert_int_eq(popc_serialize_matmul_node(
+                         g, mm, POPC_MATMUL_SERIALIZE_OUTPUT_CHANNELS, 5, 0),
+                     POPC_EINVAL);
+    ck_assert_msg(strstr(popc_last_error(), "output_channels dimension (12) "
+                         "of node 'mm'") != NULL, "%s", popc_last_error());
+    OK(popc_serialize_matmul_node(g, mm, POPC_MATMUL_SERIALIZE_OUTPUT_CHANNELS,
+                                  4, 0));
+    popc_graph_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("serialized_matmul");
@@ -450,6 +576,8 @@ static Suite *suite(void)
     tcase_add_test(tc, float16_sums_follow_keep_precision);
     tcase_add_test(tc, report_shows_lower_temporaries_and_more_steps);
     tcase_add_test(tc, bad_factors_are_refused);
+    tcase_add_loop_test(tc, gemm_nodes_serialize_in_every_layout, 0, 2);
+    tcase_add_test(tc, serialize_node_refusals);
     suite_add_tcase(s, tc);
     return s;
 }

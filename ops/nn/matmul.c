@@ -123,7 +123,8 @@ static popc_status matmul_infer(popc_infer_ctx *ic)
 
     if ((st = mm_parse(ic->node_name, &ic->inputs[0], &ic->inputs[1], &s)) !=
             POPC_OK ||
-        (st = mms_parse(ic->node_name, ic->attrs, s.M, s.N, s.K, &ser)) !=
+        (st = mms_parse("MatMul", ic->node_name, ic->attrs, s.M, s.N, s.K,
+                           &ser)) !=
             POPC_OK)
         return st;
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, s.dims, s.rank);
@@ -164,8 +165,9 @@ static popc_status matmul_reduce_serialized(const popc_kernel_ctx *kc,
         int64_t rows = s->M - r0 < SERIAL_ROWS ? s->M - r0 : SERIAL_ROWS;
 
         mm_offsets(s, b, &oa, &ob);
-        st = mms_reduce_rows(kc, ser, A + oa * s->M * s->K + r0 * s->K,
-                             B + ob * s->K * s->N,
+        st = mms_reduce_rows(kc, ser, 0, 0,
+                             A + oa * s->M * s->K + r0 * s->K, s->K,
+                             B + ob * s->K * s->N, s->N,
                              C + b * s->M * s->N + r0 * s->N, rows, s->N,
                              s->K);
     }
@@ -185,7 +187,8 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
 
     if ((st = mm_parse(kc->node_name, &kc->inputs[0], &kc->inputs[1], &s)) !=
             POPC_OK ||
-        (st = mms_parse(kc->node_name, kc->attrs, s.M, s.N, s.K, &ser)) !=
+        (st = mms_parse("MatMul", kc->node_name, kc->attrs, s.M, s.N, s.K,
+                           &ser)) !=
             POPC_OK)
         return st;
     if (ser.mode == MMS_REDUCING_DIM && ser.factor > 1)
@@ -232,7 +235,8 @@ static popc_status matmul_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) +
                       (double)s.batch * (double)s.M * (double)s.N);
-    if ((st = mms_parse(ic->node_name, ic->attrs, s.M, s.N, s.K, &ser)) !=
+    if ((st = mms_parse("MatMul", ic->node_name, ic->attrs, s.M, s.N, s.K,
+                           &ser)) !=
         POPC_OK)
         return st;
     c->temp_bytes = mms_temp_bytes(&ser,
@@ -264,8 +268,13 @@ static popc_status matmul2(popc_grad_ctx *gc, const mms *ser, int which,
 {
     int in[2] = {x, y}, n;
     popc_attr a[3];
+    mms_mode roles[3];
 
-    mms_grad_attrs(ser, which, a, &n);
+    if (which == 0)
+        mms_roles_da(0, roles);
+    else
+        mms_roles_db(0, roles);
+    mms_grad_attrs(ser, roles, a, &n);
     return opsu_node1(gc, NULL, "MatMul", in, 2, n ? a : NULL, n, out);
 }
 
@@ -348,7 +357,8 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     if (dy < 0)
         return POPC_OK;
     if ((st = mm_parse(gc->node_name, ai, bi, &s)) != POPC_OK ||
-        (st = mms_parse(gc->node_name, gc->attrs, s.M, s.N, s.K, &ser)) !=
+        (st = mms_parse("MatMul", gc->node_name, gc->attrs, s.M, s.N, s.K,
+                           &ser)) !=
             POPC_OK)
         return st;
     /* the folded Gemm form would lose the serialization */
@@ -477,6 +487,7 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
 static popc_status gemm_infer(popc_infer_ctx *ic)
 {
     gemm_p p;
+    mms ser;
     int64_t d[2];
     popc_status st;
 
@@ -487,7 +498,9 @@ static popc_status gemm_infer(popc_infer_ctx *ic)
         (st = opsu_want_f32(ic, "Gemm", 2, "input C")) != POPC_OK)
         return st;
     if ((st = gemm_parse(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
-                         &p)) != POPC_OK)
+                         &p)) != POPC_OK ||
+        (st = mms_parse("Gemm", ic->node_name, ic->attrs, p.M, p.N, p.K,
+                        &ser)) != POPC_OK)
         return st;
     d[0] = p.M;
     d[1] = p.N;
@@ -512,11 +525,45 @@ static void beta_c(const gemm_p *p, const float *Cin, float *Y, int64_t r0,
     }
 }
 
+/* A Gemm serialized over its reducing dimension: blocks of rows summed
+** over the slices of K, then alpha * sum + beta * C. */
+static popc_status gemm_reduce_serialized(const popc_kernel_ctx *kc,
+                                          const gemm_p *p, const mms *ser,
+                                          const float *Cin)
+{
+    const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
+    float *Y = kc->outputs[0].data;
+    int64_t blocks = (p->M + SERIAL_ROWS - 1) / SERIAL_ROWS, lo, hi;
+    int64_t lda = p->ta ? p->M : p->K, ldb = p->tb ? p->K : p->N;
+    popc_status st = POPC_OK;
+
+    opsu_range(blocks, kc->part, kc->n_parts, &lo, &hi);
+    for (int64_t u = lo; u < hi && st == POPC_OK; u++) {
+        int64_t r0 = u * SERIAL_ROWS;
+        int64_t rows = p->M - r0 < SERIAL_ROWS ? p->M - r0 : SERIAL_ROWS;
+
+        st = mms_reduce_rows(kc, ser, p->ta, p->tb,
+                             p->ta ? A + r0 : A + r0 * lda, lda, B, ldb,
+                             Y + r0 * p->N, rows, p->N, p->K);
+        for (int64_t i = r0; st == POPC_OK && i < r0 + rows; i++) {
+            const float *crow = Cin ? Cin + (p->cm == 1 ? 0 : i * p->cn)
+                                    : NULL;
+            float *yrow = Y + i * p->N;
+
+            for (int64_t j = 0; j < p->N; j++)
+                yrow[j] = p->alpha * yrow[j] +
+                          (crow ? p->beta * crow[p->cn == 1 ? 0 : j] : 0.0f);
+        }
+    }
+    return st;
+}
+
 static popc_status gemm_forward(const popc_kernel_ctx *kc)
 {
     const float *A = kc->inputs[0].data, *B = kc->inputs[1].data;
     const float *Cin = NULL;
     float *Y = kc->outputs[0].data;
+    mms ser;
     gemm_p p;
     nn_tiles t;
     int64_t lo, hi;
@@ -524,12 +571,16 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
     popc_status st;
 
     if ((st = gemm_parse(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
-                         &p)) != POPC_OK)
+                         &p)) != POPC_OK ||
+        (st = mms_parse("Gemm", kc->node_name, kc->attrs, p.M, p.N, p.K,
+                        &ser)) != POPC_OK)
         return st;
     if (p.has_c && p.beta != 0.0f) {
         Cin = kc->inputs[2].data;
         beta = 1.0f;
     }
+    if (ser.mode == MMS_REDUCING_DIM && ser.factor > 1)
+        return gemm_reduce_serialized(kc, &p, &ser, Cin);
     if (nn_half_partials(kc)) {
         /* parts take columns when B is transposed, so that each packs
         ** only its own columns of op(B) */
@@ -570,7 +621,7 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
 static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
 {
     gemm_p p;
-    mms plain;
+    mms ser;
     popc_status st;
 
     if ((st = gemm_parse(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
@@ -581,25 +632,29 @@ static popc_status gemm_cost(const popc_infer_ctx *ic, popc_cost *c)
     c->bytes = 4.0 * ((double)p.M * (double)p.K + (double)p.K * (double)p.N +
                       (p.has_c ? (double)(p.cm * p.cn) : 0.0) +
                       (double)p.M * (double)p.N);
-    memset(&plain, 0, sizeof plain);
-    plain.factor = 1;
-    plain.float16 = nn_is_float16_node(ic->attrs);
-    c->temp_bytes = mms_temp_bytes(&plain, (double)p.M * (double)p.K,
+    if ((st = mms_parse("Gemm", ic->node_name, ic->attrs, p.M, p.N, p.K,
+                        &ser)) != POPC_OK)
+        return st;
+    c->temp_bytes = mms_temp_bytes(&ser, (double)p.M * (double)p.K,
                                    (double)p.K * (double)p.N,
                                    (double)p.M * (double)p.N);
     return POPC_OK;
 }
 
-static popc_status gemm_node(popc_grad_ctx *gc, int x, int y, double alpha,
-                             int ta, int tb, int *out)
+/* alpha op(x) op(y) for the gradient of a Gemm serialized as ser, whose
+** forward dims play `roles` in it (matmul_serial.h). */
+static popc_status gemm_node(popc_grad_ctx *gc, const mms *ser,
+                             const mms_mode roles[3], int x, int y,
+                             double alpha, int ta, int tb, int *out)
 {
-    int in[2] = {x, y};
-    popc_attr a[3];
+    int in[2] = {x, y}, n;
+    popc_attr a[6];
 
     a[0] = opsu_attr_float("alpha", alpha);
     a[1] = opsu_attr_int("transA", ta);
     a[2] = opsu_attr_int("transB", tb);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3, out);
+    mms_grad_attrs(ser, roles, a + 3, &n);
+    return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3 + n, out);
 }
 
 /* Y = alpha op(A) op(B) + beta C. With G = dY:
@@ -613,21 +668,35 @@ static popc_status gemm_grad(popc_grad_ctx *gc)
     int tb = popc_attr_int(gc->attrs, "transB", 0) != 0;
     double alpha = popc_attr_float(gc->attrs, "alpha", 1.0);
     double beta = popc_attr_float(gc->attrs, "beta", 1.0);
+    mms_mode ra[3], rb[3];
+    gemm_p p;
+    mms ser;
     popc_status st;
     int sum;
 
     if (g < 0)
         return POPC_OK;
+    if ((st = gemm_parse(gc->node_name, gc->input_info, gc->n_inputs,
+                         gc->attrs, &p)) != POPC_OK ||
+        (st = mms_parse("Gemm", gc->node_name, gc->attrs, p.M, p.N, p.K,
+                        &ser)) != POPC_OK)
+        return st;
+    mms_roles_da(ta, ra);
+    mms_roles_db(tb, rb);
     if (!ta)
-        st = gemm_node(gc, g, b, alpha, 0, !tb, &gc->input_grads[0]);
+        st = gemm_node(gc, &ser, ra, g, b, alpha, 0, !tb,
+                       &gc->input_grads[0]);
     else
-        st = gemm_node(gc, b, g, alpha, tb, 1, &gc->input_grads[0]);
+        st = gemm_node(gc, &ser, ra, b, g, alpha, tb, 1,
+                       &gc->input_grads[0]);
     if (st != POPC_OK)
         return st;
     if (!tb)
-        st = gemm_node(gc, a, g, alpha, !ta, 0, &gc->input_grads[1]);
+        st = gemm_node(gc, &ser, rb, a, g, alpha, !ta, 0,
+                       &gc->input_grads[1]);
     else
-        st = gemm_node(gc, g, a, alpha, 1, ta, &gc->input_grads[1]);
+        st = gemm_node(gc, &ser, rb, g, a, alpha, 1, ta,
+                       &gc->input_grads[1]);
     if (st != POPC_OK)
         return st;
     if (gc->n_inputs > 2 && gc->inputs[2] >= 0 &&

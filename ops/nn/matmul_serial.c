@@ -14,8 +14,9 @@
 static const char *const mode_names[] = {"none", "input_channels",
                                          "reducing_dim", "output_channels"};
 
-popc_status mms_parse(const char *node, const popc_attrs *attrs, int64_t M,
-                      int64_t N, int64_t K, mms *s)
+popc_status mms_parse(const char *op, const char *node,
+                      const popc_attrs *attrs, int64_t M, int64_t N,
+                      int64_t K, mms *s)
 {
     const char *mode = popc_attr_string(attrs, "serialization_mode", "none");
     int64_t dim = 0;
@@ -29,10 +30,10 @@ popc_status mms_parse(const char *node, const popc_attrs *attrs, int64_t M,
             s->mode = (mms_mode)i;
     if (s->mode == MMS_NONE && strcmp(mode, "none") != 0)
         return opsu_host->set_error(POPC_EINVAL,
-                                    "MatMul '%s': serialization_mode '%s' is "
+                                    "%s '%s': serialization_mode '%s' is "
                                     "unknown; use input_channels, "
                                     "reducing_dim, output_channels or none",
-                                    node, mode);
+                                    op, node, mode);
     if (s->mode == MMS_NONE)
         return POPC_OK;
     s->factor = popc_attr_int(attrs, POPC_ATTR_SERIAL_FACTOR, 1);
@@ -41,10 +42,10 @@ popc_status mms_parse(const char *node, const popc_attrs *attrs, int64_t M,
                                         : N;
     if (s->factor < 1 || dim % s->factor != 0)
         return opsu_host->set_error(POPC_EINVAL,
-                                    "MatMul '%s': serialization factor %lld "
+                                    "%s '%s': serialization factor %lld "
                                     "does not divide the %s dimension (%lld); "
                                     "use a divisor of %lld",
-                                    node, (long long)s->factor, mode,
+                                    op, node, (long long)s->factor, mode,
                                     (long long)dim, (long long)dim);
     return POPC_OK;
 }
@@ -66,23 +67,37 @@ double mms_temp_bytes(const mms *s, double a_elems, double b_elems,
     }
 }
 
-void mms_grad_attrs(const mms *s, int which, popc_attr out[3], int *n)
+void mms_grad_attrs(const mms *s, const mms_mode roles[3], popc_attr out[3],
+                    int *n)
 {
-    /* [forward mode][input] -> mode of that input's gradient MatMul */
-    static const mms_mode map[4][2] = {
-        {MMS_NONE, MMS_NONE},
-        {MMS_INPUT_CHANNELS, MMS_REDUCING_DIM},
-        {MMS_OUTPUT_CHANNELS, MMS_INPUT_CHANNELS},
-        {MMS_REDUCING_DIM, MMS_OUTPUT_CHANNELS},
-    };
+    /* the forward dimension each mode splits: M, K, N */
+    int dim = s->mode == MMS_INPUT_CHANNELS ? 0
+              : s->mode == MMS_OUTPUT_CHANNELS ? 1
+                                               : 2;
 
     *n = 0;
     if (s->mode == MMS_NONE || s->factor < 2)
         return;
     out[(*n)++] = opsu_attr_string("serialization_mode",
-                                   mode_names[map[s->mode][which]]);
+                                   mode_names[roles[dim]]);
     out[(*n)++] = opsu_attr_int(POPC_ATTR_SERIAL_FACTOR, s->factor);
     out[(*n)++] = opsu_attr_int("keep_precision", s->keep_precision);
+}
+
+void mms_roles_da(int trans_a, mms_mode roles[3])
+{
+    /* dA = dC op(B)^T: [M, N] x [N, K]; transposed, op(B) dC^T: [K, M] */
+    roles[0] = trans_a ? MMS_OUTPUT_CHANNELS : MMS_INPUT_CHANNELS;
+    roles[1] = MMS_REDUCING_DIM;
+    roles[2] = trans_a ? MMS_INPUT_CHANNELS : MMS_OUTPUT_CHANNELS;
+}
+
+void mms_roles_db(int trans_b, mms_mode roles[3])
+{
+    /* dB = op(A)^T dC: [K, M] x [M, N]; transposed, dC^T op(A): [N, K] */
+    roles[0] = MMS_REDUCING_DIM;
+    roles[1] = trans_b ? MMS_INPUT_CHANNELS : MMS_OUTPUT_CHANNELS;
+    roles[2] = trans_b ? MMS_OUTPUT_CHANNELS : MMS_INPUT_CHANNELS;
 }
 
 /* C += P, each product and sum rounded to float16 (half additions). */
@@ -99,12 +114,15 @@ static void add_half(float *C, float *P, int64_t n, int first)
 }
 
 popc_status mms_reduce_rows(const popc_kernel_ctx *kc, const mms *s,
-                            const float *A, const float *B, float *C,
-                            int64_t rows, int64_t N, int64_t K)
+                            int trans_a, int trans_b, const float *A,
+                            int64_t lda, const float *B, int64_t ldb,
+                            float *C, int64_t rows, int64_t N, int64_t K)
 {
     int64_t kc_len = K / s->factor;
     int half_sums = s->float16 && !s->keep_precision;
     int half_partials = nn_half_partials(kc);
+    CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
     float *P = NULL;
     popc_status st = POPC_OK;
 
@@ -113,25 +131,26 @@ popc_status mms_reduce_rows(const popc_kernel_ctx *kc, const mms *s,
     if ((half_sums || half_partials) &&
         !(P = malloc((size_t)(rows * N) * sizeof *P)))
         return opsu_host->set_error(POPC_ENOMEM,
-                                    "MatMul '%s': out of memory for %lld "
-                                    "partial rows", kc->node_name,
-                                    (long long)rows);
+                                    "'%s': out of memory for %lld partial "
+                                    "rows", kc->node_name, (long long)rows);
     for (int64_t c = 0; c < s->factor && st == POPC_OK; c++) {
-        const float *Ac = A + c * kc_len, *Bc = B + c * kc_len * N;
+        /* slice c of K: columns of op(A), rows of op(B) */
+        const float *Ac = A + c * kc_len * (trans_a ? lda : 1);
+        const float *Bc = B + c * kc_len * (trans_b ? 1 : ldb);
 
         if (!P) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
-                        (int)N, (int)kc_len, 1.0f, Ac, (int)K, Bc, (int)N,
+            cblas_sgemm(CblasRowMajor, ta, tb, (int)rows, (int)N,
+                        (int)kc_len, 1.0f, Ac, (int)lda, Bc, (int)ldb,
                         c ? 1.0f : 0.0f, C, (int)N);
             continue;
         }
         if (half_partials)
-            st = nn_gemm_half(kc, 0, 0, kc_len, 1.0f, Ac, K, Bc, N, 0.0f, P,
-                              N, 0, rows, 0, N);
+            st = nn_gemm_half(kc, trans_a, trans_b, kc_len, 1.0f, Ac, lda, Bc,
+                              ldb, 0.0f, P, N, 0, rows, 0, N);
         else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
-                        (int)N, (int)kc_len, 1.0f, Ac, (int)K, Bc, (int)N,
-                        0.0f, P, (int)N);
+            cblas_sgemm(CblasRowMajor, ta, tb, (int)rows, (int)N,
+                        (int)kc_len, 1.0f, Ac, (int)lda, Bc, (int)ldb, 0.0f,
+                        P, (int)N);
         if (st != POPC_OK)
             break;
         if (half_sums) {

@@ -1,5 +1,5 @@
 /* matmul_serial.h - poptorch.serializedMatMul for the nn plugin: a MatMul
-** whose work is cut into `factor` products computed one after the other,
+** or Gemm whose work is cut into `factor` products computed one after the other,
 ** to lower its peak temporary memory (module-internal, hidden symbols).
 **
 ** For A [.., M, K] times B [.., K, N], the attributes
@@ -14,10 +14,12 @@
 ** float16 node without keep_precision rounds each product and each running
 ** sum to float16, as an IPU adding half partials does.
 **
-** Gradients are serialized too, as PopART does: input_channels gives
-** dA input_channels and dB reducing_dim; reducing_dim gives dA
-** output_channels and dB input_channels; output_channels gives dA
-** reducing_dim and dB output_channels.
+** Gemm takes the same attributes for op(A) op(B). Gradients are
+** serialized too, as PopART does: each backward product splits the
+** forward's split dimension in the role it plays there (for MatMul,
+** input_channels gives dA input_channels and dB reducing_dim; reducing_dim
+** gives dA output_channels and dB input_channels; output_channels gives dA
+** reducing_dim and dB output_channels).
 */
 #ifndef POPC_OPS_NN_MATMUL_SERIAL_H
 #define POPC_OPS_NN_MATMUL_SERIAL_H
@@ -40,11 +42,13 @@ typedef struct mms {
     int float16;               /* the node carries POPC_ATTR_FLOAT16 */
 } mms;
 
-/* Reads the attributes of a MatMul with matrix dims M, N, K. POPC_EINVAL
-** naming the node for an unknown mode, a factor below 1, or a factor that
-** does not divide the dimension it splits. */
-popc_status mms_parse(const char *node, const popc_attrs *attrs, int64_t M,
-                      int64_t N, int64_t K, mms *s);
+/* Reads the attributes of a MatMul or Gemm (`op`) whose product has
+** matrix dims M, N, K. POPC_EINVAL naming the node for an unknown mode, a
+** factor below 1, or a factor that does not divide the dimension it
+** splits. */
+popc_status mms_parse(const char *op, const char *node,
+                      const popc_attrs *attrs, int64_t M, int64_t N,
+                      int64_t K, mms *s);
 
 /* Temporary bytes of a (batched) MatMul: copies of the operands in the
 ** matrix units' layout (a_elems and b_elems elements, 2 bytes each for a
@@ -54,16 +58,26 @@ popc_status mms_parse(const char *node, const popc_attrs *attrs, int64_t M,
 double mms_temp_bytes(const mms *s, double a_elems, double b_elems,
                       double out_elems);
 
-/* The attributes of the backward MatMul computing d(input `which`) (0: A,
-** 1: B) of a serialized MatMul: out[0..*n). Nothing (*n = 0) when s is not
-** serialized. */
-void mms_grad_attrs(const mms *s, int which, popc_attr out[3], int *n);
+/* The attributes of a backward product of a serialized MatMul or Gemm:
+** roles[d] is the mode in which the backward product splits the forward
+** dimension d (0: M, 1: N, 2: K), i.e. whether d is its M, K or N.
+** Nothing (*n = 0) when s is not serialized. */
+void mms_grad_attrs(const mms *s, const mms_mode roles[3], popc_attr out[3],
+                    int *n);
 
-/* C rows [0, rows) = A B with A rows of K elements (leading dimension K)
-** and B K x N (leading N), as s->factor products over slices of K added in
-** order (the reducing_dim rule above). POPC_ENOMEM for its scratch rows. */
+/* Roles of the forward dims in the backward products of C = op(A) op(B):
+** dA = dC op(B)^T when A is not transposed, op(B) dC^T when it is;
+** dB = op(A)^T dC when B is not transposed, dC^T op(A) when it is. */
+void mms_roles_da(int trans_a, mms_mode roles[3]);
+void mms_roles_db(int trans_b, mms_mode roles[3]);
+
+/* C rows [0, rows) = op(A) op(B) (cblas row-major conventions: A points
+** at row 0 of op(A), lda and ldb its leading dimensions) as s->factor
+** products over slices of K added in order (the reducing_dim rule above).
+** POPC_ENOMEM for its scratch rows. */
 popc_status mms_reduce_rows(const popc_kernel_ctx *kc, const mms *s,
-                            const float *A, const float *B, float *C,
-                            int64_t rows, int64_t N, int64_t K);
+                            int trans_a, int trans_b, const float *A,
+                            int64_t lda, const float *B, int64_t ldb,
+                            float *C, int64_t rows, int64_t N, int64_t K);
 
 #endif /* POPC_OPS_NN_MATMUL_SERIAL_H */

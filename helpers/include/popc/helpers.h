@@ -80,6 +80,15 @@ POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
     int lhs, int rhs, popc_matmul_serialization mode, int64_t factor,
     int keep_precision, int *out);
 
+/* Serializes an existing MatMul or Gemm node the same way (op(A) op(B) for
+** a Gemm): a Linear layer of popc/layers.h, or a product of an imported
+** ONNX model. Mode DISABLED makes it an ordinary product again.
+** POPC_EINVAL naming the node for another op, operands of unknown shape,
+** or a factor that does not divide the split dimension. */
+POPC_API POPC_NODISCARD popc_status popc_serialize_matmul_node(
+    popc_graph *g, int node, popc_matmul_serialization mode, int64_t factor,
+    int keep_precision);
+
 /* poptorch.OverlapMode (the values of POPC_ATTR_OVERLAP_*, popc/attrs.h). */
 typedef enum popc_overlap_mode {
     /* the host copies the tensor only when the device needs it */
