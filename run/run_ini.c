@@ -504,6 +504,9 @@ void popc_run_free(popc_run *r)
     for (int i = 0; i < r->n_layers; i++)
         free(r->layers[i].name);
     free(r->layers);
+    for (int i = 0; i < r->n_body_layers; i++)
+        free(r->body_layers[i].name);
+    free(r->body_layers);
     popci_config_free(r->file);
     popc_options_free(r->opts);
     popc_options_free(r->infer_opts);
@@ -689,12 +692,15 @@ popc_status popci_run_write_model_ini(const popc_run *r, const char *path,
         put(&b, "onnx = %s\n", onnx ? onnx : r->model_file);
         free(onnx);
     }
-    for (int i = 0; i < r->n_layers; i++) {
+    for (int i = 0; i < r->n_layers + r->n_body_layers; i++) {
+        const popci_run_layer *L = i < r->n_layers
+                                       ? &r->layers[i]
+                                       : &r->body_layers[i - r->n_layers];
         char section[256];
 
-        if (!r->layers[i].has_section)
+        if (!L->has_section)
             continue;
-        snprintf(section, sizeof section, "layer %s", r->layers[i].name);
+        snprintf(section, sizeof section, "layer %s", L->name);
         copy_section(&b, r, section, NULL);
     }
     copy_nodes_sections(&b, r);
@@ -743,10 +749,12 @@ uint64_t popci_run_fingerprint(const popc_run *r)
     copy_nodes_sections(&b, r);
     copy_section(&b, r, "optimizer", NULL);
     copy_section(&b, r, "data", data_skip);
-    for (int i = 0; i < r->n_layers; i++) {
+    for (int i = 0; i < r->n_layers + r->n_body_layers; i++) {
         char section[256];
 
-        snprintf(section, sizeof section, "layer %s", r->layers[i].name);
+        snprintf(section, sizeof section, "layer %s",
+                 i < r->n_layers ? r->layers[i].name
+                                 : r->body_layers[i - r->n_layers].name);
         copy_section(&b, r, section, NULL);
     }
     for (size_t i = 0; b.s && i < b.len; i++)

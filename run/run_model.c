@@ -51,6 +51,7 @@ static const char *const k_drop[] = {"type", "p", NULL};
 static const char *const k_softmax[] = {"type", "dim", NULL};
 static const char *const k_leaky[] = {"type", "negative_slope", NULL};
 static const char *const k_none[] = {"type", NULL};
+static const char *const k_loop[] = {"type", "count", "body", NULL};
 /* every layer type also takes these (poptorch-semantics.md §6) */
 static const char *const k_place[] = {"ipu", "block", "stage", "phase",
                                       "recompute", NULL};
@@ -83,6 +84,8 @@ static const layer_type types[] = {
     /* keys checked by run/run_custom.c */
     {"custom", RUN_CUSTOM, NULL, NULL, 0},
     {"foreign", RUN_FOREIGN, NULL, NULL, 0},
+    /* its body layers carry the weights */
+    {"loop", RUN_LOOP, NULL, k_loop, 0},
 };
 #define N_TYPES ((int)(sizeof types / sizeof types[0]))
 
@@ -241,6 +244,12 @@ static popc_status parse_settings(lctx *c, popci_run_layer *L)
         st = popci_run_parse_custom(c->r, c->section,
                                     L->kind == RUN_FOREIGN);
         break;
+    case RUN_LOOP:
+        if ((st = lrequire(c, "count")) ||
+            (st = lint(c, "count", 0, 0, 1 << 20, &L->count)) ||
+            (st = lrequire(c, "body")))
+            return st;
+        break;
     default:
         break;
     }
@@ -364,6 +373,75 @@ static popc_status split_names(const char *text, char ***names, int *n)
     return POPC_OK;
 }
 
+/* [layer NAME] body = A, B, ... of a loop: its layers join the run's
+** body_layers. A body layer keeps its weights in the loop (its own
+** section, not listed in [model] layers or another loop), takes no
+** placement keys and is no loop itself. */
+static popc_status parse_loop_body(popc_run *r, popci_run_layer *loop,
+                                   char *const *listed, int n_listed)
+{
+    char section[300], where[700], **names = NULL;
+    const char *text = NULL;
+    popci_run_layer *grown;
+    int n = 0;
+    popc_status st;
+
+    snprintf(section, sizeof section, "layer %s", loop->name);
+    popci_run_where(r, section, "body", where, sizeof where);
+    if ((st = popci_config_get_string(popci_run_src(r, section, "body"),
+                                      section, "body", NULL, &text)) ||
+        (st = split_names(text, &names, &n)))
+        goto done;
+    if (n == 0) {
+        st = popc_set_error(POPC_ECONFIG, "%s: a loop needs its body "
+                            "layers, e.g. body = fc2, relu", where);
+        goto done;
+    }
+    if (!(grown = popci_realloc(r->body_layers,
+                                sizeof *grown *
+                                    (size_t)(r->n_body_layers + n)))) {
+        st = popc_set_error(POPC_ENOMEM, "out of memory");
+        goto done;
+    }
+    r->body_layers = grown;
+    loop->body_first = r->n_body_layers;
+    for (int i = 0; i < n; i++) {
+        popci_run_layer *B = &r->body_layers[r->n_body_layers];
+        const layer_type *t = NULL;
+        int clash = 0;
+
+        st = parse_layer(r, names[i], B, &t);
+        r->n_body_layers++;
+        if (st != POPC_OK)
+            goto done;
+        for (int k = 0; k < n_listed && t->weights; k++)
+            clash |= strcmp(listed[k], names[i]) == 0;
+        for (int k = 0; k < r->n_body_layers - 1 && t->weights; k++)
+            clash |= strcmp(r->body_layers[k].name, names[i]) == 0;
+        if (clash || B->kind == RUN_LOOP || B->ipu >= 0 || B->stage >= 0 ||
+            B->phase >= 0 || B->block || B->recompute) {
+            st = popc_set_error(
+                POPC_ECONFIG, "%s: body layer '%s' %s", where, names[i],
+                clash ? "is used elsewhere too; a layer with weights "
+                        "belongs to one place, so give each use its own "
+                        "section"
+                : B->kind == RUN_LOOP
+                    ? "is a loop; loops inside a loop body are not "
+                      "supported yet"
+                    : "has placement keys (ipu, stage, phase, block, "
+                      "recompute), which are not supported yet inside a "
+                      "loop body; place the loop layer instead");
+            goto done;
+        }
+    }
+    loop->body_n = n;
+done:
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return st;
+}
+
 /* Every [layer NAME] section, in the file or an override, is listed. */
 static popc_status check_unlisted(popc_run *r)
 {
@@ -381,6 +459,9 @@ static popc_status check_unlisted(popc_run *r)
             for (int k = 0; k < r->n_layers; k++)
                 listed |= r->layers[k].has_section &&
                           strcmp(r->layers[k].name, s + 6) == 0;
+            for (int k = 0; k < r->n_body_layers; k++)
+                listed |= r->body_layers[k].has_section &&
+                          strcmp(r->body_layers[k].name, s + 6) == 0;
             if (listed)
                 continue;
             snprintf(where, sizeof where, "%s:%d", popci_config_path(src),
@@ -571,6 +652,8 @@ popc_status popci_run_parse_model(popc_run *r)
 
         st = parse_layer(r, names[i], &r->layers[i], &t);
         r->n_layers++;
+        if (st == POPC_OK && r->layers[i].kind == RUN_LOOP)
+            st = parse_loop_body(r, &r->layers[i], names, n);
         if (st != POPC_OK)
             goto done;
         for (int k = 0; k < i && t->weights; k++)
@@ -640,6 +723,39 @@ static popc_status serialize_linear(popc_graph *g, const popci_run_layer *L,
 
 static popc_status add_layer(const popc_run *r, popc_graph *g,
                              popc_layers *B, const popci_run_layer *L, int x,
+                             int *y);
+
+/* A loop layer: its body layers built into a graph of their own, run
+** count times on the device (popc_for_loop); their weights become
+** "<loop>/<weight>" of g. */
+static popc_status add_loop(const popc_run *r, popc_graph *g,
+                            const popci_run_layer *L, int x, int *y)
+{
+    popc_view v = popc_graph_value_info(g, x);
+    popc_graph *body = NULL;
+    popc_layers *BB = NULL;
+    int bv;
+    popc_status st;
+
+    if ((st = popc_graph_new(L->name, &body)) ||
+        (st = popc_graph_add_input(body, "x", v.dtype, v.dims, v.rank,
+                                   &bv)) ||
+        (st = popc_layers_new(body, r->model_seed, &BB)))
+        goto done;
+    for (int i = 0; i < L->body_n; i++)
+        if ((st = add_layer(r, body, BB, &r->body_layers[L->body_first + i],
+                            bv, &bv)) != POPC_OK)
+            goto done;
+    if ((st = popc_graph_add_output(body, bv)) == POPC_OK)
+        st = popc_for_loop(g, L->name, L->count, body, &x, 1, y);
+done:
+    popc_layers_free(BB);
+    popc_graph_free(body);
+    return st;
+}
+
+static popc_status add_layer(const popc_run *r, popc_graph *g,
+                             popc_layers *B, const popci_run_layer *L, int x,
                              int *y)
 {
     popc_view v = popc_graph_value_info(g, x);
@@ -705,6 +821,9 @@ static popc_status add_layer(const popc_run *r, popc_graph *g,
                                   y);
         break;
     }
+    case RUN_LOOP:
+        st = add_loop(r, g, L, x, y);
+        break;
     default:
         st = popc_nn_activation(B, L->op, x, L->alpha, y);
         break;

@@ -30,7 +30,8 @@ typedef enum run_layer_kind {
     RUN_LOG_SOFTMAX,
     RUN_ACTIVATION,
     RUN_CUSTOM,               /* run/run_custom.c */
-    RUN_FOREIGN
+    RUN_FOREIGN,
+    RUN_LOOP                  /* poptorch.for_loop over body layers */
 } run_layer_kind;
 
 typedef struct popci_run_layer {
@@ -52,6 +53,10 @@ typedef struct popci_run_layer {
     ** reducing_dim, 3 output_channels, popc_matmul_serialization) */
     int serialize, keep_precision;
     int64_t serialize_factor;
+    /* loop: count iterations of the body layers, body_layers[body_first
+    ** .. body_first + body_n) of the run */
+    int64_t count;
+    int body_first, body_n;
 } popci_run_layer;
 
 typedef struct popci_run_set {
@@ -85,6 +90,8 @@ struct popc_run {
     uint64_t model_seed;
     popci_run_layer *layers;
     int n_layers;
+    popci_run_layer *body_layers; /* of every loop layer, in order */
+    int n_body_layers;
     char *model_file;         /* [model] onnx (instead of layers) */
     char *model_output;       /* [model] output, NULL: the file's only one */
     char *labels_name;        /* [model] labels, default "labels" */

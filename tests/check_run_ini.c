@@ -397,6 +397,21 @@ static const bad_case bad[] = {
               "layers = fc\n[layer fc]\ntype = linear\nout_features = 4\n",
               NULL, POPC_ECONFIG,
               {":2:", "[model] input_overlap", "device_iteration_loop"}},
+    /* 30 */ {"[model]\ninput = 64\nclasses = 4\nlayers = blk, fc\n"
+              "[layer blk]\ntype = loop\ncount = 2\n"
+              "[layer fc]\ntype = linear\nout_features = 4\n",
+              NULL, POPC_ECONFIG, {"[layer blk]", "required key 'body'", NULL}},
+    /* 31 */ {"[model]\ninput = 64\nclasses = 4\nlayers = blk, fc\n"
+              "[layer blk]\ntype = loop\ncount = 2\nbody = fc\n"
+              "[layer fc]\ntype = linear\nout_features = 4\n",
+              NULL, POPC_ECONFIG, {"[layer blk] body", "'fc' is used "
+              "elsewhere", NULL}},
+    /* 32 */ {"[model]\ninput = 64\nclasses = 4\nlayers = blk, fc\n"
+              "[layer blk]\ntype = loop\ncount = 2\nbody = h\n"
+              "[layer h]\ntype = linear\nout_features = 64\nipu = 1\n"
+              "[layer fc]\ntype = linear\nout_features = 4\n",
+              NULL, POPC_ECONFIG, {"body layer 'h'", "placement keys",
+              "not supported yet"}},
 };
 
 START_TEST(bad_files)
@@ -549,6 +564,108 @@ START_TEST(serialize_and_overlap_keys)
     popc_tensor_free(y);
     popc_model_free(m);
     popc_graph_free(g);
+    popc_run_free(r);
+}
+END_TEST
+
+/* y = tanh(x W^T + b) in g, W and b given. */
+static int fc_tanh(popc_graph *g, int x, int w, int b, int act)
+{
+    popc_attr tb = {.name = "transB", .type = POPC_ATTR_INT, .i = 1};
+    int h, y;
+
+    OK(popc_graph_add_node(g, NULL, "Gemm", 0, (int[]){x, w, b}, 3, &h, 1,
+                           &tb, 1, NULL, NULL));
+    if (!act)
+        return h;
+    OK(popc_graph_add_node(g, NULL, act == 1 ? "Relu" : "Tanh", 0, &h, 1, &y,
+                           1, NULL, 0, NULL, NULL));
+    return y;
+}
+
+static int weight_of(popc_graph *dst, popc_graph *src, const char *name)
+{
+    int v;
+
+    OK(popc_graph_add_initializer(
+        dst, name,
+        popc_graph_value_tensor(src, popc_graph_find_value(src, name)), 0,
+        &v));
+    return v;
+}
+
+#define LOOP_RUN                                                              \
+    "[options]\nbackend = cpu\n\n" DATA "\n"                                  \
+    "[model]\ninput = 64\nclasses = 4\nlayers = fc1, relu, blk, fc3\n\n"      \
+    "[layer fc1]\ntype = linear\nout_features = 16\n\n"                      \
+    "[layer blk]\ntype = loop\ncount = 3\nbody = fc2, tanh\n\n"              \
+    "[layer fc2]\ntype = linear\nout_features = 16\n\n"                      \
+    "[layer fc3]\ntype = linear\nout_features = 4\n"
+
+/* A loop layer equals its body unrolled count times with shared weights,
+** and trains: its body's weights are the model's "blk/fc2.weight". */
+START_TEST(loop_layer_runs_its_body_count_times)
+{
+    popc_run *r = load(write_ini("loop.ini", LOOP_RUN), NULL, 0);
+    popc_graph *g = NULL, *u = NULL;
+    int64_t xd[2] = {8, 64};
+    popc_tensor *x = NULL, *got = NULL, *want = NULL, *w;
+    int xv, v, w2, b2, y;
+
+    OK(popc_run_build_graph(r, 0, 8, &g));
+    ck_assert_int_ge(popc_graph_find_value(g, "blk/fc2.weight"), 0);
+    OK(popc_graph_new("unrolled", &u));
+    OK(popc_graph_add_input(u, "x", POPC_DTYPE_F32, xd, 2, &xv));
+    v = fc_tanh(u, xv, weight_of(u, g, "fc1.weight"),
+                weight_of(u, g, "fc1.bias"), 1);
+    w2 = weight_of(u, g, "blk/fc2.weight");
+    b2 = weight_of(u, g, "blk/fc2.bias");
+    for (int k = 0; k < 3; k++)
+        v = fc_tanh(u, v, w2, b2, 2);
+    v = fc_tanh(u, v, weight_of(u, g, "fc3.weight"),
+                weight_of(u, g, "fc3.bias"), 0);
+    OK(popc_graph_add_output(u, v));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &x));
+    for (int i = 0; i < 8 * 64; i++)
+        ((float *)popc_tensor_data(x))[i] = (float)(i % 13) / 13.0f - 0.4f;
+    y = popc_graph_output(g, 0);
+    OK(popc_graph_eval(g, &x, 1, &y, 1, &got, 0, 0));
+    y = popc_graph_output(u, 0);
+    OK(popc_graph_eval(u, &x, 1, &y, 1, &want, 0, 0));
+    ck_assert_msg(popc_tensor_max_abs_diff(got, want) <= 1e-6, "%g",
+                  popc_tensor_max_abs_diff(got, want));
+    /* one training step moves the body's weights */
+    OK(popc_tensor_clone(popc_graph_value_tensor(
+                             g, popc_graph_find_value(g, "blk/fc2.weight")),
+                         &w));
+    {
+        int64_t ld[1] = {8};
+        popc_graph *t = NULL;
+        popc_optimizer *opt = NULL;
+        popc_model *m = NULL;
+        popc_tensor *in[2] = {x, NULL}, *loss = NULL;
+        const popc_tensor *after;
+
+        OK(popc_run_build_graph(r, 1, 8, &t));
+        OK(popc_tensor_new(POPC_DTYPE_I32, ld, 1, &in[1]));
+        OK(popc_optimizer_new("sgd", &opt));
+        OK(popc_optimizer_set(opt, "lr", 0.5));
+        OK(popc_model_new_training(t, popc_run_options(r), opt, &m));
+        OK(popc_model_run(m, in, 2, &loss, 1));
+        OK(popc_model_get_weight(m, "blk/fc2.weight", &after));
+        ck_assert(popc_tensor_max_abs_diff(after, w) > 1e-6);
+        popc_tensor_free(in[1]);
+        popc_tensor_free(loss);
+        popc_model_free(m);
+        popc_optimizer_free(opt);
+        popc_graph_free(t);
+    }
+    popc_tensor_free(w);
+    popc_tensor_free(x);
+    popc_tensor_free(got);
+    popc_tensor_free(want);
+    popc_graph_free(g);
+    popc_graph_free(u);
     popc_run_free(r);
 }
 END_TEST
@@ -985,6 +1102,7 @@ static Suite *run_suite(void)
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(ini, shape_errors_name_the_layer);
     tcase_add_test(ini, serialize_and_overlap_keys);
+    tcase_add_test(ini, loop_layer_runs_its_body_count_times);
     tcase_set_timeout(ini, 60);
     suite_add_tcase(s, ini);
 
