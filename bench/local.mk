@@ -28,3 +28,10 @@ noinst_PROGRAMS += %reldir%/gemm_roof
 %canon_reldir%_gemm_roof_SOURCES = %reldir%/gemm_roof.c
 %canon_reldir%_gemm_roof_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 %canon_reldir%_gemm_roof_LDADD = $(BLAS_LIBS)
+
+# bench_serialized_matmul: serializedMatMul's modes against the plain
+# MatMul on the host
+noinst_PROGRAMS += %reldir%/bench_serialized_matmul
+%canon_reldir%_bench_serialized_matmul_SOURCES = \
+    %reldir%/bench_serialized_matmul.c
+%canon_reldir%_bench_serialized_matmul_LDADD = libpopc.la
