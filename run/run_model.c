@@ -24,8 +24,10 @@
 #include "run/run_custom_priv.h"
 
 static const char *const model_keys[] = {
-    "input",  "classes", "loss", "layers",        "seed",           "onnx",
-    "output", "labels",  "half", "input_overlap", "output_overlap", NULL};
+    "input",          "classes",       "loss",          "layers",
+    "seed",           "onnx",          "output",        "labels",
+    "half",           "input_overlap", "output_overlap", "remove_blocks",
+    NULL};
 
 /* [model] input_overlap / output_overlap, by popc_overlap_mode */
 static const char *const overlap_modes[] = {
@@ -587,6 +589,9 @@ popc_status popci_run_parse_model(popc_run *r)
         (st = popci_config_get_enum(SRC("output_overlap"), "model",
                                     "output_overlap", overlap_modes, 0,
                                     &r->output_overlap)) ||
+        (st = popci_config_get_bool(SRC("remove_blocks"), "model",
+                                    "remove_blocks", 0,
+                                    &r->remove_blocks)) ||
         (st = parse_half(r)))
         return st;
     r->model_seed = (uint64_t)seed;
@@ -1017,6 +1022,7 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
     if ((st = popc_set_overlap_for_output(
              g, v, (popc_overlap_mode)r->output_overlap, &v)) != POPC_OK ||
         (st = popc_graph_add_output(g, v)) != POPC_OK ||
+        (r->remove_blocks && (st = popc_remove_blocks(g)) != POPC_OK) ||
         (st = make_half(r, &g)) != POPC_OK)
         goto fail;
     popc_layers_free(B);

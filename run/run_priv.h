@@ -87,6 +87,7 @@ struct popc_run {
     /* set_overlap_for_input/output of the model's input and output
     ** (popc_overlap_mode: 0 none) */
     int input_overlap, output_overlap;
+    int remove_blocks;        /* poptorch.removeBlocks: one IPU */
     uint64_t model_seed;
     popci_run_layer *layers;
     int n_layers;

@@ -670,6 +670,38 @@ START_TEST(loop_layer_runs_its_body_count_times)
 }
 END_TEST
 
+/* The largest IPU any node of g is annotated with (-1: none). */
+static int max_ipu(const popc_graph *g)
+{
+    int m = -1;
+
+    for (int k = 0; k < popc_graph_n_nodes(g); k++)
+        if (popc_graph_node_annotations(g, k).ipu > m)
+            m = popc_graph_node_annotations(g, k).ipu;
+    return m;
+}
+
+START_TEST(remove_blocks_key)
+{
+    static const char *const two[] = {"layer.fc2.ipu=1"};
+    static const char *const one[] = {"layer.fc2.ipu=1",
+                                      "model.remove_blocks=true"};
+    const char *ini = write_ini("mlp.ini", MLP);
+    popc_run *r = load(ini, two, 1);
+    popc_graph *g = NULL;
+
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_int_eq(max_ipu(g), 1);
+    popc_graph_free(g);
+    popc_run_free(r);
+    r = load(ini, one, 2);
+    OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_int_eq(max_ipu(g), -1);
+    popc_graph_free(g);
+    popc_run_free(r);
+}
+END_TEST
+
 START_TEST(shape_errors_name_the_layer)
 {
     static const char conv_flat[] =
@@ -1103,6 +1135,7 @@ static Suite *run_suite(void)
     tcase_add_test(ini, shape_errors_name_the_layer);
     tcase_add_test(ini, serialize_and_overlap_keys);
     tcase_add_test(ini, loop_layer_runs_its_body_count_times);
+    tcase_add_test(ini, remove_blocks_key);
     tcase_set_timeout(ini, 60);
     suite_add_tcase(s, ini);
 
