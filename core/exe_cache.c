@@ -284,13 +284,15 @@ static uint64_t mix_f64(uint64_t h, double v)
 ** version of each, in load order. */
 static uint64_t mix_plugins(uint64_t h, const popc_model *m)
 {
-    const char *backend = popc_options_get_string(m->opts, "backend");
+    const popc_backend_def *backend;
     popc_registry *reg;
     unsigned char *used;
+    int stand_in;
 
     if (popc_registry_global(&reg) != POPC_OK ||
         !(used = popci_calloc((size_t)reg->n_plugins + 1, 1)))
         return mix_str(h, "?");
+    backend = popci_backend_for(m->opts, reg, &stand_in);
     for (int k = 0; k < popc_graph_n_nodes(m->graph); k++) {
         const popc_op_def *def = popci_graph_node_def_c(m->graph, k);
         for (int i = 0; def && i < reg->n_ops; i++)
@@ -301,9 +303,8 @@ static uint64_t mix_plugins(uint64_t h, const popc_model *m)
         if (&reg->optims[i]->def == popci_optimizer_def(m->optimizer) &&
             reg->optims[i]->plugin >= 0)
             used[reg->optims[i]->plugin] = 1;
-    for (int i = 0; i < reg->n_backends; i++)
-        if (strcmp(reg->backends[i]->def.name,
-                   backend && *backend ? backend : "ipumodel") == 0 &&
+    for (int i = 0; backend && i < reg->n_backends; i++)
+        if (&reg->backends[i]->def == backend &&
             reg->backends[i]->plugin >= 0)
             used[reg->backends[i]->plugin] = 1;
     for (int i = 0; i < reg->n_plugins; i++)

@@ -192,6 +192,30 @@ static popc_status import_state(popc_model *m, popci_exe *x)
 }
 
 /* PopTorch's load edits: the model is meant to run here. */
+/* An executable compiled by a backend that only compiles (the offline
+** target) runs on the best loaded backend that runs and models IPUs. */
+static popc_status runnable_backend(popc_options *o)
+{
+    const char *name = popc_options_get_string(o, "backend");
+    const popc_backend_def *d, *run;
+    popc_registry *reg;
+    popc_status st;
+
+    if (!name || (st = popc_registry_global(&reg)) != POPC_OK)
+        return POPC_OK; /* the model reports a missing backend itself */
+    d = popc_registry_find_backend(reg, name);
+    if (!d || (d->caps & POPC_BACKEND_CAN_RUN))
+        return POPC_OK;
+    run = popc_registry_best_backend(reg, POPC_BACKEND_CAN_RUN |
+                                              POPC_BACKEND_MODELS_IPUS, 0);
+    if (!run)
+        return popc_set_error(POPC_ENOTFOUND, "the executable was compiled "
+                              "by the %s backend, which cannot run it, and "
+                              "no loaded backend runs IPU models; check "
+                              "POPC_PLUGIN_PATH and `popc plugins`", name);
+    return popc_options_set(o, "backend", run->name);
+}
+
 static popc_status edit_options(popc_options *o, popc_options *edit)
 {
     char buf[4096];
@@ -202,9 +226,8 @@ static popc_status edit_options(popc_options *o, popc_options *edit)
     if (st == POPC_OK && popc_options_get_int(o, "connectionType") ==
                              POPC_CONNECTION_NEVER)
         st = popc_options_set(o, "connectionType", "Always");
-    if (st == POPC_OK && popc_options_get_string(o, "backend") &&
-        strcmp(popc_options_get_string(o, "backend"), "offline") == 0)
-        st = popc_options_set(o, "backend", "ipumodel");
+    if (st == POPC_OK)
+        st = runnable_backend(o);
     for (int i = 0; edit && st == POPC_OK && i < popc_options_count(); i++) {
         const char *name = popc_options_info(i)->name;
         if (!popc_options_is_set(edit, name) ||

@@ -18,6 +18,7 @@
 #include "core/executable_priv.h"
 #include "core/graph_priv.h"
 #include "core/model_priv.h"
+#include "core/options_priv.h"
 #include "core/optimizer_priv.h"
 #include "core/strategy_priv.h"
 #include "core/profile_priv.h"
@@ -218,9 +219,9 @@ popc_status popc_model_new_training(const popc_graph *g, popc_options *opts,
     if (optimizer) {
         st = popc_optimizer_clone(optimizer, &m->optimizer);
     } else {
-        st = popc_optimizer_new("sgd", &m->optimizer);
+        st = popc_optimizer_new(popci_default_optimizer, &m->optimizer);
         if (st == POPC_OK)
-            st = popc_optimizer_set(m->optimizer, "lr", 0.01);
+            st = popc_optimizer_set(m->optimizer, "lr", popci_default_lr);
     }
     if (st != POPC_OK) {
         popc_model_free(m);
@@ -380,28 +381,39 @@ static popc_status resolve_output_mode(const popc_model *m, int64_t di,
     return POPC_OK;
 }
 
+const popc_backend_def *popci_backend_for(const popc_options *o,
+                                          const popc_registry *reg,
+                                          int *stand_in)
+{
+    const char *name = popc_options_get_string(o, "backend");
+    const popc_backend_def *d = name && *name
+                                    ? popc_registry_find_backend(reg, name)
+                                    : NULL;
+
+    *stand_in = 0;
+    /* Only a backend the user asked for must exist; for the option's
+    ** default, the best loaded backend that runs stands in. */
+    if (!d && !popc_options_is_set(o, "backend") &&
+        (d = popc_registry_best_backend(reg, POPC_BACKEND_CAN_RUN, 0)))
+        *stand_in = 1;
+    return d;
+}
+
 static popc_status find_backend(const popc_model *m,
                                 const popc_backend_def **out)
 {
     const char *name = popc_options_get_string(m->opts, "backend");
     popc_registry *reg;
     popc_status st;
+    int stand_in;
 
     *out = NULL;
     if ((st = popc_registry_global(&reg)) != POPC_OK)
         return st;
-    if (!name || !*name)
-        name = "ipumodel";
-    /* Only a backend the user asked for must exist; the default falls
-    ** back to the reference backend. */
-    if (!popc_options_is_set(m->opts, "backend") &&
-        !popc_registry_find_backend(reg, name) &&
-        popc_registry_find_backend(reg, "cpu")) {
+    if ((*out = popci_backend_for(m->opts, reg, &stand_in)) && stand_in)
         popc_log(POPC_LOG_WARN, "backend '%s' is not available; using the "
-                 "cpu backend", name);
-        name = "cpu";
-    }
-    if (!(*out = popc_registry_find_backend(reg, name)))
+                 "%s backend", name ? name : "", (*out)->name);
+    if (!*out)
         return popc_set_error(POPC_ENOTFOUND, "backend '%s' is not "
                               "registered: no loaded plugin provides it; "
                               "check POPC_PLUGIN_PATH and `popc plugins`%s%s",

@@ -148,4 +148,11 @@ popc_status popci_options_call(popc_options *o, const char *prefix,
 popc_status popci_options_apply_json(popc_options *o, const char *what,
                                      const char *json);
 
+/* The optimizer popc_model_new_training uses when given none, as
+** poptorch.trainingModel(model) does: SGD at lr 0.01 (options_table.c, so
+** that the defaults live in one place and the rest of the core names no
+** plugin). */
+extern const char *const popci_default_optimizer;
+extern const double popci_default_lr;
+
 #endif /* POPC_OPTIONS_PRIV_H */

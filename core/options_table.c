@@ -832,3 +832,6 @@ popc_status popc_options_validate(const popc_options *o, int training)
                               "as ipumodel; this model only compiles)");
     return POPC_OK;
 }
+
+const char *const popci_default_optimizer = "sgd";
+const double popci_default_lr = 0.01;

@@ -815,6 +815,26 @@ const popc_backend_def *popc_registry_find_backend(const popc_registry *r,
     return d;
 }
 
+const popc_backend_def *popc_registry_best_backend(const popc_registry *r,
+                                                   unsigned need,
+                                                   unsigned refuse)
+{
+    const popc_backend_def *best = NULL;
+
+    if (!r)
+        return NULL;
+    read_lock(r);
+    for (int i = 0; i < r->n_backends; i++) {
+        const popc_backend_def *d = &r->backends[i]->def;
+
+        if (d->score > 0 && (d->caps & need) == need && !(d->caps & refuse) &&
+            (!best || d->score > best->score))
+            best = d;
+    }
+    unlock(r);
+    return best;
+}
+
 const popc_collectives_def *popc_registry_find_collectives(
     const popc_registry *r, const char *name)
 {

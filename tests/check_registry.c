@@ -536,6 +536,25 @@ START_TEST(global_is_loaded_once_across_threads)
 }
 END_TEST
 
+/* Stand-ins are chosen by capabilities and scores, never by name. */
+START_TEST(best_backend_by_capabilities)
+{
+    const unsigned run = POPC_BACKEND_CAN_RUN, ipus = POPC_BACKEND_MODELS_IPUS;
+
+    ASSERT_OK(popc_registry_load_file(reg, TEST_BACKENDS_DIR "/cpu"));
+    ASSERT_OK(popc_registry_load_file(reg, TEST_BACKENDS_DIR "/offline"));
+    ck_assert_str_eq(popc_registry_best_backend(reg, run, 0)->name, "cpu");
+    ck_assert_ptr_null(popc_registry_best_backend(reg, run | ipus, 0));
+    ck_assert_str_eq(popc_registry_best_backend(reg, ipus, run)->name,
+                     "offline");
+    ASSERT_OK(popc_registry_load_file(reg, TEST_BACKENDS_DIR "/ipumodel"));
+    ck_assert_str_eq(popc_registry_best_backend(reg, run, 0)->name,
+                     "ipumodel");
+    ck_assert_str_eq(popc_registry_best_backend(reg, run, ipus)->name, "cpu");
+    ck_assert_ptr_null(popc_registry_best_backend(NULL, run, 0));
+}
+END_TEST
+
 /* The library, its headers and configure.ac state one version. */
 START_TEST(version_of_library_and_headers)
 {
@@ -551,6 +570,7 @@ static Suite *registry_suite(void)
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, version_of_library_and_headers);
+    tcase_add_test(tc, best_backend_by_capabilities);
     tcase_add_test(tc, good_plugin_registers_everything);
     tcase_add_test(tc, op_versions_resolve_to_highest_not_above);
     tcase_add_test(tc, loading_the_same_file_twice_is_quiet);

@@ -28,8 +28,10 @@ EXTRA_DIST += \
     %reldir%/data/options/options_type.txt \
     %reldir%/data/options/options_unknown.ini \
     %reldir%/data/options/options_excludes.txt
-TESTS += %reldir%/test_option_readers.sh %reldir%/test_headers.sh
-EXTRA_DIST += %reldir%/test_option_readers.sh %reldir%/test_headers.sh
+TESTS += %reldir%/test_option_readers.sh %reldir%/test_headers.sh \
+    %reldir%/test_core_names.sh
+EXTRA_DIST += %reldir%/test_option_readers.sh %reldir%/test_headers.sh \
+    %reldir%/test_core_names.sh
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_options %reldir%/check_config
 TESTS += %reldir%/check_options %reldir%/check_config

@@ -147,6 +147,7 @@ static const popc_backend_def cpu_backend = {
     .size = sizeof(popc_backend_def),
     .name = "cpu",
     .caps = POPC_BACKEND_CAN_RUN,
+    .score = 10, /* the reference: runs anything, models no IPU */
     .open = cpu_open,
     .close = cpu_close,
     .compile = cpu_compile,

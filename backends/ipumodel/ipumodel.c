@@ -313,6 +313,7 @@ static const popc_backend_def ipumodel_backend = {
     .name = "ipumodel",
     .caps = POPC_BACKEND_CAN_RUN | POPC_BACKEND_CONCURRENT |
             POPC_BACKEND_MODELS_IPUS | POPC_BACKEND_STOCHASTIC_ROUNDING,
+    .score = 20, /* runs and models IPUs: the best stand-in */
     .open = ipm_open,
     .close = ipm_close,
     .compile = ipm_compile,

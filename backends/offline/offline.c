@@ -107,6 +107,7 @@ static const popc_backend_def offline_backend = {
     .size = sizeof(popc_backend_def),
     .name = "offline",
     .caps = POPC_BACKEND_MODELS_IPUS | POPC_BACKEND_STOCHASTIC_ROUNDING,
+    .score = 10, /* compiles for IPUs without running */
     .open = off_open,
     .close = off_close,
     .compile = off_compile,

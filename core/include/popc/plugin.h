@@ -390,6 +390,12 @@ typedef struct popc_backend_def {
     double (*cycles)(void *ctx, void *exe, int first, int last);
     /* (optional) Write a JSON memory/cycle report for the plan. */
     popc_status (*report)(void *ctx, void *exe, const char *path);
+    /* (since 0.3.0; read only when POPC_HAS_FIELD) How well the backend
+    ** stands in for another: when the backend the options name is not
+    ** loaded (the default), or an executable compiled by a backend that
+    ** cannot run is loaded to run, the core takes the highest-scoring
+    ** backend with the capabilities needed. 0: never chosen so. */
+    int score;
 } popc_backend_def;
 
 /* ---- the host table and registration ---------------------------------------- */

@@ -93,6 +93,12 @@ POPC_API const popc_optim_def *popc_registry_find_optimizer(
     const popc_registry *r, const char *name);
 POPC_API const popc_backend_def *popc_registry_find_backend(
     const popc_registry *r, const char *name);
+/* The loaded backend with the highest score (popc_backend_def.score > 0)
+** whose capabilities include every POPC_BACKEND_* bit of `need` and none
+** of `refuse`; the first registered wins a tie. NULL: none. How the core
+** picks a stand-in without naming backends. Thread-safe. Since 0.3.0. */
+POPC_API const popc_backend_def *popc_registry_best_backend(
+    const popc_registry *r, unsigned need, unsigned refuse);
 
 /* Collectives (popc/collectives.h) by name, and all of them in load
 ** order; borrowed, valid while the registry lives (since 0.3.0). */

@@ -1,0 +1,41 @@
+#!/bin/sh
+# test_core_names.sh - the core knows no backend, optimizer or collectives
+# plugin by name: it picks backends by capabilities and scores
+# (popc_registry_best_backend) and reads its defaults from the option
+# table (core/options_table.c, the one file allowed to spell them). Every
+# name a plugin of this tree registers is looked for, quoted, in the code
+# of core/ (comments may cite examples).
+#
+# Environment (set by make check): POPC_SRCDIR.
+set -u
+
+: "${POPC_SRCDIR:?set POPC_SRCDIR to the source tree}"
+src=$POPC_SRCDIR
+fail=0
+
+# the names the plugins register: `.name = "..."` of their definitions
+names=$(grep -ho '\.name = "[a-z0-9_]*"' "$src"/backends/*/*.c \
+    "$src"/optim/*.c "$src"/collectives/*.c | sed 's/.*"\(.*\)"/\1/' |
+    sort -u)
+[ -n "$names" ] || { echo "FAIL: no plugin names found"; exit 1; }
+count=0
+for n in $names; do
+    count=$((count + 1))
+    hits=""
+    for f in "$src"/core/*.c "$src"/core/*.h; do
+        case $f in */options_table.c) continue ;; esac
+        # code only: comments (this tree's /* and ** lines) may give examples
+        h=$(sed -e 's|/\*.*\*/||g' -e '/^[[:space:]]*\*\*/d' \
+            -e '/^[[:space:]]*\/\*/d' "$f" | grep -n "\"$n\"")
+        [ -n "$h" ] && hits="$hits$f: $h
+"
+    done
+    if [ -n "$hits" ]; then
+        echo "FAIL: the core names the plugin '$n':"
+        echo "$hits"
+        fail=1
+    fi
+done
+[ $fail -eq 0 ] && echo "PASS: core/ names none of the $count plugin names" \
+    "($(echo $names | tr '\n' ' '))"
+exit $fail
