@@ -7,7 +7,9 @@
 ** An overlapped tensor is marked by an Identity node carrying
 ** POPC_ATTR_OVERLAP_INPUT (its input must be a graph input) or
 ** POPC_ATTR_OVERLAP_OUTPUT (its output must be a graph output). As in
-** PopTorch, overlap needs I/O tiles (TensorLocations.numIOTiles).
+** PopTorch, overlap needs ShardedExecution (or phased: not pipelined, even
+** on one IPU), I/O tiles (TensorLocations.numIOTiles) and outputMode All
+** or Sum.
 */
 #include "config.h"
 
@@ -33,6 +35,37 @@ static unsigned overlap_bits(int64_t mode)
                                                     : 0u;
 }
 
+/* PopTorch's conditions for overlapped I/O, in its order and words: not
+** pipelined (on one IPU too: ShardedExecution), I/O tiles, and outputs
+** returned every micro-batch or summed. */
+static popc_status overlap_allowed(const popci_plan *p,
+                                   const popc_options *o, const char *what,
+                                   const char *node)
+{
+    int64_t mode = popc_options_get_int(o, "outputMode");
+
+    if (mode == POPC_OUTPUT_DEFAULT)
+        mode = p->pub.training ? POPC_OUTPUT_FINAL : POPC_OUTPUT_ALL;
+    if (popc_options_get_int(o, "setExecutionStrategy") ==
+        POPC_EXEC_PIPELINED)
+        return popc_set_error(POPC_EINVAL, "%s (node '%s'): Overlapped IO "
+                              "is not supported with "
+                              "poptorch.PipelinedExecution. If you are using "
+                              "only one IPU, please switch to "
+                              "poptorch.ShardedExecution.", what, node);
+    if (popc_options_get_int(o, "TensorLocations.numIOTiles") == 0)
+        return popc_set_error(POPC_EINVAL, "%s (node '%s'): No IO tiles "
+                              "allocated. You must allocate at least 32 IO "
+                              "tiles using poptorch.Options()."
+                              "TensorLocations.numIOTiles.", what, node);
+    if (mode != POPC_OUTPUT_ALL && mode != POPC_OUTPUT_SUM)
+        return popc_set_error(POPC_EINVAL, "%s (node '%s'): Unsupported "
+                              "output mode for overlapped IO. Please switch "
+                              "output mode to poptorch.OutputMode.All or "
+                              "poptorch.OutputMode.Sum.", what, node);
+    return POPC_OK;
+}
+
 /* The overlap one node asks for, checked; *slot -1 when it asks none. */
 static popc_status node_overlap(const popci_plan *p, const popc_options *o,
                                 int k, int *slot, unsigned *bits)
@@ -42,6 +75,7 @@ static popc_status node_overlap(const popci_plan *p, const popc_options *o,
     int64_t out = popc_attr_int(pn->attrs, POPC_ATTR_OVERLAP_OUTPUT, 0);
     int64_t mode = in ? in : out;
     const char *what = in ? "set_overlap_for_input" : "set_overlap_for_output";
+    popc_status st;
 
     *slot = -1;
     *bits = 0;
@@ -58,11 +92,8 @@ static popc_status node_overlap(const popci_plan *p, const popc_options *o,
                               "%s", what, pn->name,
                               pn->op ? pn->op->name : "unknown",
                               in ? "input" : "output");
-    if (popc_options_get_int(o, "TensorLocations.numIOTiles") == 0)
-        return popc_set_error(POPC_EINVAL, "%s: No IO tiles allocated. You "
-                              "must allocate at least 32 IO tiles using "
-                              "poptorch.Options().TensorLocations.numIOTiles "
-                              "(node '%s')", what, pn->name);
+    if ((st = overlap_allowed(p, o, what, pn->name)) != POPC_OK)
+        return st;
     *slot = in ? pn->inputs[0] : pn->outputs[0];
     if (in && p->pub.slots[*slot].kind != POPC_SLOT_INPUT)
         return popc_set_error(POPC_EINVAL, "set_overlap_for_input: '%s' "

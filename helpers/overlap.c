@@ -39,9 +39,11 @@ popc_status popc_set_overlap_for_input(popc_graph *g, int input,
 
     if (g && input >= 0 && input < popc_graph_n_values(g) &&
         popc_graph_value_kind(g, input) != POPC_VALUE_INPUT)
-        return popc_set_error(POPC_EINVAL, "%s: '%s' is not an input of "
-                              "graph '%s'; overlap the graph's inputs only",
-                              who, popc_graph_value_name(g, input),
+        return popc_set_error(POPC_EINVAL, "poptorch.set_overlap_for_input "
+                              "applied on a node which is not a tensor "
+                              "input to the model ('%s' of graph '%s'); "
+                              "overlap the graph's inputs only",
+                              popc_graph_value_name(g, input),
                               popc_graph_name(g));
     return mark(g, who, POPC_ATTR_OVERLAP_INPUT, input, mode, out);
 }

@@ -10,8 +10,10 @@
 **   lowers the cycles, the weights are bitwise equal;
 ** - the I/O tiles hold one buffer per overlapped tensor, two across device
 **   iterations (memory.io_tiles), and too many bytes fail to compile;
-** - overlap without numIOTiles, on a value that is not a graph input or
-**   output, or with an unknown mode is refused. */
+** - overlap with PipelinedExecution (PopTorch's default, one IPU too),
+**   without numIOTiles, with outputMode Final, on a value that is not a
+**   graph input or output, or with an unknown mode is refused, with
+**   PopTorch's messages. */
 #include "config.h"
 
 #include <math.h>
@@ -107,6 +109,8 @@ static run run_model(popc_graph *g, int64_t B, int64_t DI, int64_t GA,
     OK(popc_options_set(o, "backend", "ipumodel"));
     OK(popc_options_set(o, "enableProfiling", dir));
     OK(popc_options_set_int(o, "deviceIterations", DI));
+    OK(popc_options_set(o, "setExecutionStrategy", "ShardedExecution"));
+    OK(popc_options_set(o, "outputMode", "All"));
     if (io_tiles)
         OK(popc_options_set(o, "TensorLocations.numIOTiles", io_tiles));
     if (GA > 0) {
@@ -237,8 +241,10 @@ START_TEST(accumulation_overlap_helps_training)
 }
 END_TEST
 
-/* The status and message of compiling g for inference. */
-static popc_status compile(popc_graph *g, const char *io_tiles)
+/* The status and message of compiling g for inference (sharded unless
+** `pipelined`; outputMode `mode`, NULL: the default). */
+static popc_status compile_with(popc_graph *g, const char *io_tiles,
+                                int pipelined, const char *mode)
 {
     popc_options *o = NULL;
     popc_model *m = NULL;
@@ -246,6 +252,10 @@ static popc_status compile(popc_graph *g, const char *io_tiles)
 
     OK(popc_options_new(&o));
     OK(popc_options_set(o, "backend", "ipumodel"));
+    if (!pipelined)
+        OK(popc_options_set(o, "setExecutionStrategy", "ShardedExecution"));
+    if (mode)
+        OK(popc_options_set(o, "outputMode", mode));
     if (io_tiles)
         OK(popc_options_set(o, "TensorLocations.numIOTiles", io_tiles));
     st = popc_model_new_inference(g, o, &m);
@@ -263,6 +273,11 @@ static popc_status compile(popc_graph *g, const char *io_tiles)
     return st;
 }
 
+static popc_status compile(popc_graph *g, const char *io_tiles)
+{
+    return compile_with(g, io_tiles, 0, NULL);
+}
+
 START_TEST(misuse_is_refused)
 {
     popc_graph *g = mlp(16, POPC_OVERLAP_MODE_ACCUMULATION_LOOP, 0, 0);
@@ -272,9 +287,20 @@ START_TEST(misuse_is_refused)
     int64_t xd[2] = {2, 3};
     int x, y, z;
 
+    /* PopTorch's conditions, in its order */
+    ck_assert_int_eq(compile_with(g, "32", 1, NULL), POPC_EINVAL);
+    ck_assert_msg(strstr(popc_last_error(), "Overlapped IO is not supported "
+                         "with poptorch.PipelinedExecution. If you are "
+                         "using only one IPU, please switch to "
+                         "poptorch.ShardedExecution.") != NULL,
+                  "%s", popc_last_error());
     ck_assert_int_eq(compile(g, NULL), POPC_EINVAL);
     ck_assert_msg(strstr(popc_last_error(), "No IO tiles allocated") != NULL,
                   "%s", popc_last_error());
+    ck_assert_int_eq(compile_with(g, "32", 0, "Final"), POPC_EINVAL);
+    ck_assert_msg(strstr(popc_last_error(), "Unsupported output mode for "
+                         "overlapped IO") != NULL, "%s", popc_last_error());
+    OK(compile_with(g, "32", 0, "Sum"));
     OK(compile(g, "32"));
     /* 2 x 12.8 MB of buffers against 32 I/O tiles of 624 KiB */
     ck_assert_int_eq(compile(big, "32"), POPC_ECOMPILE);
@@ -289,7 +315,8 @@ START_TEST(misuse_is_refused)
     ck_assert_int_eq(popc_set_overlap_for_input(
                          h, y, POPC_OVERLAP_MODE_ACCUMULATION_LOOP, &z),
                      POPC_EINVAL);
-    ck_assert_msg(strstr(popc_last_error(), "is not an input") != NULL, "%s",
+    ck_assert_msg(strstr(popc_last_error(), "which is not a tensor "
+                         "input to the model") != NULL, "%s",
                   popc_last_error());
     ck_assert_int_eq(popc_set_overlap_for_input(h, x, (popc_overlap_mode)7,
                                                 &z),

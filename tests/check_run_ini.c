@@ -497,10 +497,12 @@ START_TEST(serialize_and_overlap_keys)
         "layer.fc1.serialize=input_channels", "layer.fc1.serialize_factor=3"};
     static const char *const overlap[] = {
         "model.input_overlap=device_iteration_loop",
-        "model.output_overlap=accumulation_loop", "options.backend=ipumodel"};
+        "model.output_overlap=accumulation_loop", "options.backend=ipumodel",
+        "options.setExecutionStrategy=ShardedExecution"};
     static const char *const io_tiles[] = {
         "model.input_overlap=device_iteration_loop",
         "model.output_overlap=accumulation_loop", "options.backend=ipumodel",
+        "options.setExecutionStrategy=ShardedExecution",
         "options.TensorLocations.numIOTiles=32"};
     const char *ini = write_ini("mlp.ini", MLP);
     popc_run *r = load(ini, ser, 4), *plain = load(ini, NULL, 0);
@@ -537,7 +539,7 @@ START_TEST(serialize_and_overlap_keys)
     popc_run_free(r);
 
     /* overlap: Identity nodes marked for the input and the output */
-    r = load(ini, overlap, 3);
+    r = load(ini, overlap, 4);
     OK(popc_run_build_graph(r, 0, 8, &g));
     for (int k = 0; k < popc_graph_n_nodes(g); k++)
         if (popc_graph_node_input(g, k, 0) == popc_graph_input(g, 0))
@@ -556,7 +558,7 @@ START_TEST(serialize_and_overlap_keys)
     popc_model_free(m);
     popc_graph_free(g);
     popc_run_free(r);
-    r = load(ini, io_tiles, 4);
+    r = load(ini, io_tiles, 5);
     OK(popc_run_build_graph(r, 0, 8, &g));
     OK(popc_model_new_inference(g, popc_run_options(r), &m));
     OK(popc_model_run(m, &x, 1, &y, 1));
