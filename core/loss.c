@@ -1,5 +1,5 @@
 /* loss.c - finding the one final loss of a training graph (PopTorch's rule,
-** poptorch-semantics.md section 3).
+** docs/semantics.md §3).
 **
 ** A loss node is any node whose op carries POPC_OP_LOSS: popc::IdentityLoss
 ** (poptorch.identity_loss) and the loss ops (SoftmaxCrossEntropyLoss,

@@ -28,7 +28,7 @@
 #define P  POPCI_OPT_POPC
 #define MAX32 INT32_MAX
 
-/* ---- enum members (values are PopTorch's, poptorch-semantics.md §0) ------- */
+/* ---- enum members (values are PopTorch's, docs/semantics.md §0) ------- */
 
 static const popci_enum_member output_modes[] = {
     {"Final", POPC_OUTPUT_FINAL, 0, NULL},
@@ -130,7 +130,7 @@ static popc_status hook_group_size(popc_options *o, const popci_optdef *d,
     int64_t r = popci_options_val(o, "replicationFactor")->i;
 
     /* PopTorch checks against the replication factor set before the
-    ** call (poptorch-semantics.md §8); popc_options_validate rechecks. */
+    ** call (docs/semantics.md §8); popc_options_validate rechecks. */
     if (v->i > r)
         return popc_set_error(POPC_EINVAL, "%s: input_group_size cannot be "
                               "larger than replication_factor (%lld > "

@@ -1,5 +1,5 @@
 /* stages.c - stages, IPUs and phases of a graph's nodes for the execution
-** strategy (poptorch-semantics.md §6), and the phase order of a schedule.
+** strategy (docs/semantics.md §6), and the phase order of a schedule.
 **
 ** Resolution runs on the plan's clone of the forward graph, in the order
 ** the ops were added (PopTorch resolves blocks at trace time), and writes

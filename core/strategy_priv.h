@@ -24,7 +24,7 @@ int popci_strategy_phased(const popci_strategy *s);
 
 /* Write the resolved IPU, stage and (phased strategies) phase into the
 ** annotations of every node of g, which holds the forward graph only
-** (poptorch-semantics.md §6 and popc/blocks.h). Autodiff then copies them
+** (docs/semantics.md §6 and popc/blocks.h). Autodiff then copies them
 ** to the backward nodes. POPC_EINVAL with PopTorch's texts: SameAsIpu
 ** without an IPU, phased without phases, a phase reading a later phase,
 ** parallel phases on IPUs of the other parity, a liveness only serial

@@ -54,7 +54,7 @@ static const char *const k_softmax[] = {"type", "dim", NULL};
 static const char *const k_leaky[] = {"type", "negative_slope", NULL};
 static const char *const k_none[] = {"type", NULL};
 static const char *const k_loop[] = {"type", "count", "body", NULL};
-/* every layer type also takes these (poptorch-semantics.md §6) */
+/* every layer type also takes these (docs/semantics.md §6) */
 static const char *const k_place[] = {"ipu", "block", "stage", "phase",
                                       "recompute", NULL};
 

@@ -1,6 +1,6 @@
 /* check_graph.c - the graph IR: building, names, attributes, annotations,
 ** verification errors, topological order, clone, dump, evaluation and the
-** final-loss rule of poptorch-semantics.md section 3. */
+** final-loss rule of docs/semantics.md §3. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -544,7 +544,7 @@ START_TEST(eval_seeds_per_node_and_run)
 }
 END_TEST
 
-/* ---- poptorch-semantics.md section 3 ------------------------------------- */
+/* ---- docs/semantics.md §3 ------------------------------------- */
 
 START_TEST(final_loss_none)
 {

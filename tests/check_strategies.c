@@ -1,4 +1,4 @@
-/* check_strategies.c - execution strategies (poptorch-semantics.md §6):
+/* check_strategies.c - execution strategies (docs/semantics.md §6):
 ** Block / Stage / Phase annotations and their errors, pipelined, sharded
 ** and phased runs equal to the single-IPU model, tensor liveness,
 ** recomputation, replica grouping of weights, inputReplicaGrouping and
