@@ -10,12 +10,10 @@
 */
 #include "config.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "popc/log.h"
 #include "core/alloc_priv.h"
@@ -109,64 +107,57 @@ static popc_status oom(void)
     return popc_set_error(POPC_ENOMEM, "profile: out of memory");
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
+/* The bytes a backend's report_to writes, gathered. */
+typedef struct report_buf {
+    char *data;
+    size_t len, cap;
+} report_buf;
 
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = popci_malloc((size_t)n + 1))) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = '\0';
-        }
+static popc_status gather(void *user, const void *bytes, size_t n)
+{
+    report_buf *b = user;
+
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *p;
+
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        if (!(p = popci_realloc(b->data, cap)))
+            return popc_set_error(POPC_ENOMEM, "profile: out of memory for "
+                                  "the backend's report");
+        b->data = p;
+        b->cap = cap;
     }
-    fclose(f);
-    return buf;
+    memcpy(b->data + b->len, bytes, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return POPC_OK;
 }
 
-/* The backend's own JSON report, through a scratch file in dir. A
-** backend without report(), or one that fails, leaves the profile to the
-** core's figures (logged). */
+/* The backend's own JSON report, through the sink of report_to. A backend
+** without it, or one that fails, leaves the profile to the core's figures
+** (logged). */
 static void fetch_report(popci_profile *p, const popci_exec *e)
 {
-    size_t len = strlen(p->dir) + sizeof "/.popc-report-XXXXXX";
-    char *path = popci_malloc(len);
-    int fd;
+    report_buf b = {0};
 
-    if (!e->be->report || !path) {
-        free(path);
+    if (!POPC_HAS_FIELD(popc_backend_def, e->be->size, report_to) ||
+        !e->be->report_to)
         return;
-    }
-    snprintf(path, len, "%s/.popc-report-XXXXXX", p->dir);
-    if ((fd = mkstemp(path)) < 0) {
-        popc_log(POPC_LOG_WARN, "enableProfiling: cannot create a scratch "
-                 "file in '%s' for the %s backend's report: %s", p->dir,
-                 e->be->name, strerror(errno));
-        free(path);
-        return;
-    }
-    close(fd);
-    if (e->be->report(e->bctx, e->exe, path) != POPC_OK) {
+    if (e->be->report_to(e->bctx, e->exe, gather, &b) != POPC_OK) {
         popc_log(POPC_LOG_WARN, "enableProfiling: the %s backend's report "
                  "failed (%s); the profile has the core's figures only",
                  e->be->name, popc_last_error());
-    } else if (!(p->backend_report = read_all(path)) ||
-               !popci_json_valid(p->backend_report,
-                                 strlen(p->backend_report))) {
+    } else if (!b.data || !popci_json_valid(b.data, b.len)) {
         popc_log(POPC_LOG_WARN, "enableProfiling: the %s backend's report "
                  "is not valid JSON; the profile has the core's figures "
                  "only", e->be->name);
-        free(p->backend_report);
-        p->backend_report = NULL;
+    } else {
+        p->backend_report = b.data;
+        return;
     }
-    unlink(path);
-    free(path);
+    free(b.data);
 }
 
 popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,

@@ -26,12 +26,9 @@
 */
 #include "config.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "backends/common/tilemap.h"
 
@@ -245,44 +242,44 @@ static void put_report(FILE *f, const ipum_map *m, const char *backend,
     fprintf(f, "}\n");
 }
 
-popc_status ipum_report_write(const ipum_map *m, const char *backend,
-                              const ipum_run_stats *stats, const char *path)
-{
-    size_t len = path ? strlen(path) : 0;
-    char *tmp = NULL;
-    FILE *f = NULL;
-    int fd, bad;
+/* A FILE whose writes go to the host's sink (fopencookie), so that the
+** report's printf-style writers need no buffer of their own. */
+typedef struct sink_cookie {
+    popc_report_sink write;
+    void *user;
+    popc_status st;
+} sink_cookie;
 
-    if (!len)
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+    sink_cookie *k = c;
+
+    if (k->st == POPC_OK)
+        k->st = k->write(k->user, buf, n);
+    return k->st == POPC_OK ? (ssize_t)n : -1;
+}
+
+popc_status ipum_report_to(const ipum_map *m, const char *backend,
+                           const ipum_run_stats *stats,
+                           popc_report_sink write, void *user)
+{
+    cookie_io_functions_t io = {.write = cookie_write};
+    sink_cookie k = {write, user, POPC_OK};
+    FILE *f;
+    int bad;
+
+    if (!write)
         return ipum_host->set_error(POPC_EINVAL, "%s backend: report: no "
-                                    "file name given", backend);
-    if (!(tmp = ipum_host->alloc(len + 16)))
+                                    "sink given", backend);
+    if (!(f = fopencookie(&k, "w", io)))
         return ipum_host->set_error(POPC_ENOMEM, "%s backend: report: out "
                                     "of memory", backend);
-    snprintf(tmp, len + 16, "%s.tmpXXXXXX", path);
-    /* mkstemp makes the file 0600; a report is an ordinary file */
-    if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644) != 0 ||
-        !(f = fdopen(fd, "w"))) {
-        int err = errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        ipum_host->free(tmp);
-        return ipum_host->set_error(POPC_EIO, "%s backend: cannot write the "
-                                    "report '%s': %s", backend, path,
-                                    strerror(err));
-    }
     put_report(f, m, backend, stats);
     bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        ipum_host->free(tmp);
-        return ipum_host->set_error(POPC_EIO, "%s backend: cannot write the "
-                                    "report '%s': %s", backend, path,
-                                    strerror(err ? err : EIO));
-    }
-    ipum_host->free(tmp);
-    return POPC_OK;
+    if (fclose(f) != 0 || bad)
+        return k.st != POPC_OK ? k.st
+                               : ipum_host->set_error(POPC_EIO, "%s backend: "
+                                                      "report: a write "
+                                                      "failed", backend);
+    return k.st;
 }

@@ -186,15 +186,17 @@ int ipum_cost_parts(const ipum_map *m, int k, int max_parts,
 
 /* ---- report.c ----------------------------------------------------------- */
 
-/* Write the JSON report (device, per-tile memory by category, per-op and
-** per-stage cycles) to path, through a temporary file renamed into place.
-** stats may be NULL; else it is written as the object "runtime".
-** POPC_EIO when the file cannot be written. */
+/* What a run did, for the report's "runtime" object. */
 typedef struct ipum_run_stats {
     int threads;
     int64_t nodes_run, split_runs, parallel_calls;
 } ipum_run_stats;
-popc_status ipum_report_write(const ipum_map *m, const char *backend,
-                              const ipum_run_stats *stats, const char *path);
+
+/* The JSON report of m (report.c, layout there: device, per-tile memory
+** by category, per-op and per-stage cycles) written to the host's sink;
+** stats NULL for a backend that does not run. */
+popc_status ipum_report_to(const ipum_map *m, const char *backend,
+                           const ipum_run_stats *stats,
+                           popc_report_sink write, void *user);
 
 #endif /* POPC_BACKENDS_TILEMAP_H */

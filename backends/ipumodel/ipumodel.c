@@ -300,12 +300,13 @@ static double ipm_cycles(void *vctx, void *vexe, int first, int last)
     return ipum_cost_cycles(((exe *)vexe)->map, first, last);
 }
 
-static popc_status ipm_report(void *vctx, void *vexe, const char *path)
+static popc_status ipm_report_to(void *vctx, void *vexe,
+                                 popc_report_sink write, void *user)
 {
     ipum_run_stats s;
 
     write_stats(vctx, vexe, &s);
-    return ipum_report_write(((exe *)vexe)->map, WHO, &s, path);
+    return ipum_report_to(((exe *)vexe)->map, WHO, &s, write, user);
 }
 
 static const popc_backend_def ipumodel_backend = {
@@ -321,7 +322,7 @@ static const popc_backend_def ipumodel_backend = {
     .run_nodes = ipm_run_nodes,
     .parallel = ipm_parallel,
     .cycles = ipm_cycles,
-    .report = ipm_report,
+    .report_to = ipm_report_to,
 };
 
 static popc_status ipumodel_init(const popc_host *h, popc_registrar *reg)

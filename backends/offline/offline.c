@@ -97,10 +97,11 @@ static double off_cycles(void *vctx, void *exe, int first, int last)
     return ipum_cost_cycles(exe, first, last);
 }
 
-static popc_status off_report(void *vctx, void *exe, const char *path)
+static popc_status off_report_to(void *vctx, void *exe,
+                                 popc_report_sink write, void *user)
 {
     (void)vctx;
-    return ipum_report_write(exe, WHO, NULL, path);
+    return ipum_report_to(exe, WHO, NULL, write, user);
 }
 
 static const popc_backend_def offline_backend = {
@@ -115,7 +116,7 @@ static const popc_backend_def offline_backend = {
     .run_nodes = off_run_nodes,
     .parallel = NULL,
     .cycles = off_cycles,
-    .report = off_report,
+    .report_to = off_report_to,
 };
 
 static popc_status offline_init(const popc_host *h, popc_registrar *reg)

@@ -369,6 +369,10 @@ typedef struct popc_backend_config {
 ** the deterministic oracle). */
 #define POPC_BACKEND_STOCHASTIC_ROUNDING (1u << 3)
 
+/* Where a backend writes its report (popc_backend_def.report_to). */
+typedef popc_status (*popc_report_sink)(void *user, const void *bytes,
+                                        size_t n);
+
 typedef struct popc_backend_def {
     uint32_t size;
     const char *name;          /* "cpu", "ipumodel", "offline" */
@@ -388,7 +392,8 @@ typedef struct popc_backend_def {
                             popc_status (*fn)(void *arg, int i), void *arg);
     /* (optional) Estimated device cycles for nodes [first, last). */
     double (*cycles)(void *ctx, void *exe, int first, int last);
-    /* (optional) Write a JSON memory/cycle report for the plan. */
+    /* No longer called (before 0.3.0: write a JSON report to a file);
+    ** implement report_to. Kept so that the struct's layout stays. */
     popc_status (*report)(void *ctx, void *exe, const char *path);
     /* (since 0.3.0; read only when POPC_HAS_FIELD) How well the backend
     ** stands in for another: when the backend the options name is not
@@ -396,6 +401,13 @@ typedef struct popc_backend_def {
     ** cannot run is loaded to run, the core takes the highest-scoring
     ** backend with the capabilities needed. 0: never chosen so. */
     int score;
+    /* (optional, since 0.3.0; read only when POPC_HAS_FIELD) Write the
+    ** plan's JSON memory and cycle report to the host's sink: call
+    ** write(user, bytes, n) as often as needed; a status other than
+    ** POPC_OK from it ends the report with that status. The host owns
+    ** where it goes (enableProfiling's profile.json, written atomically). */
+    popc_status (*report_to)(void *ctx, void *exe, popc_report_sink write,
+                             void *user);
 } popc_backend_def;
 
 /* ---- the host table and registration ---------------------------------------- */
