@@ -577,7 +577,9 @@ const popci_optdef popci_option_table[] = {
      .param = "show"},
     {.info = {"maxRepeatLogs", POPC_OPT_INT, "4",
               "Repeated log lines shown before they are summarised (None: "
-              "all); applied when a model uses the options", ">= 0 | None",
+              "all). Process-wide, as the log is: applied when a model "
+              "uses the options, the last such model's value holds",
+              ">= 0 | None",
               1},
      .flags = N, .min = 0, .max = MAX32,
      .param = "max_lines"},

@@ -177,13 +177,18 @@ popc_tensor *popc_tensor_ref(popc_tensor *t)
     return t;
 }
 
-void popc_tensor_free(popc_tensor *t)
+void popc_tensor_unref(popc_tensor *t)
 {
     if (!t)
         return;
     /* acq_rel: the last owner must see every other owner's writes. */
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
         popci_free(t);
+}
+
+void popc_tensor_free(popc_tensor *t)
+{
+    popc_tensor_unref(t);
 }
 
 /* ---- accessors ----------------------------------------------------------- */

@@ -210,13 +210,14 @@ START_TEST(ref_and_free)
     ASSERT_OK(popc_tensor_new(POPC_DTYPE_F32, &d, 1, &t));
     ck_assert_ptr_eq(popc_tensor_ref(t), t);
     ck_assert_ptr_eq(popc_tensor_ref(t), t);
-    popc_tensor_free(t);
+    popc_tensor_unref(t);
     popc_tensor_free(t);
     /* Still alive: one reference left (ASan would catch a use after free). */
     ((float *)popc_tensor_data(t))[2] = 1.0f;
-    popc_tensor_free(t);
+    popc_tensor_unref(t);
     ck_assert_ptr_null(popc_tensor_ref(NULL));
     popc_tensor_free(NULL);
+    popc_tensor_unref(NULL);
     ck_assert_int_eq(popc_tensor_numel(NULL), 0);
     ck_assert_ptr_null(popc_tensor_data(NULL));
 }

@@ -62,7 +62,8 @@ POPC_API void popc_options_free(popc_options *o); /* NULL-safe */
 POPC_API POPC_NODISCARD popc_status popc_options_clone(const popc_options *o,
     popc_options **out);
 /* NULL-safe. Also applies maxRepeatLogs to the process log when the user
-** set it. */
+** set it: that setting is process-wide (docs/architecture.md lists the
+** process-wide settings), so the last frozen options that set it win. */
 POPC_API void popc_options_freeze(popc_options *o);
 POPC_API int popc_options_frozen(const popc_options *o);
 

@@ -1,8 +1,8 @@
 /* tensor.h - dense n-d host tensors with aligned, reference-counted storage.
 **
 ** A tensor is row-major and contiguous. popc_tensor_new gives the caller one
-** reference; popc_tensor_ref adds one, popc_tensor_free drops one and frees
-** the storage with the last. Tensors are not thread-safe for concurrent
+** reference; popc_tensor_ref adds one, popc_tensor_unref (or its older
+** name popc_tensor_free) drops one and frees the storage with the last. Tensors are not thread-safe for concurrent
 ** writes; concurrent reads are fine.
 */
 #ifndef POPC_TENSOR_H
@@ -35,10 +35,13 @@ POPC_API POPC_NODISCARD popc_status popc_tensor_from_data(popc_dtype dt,
 POPC_API POPC_NODISCARD popc_status popc_tensor_clone(const popc_tensor *t,
     popc_tensor **out);
 
-/* Adds a reference; returns t. NULL-safe. */
+/* Adds a reference; returns t. NULL-safe. Thread-safe (atomic count). */
 POPC_API popc_tensor *popc_tensor_ref(popc_tensor *t);
 
-/* Drops a reference. NULL-safe. */
+/* Drops a reference; the last one frees the storage. NULL-safe.
+** Thread-safe. popc_tensor_free is the same call under its older name
+** (since 0.1.0); popc_tensor_unref since 0.3.0. */
+POPC_API void popc_tensor_unref(popc_tensor *t);
 POPC_API void popc_tensor_free(popc_tensor *t);
 
 POPC_API popc_dtype popc_tensor_dtype(const popc_tensor *t);
