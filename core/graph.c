@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -667,6 +668,22 @@ static void current_annot(const popc_graph *g, popci_annot *a)
 {
     *a = g->annot;
     a->scope = g->scope_joined;
+}
+
+popc_status popc_graph_add(popc_graph *g, const popc_node_desc *d,
+                           int *outputs, int *node)
+{
+    if (!d || d->size < offsetof(popc_node_desc, name) + sizeof d->name)
+        return popc_set_error(POPC_EINVAL, "popc_graph_add: the node "
+                              "description is NULL or its size (%u) is "
+                              "below %zu; start from {.size = "
+                              "sizeof(popc_node_desc)}",
+                              d ? (unsigned)d->size : 0u,
+                              offsetof(popc_node_desc, name) +
+                                  sizeof d->name);
+    return popc_graph_add_node(g, d->domain, d->op, d->version, d->inputs,
+                               d->n_inputs, outputs, d->n_outputs, d->attrs,
+                               d->n_attrs, d->name, node);
 }
 
 popc_status popc_graph_add_node(popc_graph *g, const char *domain,

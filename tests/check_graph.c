@@ -109,6 +109,36 @@ START_TEST(build_and_query)
 }
 END_TEST
 
+/* popc_graph_add takes popc_graph_add_node's arguments by name. */
+START_TEST(add_by_descriptor)
+{
+    popc_graph *g = NULL;
+    int64_t d[2] = {2, 3};
+    popc_attr alpha = {.name = "alpha", .type = POPC_ATTR_FLOAT, .f = 0.2};
+    int x, y, node = -1;
+    popc_node_desc nd = {.size = sizeof nd, .op = "LeakyRelu",
+                         .inputs = &x, .n_inputs = 1, .n_outputs = 1,
+                         .attrs = &alpha, .n_attrs = 1, .name = "leaky"};
+    popc_node_desc small = nd;
+    popc_attrs at;
+
+    ck_assert_int_eq(popc_graph_new("g", &g), POPC_OK);
+    ck_assert_int_eq(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x),
+                     POPC_OK);
+    ck_assert_int_eq(popc_graph_add(g, &nd, &y, &node), POPC_OK);
+    ck_assert_str_eq(popc_graph_node_name(g, node), "leaky");
+    ck_assert_str_eq(popc_graph_node_op(g, node), "LeakyRelu");
+    ck_assert_int_eq(popc_graph_node_output(g, node, 0), y);
+    at = popc_graph_node_attrs(g, node);
+    ck_assert(popc_attr_float(&at, "alpha", 0.0) == 0.2);
+    ck_assert_int_eq(popc_graph_value_info(g, y).dims[1], 3);
+    small.size = 8;
+    ck_assert_int_eq(popc_graph_add(g, &small, &y, NULL), POPC_EINVAL);
+    ck_assert_int_eq(popc_graph_add(g, NULL, &y, NULL), POPC_EINVAL);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(names_unique_and_generated)
 {
     int x = input("x", 2, 2), in[2] = {x, x}, y, n1, n2;
@@ -596,6 +626,7 @@ static Suite *graph_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, build_and_query);
     tcase_add_test(tc, names_unique_and_generated);
+    tcase_add_test(tc, add_by_descriptor);
     tcase_add_test(tc, attributes_deep_copied);
     tcase_add_test(tc, annotations_copied_to_nodes);
     tcase_add_test(tc, inference_error_leaves_graph_unchanged);

@@ -86,6 +86,30 @@ POPC_API POPC_NODISCARD popc_status popc_graph_add_initializer(popc_graph *g,
 POPC_API POPC_NODISCARD popc_status popc_graph_add_constant(popc_graph *g,
     const char *name, popc_tensor *t, int *id);
 
+/* A node to add with popc_graph_add: the arguments of popc_graph_add_node
+** by name. Start from {.size = sizeof(popc_node_desc)}; members a later
+** version adds go at the end, so code built against this header keeps
+** working. */
+typedef struct popc_node_desc {
+    uint32_t size;             /* sizeof(popc_node_desc) */
+    const char *domain;        /* NULL: "ai.onnx" */
+    const char *op;            /* "Relu" */
+    int version;               /* 0: the domain's default opset */
+    const int *inputs;         /* value ids; -1: absent optional input */
+    int n_inputs;
+    int n_outputs;
+    const popc_attr *attrs;    /* copied */
+    int n_attrs;
+    const char *name;          /* NULL: generated from the scope and op */
+} popc_node_desc;
+
+/* Adds the node d describes; outputs[0..d->n_outputs) receive the ids of
+** its outputs, *node (may be NULL) its id. The same rules and errors as
+** popc_graph_add_node, plus POPC_EINVAL for a NULL or too small d (size
+** below the first version's). Not thread-safe on one graph. Since 0.3.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_add(popc_graph *g,
+    const popc_node_desc *d, int *outputs, int *node);
+
 /* Add a node. domain NULL means "ai.onnx"; version 0 means the domain's
 ** default opset. inputs may hold -1 for an absent optional input, or the
 ** id of a value added later (checked by popc_graph_verify). The
