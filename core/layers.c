@@ -106,51 +106,6 @@ static popc_status node1(popc_layers *L, const char *domain, const char *op,
                                n_attrs, name, NULL);
 }
 
-static popc_attr attr_i(const char *name, int64_t v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
-static popc_attr attr_f(const char *name, double v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_FLOAT;
-    a.f = v;
-    return a;
-}
-
-static popc_attr attr_s(const char *name, const char *v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_STRING;
-    a.s = v;
-    return a;
-}
-
-static popc_attr attr_ints(const char *name, const int64_t *v, int64_t n)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INTS;
-    a.ints = v;
-    a.n = n;
-    return a;
-}
-
 static popc_status check_args(popc_layers *L, const char *who, int *y)
 {
     if (!y)
@@ -226,12 +181,12 @@ popc_status popc_nn_linear(popc_layers *L, const char *name, int x,
     xi = popc_graph_value_info(L->g, x);
     if (xi.dtype == POPC_DTYPE_UNDEFINED || xi.rank == 2) {
         int in[3] = {x, w, b};
-        popc_attr tb = attr_i("transB", 1);
+        popc_attr tb = popc_attr_make_int("transB", 1);
         return node1(L, NULL, "Gemm", in, bias ? 3 : 2, &tb, 1, ln.s, y);
     } else {
         /* Gemm is 2-D only: x @ W^T (+ b) for other ranks, as torch does */
         int64_t perm[2] = {1, 0};
-        popc_attr pa = attr_ints("perm", perm, 2);
+        popc_attr pa = popc_attr_make_ints("perm", perm, 2);
         char nm[300];
         int wt, mm, in[2];
 
@@ -299,11 +254,11 @@ popc_status popc_nn_conv2d(popc_layers *L, const char *name, int x,
     if (bias && (st = add_param(L, ln.s, "bias", bd, 1, INIT_UNIFORM, bound,
                                 1, &b)) != POPC_OK)
         return st;
-    attrs[0] = attr_ints("kernel_shape", ks, 2);
-    attrs[1] = attr_ints("strides", st2, 2);
-    attrs[2] = attr_ints("pads", pads, 4);
-    attrs[3] = attr_ints("dilations", dl, 2);
-    attrs[4] = attr_i("group", groups);
+    attrs[0] = popc_attr_make_ints("kernel_shape", ks, 2);
+    attrs[1] = popc_attr_make_ints("strides", st2, 2);
+    attrs[2] = popc_attr_make_ints("pads", pads, 4);
+    attrs[3] = popc_attr_make_ints("dilations", dl, 2);
+    attrs[4] = popc_attr_make_int("group", groups);
     in[0] = x;
     in[1] = w;
     in[2] = b;
@@ -342,9 +297,9 @@ popc_status popc_nn_batchnorm2d(popc_layers *L, const char *name, int x,
         (st = add_param(L, ln.s, "running_var", cd, 1, INIT_CONST, 1.0, 0,
                         &in[4])) != POPC_OK)
         return st;
-    attrs[0] = attr_f("epsilon", eps);
+    attrs[0] = popc_attr_make_float("epsilon", eps);
     /* ONNX keeps running = running * momentum + batch * (1 - momentum) */
-    attrs[1] = attr_f("momentum", 1.0 - momentum);
+    attrs[1] = popc_attr_make_float("momentum", 1.0 - momentum);
     if ((st = popc_graph_add_node(L->g, NULL, "BatchNormalization", 0, in, 5,
                                   out, 3, attrs, 2, ln.s, NULL)) != POPC_OK)
         return st;
@@ -381,8 +336,8 @@ popc_status popc_nn_layernorm(popc_layers *L, const char *name, int x,
         (st = add_param(L, ln.s, "bias", cd, 1, INIT_CONST, 0.0, 1,
                         &in[2])) != POPC_OK)
         return st;
-    attrs[0] = attr_i("axis", -1);
-    attrs[1] = attr_f("epsilon", eps);
+    attrs[0] = popc_attr_make_int("axis", -1);
+    attrs[1] = popc_attr_make_float("epsilon", eps);
     return node1(L, NULL, "LayerNormalization", in, 3, attrs, 2, ln.s, y);
 }
 
@@ -408,11 +363,11 @@ static popc_status pool(popc_layers *L, const char *op, int x, int64_t kernel,
                               "padding %lld between 0 and half the kernel",
                               op, (long long)kernel, (long long)padding);
     strides[0] = strides[1] = stride;
-    attrs[0] = attr_ints("kernel_shape", ks, 2);
-    attrs[1] = attr_ints("strides", strides, 2);
-    attrs[2] = attr_ints("pads", pads, 4);
+    attrs[0] = popc_attr_make_ints("kernel_shape", ks, 2);
+    attrs[1] = popc_attr_make_ints("strides", strides, 2);
+    attrs[2] = popc_attr_make_ints("pads", pads, 4);
     if (strcmp(op, "AveragePool") == 0)
-        attrs[n++] = attr_i("count_include_pad", 1);
+        attrs[n++] = popc_attr_make_int("count_include_pad", 1);
     return node1(L, NULL, op, &x, 1, attrs, n, NULL, y);
 }
 
@@ -443,7 +398,7 @@ popc_status popc_nn_activation(popc_layers *L, const char *op, int x,
 {
     static const char *const with_alpha[] = {"LeakyRelu", "Elu", "Celu",
                                              "ThresholdedRelu"};
-    popc_attr a = attr_f("alpha", alpha);
+    popc_attr a = popc_attr_make_float("alpha", alpha);
     int n_attrs = 0;
     popc_status st;
 
@@ -461,7 +416,7 @@ popc_status popc_nn_activation(popc_layers *L, const char *op, int x,
 
 popc_status popc_nn_flatten(popc_layers *L, int x, int64_t axis, int *y)
 {
-    popc_attr a = attr_i("axis", axis);
+    popc_attr a = popc_attr_make_int("axis", axis);
     popc_status st;
 
     if ((st = check_args(L, "Flatten", y)) != POPC_OK ||
@@ -504,7 +459,7 @@ popc_status popc_nn_dropout(popc_layers *L, int x, double p, int *y)
 popc_status popc_nn_softmax(popc_layers *L, int x, int64_t axis, int log,
                             int *y)
 {
-    popc_attr a = attr_i("axis", axis);
+    popc_attr a = popc_attr_make_int("axis", axis);
     const char *op = log ? "LogSoftmax" : "Softmax";
     popc_status st;
 
@@ -534,7 +489,7 @@ static popc_status torch_loss(popc_layers *L, const char *domain,
         strcmp(reduction, "none"))
         return popc_set_error(POPC_EINVAL, "%s: reduction '%s' is not one of "
                               "\"mean\", \"sum\", \"none\"", op, reduction);
-    attr = attr_s("reduction", reduction);
+    attr = popc_attr_make_string("reduction", reduction);
     return node1(L, domain, op, in, 2, &attr, 1, NULL, loss);
 }
 
@@ -585,7 +540,7 @@ popc_status popc_nn_identity_loss(popc_layers *L, int x,
                               "(identity_loss: reduction '%s'; use \"sum\", "
                               "\"mean\" or \"none\")",
                               reduction ? reduction : "(null)");
-    a = attr_i("reduction", code);
+    a = popc_attr_make_int("reduction", code);
     return node1(L, POPC_DOMAIN_POPC, "IdentityLoss", &x, 1, &a, 1, NULL,
                  loss);
 }

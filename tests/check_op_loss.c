@@ -35,18 +35,6 @@
 
 static const char *const reds[] = {"mean", "sum", "none"};
 
-static popc_attr as(const char *name, const char *s)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_STRING, .s = s};
-    return a;
-}
-
-static popc_attr ai(const char *name, int64_t v)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_INT, .i = v};
-    return a;
-}
-
 static popc_tensor *load(const char *c, const char *what)
 {
     popc_tensor *t = rc_load(c, what);
@@ -125,7 +113,7 @@ START_TEST(cross_entropy_matches_torch)
     for (int w = 0; w < 2; w++)
         for (int r = 0; r < 3; r++) {
             char c[64];
-            popc_attr a[2] = {as("reduction", reds[r]), ai("ignore_index", 2)};
+            popc_attr a[2] = {popc_attr_make_string("reduction", reds[r]), popc_attr_make_int("ignore_index", 2)};
             popc_tensor *in[4], *out[2] = {0}, *grads[1] = {0}, *dl;
             static const int wrt[] = {0};
 
@@ -189,7 +177,7 @@ START_TEST(cross_entropy_label_errors)
     int64_t bad[3] = {1, 7, 0}, neg[3] = {1, -100, 0};
     popc_tensor *scores = rc_random(sd, 2, 1), *labels = NULL, *out[1] = {0};
     popc_tensor *in[2];
-    popc_attr ig = ai("ignore_index", -100);
+    popc_attr ig = popc_attr_make_int("ignore_index", -100);
 
     ASSERT_OK(popc_tensor_from_data(POPC_DTYPE_I64, ld, 1, bad, &labels));
     in[0] = scores;
@@ -231,7 +219,7 @@ START_TEST(cross_entropy_all_ignored_mean_is_nan)
 {
     int64_t sd[2] = {2, 3}, ld[1] = {2}, lab[2] = {1, 1};
     popc_tensor *in[2] = {rc_random(sd, 2, 1), NULL}, *out[1] = {0};
-    popc_attr ig = ai("ignore_index", 1);
+    popc_attr ig = popc_attr_make_int("ignore_index", 1);
 
     ASSERT_OK(popc_tensor_from_data(POPC_DTYPE_I64, ld, 1, lab, &in[1]));
     ASSERT_OK(harness_run_op(NULL, "SoftmaxCrossEntropyLoss", in, 2, &ig, 1,
@@ -249,7 +237,7 @@ START_TEST(cross_entropy_finite_differences)
     static const int wrt[] = {0};
 
     for (int r = 0; r < 3; r++) {
-        popc_attr a[2] = {as("reduction", reds[r]), ai("ignore_index", 2)};
+        popc_attr a[2] = {popc_attr_make_string("reduction", reds[r]), popc_attr_make_int("ignore_index", 2)};
 
         fd_ok(NULL, "SoftmaxCrossEntropyLoss", in, 3, wrt, 1, a, 2, 1, 1e-3);
         /* with the log_prob output in the loss too */
@@ -269,8 +257,8 @@ START_TEST(nll_matches_torch)
 
     for (int r = 0; r < 3; r++) {
         char c[32];
-        popc_attr a[3] = {as("reduction", reds[r]),
-                          ai("ignore_index", 2),
+        popc_attr a[3] = {popc_attr_make_string("reduction", reds[r]),
+                          popc_attr_make_int("ignore_index", 2),
                           {.name = "input_shape",
                            .type = POPC_ATTR_INTS,
                            .n = 2,
@@ -317,7 +305,7 @@ START_TEST(mse_l1_match_torch)
     for (int k = 0; k < 2; k++)
         for (int r = 0; r < 3; r++) {
             char c[32];
-            popc_attr a = as("reduction", reds[r]);
+            popc_attr a = popc_attr_make_string("reduction", reds[r]);
             popc_tensor *in[3] = {x, t, NULL}, *out[1] = {0}, *grads[2] = {0},
                         *dl;
             static const int wrt[] = {0, 1};
@@ -361,7 +349,7 @@ START_TEST(mse_l1_errors_and_fd)
         if (fabsf(px[i] - pt[i]) < 0.1f)
             px[i] = pt[i] + 0.3f;
     for (int r = 0; r < 3; r++) {
-        popc_attr a = as("reduction", reds[r]);
+        popc_attr a = popc_attr_make_string("reduction", reds[r]);
 
         fd_ok("popc", "MseLoss", in, 2, wrt, 2, &a, 1, 1, 1e-3);
         fd_ok("popc", "L1Loss", in, 2, wrt, 2, &a, 1, 1, 1e-3);
@@ -374,7 +362,7 @@ START_TEST(mse_l1_errors_and_fd)
     ASSERT_HAS(popc_last_error(), "[3, 4]");
     ASSERT_HAS(popc_last_error(), "[4, 3]");
     {
-        popc_attr a = as("reduction", "average");
+        popc_attr a = popc_attr_make_string("reduction", "average");
 
         in[1] = t;
         ck_assert_int_eq(

@@ -53,39 +53,6 @@ static popc_tensor *scalar_f32(float v)
     return tensor(POPC_DTYPE_F32, NULL, 0, &v);
 }
 
-static popc_attr attr_f(const char *name, double v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_FLOAT;
-    a.f = v;
-    return a;
-}
-
-static popc_attr attr_i(const char *name, int64_t v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
-static popc_attr attr_s(const char *name, const char *v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_STRING;
-    a.s = v;
-    return a;
-}
-
 /* Run an op with one output; fails the test on error. */
 static popc_tensor *run(const char *domain, const char *op,
                         popc_tensor *const *in, int n_in,
@@ -419,9 +386,9 @@ END_TEST
 START_TEST(activations_match_torch)
 {
     popc_tensor *x = ref("act_x");
-    popc_attr leaky = attr_f("alpha", 0.2);
-    popc_attr tanh_mode = attr_s("approximate", "tanh");
-    popc_attr none_mode = attr_s("approximate", "none");
+    popc_attr leaky = popc_attr_make_float("alpha", 0.2);
+    popc_attr tanh_mode = popc_attr_make_string("approximate", "tanh");
+    popc_attr none_mode = popc_attr_make_string("approximate", "none");
 
     expect_ref(run(NULL, "Relu", &x, 1, NULL, 0, 0), "relu_out", 0, 0);
     expect_ref(run(NULL, "LeakyRelu", &x, 1, &leaky, 1, 0), "leaky_out", 0,
@@ -434,9 +401,9 @@ START_TEST(activations_match_torch)
     expect_ref(run(NULL, "Sigmoid", &x, 1, NULL, 0, 0), "sigmoid_out", 1e-7,
                1e-6);
     expect_ref(run(NULL, "Tanh", &x, 1, NULL, 0, 0), "tanh_out", 1e-7, 1e-6);
-    leaky = attr_f("alpha", 0.7);
+    leaky = popc_attr_make_float("alpha", 0.7);
     expect_ref(run(NULL, "Elu", &x, 1, &leaky, 1, 0), "elu_out", 1e-7, 1e-6);
-    leaky = attr_f("alpha", 0.5);
+    leaky = popc_attr_make_float("alpha", 0.5);
     expect_ref(run(NULL, "Celu", &x, 1, &leaky, 1, 0), "celu_out", 1e-7,
                1e-6);
     expect_ref(run(NULL, "Softplus", &x, 1, NULL, 0, 0), "softplus_out",
@@ -522,7 +489,7 @@ END_TEST
 START_TEST(gelu_bad_mode)
 {
     popc_tensor *x = scalar_f32(1.0f);
-    popc_attr a = attr_s("approximate", "fast");
+    popc_attr a = popc_attr_make_string("approximate", "fast");
 
     expect_error(NULL, "Gelu", &x, 1, &a, 1, POPC_EINVAL, "fast", "tanh");
     popc_tensor_free(x);
@@ -534,8 +501,8 @@ END_TEST
 START_TEST(activation_grads_match_torch)
 {
     popc_tensor *x = ref("act_x"), *dy = ref("act_dy");
-    popc_attr leaky = attr_f("alpha", 0.2);
-    popc_attr tanh_mode = attr_s("approximate", "tanh");
+    popc_attr leaky = popc_attr_make_float("alpha", 0.2);
+    popc_attr tanh_mode = popc_attr_make_string("approximate", "tanh");
     popc_tensor *y, *in[2] = {dy, x};
     popc_tensor *lo = scalar_f32(-1.5f), *hi = scalar_f32(2.0f);
     popc_tensor *clip_in[4] = {dy, x, lo, hi};
@@ -567,10 +534,10 @@ START_TEST(activation_grads_match_torch)
                "gelu_tanh_dx", 3e-6, 1e-5);
     expect_ref(run("popc", "ClipGrad", clip_in, 4, NULL, 0, 0), "clip_dx", 0,
                0);
-    leaky = attr_f("alpha", 0.7);
+    leaky = popc_attr_make_float("alpha", 0.7);
     expect_ref(run("popc", "EluGrad", in, 2, &leaky, 1, 0), "elu_dx", 1e-7,
                1e-5);
-    leaky = attr_f("alpha", 0.5);
+    leaky = popc_attr_make_float("alpha", 0.5);
     expect_ref(run("popc", "CeluGrad", in, 2, &leaky, 1, 0), "celu_dx", 1e-7,
                1e-5);
     expect_ref(run("popc", "SoftplusGrad", in, 2, NULL, 0, 0),
@@ -649,25 +616,25 @@ START_TEST(cast_between_types)
     const int64_t d[1] = {6};
     const float f[6] = {1.9f, -1.9f, 3e10f, NAN, 0.0f, 65504.0f};
     popc_tensor *x = tensor(POPC_DTYPE_F32, d, 1, f);
-    popc_attr to = attr_i("to", 6);
+    popc_attr to = popc_attr_make_int("to", 6);
     popc_tensor *i32 = run(NULL, "Cast", &x, 1, &to, 1, 0);
     const int32_t *ip = popc_tensor_cdata(i32);
     popc_tensor *h, *b, *back, *ref_h;
 
     ck_assert_int_eq(popc_tensor_dtype(i32), POPC_DTYPE_I32);
     ck_assert(ip[0] == 1 && ip[1] == -1 && ip[2] == INT32_MAX && ip[3] == 0);
-    to = attr_i("to", 10);
+    to = popc_attr_make_int("to", 10);
     h = run(NULL, "Cast", &x, 1, &to, 1, 0);
     ASSERT_OK(popc_tensor_cast(x, POPC_DTYPE_F16, &ref_h));
     ck_assert(popc_tensor_equal(h, ref_h));
-    to = attr_i("to", 9);
+    to = popc_attr_make_int("to", 9);
     b = run(NULL, "Cast", &x, 1, &to, 1, 0);
     ck_assert(memcmp(popc_tensor_cdata(b), "\1\1\1\1\0\1", 6) == 0);
-    to = attr_i("to", 1);
+    to = popc_attr_make_int("to", 1);
     back = run(NULL, "Cast", &i32, 1, &to, 1, 0);
     ck_assert_float_eq(((const float *)popc_tensor_cdata(back))[1], -1.0f);
     /* float64, bfloat16 (upper 16 bits, as ONNX's reference), int8 */
-    to = attr_i("to", 11);
+    to = popc_attr_make_int("to", 11);
     popc_tensor_free(b);
     b = run(NULL, "Cast", &x, 1, &to, 1, 0);
     ck_assert_int_eq(popc_tensor_dtype(b), POPC_DTYPE_F64);
@@ -677,7 +644,7 @@ START_TEST(cast_between_types)
 
         ck_assert(wide == (double)src || (isnan(wide) && isnan(src)));
     }
-    to = attr_i("to", 16);
+    to = popc_attr_make_int("to", 16);
     popc_tensor_free(b);
     b = run(NULL, "Cast", &x, 1, &to, 1, 0);
     for (int i = 0; i < 6; i++) {
@@ -688,7 +655,7 @@ START_TEST(cast_between_types)
         ck_assert_uint_eq(((const uint16_t *)popc_tensor_cdata(b))[i],
                           bits >> 16);
     }
-    to = attr_i("to", 8);
+    to = popc_attr_make_int("to", 8);
     expect_error(NULL, "Cast", &x, 1, &to, 1, POPC_EUNSUPPORTED, "to=8",
                  "strings");
     expect_error(NULL, "Cast", &x, 1, NULL, 0, POPC_EINVAL, "'to'", NULL);
@@ -736,12 +703,12 @@ START_TEST(identity_and_constant)
     ck_assert_int_eq(popc_tensor_dtype(c), POPC_DTYPE_I64);
     ck_assert(((const int64_t *)popc_tensor_cdata(c))[1] == -8);
     popc_tensor_free(c);
-    a[0] = attr_i("value_int", 42);
+    a[0] = popc_attr_make_int("value_int", 42);
     c = run(NULL, "Constant", NULL, 0, a, 1, 0);
     ck_assert_int_eq(popc_tensor_rank(c), 0);
     ck_assert(*(const int64_t *)popc_tensor_cdata(c) == 42);
     popc_tensor_free(c);
-    a[1] = attr_f("value_float", 1.0);
+    a[1] = popc_attr_make_float("value_float", 1.0);
     expect_error(NULL, "Constant", NULL, 0, a, 2, POPC_EINVAL, "value_int",
                  "exactly one");
     expect_error(NULL, "Constant", NULL, 0, NULL, 0, POPC_EINVAL, "no value",
@@ -935,8 +902,8 @@ START_TEST(fd_unary)
                                       "Erf", "Sin", "Cos", "Relu",
                                       "Sigmoid", "Tanh", "Gelu", "Elu",
                                       "Softplus", "LeakyRelu", "Identity"};
-    popc_attr a[2] = {attr_f("alpha", 0.5), attr_s("approximate", "tanh")};
-    popc_attr to = attr_i("to", 1);
+    popc_attr a[2] = {popc_attr_make_float("alpha", 0.5), popc_attr_make_string("approximate", "tanh")};
+    popc_attr to = popc_attr_make_int("to", 1);
 
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         FD(ops[i], W(0), NULL, 0, 1, rnd(2, 3, 5, 0));

@@ -44,30 +44,6 @@
 #define RTOL_MM 1e-4
 #define ATOL_MM 1e-5
 
-static popc_attr ai(const char *name, int64_t v)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_INT, .i = v};
-    return a;
-}
-
-static popc_attr af(const char *name, double v)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_FLOAT, .f = v};
-    return a;
-}
-
-static popc_attr as(const char *name, const char *s)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_STRING, .s = s};
-    return a;
-}
-
-static popc_attr aints(const char *name, const int64_t *v, int n)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_INTS, .n = n, .ints = v};
-    return a;
-}
-
 static popc_tensor *load(const char *c, const char *what)
 {
     popc_tensor *t = rc_load(c, what);
@@ -271,10 +247,10 @@ static const gemm_case gemm_cases[] = {{"gemm_nt", 0, 1, 1.0, 1.0},
 
 static int gemm_attrs(const gemm_case *g, popc_attr *a)
 {
-    a[0] = ai("transA", g->ta);
-    a[1] = ai("transB", g->tb);
-    a[2] = af("alpha", g->alpha);
-    a[3] = af("beta", g->beta);
+    a[0] = popc_attr_make_int("transA", g->ta);
+    a[1] = popc_attr_make_int("transB", g->tb);
+    a[2] = popc_attr_make_float("alpha", g->alpha);
+    a[3] = popc_attr_make_float("beta", g->beta);
     return 4;
 }
 
@@ -299,7 +275,7 @@ START_TEST(gemm_large_split_and_errors)
     int64_t da[2] = {150, 70}, db[2] = {90, 70}, dc[1] = {90}, bad[1] = {7};
     popc_tensor *in[3] = {rc_random(da, 2, 5), rc_random(db, 2, 6),
                           rc_random(dc, 1, 7)};
-    popc_attr a[2] = {ai("transB", 1), af("beta", 0.5)};
+    popc_attr a[2] = {popc_attr_make_int("transB", 1), popc_attr_make_float("beta", 0.5)};
     popc_tensor *out = NULL;
     const float *A, *B, *C, *y;
 
@@ -409,10 +385,10 @@ static const conv_case conv_cases[] = {
 
 static int conv_attrs(const conv_case *c, popc_attr *a)
 {
-    a[0] = aints("strides", c->strides, c->sp);
-    a[1] = aints("pads", c->pads, 2 * c->sp);
-    a[2] = aints("dilations", c->dil, c->sp);
-    a[3] = ai("group", c->group);
+    a[0] = popc_attr_make_ints("strides", c->strides, c->sp);
+    a[1] = popc_attr_make_ints("pads", c->pads, 2 * c->sp);
+    a[2] = popc_attr_make_ints("dilations", c->dil, c->sp);
+    a[3] = popc_attr_make_int("group", c->group);
     return 4;
 }
 
@@ -448,9 +424,9 @@ START_TEST(conv_grad_ops_match_torch)
         static const char *const dx[] = {"dx"};
         static const char *const dwb[] = {"dw", "dbias"};
 
-        a[na] = aints("kernel_shape", k, cc->sp);
+        a[na] = popc_attr_make_ints("kernel_shape", k, cc->sp);
         a[na + 1] =
-            aints("input_shape", popc_tensor_dims(x), popc_tensor_rank(x));
+            popc_attr_make_ints("input_shape", popc_tensor_dims(x), popc_tensor_rank(x));
         in[0] = g;
         in[1] = w;
         check_op("popc", "ConvGradInput", in, 2, a, na + 2, 1, 1, cc->name, dx,
@@ -609,9 +585,9 @@ START_TEST(conv_large_split_tiles)
         int64_t st[2] = {p->sh, p->sw}, pd[4] = {p->pt, p->pl, p->pt, p->pl};
         int64_t dl[2] = {p->dh, p->dw}, ks[2] = {p->kh, p->kw};
         popc_attr a[6] = {
-            aints("strides", st, 2),      aints("pads", pd, 4),
-            aints("dilations", dl, 2),    ai("group", p->G),
-            aints("kernel_shape", ks, 2), aints("input_shape", dx_, 4)};
+            popc_attr_make_ints("strides", st, 2),      popc_attr_make_ints("pads", pd, 4),
+            popc_attr_make_ints("dilations", dl, 2),    popc_attr_make_int("group", p->G),
+            popc_attr_make_ints("kernel_shape", ks, 2), popc_attr_make_ints("input_shape", dx_, 4)};
         popc_tensor *x = rc_random(dx_, 4, 100 + s),
                     *w = rc_random(dw_, 4, 200 + s);
         popc_tensor *g = rc_random(dy_, 4, 300 + s), *in[2], *y = NULL,
@@ -655,7 +631,7 @@ START_TEST(conv_winograd_adds_bias_last)
     /* the Winograd path adds the bias to each finished output */
     int64_t xd[4] = {8, 8, 7, 9}, wd[4] = {10, 8, 3, 3}, bd[1] = {10};
     int64_t pd[4] = {1, 1, 1, 1};
-    popc_attr a = aints("pads", pd, 4);
+    popc_attr a = popc_attr_make_ints("pads", pd, 4);
     popc_tensor *in[3] = {rc_random(xd, 4, 71), rc_random(wd, 4, 72),
                           rc_random(bd, 1, 73)};
     popc_tensor *y = NULL, *yb = NULL;
@@ -684,7 +660,7 @@ START_TEST(conv_first_layer_bias_grad)
     ** row-block units of ConvGradWeight, whole and split alike */
     int64_t xd[4] = {3, 1, 10, 10}, yd[4] = {3, 32, 10, 10};
     int64_t k[2] = {3, 3}, pd[4] = {1, 1, 1, 1};
-    popc_attr a[2] = {aints("kernel_shape", k, 2), aints("pads", pd, 4)};
+    popc_attr a[2] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("pads", pd, 4)};
     popc_tensor *in[2] = {rc_random(xd, 4, 41), rc_random(yd, 4, 42)};
     popc_tensor *out[2] = {0};
     const float *g = popc_tensor_cdata(in[1]), *db;
@@ -728,8 +704,8 @@ START_TEST(conv_weight_grad_in_image_chunks)
         int64_t wd[4] = {p->M, p->C, 3, 3}, yd[4] = {p->N, p->M, p->OH, p->OW};
         int64_t k[2] = {3, 3}, pd[4] = {p->pt, p->pl, p->pt, p->pl};
         int64_t nw = p->M * p->C * 9, np = p->OH * p->OW;
-        popc_attr a[3] = {aints("kernel_shape", k, 2), aints("pads", pd, 4),
-                          ai("image_chunks", 3)};
+        popc_attr a[3] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("pads", pd, 4),
+                          popc_attr_make_int("image_chunks", 3)};
         popc_tensor *in[3] = {rc_random(xd, 4, 51 + (uint64_t)cs),
                               rc_random(wd, 4, 52), rc_random(bd, 1, 53)};
         popc_tensor *g = rc_random(yd, 4, 54), *grads[2] = {0};
@@ -786,8 +762,8 @@ START_TEST(conv_auto_pad_same)
     popc_tensor *in[2] = {rc_random(xd, 4, 1), rc_random(wd, 4, 2)};
     popc_tensor *out = NULL, *ref = NULL;
     int64_t pads[4] = {1, 1, 1, 1};
-    popc_attr a1[2] = {as("auto_pad", "SAME_UPPER"), aints("strides", s, 2)};
-    popc_attr a2[2] = {aints("pads", pads, 4), aints("strides", s, 2)};
+    popc_attr a1[2] = {popc_attr_make_string("auto_pad", "SAME_UPPER"), popc_attr_make_ints("strides", s, 2)};
+    popc_attr a2[2] = {popc_attr_make_ints("pads", pads, 4), popc_attr_make_ints("strides", s, 2)};
 
     /* 7 with stride 2 -> 4 outputs: total pad 2, split 1 + 1 */
     ASSERT_OK(harness_run_op(NULL, "Conv", in, 2, a1, 2, &out, 1, 0));
@@ -818,15 +794,15 @@ START_TEST(conv_errors_name_node_and_shapes)
     popc_tensor_free(in[1]);
     in[1] = rc_random(wok, 4, 3);
     /* bad pads: count, then a negative value */
-    a = aints("pads", p3, 3);
+    a = popc_attr_make_ints("pads", p3, 3);
     ck_assert_int_eq(run_expect_fail(NULL, "Conv", in, 2, &a, 1, 1),
                      POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "pads has 3 values");
-    a = aints("pads", pneg, 4);
+    a = popc_attr_make_ints("pads", pneg, 4);
     ck_assert_int_eq(run_expect_fail(NULL, "Conv", in, 2, &a, 1, 1),
                      POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "pads[1] is -1");
-    a = as("auto_pad", "SOMETIMES");
+    a = popc_attr_make_string("auto_pad", "SOMETIMES");
     ck_assert_int_eq(run_expect_fail(NULL, "Conv", in, 2, &a, 1, 1),
                      POPC_EINVAL);
     ASSERT_HAS(popc_last_error(), "SOMETIMES");
@@ -854,8 +830,8 @@ START_TEST(conv_finite_differences)
     int64_t s[2] = {1, 2}, p[4] = {1, 0, 0, 2}, d[2] = {2, 1};
     popc_tensor *in[3] = {rc_random(xd, 4, 7), rc_random(wd, 4, 8),
                           rc_random(bd, 1, 9)};
-    popc_attr a[4] = {aints("strides", s, 2), aints("pads", p, 4),
-                      aints("dilations", d, 2), ai("group", 2)};
+    popc_attr a[4] = {popc_attr_make_ints("strides", s, 2), popc_attr_make_ints("pads", p, 4),
+                      popc_attr_make_ints("dilations", d, 2), popc_attr_make_int("group", 2)};
 
     fd_ok(NULL, "Conv", in, 3, wrt3, 3, a, 4, 1, 1, 2e-3);
     free_all(in, 3);
@@ -867,9 +843,9 @@ END_TEST
 START_TEST(maxpool_matches_torch)
 {
     int64_t k[2] = {3, 3}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1}, d[2] = {1, 2};
-    popc_attr a[5] = {aints("kernel_shape", k, 2), aints("strides", s, 2),
-                      aints("pads", p, 4), aints("dilations", d, 2),
-                      ai("ceil_mode", 1)};
+    popc_attr a[5] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("strides", s, 2),
+                      popc_attr_make_ints("pads", p, 4), popc_attr_make_ints("dilations", d, 2),
+                      popc_attr_make_int("ceil_mode", 1)};
     popc_tensor *x = load("maxpool", "x"), *g = load("maxpool", "g");
     popc_tensor *out[2] = {0}, *idx = load("maxpool", "idx");
     popc_tensor *in[2];
@@ -959,8 +935,8 @@ START_TEST(maxpool_fast_paths_match_definition)
         float *y = malloc(sizeof *y * (size_t)ny);
         float *dx = malloc(sizeof *dx * (size_t)nx);
         int64_t *idx = malloc(sizeof *idx * (size_t)ny);
-        popc_attr a[3] = {aints("kernel_shape", k, 2), aints("strides", s, 2),
-                          ai("ceil_mode", cases[c].ceil)};
+        popc_attr a[3] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("strides", s, 2),
+                          popc_attr_make_int("ceil_mode", cases[c].ceil)};
         popc_tensor *x, *g = rc_random(yd, 4, 60 + (uint64_t)c);
         popc_tensor *out[2] = {0}, *in[2], *gx = NULL;
         const float *gy, *oy, *ox;
@@ -1013,12 +989,12 @@ START_TEST(avgpool_matches_torch)
     for (int c = 0; c < 2; c++) {
         int64_t k[2] = {3, 2}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1};
         popc_tensor *x = load(cases[c], "x"), *g = load(cases[c], "g");
-        popc_attr a[6] = {aints("kernel_shape", k, 2),
-                          aints("strides", s, 2),
-                          aints("pads", p, 4),
-                          ai("ceil_mode", 1),
-                          ai("count_include_pad", c),
-                          aints("input_shape", popc_tensor_dims(x), 4)};
+        popc_attr a[6] = {popc_attr_make_ints("kernel_shape", k, 2),
+                          popc_attr_make_ints("strides", s, 2),
+                          popc_attr_make_ints("pads", p, 4),
+                          popc_attr_make_int("ceil_mode", 1),
+                          popc_attr_make_int("count_include_pad", c),
+                          popc_attr_make_ints("input_shape", popc_tensor_dims(x), 4)};
 
         check_op(NULL, "AveragePool", &x, 1, a, 5, 1, 0, cases[c], y, RTOL,
                  ATOL);
@@ -1038,7 +1014,7 @@ START_TEST(global_avgpool_matches_torch)
     static const char *const names[] = {"x"};
     static const int wrt[] = {0};
     popc_tensor *x = load("gap", "x"), *g = load("gap", "g");
-    popc_attr a = aints("input_shape", popc_tensor_dims(x), 4);
+    popc_attr a = popc_attr_make_ints("input_shape", popc_tensor_dims(x), 4);
 
     check_op(NULL, "GlobalAveragePool", &x, 1, NULL, 0, 1, 0, "gap", y, RTOL,
              ATOL);
@@ -1055,7 +1031,7 @@ START_TEST(pool_errors)
 {
     int64_t xd[4] = {1, 2, 6, 6}, k[2] = {2, 2}, big[4] = {2, 0, 0, 0};
     popc_tensor *x = rc_random(xd, 4, 3);
-    popc_attr a[2] = {aints("kernel_shape", k, 2), aints("pads", big, 4)};
+    popc_attr a[2] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("pads", big, 4)};
 
     ck_assert_int_eq(run_expect_fail(NULL, "MaxPool", &x, 1, a, 2, 1),
                      POPC_EINVAL);
@@ -1075,9 +1051,9 @@ START_TEST(pool_finite_differences)
     int64_t p[4] = {1, 0, 1, 1};
     float v[50];
     popc_tensor *x;
-    popc_attr a[4] = {aints("kernel_shape", k, 2), aints("strides", s, 2),
-                      aints("pads", p, 4), ai("ceil_mode", 1)};
-    popc_attr cip = ai("count_include_pad", 1);
+    popc_attr a[4] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("strides", s, 2),
+                      popc_attr_make_ints("pads", p, 4), popc_attr_make_int("ceil_mode", 1)};
+    popc_attr cip = popc_attr_make_int("count_include_pad", 1);
     popc_attr a5[5];
     static const int wrt[] = {0};
 
@@ -1105,7 +1081,7 @@ START_TEST(batchnorm_training_matches_torch)
     popc_tensor *in[5] = {load("bn", "x"), load("bn", "scale"), load("bn", "b"),
                           load("bn", "mean"), load("bn", "var")};
     popc_tensor *gin[3];
-    popc_attr a[2] = {af("epsilon", 1e-5), af("momentum", 0.9)};
+    popc_attr a[2] = {popc_attr_make_float("epsilon", 1e-5), popc_attr_make_float("momentum", 0.9)};
 
     check_op(NULL, "BatchNormalization", in, 5, a, 2, 3, 1, "bn_train", outs,
              RTOL, 1e-5);
@@ -1183,7 +1159,7 @@ START_TEST(layernorm_matches_torch)
     popc_tensor *in[3] = {load("ln", "x"), load("ln", "scale"),
                           load("ln", "b")};
     popc_tensor *gin[5];
-    popc_attr a[2] = {ai("axis", -2), af("epsilon", 1e-5)};
+    popc_attr a[2] = {popc_attr_make_int("axis", -2), popc_attr_make_float("epsilon", 1e-5)};
 
     check_op(NULL, "LayerNormalization", in, 3, a, 2, 3, 0, "ln", outs, RTOL,
              1e-5);
@@ -1212,7 +1188,7 @@ START_TEST(layernorm_errors_and_fd)
     popc_tensor *in[3] = {rc_random(xd, 3, 1), rc_random(sd, 1, 2),
                           rc_random(sd, 1, 3)};
     static const int wrt[] = {0, 1, 2};
-    popc_attr ax = ai("axis", 3);
+    popc_attr ax = popc_attr_make_int("axis", 3);
 
     fd_ok(NULL, "LayerNormalization", in, 3, wrt, 3, NULL, 0, 1, 1, 2e-3);
     ck_assert_int_eq(
@@ -1244,7 +1220,7 @@ START_TEST(softmax_matches_torch)
 
     for (int c = 0; c < 2; c++) {
         popc_tensor *x = load(cases[c], "x"), *in[2];
-        popc_attr a = ai("axis", axes[c]);
+        popc_attr a = popc_attr_make_int("axis", axes[c]);
 
         check_op(NULL, ops[c], &x, 1, &a, 1, 1, 0, cases[c], y, RTOL, ATOL);
         in[0] = load(cases[c], "g");
@@ -1264,7 +1240,7 @@ START_TEST(softmax_wide_inner_split)
     /* axis 1 of [2, 7, 300]: lanes in blocks of 256 neighbours */
     int64_t d[3] = {2, 7, 300};
     popc_tensor *x = rc_random(d, 3, 77), *y = NULL;
-    popc_attr a = ai("axis", 1);
+    popc_attr a = popc_attr_make_int("axis", 1);
     const float *px, *py;
 
     ASSERT_OK(harness_run_op(NULL, "Softmax", &x, 1, &a, 1, &y, 1, 0));

@@ -25,18 +25,6 @@
     ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",          \
                   (needle), (hay))
 
-static popc_attr ai(const char *name, int64_t v)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_INT, .i = v};
-    return a;
-}
-
-static popc_attr as(const char *name, const char *s)
-{
-    popc_attr a = {.name = name, .type = POPC_ATTR_STRING, .s = s};
-    return a;
-}
-
 static const popc_op_def *find(const char *op)
 {
     popc_registry *reg;
@@ -74,15 +62,15 @@ START_TEST(identity_loss_reductions)
     popc_attr a;
 
     ck_assert(find("IdentityLoss")->flags & POPC_OP_LOSS);
-    a = ai("reduction", 0);
+    a = popc_attr_make_int("reduction", 0);
     ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0));
     ck_assert_float_eq(scalar(out), 21.5f);
     popc_tensor_free(out);
-    a = ai("reduction", 1);
+    a = popc_attr_make_int("reduction", 1);
     ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0));
     ck_assert_float_eq_tol(scalar(out), 21.5f / 6, 1e-6f);
     popc_tensor_free(out);
-    a = as("reduction", "none");
+    a = popc_attr_make_string("reduction", "none");
     ASSERT_OK(harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0));
     ck_assert(popc_tensor_equal(out, x));
     popc_tensor_free(out);
@@ -91,7 +79,7 @@ START_TEST(identity_loss_reductions)
         harness_run_op("popc", "IdentityLoss", &x, 1, NULL, 0, &out, 1, 0));
     ck_assert_float_eq_tol(scalar(out), 21.5f / 6, 1e-6f);
     popc_tensor_free(out);
-    a = ai("reduction", 3);
+    a = popc_attr_make_int("reduction", 3);
     ck_assert_int_eq(
         harness_run_op("popc", "IdentityLoss", &x, 1, &a, 1, &out, 1, 0),
         POPC_EINVAL);
@@ -110,7 +98,7 @@ START_TEST(identity_loss_gradients)
     static const float want[3] = {1.0f, 1.0f / 6, 1.0f};
 
     for (int r = 0; r < 3; r++) {
-        popc_attr a = ai("reduction", r);
+        popc_attr a = popc_attr_make_int("reduction", r);
         const float *g;
 
         ASSERT_OK(rc_graph_grads("popc", "IdentityLoss", &x, 1, wrt, 1, &a, 1,
@@ -167,7 +155,7 @@ START_TEST(print_tensor_logs_and_passes_through)
     int64_t d[2] = {2, 3}, big[1] = {2000};
     float v[6] = {1, 2, 3, 4, 5, 6};
     popc_tensor *x = harness_f32(d, 2, v), *out = NULL, *y;
-    popc_attr t = as("title", "summation");
+    popc_attr t = popc_attr_make_string("title", "summation");
     const popc_op_def *def = find("IpuPrintTensor");
 
     ck_assert(def->flags & POPC_OP_NOFOLD);
@@ -201,7 +189,7 @@ START_TEST(print_tensor_prints_its_gradient)
     float v[3] = {1, 2, 3};
     popc_tensor *x = harness_f32(d, 1, v), *grads[1] = {0};
     static const int wrt[] = {0};
-    popc_attr a[2] = {as("title", "act"), ai("print_gradient", 1)};
+    popc_attr a[2] = {popc_attr_make_string("title", "act"), popc_attr_make_int("print_gradient", 1)};
     const float *g;
 
     capture_on();
@@ -213,7 +201,7 @@ START_TEST(print_tensor_prints_its_gradient)
     ck_assert_float_eq(g[0], 1.0f);
     popc_tensor_free(grads[0]);
     /* without print_gradient the gradient passes silently */
-    a[1] = ai("print_gradient", 0);
+    a[1] = popc_attr_make_int("print_gradient", 0);
     capture_on();
     ASSERT_OK(rc_graph_grads("popc", "IpuPrintTensor", &x, 1, wrt, 1, a, 2, 1,
                              NULL, 1, grads));

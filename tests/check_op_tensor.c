@@ -50,17 +50,6 @@ static popc_tensor *tensor(popc_dtype dt, const int64_t *dims, int rank,
     return t;
 }
 
-static popc_attr attr_i(const char *name, int64_t v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
 /* Run an op with one output; fails the test on error. */
 static popc_tensor *run(const char *domain, const char *op,
                         popc_tensor *const *in, int n_in,
@@ -128,18 +117,6 @@ static void free_all(popc_tensor **t, int n)
         popc_tensor_free(t[i]);
 }
 
-static popc_attr attr_ints(const char *name, const int64_t *v, int n)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INTS;
-    a.ints = v;
-    a.n = n;
-    return a;
-}
-
 static popc_tensor *ints(const int64_t *v, int n)
 {
     const int64_t d[1] = {n};
@@ -183,7 +160,7 @@ START_TEST(reshape_allowzero_and_errors)
     const int64_t dz[2] = {0, 3}, s0[2] = {3, 0}, bad[2] = {4, 4};
     const int64_t two[2] = {-1, -1}, with0[2] = {0, -1};
     popc_tensor *e, *in[2], *y;
-    popc_attr az = attr_i("allowzero", 1);
+    popc_attr az = popc_attr_make_int("allowzero", 1);
 
     ASSERT_OK(popc_tensor_new(POPC_DTYPE_F32, dz, 2, &e));
     in[0] = e;
@@ -227,19 +204,19 @@ START_TEST(flatten_squeeze_unsqueeze)
     y = run(NULL, "Flatten", &x, 1, NULL, 0, 0);
     expect_dims(y, 2, f1);
     popc_tensor_free(y);
-    a = attr_i("axis", 0);
+    a = popc_attr_make_int("axis", 0);
     y = run(NULL, "Flatten", &x, 1, &a, 1, 0);
     expect_dims(y, 2, f0);
     popc_tensor_free(y);
-    a = attr_i("axis", 3);
+    a = popc_attr_make_int("axis", 3);
     y = run(NULL, "Flatten", &x, 1, &a, 1, 0);
     expect_dims(y, 2, f3);
     popc_tensor_free(y);
-    a = attr_i("axis", -1);
+    a = popc_attr_make_int("axis", -1);
     y = run(NULL, "Flatten", &x, 1, &a, 1, 0);
     expect_dims(y, 2, f2);
     popc_tensor_free(y);
-    a = attr_i("axis", 4);
+    a = popc_attr_make_int("axis", 4);
     expect_error(NULL, "Flatten", &x, 1, &a, 1, POPC_EINVAL, "axis 4",
                  NULL);
     in[0] = x;
@@ -287,7 +264,7 @@ START_TEST(expand_and_shape)
     const int64_t sh[3] = {2, 1, 4}, bad[2] = {2, 5};
     popc_tensor *in[2] = {x, ints(sh, 3)};
     popc_tensor *s;
-    popc_attr a = attr_i("start", -2);
+    popc_attr a = popc_attr_make_int("start", -2);
     const int64_t *sp;
 
     expect_ref(run(NULL, "Expand", in, 2, NULL, 0, 0), "expand_out", 0, 0);
@@ -313,13 +290,13 @@ START_TEST(transpose_matches_numpy)
 {
     popc_tensor *x = ref("t345"), *m = ref("t_big");
     const int64_t p[3] = {2, 0, 1}, rev[2] = {1, 0};
-    popc_attr a = attr_ints("perm", p, 3);
+    popc_attr a = popc_attr_make_ints("perm", p, 3);
 
     expect_ref(run(NULL, "Transpose", &x, 1, &a, 1, 0), "transpose_201_out",
                0, 0);
     expect_ref(run(NULL, "Transpose", &x, 1, NULL, 0, 0),
                "transpose_rev_out", 0, 0);
-    a = attr_ints("perm", rev, 2);
+    a = popc_attr_make_ints("perm", rev, 2);
     expect_ref(run(NULL, "Transpose", &m, 1, &a, 1, 0), "transpose_big_out",
                0, 0);
     popc_tensor_free(m);
@@ -334,12 +311,12 @@ START_TEST(transpose_float16_and_bad_perm)
     popc_tensor *x = tensor(POPC_DTYPE_F16, d, 2, h);
     popc_tensor *y = run(NULL, "Transpose", &x, 1, NULL, 0, 0);
     popc_tensor *c = ref("t345");
-    popc_attr a = attr_ints("perm", bad, 3);
+    popc_attr a = popc_attr_make_ints("perm", bad, 3);
 
     ck_assert(memcmp(popc_tensor_cdata(y), want, sizeof want) == 0);
     expect_error(NULL, "Transpose", &c, 1, &a, 1, POPC_EINVAL, "[0, 0, 1]",
                  "permutation");
-    a = attr_ints("perm", short_p, 2);
+    a = popc_attr_make_ints("perm", short_p, 2);
     expect_error(NULL, "Transpose", &c, 1, &a, 1, POPC_EINVAL, "rank 3",
                  NULL);
     popc_tensor_free(c);
@@ -351,7 +328,7 @@ END_TEST
 START_TEST(concat_and_split)
 {
     popc_tensor *in[3] = {ref("concat_a"), ref("concat_b"), ref("concat_c")};
-    popc_attr a = attr_i("axis", 1);
+    popc_attr a = popc_attr_make_int("axis", 1);
     popc_tensor *cat = run(NULL, "Concat", in, 3, &a, 1, 0);
     const int64_t sizes[3] = {3, 1, 4};
     popc_tensor *sp_in[2] = {cat, ints(sizes, 3)}, *parts[3];
@@ -399,7 +376,7 @@ static void slice_case(const char *name)
     /* the gradient helper scatters dY back */
     {
         const int64_t *dims = popc_tensor_dims(in[0]);
-        popc_attr a = attr_ints("shape", dims, 3);
+        popc_attr a = popc_attr_make_ints("shape", dims, 3);
 
         snprintf(buf, sizeof buf, "%s_dy", name);
         g[0] = ref(buf);
@@ -447,7 +424,7 @@ START_TEST(gather_matches_numpy)
     const int32_t i32[3] = {3, -4, 0};
     const int64_t d[1] = {3};
     popc_tensor *ax1[2] = {x, tensor(POPC_DTYPE_I32, d, 1, i32)};
-    popc_attr a = attr_i("axis", 1);
+    popc_attr a = popc_attr_make_int("axis", 1);
     popc_tensor *g[2];
     popc_attr ga[2];
     const int64_t bad[1] = {6};
@@ -457,8 +434,8 @@ START_TEST(gather_matches_numpy)
                0);
     g[0] = ref("gather_dy");
     g[1] = in[1];
-    ga[0] = attr_i("axis", 0);
-    ga[1] = attr_ints("shape", popc_tensor_dims(in[0]), 2);
+    ga[0] = popc_attr_make_int("axis", 0);
+    ga[1] = popc_attr_make_ints("shape", popc_tensor_dims(in[0]), 2);
     expect_ref(run("popc", "GatherGrad", g, 2, ga, 2, 0), "gather_dx", 1e-6,
                0);
     popc_tensor_free(g[0]);
@@ -476,7 +453,7 @@ START_TEST(empty_tensors)
     const int64_t d0[2] = {0, 3}, d3[1] = {3}, r1[1] = {0};
     const float b[3] = {1, 2, 3};
     popc_tensor *e, *in[2], *y;
-    popc_attr a = attr_i("axis", 0);
+    popc_attr a = popc_attr_make_int("axis", 0);
 
     ASSERT_OK(popc_tensor_new(POPC_DTYPE_F32, d0, 2, &e));
     y = run(NULL, "Transpose", &e, 1, NULL, 0, 0);
@@ -512,7 +489,7 @@ START_TEST(reduce_sum_mean_max)
     const int64_t a1[1] = {1}, a02[2] = {0, -1}, a12[2] = {1, 2};
     const int64_t a0[1] = {0}, a01[2] = {0, 1}, a2[1] = {2};
     popc_tensor *in[2] = {r, ints(a1, 1)};
-    popc_attr k0 = attr_i("keepdims", 0), attrs[2];
+    popc_attr k0 = popc_attr_make_int("keepdims", 0), attrs[2];
 
     expect_ref(run(NULL, "ReduceSum", in, 2, NULL, 0, 0), "rsum_1_out", 1e-6,
                1e-6);
@@ -523,17 +500,17 @@ START_TEST(reduce_sum_mean_max)
     popc_tensor_free(in[1]);
     expect_ref(run(NULL, "ReduceSum", in, 1, NULL, 0, 0), "rsum_all_out",
                1e-5, 1e-6);
-    attrs[0] = attr_ints("axes", a12, 2);
+    attrs[0] = popc_attr_make_ints("axes", a12, 2);
     attrs[1] = k0;
     expect_ref(run(NULL, "ReduceMean", in, 1, attrs, 2, 0), "rmean_12_out",
                1e-6, 1e-6);
-    attrs[0] = attr_ints("axes", a0, 1);
+    attrs[0] = popc_attr_make_ints("axes", a0, 1);
     expect_ref(run(NULL, "ReduceMean", in, 1, attrs, 1, 0), "rmean_0_out",
                1e-6, 1e-6);
-    attrs[0] = attr_ints("axes", a2, 1);
+    attrs[0] = popc_attr_make_ints("axes", a2, 1);
     expect_ref(run(NULL, "ReduceMax", in, 1, attrs, 2, 0), "rmax_2_out", 0,
                0);
-    attrs[0] = attr_ints("axes", a01, 2);
+    attrs[0] = popc_attr_make_ints("axes", a01, 2);
     expect_ref(run(NULL, "ReduceMax", in, 1, attrs, 1, 0), "rmax_01_out", 0,
                0);
     popc_tensor_free(r);
@@ -543,7 +520,7 @@ END_TEST
 START_TEST(reduce_noop_and_errors)
 {
     popc_tensor *r = ref("r456");
-    popc_attr noop = attr_i("noop_with_empty_axes", 1);
+    popc_attr noop = popc_attr_make_int("noop_with_empty_axes", 1);
     const int64_t twice[2] = {1, -2}, far[1] = {3};
     popc_tensor *in[2] = {r, NULL}, *y;
 
@@ -565,13 +542,13 @@ END_TEST
 START_TEST(argmax_keepdims_and_ties)
 {
     popc_tensor *r = ref("r456"), *w = ref("argmax_1_out"), *y;
-    popc_attr a[3] = {attr_i("axis", 1), attr_i("keepdims", 0),
-                      attr_i("select_last_index", 1)};
+    popc_attr a[3] = {popc_attr_make_int("axis", 1), popc_attr_make_int("keepdims", 0),
+                      popc_attr_make_int("select_last_index", 1)};
     const int64_t d[2] = {2, 4};
     const float tie[8] = {1, 3, 3, 0, 5, NAN, 2, NAN};
     popc_tensor *t = tensor(POPC_DTYPE_F32, d, 2, tie);
     const int64_t *p;
-    popc_attr last[2] = {attr_i("axis", -1), attr_i("select_last_index", 1)};
+    popc_attr last[2] = {popc_attr_make_int("axis", -1), popc_attr_make_int("select_last_index", 1)};
 
     y = run(NULL, "ArgMax", &r, 1, a, 2, 0);
     ck_assert(popc_tensor_equal(y, w));
@@ -595,19 +572,19 @@ START_TEST(sum_to_shape)
 {
     popc_tensor *g = ref("sumto_g");
     const int64_t s51[2] = {5, 1}, s416[3] = {4, 1, 6}, bad[2] = {4, 6};
-    popc_attr a = attr_ints("shape", s51, 2);
+    popc_attr a = popc_attr_make_ints("shape", s51, 2);
     popc_tensor *y;
 
     expect_ref(run("popc", "SumToShape", &g, 1, &a, 1, 0), "sumto_51_out",
                1e-5, 1e-6);
-    a = attr_ints("shape", s416, 3);
+    a = popc_attr_make_ints("shape", s416, 3);
     expect_ref(run("popc", "SumToShape", &g, 1, &a, 1, 0), "sumto_416_out",
                1e-5, 1e-6);
-    a = attr_ints("shape", popc_tensor_dims(g), 3);
+    a = popc_attr_make_ints("shape", popc_tensor_dims(g), 3);
     y = run("popc", "SumToShape", &g, 1, &a, 1, 0);
     ck_assert(popc_tensor_equal(y, g));
     popc_tensor_free(y);
-    a = attr_ints("shape", bad, 2);
+    a = popc_attr_make_ints("shape", bad, 2);
     expect_error("popc", "SumToShape", &g, 1, &a, 1, POPC_EINVAL, "[4, 6]",
                  "[4, 5, 6]");
     popc_tensor_free(g);
@@ -619,7 +596,7 @@ START_TEST(reduce_max_grad_shares_ties)
     const int64_t d[2] = {2, 3}, axes[1] = {1};
     const float x[6] = {1, 4, 4, -1, -2, -3};
     popc_tensor *xt = tensor(POPC_DTYPE_F32, d, 2, x);
-    popc_attr a[2] = {attr_ints("axes", axes, 1), attr_i("keepdims", 0)};
+    popc_attr a[2] = {popc_attr_make_ints("axes", axes, 1), popc_attr_make_int("keepdims", 0)};
     popc_tensor *y = run(NULL, "ReduceMax", &xt, 1, a, 2, 0);
     const int64_t dd[1] = {2};
     const float dy[2] = {2.0f, 3.0f};
@@ -687,7 +664,7 @@ START_TEST(fd_shape_ops)
 {
     const int64_t sh[3] = {0, -1, 2}, ax[2] = {-1, 0}, sq[1] = {1};
     const int64_t ex[3] = {2, 3, 4}, perm[3] = {1, 2, 0};
-    popc_attr p = attr_ints("perm", perm, 3), f0 = attr_i("axis", 0);
+    popc_attr p = popc_attr_make_ints("perm", perm, 3), f0 = popc_attr_make_int("axis", 0);
 
     FD("Reshape", W(0), NULL, 0, 1, rnd(3, 3, 4, 2), ints(sh, 3));
     FD("Flatten", W(0), &f0, 1, 1, rnd(3, 3, 4, 2));
@@ -705,8 +682,8 @@ START_TEST(fd_data_movement)
     const int64_t stp[2] = {-1, -2}, split[3] = {1, 2, 1};
     const int32_t idx[4] = {2, -1, 0, 2};
     const int64_t di[2] = {2, 2}, shape[2] = {2, 3};
-    popc_attr a0 = attr_i("axis", 0), a1 = attr_i("axis", 1);
-    popc_attr sa[2] = {attr_i("axis", 1), attr_ints("shape", shape, 2)};
+    popc_attr a0 = popc_attr_make_int("axis", 0), a1 = popc_attr_make_int("axis", 1);
+    popc_attr sa[2] = {popc_attr_make_int("axis", 1), popc_attr_make_ints("shape", shape, 2)};
 
     FD("Concat", W(0, 1, 2), &a0, 1, 1, rnd(2, 1, 3, 0), rnd(2, 2, 3, 0),
        rnd(2, 1, 3, 0));
@@ -725,9 +702,9 @@ END_TEST
 START_TEST(fd_reductions)
 {
     const int64_t a1[1] = {1}, a02[2] = {0, 2};
-    popc_attr k0 = attr_i("keepdims", 0), noop = attr_i("noop_with_empty_axes",
+    popc_attr k0 = popc_attr_make_int("keepdims", 0), noop = popc_attr_make_int("noop_with_empty_axes",
                                                         1);
-    popc_attr m[2] = {attr_ints("axes", a02, 2), attr_i("keepdims", 0)};
+    popc_attr m[2] = {popc_attr_make_ints("axes", a02, 2), popc_attr_make_int("keepdims", 0)};
 
     FD("ReduceSum", W(0), &k0, 1, 1, rnd(3, 2, 3, 4), ints(a1, 1));
     FD("ReduceSum", W(0), NULL, 0, 1, rnd(3, 2, 3, 4));

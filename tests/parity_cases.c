@@ -110,51 +110,6 @@ static int const_f32(bld *b, float x)
     return v;
 }
 
-static popc_attr attr_i(const char *name, int64_t v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
-static popc_attr attr_f(const char *name, double v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_FLOAT;
-    a.f = v;
-    return a;
-}
-
-static popc_attr attr_ints(const char *name, const int64_t *v, int64_t n)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INTS;
-    a.ints = v;
-    a.n = n;
-    return a;
-}
-
-static popc_attr attr_s(const char *name, const char *s)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_STRING;
-    a.s = s;
-    return a;
-}
-
 int pc_nodes_n(bld *b, const char *domain, const char *op,
                    const int *in, int n_in, const popc_attr *attrs,
                    int n_attrs, int *out, int n_out)
@@ -247,7 +202,7 @@ void pc_b_unary(bld *b)
 static void b_gelu_tanh(bld *b)
 {
     int h = trained(b, -2.0, 2.0);
-    popc_attr a = attr_s("approximate", "tanh");
+    popc_attr a = popc_attr_make_string("approximate", "tanh");
 
     mean_loss(b, node(b, NULL, "Gelu", &h, 1, &a, 1));
 }
@@ -255,7 +210,7 @@ static void b_gelu_tanh(bld *b)
 static void b_leaky(bld *b)
 {
     int h = trained(b, -1.0, 1.0);
-    popc_attr a = attr_f("alpha", 0.1);
+    popc_attr a = popc_attr_make_float("alpha", 0.1);
 
     mean_loss(b, node(b, NULL, "LeakyRelu", &h, 1, &a, 1));
 }
@@ -285,14 +240,14 @@ static void b_wide_train(bld *b)
 static void b_mod(bld *b)
 {
     int in[2] = {pc_in3(b, -4.0, 4.0), pc_in3(b, 0.5, 2.0)};
-    popc_attr a = attr_i("fmod", 1);
+    popc_attr a = popc_attr_make_int("fmod", 1);
 
     pc_output(b, node(b, NULL, "Mod", in, 2, &a, 1));
 }
 
 static int cast_to(bld *b, int x, int64_t onnx_type)
 {
-    popc_attr a = attr_i("to", onnx_type);
+    popc_attr a = popc_attr_make_int("to", onnx_type);
 
     return node(b, NULL, "Cast", &x, 1, &a, 1);
 }
@@ -302,7 +257,7 @@ static void b_bitshift(bld *b)
 {
     int x = cast_to(b, pc_in3(b, 0.0, 255.0), 2);
     int n = cast_to(b, pc_in3(b, 0.0, 9.0), 2);
-    popc_attr l = attr_s("direction", "LEFT"), r = attr_s("direction",
+    popc_attr l = popc_attr_make_string("direction", "LEFT"), r = popc_attr_make_string("direction",
                                                           "RIGHT");
     int in[2] = {x, n};
 
@@ -378,8 +333,8 @@ static void b_indexing(bld *b)
     int idx = input(b, POPC_DTYPE_I64, id3, 3, 0.0, 64.0);
     int ind = input(b, POPC_DTYPE_I64, idn, 3, 0.0, 64.0);
     int hot = input(b, POPC_DTYPE_I64, oh, 2, 0.0, 10.0);
-    popc_attr ax2 = attr_i("axis", 2), bd = attr_i("batch_dims", 1);
-    popc_attr red[2] = {attr_i("axis", 2), attr_s("reduction", "add")};
+    popc_attr ax2 = popc_attr_make_int("axis", 2), bd = popc_attr_make_int("batch_dims", 1);
+    popc_attr red[2] = {popc_attr_make_int("axis", 2), popc_attr_make_string("reduction", "add")};
     int in[3] = {x, idx, u};
 
     pc_output(b, node(b, NULL, "GatherElements", in, 2, &ax2, 1));
@@ -408,8 +363,8 @@ static void b_arrange(bld *b)
     int64_t pads[6] = {0, 1, 2, 0, 3, 1}, six[1] = {6};
     int x = pc_in3(b, -1.0, 1.0);
     int y = input(b, POPC_DTYPE_F32, d4, 4, -1.0, 1.0);
-    popc_attr bs[2] = {attr_i("blocksize", 2), attr_s("mode", "CRD")};
-    popc_attr refl = attr_s("mode", "reflect");
+    popc_attr bs[2] = {popc_attr_make_int("blocksize", 2), popc_attr_make_string("mode", "CRD")};
+    popc_attr refl = popc_attr_make_string("mode", "reflect");
     int in[2] = {x, const_i64n(b, reps, three, 1)};
 
     pc_output(b, node(b, NULL, "Tile", in, 2, NULL, 0));
@@ -426,8 +381,8 @@ static void b_scan(bld *b)
 {
     int64_t lens[B], nb[1] = {B};
     int x = pc_in3(b, -1.0, 1.0);
-    popc_attr excl[2] = {attr_i("exclusive", 1), attr_i("reverse", 1)};
-    popc_attr rs[2] = {attr_i("batch_axis", 0), attr_i("time_axis", 1)};
+    popc_attr excl[2] = {popc_attr_make_int("exclusive", 1), popc_attr_make_int("reverse", 1)};
+    popc_attr rs[2] = {popc_attr_make_int("batch_axis", 0), popc_attr_make_int("time_axis", 1)};
     int in[2] = {x, -1}, out[2];
 
     in[1] = const_scalar_i64(b, 2);
@@ -452,12 +407,12 @@ static void b_spatial_nd(bld *b)
     int y = input(b, POPC_DTYPE_F32, x4, 4, -1.0, 1.0);
     int v = input(b, POPC_DTYPE_F32, wt, 4, -1.0, 1.0);
     int64_t k[3] = {2, 3, 2}, st[2] = {2, 1}, op[2] = {1, 0};
-    popc_attr conv[2] = {attr_i("group", 2), attr_ints("pads", (int64_t[]){
+    popc_attr conv[2] = {popc_attr_make_int("group", 2), popc_attr_make_ints("pads", (int64_t[]){
                              1, 0, 1, 0, 1, 1}, 6)};
-    popc_attr pool[2] = {attr_ints("kernel_shape", k, 3),
-                         attr_i("count_include_pad", 1)};
-    popc_attr ct[3] = {attr_ints("strides", st, 2), attr_i("group", 2),
-                       attr_ints("output_padding", op, 2)};
+    popc_attr pool[2] = {popc_attr_make_ints("kernel_shape", k, 3),
+                         popc_attr_make_int("count_include_pad", 1)};
+    popc_attr ct[3] = {popc_attr_make_ints("strides", st, 2), popc_attr_make_int("group", 2),
+                       popc_attr_make_ints("output_padding", op, 2)};
     int in[2] = {x, w};
 
     pc_output(b, node(b, NULL, "Conv", in, 2, conv, 2));
@@ -503,7 +458,7 @@ static void b_train_ops(bld *b)
     int v = pc_in3(b, -1.0, 1.0), h = pc_in3(b, 0.0, 1.0);
     int r = const_f32(b, 0.1f), t = const_scalar_i64(b, 3);
     int in4[5] = {r, t, x, g, h}, in6[6] = {r, t, x, g, v, h}, out[3];
-    popc_attr eps = attr_f("epsilon", 1e-3);
+    popc_attr eps = popc_attr_make_float("epsilon", 1e-3);
     const char *dom = "ai.onnx.preview.training";
 
     ck_assert(pc_nodes_n(b, dom, "Adagrad", in4, 5, &eps, 1, out, 2));
@@ -525,10 +480,10 @@ static void b_resize(bld *b)
     popc_tensor *t = NULL;
     const float sc[4] = {1.0f, 1.0f, 2.0f, 1.5f};
     int scales, in[4];
-    popc_attr lin[2] = {attr_s("mode", "linear"),
-                        attr_s("coordinate_transformation_mode",
+    popc_attr lin[2] = {popc_attr_make_string("mode", "linear"),
+                        popc_attr_make_string("coordinate_transformation_mode",
                                "align_corners")};
-    popc_attr cub[2] = {attr_s("mode", "cubic"), attr_i("exclude_outside",
+    popc_attr cub[2] = {popc_attr_make_string("mode", "cubic"), popc_attr_make_int("exclude_outside",
                                                         1)};
 
     OK(popc_tensor_from_data(POPC_DTYPE_F32, four, 1, sc, &t));
@@ -551,9 +506,9 @@ static void b_recurrent(bld *b)
     int64_t wl[3] = {2, 16, 5}, rl[3] = {2, 16, 4}, bl[2] = {2, 32};
     int64_t pl[2] = {2, 12};
     int x = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
-    popc_attr lstm[3] = {attr_i("hidden_size", 4),
-                         attr_s("direction", "bidirectional"),
-                         attr_i("layout", 1)};
+    popc_attr lstm[3] = {popc_attr_make_int("hidden_size", 4),
+                         popc_attr_make_string("direction", "bidirectional"),
+                         popc_attr_make_int("layout", 1)};
     int in[8] = {x, input(b, POPC_DTYPE_F32, wl, 3, -0.5, 0.5),
                  input(b, POPC_DTYPE_F32, rl, 3, -0.5, 0.5),
                  input(b, POPC_DTYPE_F32, bl, 2, -0.5, 0.5), -1, -1, -1,
@@ -570,9 +525,9 @@ static void b_gru_rnn(bld *b)
 {
     int64_t xd[3] = {B, 3, 5}, wg[3] = {1, 12, 5}, rg[3] = {1, 12, 4};
     int64_t wr[3] = {1, 4, 5}, rr[3] = {1, 4, 4};
-    popc_attr gru[3] = {attr_i("hidden_size", 4),
-                        attr_i("linear_before_reset", 1),
-                        attr_i("layout", 1)};
+    popc_attr gru[3] = {popc_attr_make_int("hidden_size", 4),
+                        popc_attr_make_int("linear_before_reset", 1),
+                        popc_attr_make_int("layout", 1)};
     int in[3], out[2];
 
     in[0] = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
@@ -595,10 +550,10 @@ static void b_recurrent_train(bld *b)
     int64_t pl[2] = {2, 12}, wg[3] = {1, 12, 5}, rg[3] = {1, 12, 4};
     int64_t wr[3] = {1, 4, 5}, rr[3] = {1, 4, 4};
     int x = input(b, POPC_DTYPE_F32, xd, 3, -1.0, 1.0);
-    popc_attr lstm[3] = {attr_i("hidden_size", 4),
-                         attr_s("direction", "bidirectional"),
-                         attr_i("layout", 1)};
-    popc_attr one[2] = {attr_i("hidden_size", 4), attr_i("layout", 1)};
+    popc_attr lstm[3] = {popc_attr_make_int("hidden_size", 4),
+                         popc_attr_make_string("direction", "bidirectional"),
+                         popc_attr_make_int("layout", 1)};
+    popc_attr one[2] = {popc_attr_make_int("hidden_size", 4), popc_attr_make_int("layout", 1)};
     int in[8] = {x, weight(b, "lw", wl, 3, -0.5, 0.5),
                  weight(b, "lr", rl, 3, -0.5, 0.5),
                  weight(b, "lb", bl, 2, -0.5, 0.5), -1, -1, -1,
@@ -679,11 +634,11 @@ static void flow_graphs(bld *b, int train)
                          .graph = then_g},
                         {.name = "else_branch", .type = POPC_ATTR_GRAPH,
                          .graph = else_g},
-                        attr_i("__captures", 1)};
+                        popc_attr_make_int("__captures", 1)};
     popc_attr la = {.name = "body", .type = POPC_ATTR_GRAPH, .graph = loop_g};
     popc_attr sa[2] = {{.name = "body", .type = POPC_ATTR_GRAPH,
                         .graph = scan_g},
-                       attr_i("num_scan_inputs", 1)};
+                       popc_attr_make_int("num_scan_inputs", 1)};
 
     in[0] = const_bool(b, &yes, one);
     in[1] = w;
@@ -731,7 +686,7 @@ static void b_linalg_train(bld *b)
     int w = weight(b, "ew", wd, 2, -0.5, 0.5);
     int m = input(b, POPC_DTYPE_F32, md, 3, -1.0, 1.0);
     int mw = weight(b, "dw", md + 1, 2, 0.5, 1.0);
-    popc_attr eq = attr_s("equation", "bij,jk->bik");
+    popc_attr eq = popc_attr_make_string("equation", "bij,jk->bik");
     int in[2] = {x, w}, y, d;
 
     y = node1(b, "ReduceMean", node(b, NULL, "Einsum", in, 2, &eq, 1));
@@ -761,11 +716,11 @@ static void b_nn_train(bld *b)
     int sc = weight(b, "ins", cd, 1, 0.5, 1.5), bi = weight(b, "inb", cd, 1,
                                                               -0.2, 0.2);
     int h = node2(b, "Add", x, weight(b, "xw", xd + 1, 3, -0.1, 0.1));
-    popc_attr ct[2] = {attr_ints("strides", s2, 2), attr_i("group", 2)};
-    popc_attr lrn = attr_i("size", 3);
-    popc_attr lin = attr_s("mode", "linear");
-    popc_attr pool[2] = {attr_ints("kernel_shape", k2, 2),
-                         attr_ints("strides", k2, 2)};
+    popc_attr ct[2] = {popc_attr_make_ints("strides", s2, 2), popc_attr_make_int("group", 2)};
+    popc_attr lrn = popc_attr_make_int("size", 3);
+    popc_attr lin = popc_attr_make_string("mode", "linear");
+    popc_attr pool[2] = {popc_attr_make_ints("kernel_shape", k2, 2),
+                         popc_attr_make_ints("strides", k2, 2)};
     static const float up[4] = {1.0f, 1.0f, 1.5f, 2.0f};
     popc_tensor *t = NULL;
     int in[4], out[2], y, scales;
@@ -797,7 +752,7 @@ static void b_nn_train(bld *b)
                                       0)));
     {
         static const int64_t pads[8] = {0, 0, 1, 2, 0, 0, 2, 1};
-        popc_attr reflect = attr_s("mode", "reflect");
+        popc_attr reflect = popc_attr_make_string("mode", "reflect");
         int pin[2] = {h, const_i64(b, pads, 8)};
 
         y = node2(b, "Add", y, node1(b, "ReduceMean",
@@ -826,8 +781,8 @@ static void b_einsum(bld *b)
     int64_t ad[3] = {B, 3, 4}, bd[3] = {B, 4, 5};
     int in[2] = {input(b, POPC_DTYPE_F32, ad, 3, -1.0, 1.0),
                  input(b, POPC_DTYPE_F32, bd, 3, -1.0, 1.0)};
-    popc_attr mm = attr_s("equation", "bij,bjk->bik");
-    popc_attr tr = attr_s("equation", "...ij->...ji");
+    popc_attr mm = popc_attr_make_string("equation", "bij,bjk->bik");
+    popc_attr tr = popc_attr_make_string("equation", "...ij->...ji");
 
     pc_output(b, node(b, NULL, "Einsum", in, 2, &mm, 1));
     pc_output(b, node(b, NULL, "Einsum", in, 1, &tr, 1));
@@ -839,13 +794,13 @@ static void b_sampling(bld *b)
     int64_t xd[4] = {B, 2, 6, 8}, gd[4] = {B, 5, 4, 2}, k[2] = {2, 2};
     int x = input(b, POPC_DTYPE_F32, xd, 4, -1.0, 1.0);
     int g = input(b, POPC_DTYPE_F32, gd, 4, -1.2, 1.2);
-    popc_attr bil = attr_s("padding_mode", "border");
-    popc_attr near[2] = {attr_s("mode", "nearest"),
-                         attr_s("padding_mode", "reflection")};
-    popc_attr cub[2] = {attr_s("mode", "bicubic"), attr_i("align_corners",
+    popc_attr bil = popc_attr_make_string("padding_mode", "border");
+    popc_attr near[2] = {popc_attr_make_string("mode", "nearest"),
+                         popc_attr_make_string("padding_mode", "reflection")};
+    popc_attr cub[2] = {popc_attr_make_string("mode", "bicubic"), popc_attr_make_int("align_corners",
                                                           1)};
-    popc_attr pool[2] = {attr_ints("kernel_shape", k, 2),
-                         attr_ints("strides", k, 2)};
+    popc_attr pool[2] = {popc_attr_make_ints("kernel_shape", k, 2),
+                         popc_attr_make_ints("strides", k, 2)};
     int in[2] = {x, g}, out[2];
 
     pc_output(b, node(b, NULL, "GridSample", in, 2, &bil, 1));
@@ -869,7 +824,7 @@ static void b_int_conv(bld *b)
     int z = node(b, NULL, "QuantizeLinear", (int[]){const_f32(b, 0.3f), sx},
                  2, NULL, 0);
     int64_t pads[4] = {1, 0, 1, 1};
-    popc_attr pa = attr_ints("pads", pads, 4);
+    popc_attr pa = popc_attr_make_ints("pads", pads, 4);
     int ci[4] = {qx, qw, z, z};
     int ql[8] = {qx, sx, z, qw, sw, z, sy, z};
 
@@ -908,7 +863,7 @@ static void b_not_where(bld *b)
 static void b_cast(bld *b)
 {
     int x = pc_in3(b, -100.0, 100.0);
-    popc_attr to = attr_i("to", 6); /* ONNX INT32 */
+    popc_attr to = popc_attr_make_int("to", 6); /* ONNX INT32 */
     int i = node(b, NULL, "Cast", &x, 1, &to, 1);
 
     to.i = 1; /* ONNX FLOAT */
@@ -946,7 +901,7 @@ static void b_reshape(bld *b)
 static void b_flatten(bld *b)
 {
     int h = trained(b, -1.0, 1.0);
-    popc_attr a = attr_i("axis", 1);
+    popc_attr a = popc_attr_make_int("axis", 1);
 
     mean_loss(b, node(b, NULL, "Flatten", &h, 1, &a, 1));
 }
@@ -975,7 +930,7 @@ static void b_expand(bld *b)
 static void b_shape_argmax(bld *b)
 {
     int x = pc_in3(b, -1.0, 1.0);
-    popc_attr a[2] = {attr_i("axis", 2), attr_i("keepdims", 0)};
+    popc_attr a[2] = {popc_attr_make_int("axis", 2), popc_attr_make_int("keepdims", 0)};
 
     pc_output(b, node1(b, "Shape", x));
     pc_output(b, node(b, NULL, "ArgMax", &x, 1, a, 2));
@@ -985,7 +940,7 @@ static void b_transpose(bld *b)
 {
     int64_t perm[3] = {0, 2, 1};
     int h = trained(b, -1.0, 1.0);
-    popc_attr a = attr_ints("perm", perm, 3);
+    popc_attr a = popc_attr_make_ints("perm", perm, 3);
     int t = node(b, NULL, "Transpose", &h, 1, &a, 1);
 
     mean_loss(b, node2(b, "Mul", t, pc_in3(b, -1.0, 1.0)));
@@ -996,7 +951,7 @@ static void b_concat_split(bld *b)
     int64_t sizes[2] = {48, 80};
     int h = trained(b, -1.0, 1.0);
     int in[2] = {h, pc_in3(b, -1.0, 1.0)}, parts[2], c;
-    popc_attr a = attr_i("axis", 2);
+    popc_attr a = popc_attr_make_int("axis", 2);
 
     c = node(b, NULL, "Concat", in, 2, &a, 1);
     in[0] = c;
@@ -1022,7 +977,7 @@ static void b_gather_axis(bld *b)
     int64_t id[1] = {B};
     int x = pc_in3(b, -1.0, 1.0);
     int idx = input(b, POPC_DTYPE_I64, id, 1, 0.0, 64.0);
-    popc_attr a = attr_i("axis", 2);
+    popc_attr a = popc_attr_make_int("axis", 2);
     int in[2] = {x, idx};
 
     pc_output(b, node(b, NULL, "Gather", in, 2, &a, 1));
@@ -1042,12 +997,12 @@ static void b_reduce(bld *b)
 {
     int64_t ax2 = 2, ax1 = 1;
     int h = trained(b, -1.0, 1.0);
-    popc_attr a[2] = {attr_ints("axes", &ax1, 1), attr_i("keepdims", 0)};
+    popc_attr a[2] = {popc_attr_make_ints("axes", &ax1, 1), popc_attr_make_int("keepdims", 0)};
     int sum = node2(b, "ReduceSum", h, const_i64(b, &ax2, 1));
     int mean = node(b, NULL, "ReduceMean", &h, 1, a, 1);
     int max, in[2];
 
-    a[0] = attr_ints("axes", &ax2, 1);
+    a[0] = popc_attr_make_ints("axes", &ax2, 1);
     max = node(b, NULL, "ReduceMax", &h, 1, a, 2);
     pc_output(b, sum);
     pc_output(b, mean);
@@ -1073,8 +1028,8 @@ static void b_gemm(bld *b)
 {
     int64_t d[2] = {B * 8, 256}, ad[2] = {256, 64};
     int x = input(b, POPC_DTYPE_F32, d, 2, -1.0, 1.0), y, in[3];
-    popc_attr a[4] = {attr_i("transA", 1), attr_i("transB", 1),
-                      attr_f("alpha", 0.5), attr_f("beta", 2.0)};
+    popc_attr a[4] = {popc_attr_make_int("transA", 1), popc_attr_make_int("transB", 1),
+                      popc_attr_make_float("alpha", 0.5), popc_attr_make_float("beta", 2.0)};
 
     OK(popc_nn_linear(b->L, "fc", x, 256, 128, 1, &y));
     in[0] = input(b, POPC_DTYPE_F32, ad, 2, -1.0, 1.0);
@@ -1147,7 +1102,7 @@ static void b_losses(bld *b)
 static void b_popc_ops(bld *b)
 {
     int h = trained(b, -1.0, 1.0);
-    popc_attr t = attr_s("title", "parity");
+    popc_attr t = popc_attr_make_string("title", "parity");
     int p = node(b, "popc", "IpuPrintTensor", &h, 1, &t, 1);
     int n = node(b, "popc", "Nop", &p, 1, NULL, 0);
     int r = node(b, "popc", "RecomputationCheckpoint", &n, 1, NULL, 0);
@@ -1224,9 +1179,9 @@ static void b_cnn(bld *b)
 static void b_ctc(bld *b)
 {
     int64_t len[64], dims[1] = {64};
-    popc_attr ax = attr_i("axis", 2);
-    popc_attr a[3] = {attr_i("blank", 0), attr_i("beam_width", 4),
-                      attr_i("top_paths", 2)};
+    popc_attr ax = popc_attr_make_int("axis", 2);
+    popc_attr a[3] = {popc_attr_make_int("blank", 0), popc_attr_make_int("beam_width", 4),
+                      popc_attr_make_int("top_paths", 2)};
     int x = pc_in3(b, -3.0, 3.0), in[2], out[3];
 
     for (int i = 0; i < 64; i++)

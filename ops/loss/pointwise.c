@@ -95,7 +95,7 @@ static popc_status pw_cost(const popc_infer_ctx *ic, popc_cost *c)
 
 static popc_status pw_grad(popc_grad_ctx *gc, int kind)
 {
-    popc_attr a = opsu_attr_string(
+    popc_attr a = popc_attr_make_string(
         "reduction", popc_attr_string(gc->attrs, "reduction", "mean"));
     int in[3];
     popc_status st;

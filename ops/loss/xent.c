@@ -177,10 +177,10 @@ static void loss_store(const xent_p *p, float *out, double sum, double tw)
 static popc_attr *grad_attrs(const popc_grad_ctx *gc, popc_attr *a, int *n)
 {
     *n = 0;
-    a[(*n)++] = opsu_attr_string(
+    a[(*n)++] = popc_attr_make_string(
         "reduction", popc_attr_string(gc->attrs, "reduction", "mean"));
     if (popc_attrs_find(gc->attrs, "ignore_index"))
-        a[(*n)++] = opsu_attr_int("ignore_index",
+        a[(*n)++] = popc_attr_make_int("ignore_index",
                                   popc_attr_int(gc->attrs, "ignore_index", 0));
     return a;
 }
@@ -286,7 +286,7 @@ static popc_status sce_grad(popc_grad_ctx *gc)
     }
     if (dlp >= 0) {
         /* log_prob = LogSoftmax(scores, axis 1) */
-        a[0] = opsu_attr_int("axis", 1);
+        a[0] = popc_attr_make_int("axis", 1);
         in[0] = dlp;
         in[1] = gc->outputs[1];
         if ((st = opsu_node1(gc, "popc", "LogSoftmaxGrad", in, 2, a, 1, &t)) !=
@@ -460,7 +460,7 @@ static popc_status nll_grad(popc_grad_ctx *gc)
     if (has_weights(gc, 2))
         in[n_in++] = gc->inputs[2];
     grad_attrs(gc, a, &na);
-    a[na++] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
+    a[na++] = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
     return opsu_node1(gc, "popc", "NegativeLogLikelihoodLossGrad", in, n_in, a,
                       na, &gc->input_grads[0]);
 }

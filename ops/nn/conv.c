@@ -670,9 +670,9 @@ static popc_status conv_grad(popc_grad_ctx *gc)
         return st;
     na = nn_window_attrs_make(&p.w, 0, &wa);
     memcpy(a, wa.a, sizeof wa.a[0] * (size_t)na);
-    a[na++] = opsu_attr_int("group", p.G);
+    a[na++] = popc_attr_make_int("group", p.G);
     na += inherit(gc->attrs, a + na);
-    a[na] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
+    a[na] = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
     in[0] = dy;
     in[1] = gc->inputs[1];
     if ((st = opsu_node1(gc, "popc", "ConvGradInput", in, 2, a, na + 1,
@@ -683,7 +683,7 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     /* float16 partials sum dW over the whole batch at once */
     S = half ? 0 : grad_chunks(&p);
     if (S > 0)
-        a[na++] = opsu_attr_int("image_chunks", S);
+        a[na++] = popc_attr_make_int("image_chunks", S);
     if ((st = gc->host->grad_add_node(gc, "popc", "ConvGradWeight", in, 2, out,
                                       has_bias ? 2 : 1, a, na)) != POPC_OK)
         return st;

@@ -257,7 +257,7 @@ static popc_status transpose_last(popc_grad_ctx *gc, int value, int r, int *out)
         perm[i] = i;
     perm[r - 2] = r - 1;
     perm[r - 1] = r - 2;
-    a = opsu_attr_ints("perm", perm, r);
+    a = popc_attr_make_ints("perm", perm, r);
     return opsu_node1(gc, NULL, "Transpose", &value, 1, &a, 1, out);
 }
 
@@ -331,14 +331,14 @@ static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
         return st;
     in[0] = dy2;
     in[1] = b;
-    t = opsu_attr_int("transB", 1);
+    t = popc_attr_make_int("transB", 1);
     if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &da)) != POPC_OK ||
         (st = opsu_reshape(gc, da, ai->dims, ai->rank,
                            &gc->input_grads[0])) != POPC_OK)
         return st;
     in[0] = a2;
     in[1] = dy2;
-    t = opsu_attr_int("transA", 1);
+    t = popc_attr_make_int("transA", 1);
     return opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &gc->input_grads[1]);
 }
 
@@ -650,9 +650,9 @@ static popc_status gemm_node(popc_grad_ctx *gc, const mms *ser,
     int in[2] = {x, y}, n;
     popc_attr a[6];
 
-    a[0] = opsu_attr_float("alpha", alpha);
-    a[1] = opsu_attr_int("transA", ta);
-    a[2] = opsu_attr_int("transB", tb);
+    a[0] = popc_attr_make_float("alpha", alpha);
+    a[1] = popc_attr_make_int("transA", ta);
+    a[2] = popc_attr_make_int("transB", tb);
     mms_grad_attrs(ser, roles, a + 3, &n);
     return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3 + n, out);
 }

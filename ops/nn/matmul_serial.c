@@ -78,10 +78,10 @@ void mms_grad_attrs(const mms *s, const mms_mode roles[3], popc_attr out[3],
     *n = 0;
     if (s->mode == MMS_NONE || s->factor < 2)
         return;
-    out[(*n)++] = opsu_attr_string("serialization_mode",
+    out[(*n)++] = popc_attr_make_string("serialization_mode",
                                    mode_names[roles[dim]]);
-    out[(*n)++] = opsu_attr_int(POPC_ATTR_SERIAL_FACTOR, s->factor);
-    out[(*n)++] = opsu_attr_int("keep_precision", s->keep_precision);
+    out[(*n)++] = popc_attr_make_int(POPC_ATTR_SERIAL_FACTOR, s->factor);
+    out[(*n)++] = popc_attr_make_int("keep_precision", s->keep_precision);
 }
 
 void mms_roles_da(int trans_a, mms_mode roles[3])

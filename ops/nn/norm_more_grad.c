@@ -73,8 +73,8 @@ popc_status nn_global_max_pool_grad(popc_grad_ctx *gc)
         return POPC_OK;
     for (int d = 2; d < rank; d++)
         axes[d - 2] = d;
-    a[0] = opsu_attr_ints("axes", axes, rank - 2);
-    a[1] = opsu_attr_int("keepdims", 1);
+    a[0] = popc_attr_make_ints("axes", axes, rank - 2);
+    a[1] = popc_attr_make_int("keepdims", 1);
     return opsu_node1(gc, "popc", "ReduceMaxGrad", in, 3, a, 2,
                       &gc->input_grads[0]);
 }

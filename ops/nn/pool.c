@@ -398,9 +398,9 @@ static popc_status avgpool_grad(popc_grad_ctx *gc)
         return st;
     na = nn_window_attrs_make(&p.w, p.ceil_mode, &wa);
     memcpy(a, wa.a, sizeof a[0] * (size_t)na);
-    a[na++] = opsu_attr_int("count_include_pad",
+    a[na++] = popc_attr_make_int("count_include_pad",
                             popc_attr_int(gc->attrs, "count_include_pad", 0));
-    a[na++] = opsu_attr_ints("input_shape", xi->dims, xi->rank);
+    a[na++] = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
     return opsu_node1(gc, "popc", "AveragePoolGrad", &gc->output_grads[0], 1, a,
                       na, &gc->input_grads[0]);
 }
@@ -541,7 +541,7 @@ static popc_status gap_forward(const popc_kernel_ctx *kc)
 static popc_status gap_grad(popc_grad_ctx *gc)
 {
     const popc_view *xi = &gc->input_info[0];
-    popc_attr a = opsu_attr_ints("input_shape", xi->dims, xi->rank);
+    popc_attr a = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
 
     if (gc->output_grads[0] < 0)
         return POPC_OK;

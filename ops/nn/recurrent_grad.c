@@ -77,7 +77,7 @@ popc_status rnn_grad_kind(popc_grad_ctx *gc, int kind)
     S = na < 31 ? lstm_chunks(gc, kind) : 0;
     if (S > 0) {
         memcpy(a, gc->attrs->items, sizeof a[0] * (size_t)na);
-        a[na++] = opsu_attr_int("batch_chunks", S);
+        a[na++] = popc_attr_make_int("batch_chunks", S);
     }
     if ((st = gc->host->grad_add_node(gc, "popc", grad_names[kind], in,
                                       N_GRAD_IN, out, n_grad_outputs(kind),

@@ -110,51 +110,6 @@ popc_status opsu_reduction(const char *op, const char *node,
     return POPC_OK;
 }
 
-popc_attr opsu_attr_int(const char *name, int64_t v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INT;
-    a.i = v;
-    return a;
-}
-
-popc_attr opsu_attr_float(const char *name, double v)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_FLOAT;
-    a.f = v;
-    return a;
-}
-
-popc_attr opsu_attr_string(const char *name, const char *s)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_STRING;
-    a.s = s;
-    return a;
-}
-
-popc_attr opsu_attr_ints(const char *name, const int64_t *v, int64_t n)
-{
-    popc_attr a;
-
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = POPC_ATTR_INTS;
-    a.n = n;
-    a.ints = v;
-    return a;
-}
-
 popc_status opsu_node1(popc_grad_ctx *gc, const char *domain, const char *op,
                        const int *inputs, int n_inputs, const popc_attr *attrs,
                        int n_attrs, int *out)
@@ -209,7 +164,7 @@ popc_status opsu_sum_to(popc_grad_ctx *gc, int value, const int64_t *dims,
                         int rank, int *out)
 {
     popc_view info;
-    popc_attr a = opsu_attr_ints("shape", dims, rank);
+    popc_attr a = popc_attr_make_ints("shape", dims, rank);
     popc_status st;
     int same;
 

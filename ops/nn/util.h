@@ -57,12 +57,6 @@ enum { OPSU_RED_NONE = 0, OPSU_RED_SUM, OPSU_RED_MEAN };
 popc_status opsu_reduction(const char *op, const char *node,
                            const popc_attrs *attrs, int *out);
 
-/* Attributes for nodes added by grad builders. */
-popc_attr opsu_attr_int(const char *name, int64_t v);
-popc_attr opsu_attr_float(const char *name, double v);
-popc_attr opsu_attr_string(const char *name, const char *s);
-popc_attr opsu_attr_ints(const char *name, const int64_t *v, int64_t n);
-
 /* Adds one node with one output in the gradient graph; *out its value. */
 popc_status opsu_node1(popc_grad_ctx *gc, const char *domain, const char *op,
                        const int *inputs, int n_inputs, const popc_attr *attrs,

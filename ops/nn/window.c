@@ -221,11 +221,11 @@ int nn_window_attrs_make(const nn_window *w, int ceil_mode, nn_window_attrs *st)
         st->p[0] = w->pl;
         st->p[1] = w->pr;
     }
-    st->a[n++] = opsu_attr_ints("kernel_shape", st->k, sp);
-    st->a[n++] = opsu_attr_ints("strides", st->s, sp);
-    st->a[n++] = opsu_attr_ints("pads", st->p, 2 * sp);
-    st->a[n++] = opsu_attr_ints("dilations", st->d, sp);
+    st->a[n++] = popc_attr_make_ints("kernel_shape", st->k, sp);
+    st->a[n++] = popc_attr_make_ints("strides", st->s, sp);
+    st->a[n++] = popc_attr_make_ints("pads", st->p, 2 * sp);
+    st->a[n++] = popc_attr_make_ints("dilations", st->d, sp);
     if (ceil_mode)
-        st->a[n++] = opsu_attr_int("ceil_mode", 1);
+        st->a[n++] = popc_attr_make_int("ceil_mode", 1);
     return n;
 }

@@ -112,8 +112,8 @@ static popc_status il_grad(popc_grad_ctx *gc)
         gc->input_grads[0] = gc->output_grads[0];
         return POPC_OK;
     }
-    a[0] = opsu_attr_int("reduction", red);
-    a[1] = opsu_attr_ints("shape", xi->dims, xi->rank);
+    a[0] = popc_attr_make_int("reduction", red);
+    a[1] = popc_attr_make_ints("shape", xi->dims, xi->rank);
     return opsu_node1(gc, "popc", "IdentityLossGrad", &gc->output_grads[0], 1,
                       a, 2, &gc->input_grads[0]);
 }
@@ -327,7 +327,7 @@ static popc_status print_grad(popc_grad_ctx *gc)
     }
     snprintf(gtitle, sizeof gtitle, "%s_gradient",
              title[0] ? title : gc->node_name);
-    a = opsu_attr_string("title", gtitle);
+    a = popc_attr_make_string("title", gtitle);
     return opsu_node1(gc, "popc", "IpuPrintTensor", &gc->output_grads[0], 1, &a,
                       1, &gc->input_grads[0]);
 }

@@ -25,16 +25,6 @@
 #include "ops/math/opu_elem.h"
 #include "ops/tensor/tensorops.h"
 
-static popc_attr attr_int(const char *name, int64_t v)
-{
-    return (popc_attr){.name = name, .type = POPC_ATTR_INT, .i = v};
-}
-
-static popc_attr attr_str(const char *name, const char *s)
-{
-    return (popc_attr){.name = name, .type = POPC_ATTR_STRING, .s = s};
-}
-
 /* The constant int64 data of input i, or an error naming the op. */
 static popc_status const_ints(popc_grad_ctx *gc, const char *op, int i,
                               const char *what, const int64_t **v,
@@ -108,7 +98,7 @@ popc_status top_tile_grad(popc_grad_ctx *gc)
         return st;
     in[0] = t;
     {
-        popc_attr keep = attr_int("keepdims", 0);
+        popc_attr keep = popc_attr_make_int("keepdims", 0);
 
         return opu_grad_node(gc, NULL, "ReduceSum", in, 2, &keep, 1,
                              &gc->input_grads[0]);
@@ -238,9 +228,9 @@ popc_status top_space_to_depth_grad(popc_grad_ctx *gc)
 
 popc_status top_cumsum_grad(popc_grad_ctx *gc)
 {
-    popc_attr a[2] = {attr_int("exclusive",
+    popc_attr a[2] = {popc_attr_make_int("exclusive",
                                popc_attr_int(gc->attrs, "exclusive", 0)),
-                      attr_int("reverse",
+                      popc_attr_make_int("reverse",
                                !popc_attr_int(gc->attrs, "reverse", 0))};
     int in[2] = {gc->output_grads[0], gc->inputs[1]};
 
@@ -276,8 +266,8 @@ popc_status top_trilu_grad(popc_grad_ctx *gc)
 /* ScatterElements/ScatterND(zeros like input 0, indices, dY, add) */
 static popc_status gather_back(popc_grad_ctx *gc, const char *scatter)
 {
-    popc_attr a[2] = {attr_str("reduction", "add"),
-                      attr_int("axis", popc_attr_int(gc->attrs, "axis", 0))};
+    popc_attr a[2] = {popc_attr_make_string("reduction", "add"),
+                      popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", 0))};
     int in[3];
     popc_status st;
 
@@ -313,7 +303,7 @@ static popc_status scatter_back(popc_grad_ctx *gc, const char *op,
 {
     const char *red = popc_attr_string(gc->attrs, "reduction", "none");
     int nd = strcmp(scatter, "ScatterND") == 0;
-    popc_attr axis = attr_int("axis", popc_attr_int(gc->attrs, "axis", 0));
+    popc_attr axis = popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", 0));
     int in[3];
     popc_status st;
 
@@ -415,8 +405,8 @@ popc_status top_compress_grad(popc_grad_ctx *gc)
 /* TopK: dValues added at the chosen indices */
 popc_status top_topk_grad(popc_grad_ctx *gc)
 {
-    popc_attr a[2] = {attr_str("reduction", "add"),
-                      attr_int("axis", popc_attr_int(gc->attrs, "axis", -1))};
+    popc_attr a[2] = {popc_attr_make_string("reduction", "add"),
+                      popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", -1))};
     int in[3];
     popc_status st;
 

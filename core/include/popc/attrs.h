@@ -81,6 +81,56 @@ typedef struct popc_attrs {
     const popc_attr *items;
 } popc_attrs;
 
+/* Constructors: one attribute of each kind, every other member zero. The
+** strings and arrays are borrowed (popc_graph_add_node copies them).
+** Since 0.3.0. */
+static inline popc_attr popc_attr_make_int(const char *name, int64_t v)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_INT;
+    a.i = v;
+    return a;
+}
+
+static inline popc_attr popc_attr_make_float(const char *name, double v)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_FLOAT;
+    a.f = v;
+    return a;
+}
+
+static inline popc_attr popc_attr_make_string(const char *name,
+                                              const char *s)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_STRING;
+    a.s = s;
+    return a;
+}
+
+static inline popc_attr popc_attr_make_ints(const char *name,
+                                            const int64_t *v, int64_t n)
+{
+    popc_attr a;
+
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.type = POPC_ATTR_INTS;
+    a.n = n;
+    a.ints = v;
+    return a;
+}
+
 static inline const popc_attr *popc_attrs_find(const popc_attrs *a,
                                                const char *name)
 {
