@@ -114,24 +114,10 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
     (void)ctx;
     for (int k = first; k < last; k++) {
         const popc_plan_node *n = &plan->nodes[k];
-        popc_kernel_ctx kc;
+        popc_kernel_ctx kc = popc_plan_kernel_ctx(host, plan, k, frame, in,
+                                                  out);
         popc_status st;
 
-        for (int j = 0; j < n->n_inputs; j++) {
-            if (n->inputs[j] >= 0)
-                in[j] = frame->slots[n->inputs[j]];
-            else
-                memset(&in[j], 0, sizeof in[j]);
-        }
-        for (int j = 0; j < n->n_outputs; j++)
-            out[j] = frame->slots[n->outputs[j]];
-        kc = (popc_kernel_ctx){
-            .host = host, .node_name = n->name, .n_inputs = n->n_inputs,
-            .inputs = in, .n_outputs = n->n_outputs, .outputs = out,
-            .attrs = n->attrs, .part = 0, .n_parts = 1,
-            .training = frame->training,
-            .seed = popc_node_seed(frame->seed, k), .state = n->state,
-            .user = frame->user, .flags = flags};
         if (flags & POPC_KERNEL_FP_EXCEPTIONS)
             fpx_begin();
         if ((st = n->op->forward(&kc)) != POPC_OK)

@@ -237,8 +237,6 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
     ctx *c = vctx;
     exe *e = vexe;
     const popc_plan *plan = e->plan;
-    unsigned flags = POPC_HAS_FIELD(popc_plan, plan->size, kernel_flags)
-                         ? plan->kernel_flags : 0;
     int workers = ipum_pool_width(c->pool);
     int max_parts = workers > 1 ? workers * PARTS_PER_WORKER : 1;
     popc_view in[MAX_IO], out[MAX_IO];
@@ -246,24 +244,10 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
     for (int k = first; k < last; k++) {
         const popc_plan_node *n = &plan->nodes[k];
         int parts = e->parts[k] < max_parts ? e->parts[k] : max_parts;
-        popc_kernel_ctx kc;
+        popc_kernel_ctx kc = popc_plan_kernel_ctx(kernel_host, plan, k,
+                                                  frame, in, out);
         popc_status st;
 
-        for (int j = 0; j < n->n_inputs; j++) {
-            if (n->inputs[j] >= 0)
-                in[j] = frame->slots[n->inputs[j]];
-            else
-                memset(&in[j], 0, sizeof in[j]);
-        }
-        for (int j = 0; j < n->n_outputs; j++)
-            out[j] = frame->slots[n->outputs[j]];
-        kc = (popc_kernel_ctx){
-            .host = kernel_host, .node_name = n->name,
-            .n_inputs = n->n_inputs, .inputs = in,
-            .n_outputs = n->n_outputs, .outputs = out, .attrs = n->attrs,
-            .part = 0, .n_parts = 1, .training = frame->training,
-            .seed = popc_node_seed(frame->seed, k), .state = n->state,
-            .user = frame->user, .flags = flags};
         if (n->op->flags & POPC_OP_HOST) {
             pthread_mutex_lock(&c->host_ops);
             st = n->op->forward(&kc);

@@ -336,6 +336,50 @@ static inline uint64_t popc_node_seed(uint64_t frame_seed, int node)
     return z ^ (z >> 31);
 }
 
+/* The kernel call of the node at schedule position k of plan on frame:
+** in[] and out[] (room for the node's inputs and outputs) receive the
+** frame's views of its slots (an absent optional input: a zeroed view),
+** and the context names them, with the plan's kernel flags, the node's
+** seed and state, and part 0 of 1 (a backend that splits sets part and
+** n_parts). Every backend builds its calls this way. Since 0.3.0. */
+static inline popc_kernel_ctx popc_plan_kernel_ctx(const popc_host *host,
+                                                   const popc_plan *plan,
+                                                   int k,
+                                                   const popc_frame *frame,
+                                                   popc_view *in,
+                                                   popc_view *out)
+{
+    const popc_plan_node *n = &plan->nodes[k];
+    popc_kernel_ctx kc;
+
+    for (int j = 0; j < n->n_inputs; j++) {
+        if (n->inputs[j] >= 0)
+            in[j] = frame->slots[n->inputs[j]];
+        else
+            memset(&in[j], 0, sizeof in[j]);
+    }
+    for (int j = 0; j < n->n_outputs; j++)
+        out[j] = frame->slots[n->outputs[j]];
+    memset(&kc, 0, sizeof kc);
+    kc.host = host;
+    kc.node_name = n->name;
+    kc.n_inputs = n->n_inputs;
+    kc.inputs = in;
+    kc.n_outputs = n->n_outputs;
+    kc.outputs = out;
+    kc.attrs = n->attrs;
+    kc.part = 0;
+    kc.n_parts = 1;
+    kc.training = frame->training;
+    kc.seed = popc_node_seed(frame->seed, k);
+    kc.state = n->state;
+    kc.user = frame->user;
+    kc.flags = POPC_HAS_FIELD(popc_plan, plan->size, kernel_flags)
+                   ? plan->kernel_flags
+                   : 0;
+    return kc;
+}
+
 /* What a backend is asked to model; filled by the core from the options. */
 typedef struct popc_backend_config {
     uint32_t size;
