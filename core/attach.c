@@ -9,10 +9,11 @@
 
 #include "popc/model.h"
 #include "core/model_priv.h"
+#include "core/options_priv.h"
 
 static int offline(const popc_model *m)
 {
-    return popc_options_get_int(m->opts, "connectionType") ==
+    return popci_opt_int(m->opts, POPCI_O_connectionType) ==
            POPC_CONNECTION_NEVER;
 }
 

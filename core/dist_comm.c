@@ -19,6 +19,7 @@
 #include "popc/registry.h"
 #include "core/dist_priv.h"
 #include "core/log_priv.h"
+#include "core/options_priv.h"
 
 struct popci_comm {
     const popc_collectives_def *def;
@@ -149,7 +150,7 @@ static popc_status join(const popc_options *o, int64_t np, int64_t pid)
     popc_status st;
 
     if (!process_comm.def) {
-        if ((st = choose(popc_options_get_string(o, "collectives"), &d)) !=
+        if ((st = choose(popci_opt_string(o, POPCI_O_collectives), &d)) !=
             POPC_OK)
             return st;
         if ((st = d->open(&process_comm.ctx, &rank, &size)) != POPC_OK)
@@ -182,8 +183,8 @@ static popc_status join(const popc_options *o, int64_t np, int64_t pid)
 
 popc_status popci_comm_open(const popc_options *o, popci_comm **out)
 {
-    int64_t np = popc_options_get_int(o, "Distributed.numProcesses");
-    int64_t pid = popc_options_get_int(o, "Distributed.processId");
+    int64_t np = popci_opt_int(o, POPCI_O_Distributed_numProcesses);
+    int64_t pid = popci_opt_int(o, POPCI_O_Distributed_processId);
     popc_status st;
 
     *out = NULL;
@@ -195,8 +196,7 @@ popc_status popci_comm_open(const popc_options *o, popci_comm **out)
     st = join(o, np, pid);
     if (st == POPC_OK) {
         /* the timeout is per run: the latest model's options */
-        process_comm.timeout = (double)popc_options_get_int(
-            o, "collectivesTimeout");
+        process_comm.timeout = (double)popci_opt_int(o, POPCI_O_collectivesTimeout);
         *out = &process_comm;
     }
     pthread_mutex_unlock(&comm_lock);

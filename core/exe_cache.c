@@ -39,6 +39,7 @@
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
 #include "core/registry_priv.h"
+#include "core/options_priv.h"
 
 struct popci_exe_cache {
     popci_compiled_hold hold;  /* the graph handed to the plan */
@@ -469,9 +470,9 @@ popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
         *out = c;
         return POPC_OK;
     }
-    dir = popc_options_is_none(m->opts, "enableExecutableCaching")
+    dir = popci_opt_is_none(m->opts, POPCI_O_enableExecutableCaching)
               ? NULL
-              : popc_options_get_string(m->opts, "enableExecutableCaching");
+              : popci_opt_string(m->opts, POPCI_O_enableExecutableCaching);
     if (!dir || !*dir) {
         free(c);
         return POPC_OK;

@@ -26,6 +26,7 @@
 #include "core/executable_priv.h"
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
+#include "core/options_priv.h"
 
 /* ---- queries ------------------------------------------------------------------ */
 
@@ -196,7 +197,7 @@ static popc_status import_state(popc_model *m, popci_exe *x)
 ** target) runs on the best loaded backend that runs and models IPUs. */
 static popc_status runnable_backend(popc_options *o)
 {
-    const char *name = popc_options_get_string(o, "backend");
+    const char *name = popci_opt_string(o, POPCI_O_backend);
     const popc_backend_def *d, *run;
     popc_registry *reg;
     popc_status st;
@@ -221,9 +222,9 @@ static popc_status edit_options(popc_options *o, popc_options *edit)
     char buf[4096];
     popc_status st = POPC_OK;
 
-    if (!popc_options_is_none(o, "useOfflineIpuTarget"))
+    if (!popci_opt_is_none(o, POPCI_O_useOfflineIpuTarget))
         st = popc_options_set(o, "useOfflineIpuTarget", "None");
-    if (st == POPC_OK && popc_options_get_int(o, "connectionType") ==
+    if (st == POPC_OK && popci_opt_int(o, POPCI_O_connectionType) ==
                              POPC_CONNECTION_NEVER)
         st = popc_options_set(o, "connectionType", "Always");
     if (st == POPC_OK)
@@ -283,7 +284,7 @@ popc_status popc_load(const char *path, popc_options *edit_opts,
     popc_log(POPC_LOG_INFO, "loaded '%s' from %s (%s, backend %s)",
              popc_graph_name(m->graph), path,
              m->training ? "training" : "inference",
-             popc_options_get_string(m->opts, "backend"));
+             popci_opt_string(m->opts, POPCI_O_backend));
     *out = m;
     m = NULL;
 done:

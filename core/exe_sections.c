@@ -19,6 +19,7 @@
 #include "core/model_priv.h"
 #include "core/optimizer_priv.h"
 #include "core/registry_priv.h"
+#include "core/options_priv.h"
 
 /* ---- options ----------------------------------------------------------------- */
 
@@ -567,11 +568,11 @@ popc_status popci_exe_get_tensors(const popci_exe *x, uint32_t tag, int *n,
 
 static void encode_rngs(popc_model *m, popci_wbuf *w)
 {
-    int set = !popc_options_is_none(m->opts, "randomSeed");
+    int set = !popci_opt_is_none(m->opts, POPCI_O_randomSeed);
 
     popci_w_u64(w, m->runs);
     popci_w_u8(w, (unsigned)set);
-    popci_w_i64(w, set ? popc_options_get_int(m->opts, "randomSeed") : 0);
+    popci_w_i64(w, set ? popci_opt_int(m->opts, POPCI_O_randomSeed) : 0);
 }
 
 popc_status popci_exe_get_rngs(const popci_exe *x, popci_exe_rngs *g)
@@ -630,7 +631,7 @@ static void encode_bknd(popc_model *m, popci_wbuf *w)
     popci_w_u32(w, (uint32_t)p->pub.n_nodes);
     popci_w_u32(w, (uint32_t)p->pub.n_forward);
     popci_w_u32(w, (uint32_t)p->pub.n_slots);
-    popci_w_u32(w, (uint32_t)popc_options_get_int(m->opts, "ipuVersion"));
+    popci_w_u32(w, (uint32_t)popci_opt_int(m->opts, POPCI_O_ipuVersion));
     popci_w_u64(w, (uint64_t)p->arena_bytes);
     popci_w_u64(w, (uint64_t)p->persistent_bytes);
     popci_w_f64(w, popci_exec_cycles(m->exec));

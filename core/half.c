@@ -20,6 +20,7 @@
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
 #include "core/graph_priv.h"
+#include "core/options_priv.h"
 
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10
@@ -346,9 +347,8 @@ popc_status popc_graph_to_half(const popc_graph *g, const char *prefixes,
         return popc_set_error(POPC_EINVAL, "popc_graph_to_half: graph is "
                               "NULL");
     if (opts) {
-        c.keep_buffers = popc_options_get_bool(
-            opts, "Precision.runningStatisticsAlwaysFloat");
-        c.upcast = popc_options_get_int(opts, "Precision.halfFloatCasting") ==
+        c.keep_buffers = popci_opt_bool(opts, POPCI_O_Precision_runningStatisticsAlwaysFloat);
+        c.upcast = popci_opt_int(opts, POPCI_O_Precision_halfFloatCasting) ==
                    UPCAST_TO_FLOAT;
     }
     c.map = popci_malloc(sizeof(int) * (size_t)(nv + 1));

@@ -18,6 +18,7 @@
 #include "popc/options.h"
 #include "core/plan_priv.h"
 #include "core/strategy_priv.h"
+#include "core/options_priv.h"
 
 static int is_output(const popci_plan *p, int slot)
 {
@@ -42,18 +43,18 @@ static popc_status overlap_allowed(const popci_plan *p,
                                    const popc_options *o, const char *what,
                                    const char *node)
 {
-    int64_t mode = popc_options_get_int(o, "outputMode");
+    int64_t mode = popci_opt_int(o, POPCI_O_outputMode);
 
     if (mode == POPC_OUTPUT_DEFAULT)
         mode = p->pub.training ? POPC_OUTPUT_FINAL : POPC_OUTPUT_ALL;
-    if (popc_options_get_int(o, "setExecutionStrategy") ==
+    if (popci_opt_int(o, POPCI_O_setExecutionStrategy) ==
         POPC_EXEC_PIPELINED)
         return popc_set_error(POPC_EINVAL, "%s (node '%s'): Overlapped IO "
                               "is not supported with "
                               "poptorch.PipelinedExecution. If you are using "
                               "only one IPU, please switch to "
                               "poptorch.ShardedExecution.", what, node);
-    if (popc_options_get_int(o, "TensorLocations.numIOTiles") == 0)
+    if (popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles) == 0)
         return popc_set_error(POPC_EINVAL, "%s (node '%s'): No IO tiles "
                               "allocated. You must allocate at least 32 IO "
                               "tiles using poptorch.Options()."

@@ -13,6 +13,7 @@
 
 #include "popc/log.h"
 #include "core/model_priv.h"
+#include "core/options_priv.h"
 
 #define MAX_IPUS_PER_PROCESS 64
 
@@ -33,7 +34,7 @@ popc_status popci_ipu_count(const popc_options *o, const popc_backend_def *be,
         p *= 2;
     if (p == n)
         return POPC_OK;
-    if (!popc_options_get_bool(o, "autoRoundNumIPUs"))
+    if (!popci_opt_bool(o, POPCI_O_autoRoundNumIPUs))
         return popc_set_error(POPC_EINVAL, "The model specifies the use of "
                               "%lld IPUs, however PopTorch must reserve a "
                               "minimum of %lld in order to allow the model "
@@ -52,10 +53,10 @@ popc_status popci_ipu_count(const popc_options *o, const popc_backend_def *be,
 
 int popci_use_ipu_id(const popc_options *o)
 {
-    if (!popc_options_is_set(o, "useIpuId") ||
-        popc_options_is_none(o, "useIpuId"))
+    if (!popci_opt_is_set(o, POPCI_O_useIpuId) ||
+        popci_opt_is_none(o, POPCI_O_useIpuId))
         return -1;
-    return (int)popc_options_get_int(o, "useIpuId");
+    return (int)popci_opt_int(o, POPCI_O_useIpuId);
 }
 
 popc_status popci_ipu_device_options(const popc_options *o,
@@ -67,9 +68,9 @@ popc_status popci_ipu_device_options(const popc_options *o,
         return POPC_OK;
     if (popci_use_ipu_id(o) >= 0)
         name = "useIpuId";
-    else if (popc_options_get_int(o, "syncPattern") != POPC_SYNC_FULL)
+    else if (popci_opt_int(o, POPCI_O_syncPattern) != POPC_SYNC_FULL)
         name = "syncPattern";
-    else if (popc_options_get_bool(o, "Training.setConvolutionDithering"))
+    else if (popci_opt_bool(o, POPCI_O_Training_setConvolutionDithering))
         name = "Training.setConvolutionDithering";
     if (!name)
         return POPC_OK;

@@ -27,6 +27,7 @@
 #include "core/alloc_priv.h"
 #include "core/plan_priv.h"
 #include "core/strategy_priv.h"
+#include "core/options_priv.h"
 
 #define DEFAULT_MIN_OFF_CHIP 2
 #define DEFAULT_MIN_SHARDING 8192
@@ -150,7 +151,7 @@ popc_status popci_locations_apply(popci_plan *p, const popc_options *o,
         loc_settings s = read_class(o, classes[c].name);
 
         if ((s.io_load == 1 || s.io_store == 1) &&
-            popc_options_get_int(o, "TensorLocations.numIOTiles") == 0) {
+            popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles) == 0) {
             free(loc);
             return popc_set_error(POPC_EINVAL, "No IO tiles allocated. You "
                                   "must allocate at least 32 IO tiles using "

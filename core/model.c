@@ -34,22 +34,12 @@ static popc_status oom(const char *where)
     return popc_set_error(POPC_ENOMEM, "%s: out of memory", where);
 }
 
-/* An option's value, or def when this build has no such option. */
-static int64_t opt_int(const popc_options *o, const char *name, int64_t def)
-{
-    char buf[64];
-
-    if (!popc_options_format(o, name, buf, sizeof buf))
-        return def;
-    return popc_options_get_int(o, name);
-}
-
 /* setAvailableMemoryProportion ("IPU0=0.5,IPU1=0.3") applies per IPU: a
 ** node without a proportion of its own takes its IPU's. IPUs the option
 ** does not name keep the backend's default. */
 static void apply_ipu_memory(const popc_options *o, popci_plan *plan)
 {
-    const char *s = popc_options_get_string(o, "setAvailableMemoryProportion");
+    const char *s = popci_opt_string(o, POPCI_O_setAvailableMemoryProportion);
 
     for (int k = 0; s && k < plan->pub.n_nodes; k++) {
         popc_plan_node *pn = &plan->nodes[k];
@@ -136,10 +126,10 @@ static popc_status list_weights(popc_model *m)
 /* Semantics §8: gradient accumulation belongs to training. */
 static popc_status check_inference_options(const popc_options *o)
 {
-    if (opt_int(o, "Training.gradientAccumulation", 1) == 1)
+    if (popci_opt_int(o, POPCI_O_Training_gradientAccumulation) == 1)
         return POPC_OK;
     /* PopTorch adds the hint unless the strategy is sharded. */
-    if (opt_int(o, "setExecutionStrategy", 0) == POPC_EXEC_SHARDED)
+    if (popci_opt_int(o, POPCI_O_setExecutionStrategy) == POPC_EXEC_SHARDED)
         return popc_set_error(POPC_EINVAL, "You must set poptorch.Options()."
                               "Training.gradientAccumulation to 1 or leave it "
                               "as its default value (1) when running a "
@@ -181,7 +171,7 @@ static popc_status model_new(const popc_graph *g, popc_options *opts,
     if ((st = popc_graph_clone(g, &m->graph)) != POPC_OK ||
         (st = list_weights(m)) != POPC_OK)
         goto fail;
-    if (opt_int(m->opts, "disableModuleNamescope", 0) &&
+    if (popci_opt_int(m->opts, POPCI_O_disableModuleNamescope) &&
         (st = popci_graph_drop_scopes(m->graph)) != POPC_OK)
         goto fail;
     *out = m;
@@ -266,12 +256,11 @@ static batching read_batching(const popc_model *m)
     const popc_options *o = m->opts;
     batching b;
 
-    b.di = opt_int(o, "deviceIterations", 1);
-    b.r = opt_int(o, "replicationFactor", 1);
-    b.ga = m->training ? opt_int(o, "Training.gradientAccumulation", 1) : 1;
-    b.g = opt_int(o, "inputReplicaGrouping.size", 1);
-    b.orthogonal = opt_int(o, "inputReplicaGrouping.type",
-                           POPC_COMM_CONSECUTIVE) == POPC_COMM_ORTHOGONAL;
+    b.di = popci_opt_int(o, POPCI_O_deviceIterations);
+    b.r = popci_opt_int(o, POPCI_O_replicationFactor);
+    b.ga = m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation) : 1;
+    b.g = popci_opt_int(o, POPCI_O_inputReplicaGrouping_size);
+    b.orthogonal = popci_opt_int(o, POPCI_O_inputReplicaGrouping_type) == POPC_COMM_ORTHOGONAL;
     if (b.di < 1)
         b.di = 1;
     if (b.r < 1)
@@ -354,9 +343,9 @@ static popc_status resolve_output_mode(const popc_model *m, int64_t di,
                                        popc_output_mode *mode,
                                        int64_t *period)
 {
-    int64_t v = opt_int(m->opts, "outputMode", POPC_OUTPUT_DEFAULT);
+    int64_t v = popci_opt_int(m->opts, POPCI_O_outputMode);
 
-    *period = opt_int(m->opts, "outputReturnPeriod", 1);
+    *period = popci_opt_int(m->opts, POPCI_O_outputReturnPeriod);
     if (v == POPC_OUTPUT_DEFAULT)
         v = m->training ? POPC_OUTPUT_FINAL : POPC_OUTPUT_ALL;
     *mode = (popc_output_mode)v;
@@ -385,7 +374,7 @@ const popc_backend_def *popci_backend_for(const popc_options *o,
                                           const popc_registry *reg,
                                           int *stand_in)
 {
-    const char *name = popc_options_get_string(o, "backend");
+    const char *name = popci_opt_string(o, POPCI_O_backend);
     const popc_backend_def *d = name && *name
                                     ? popc_registry_find_backend(reg, name)
                                     : NULL;
@@ -393,7 +382,7 @@ const popc_backend_def *popci_backend_for(const popc_options *o,
     *stand_in = 0;
     /* Only a backend the user asked for must exist; for the option's
     ** default, the best loaded backend that runs stands in. */
-    if (!d && !popc_options_is_set(o, "backend") &&
+    if (!d && !popci_opt_is_set(o, POPCI_O_backend) &&
         (d = popc_registry_best_backend(reg, POPC_BACKEND_CAN_RUN, 0)))
         *stand_in = 1;
     return d;
@@ -402,7 +391,7 @@ const popc_backend_def *popci_backend_for(const popc_options *o,
 static popc_status find_backend(const popc_model *m,
                                 const popc_backend_def **out)
 {
-    const char *name = popc_options_get_string(m->opts, "backend");
+    const char *name = popci_opt_string(m->opts, POPCI_O_backend);
     popc_registry *reg;
     popc_status st;
     int stand_in;
@@ -430,17 +419,17 @@ static popc_backend_config backend_config(const popc_model *m)
 
     memset(&c, 0, sizeof c);
     c.size = sizeof c;
-    c.threads = (int)opt_int(o, "threads", 0);
-    c.ipu_version = (int)opt_int(o, "ipuVersion", 2);
-    c.log_cycles = (int)opt_int(o, "logCycleCount", 0);
-    c.io_tiles = (int)opt_int(o, "TensorLocations.numIOTiles", 0);
-    c.conv_dithering = (int)opt_int(o, "Training.setConvolutionDithering", 0);
-    c.sync_pattern = (int)opt_int(o, "syncPattern", POPC_SYNC_FULL);
+    c.threads = (int)popci_opt_int(o, POPCI_O_threads);
+    c.ipu_version = (int)popci_opt_int(o, POPCI_O_ipuVersion);
+    c.log_cycles = (int)popci_opt_int(o, POPCI_O_logCycleCount);
+    c.io_tiles = (int)popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles);
+    c.conv_dithering = (int)popci_opt_int(o, POPCI_O_Training_setConvolutionDithering);
+    c.sync_pattern = (int)popci_opt_int(o, POPCI_O_syncPattern);
     c.ipu_id = popci_use_ipu_id(o);
-    c.device_iterations = opt_int(o, "deviceIterations", 1);
+    c.device_iterations = popci_opt_int(o, POPCI_O_deviceIterations);
     c.gradient_accumulation =
-        m->training ? opt_int(o, "Training.gradientAccumulation", 1) : 1;
-    c.profile_dir = popc_options_get_string(o, "enableProfiling");
+        m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation) : 1;
+    c.profile_dir = popci_opt_string(o, POPCI_O_enableProfiling);
     return c;
 }
 
@@ -471,7 +460,7 @@ static popc_status add_states(popc_model *m, popci_plan *plan)
 ** more for the backward pass. Only multi-IPU pipelines are pipelined. */
 static int pipelined(const popc_model *m, const popci_plan *p)
 {
-    return opt_int(m->opts, "setExecutionStrategy", POPC_EXEC_PIPELINED) ==
+    return popci_opt_int(m->opts, POPCI_O_setExecutionStrategy) ==
                POPC_EXEC_PIPELINED && p->pub.n_ipus > 1;
 }
 
@@ -579,7 +568,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     popci_anchors_free(m->anchors);
     m->anchors = NULL;
     if ((st = popci_anchors_parse(
-             popc_options_get_string(m->opts, "anchorTensor"), ec.mode,
+             popci_opt_string(m->opts, POPCI_O_anchorTensor), ec.mode,
              ec.period, b.di, &m->anchors)) != POPC_OK)
         goto fail;
     pc = (popci_plan_config){.training = m->training, .n_inputs = n,
@@ -619,13 +608,13 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     apply_ipu_memory(m->opts, plan);
     if ((st = popci_plan_store_marked(plan)) != POPC_OK)
         goto fail;
-    if (opt_int(m->opts, "enableStableNorm", 0))
+    if (popci_opt_int(m->opts, POPCI_O_enableStableNorm))
         plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
-    if (opt_int(m->opts, "Precision.enableFloatingPointExceptions", 0))
+    if (popci_opt_int(m->opts, POPCI_O_Precision_enableFloatingPointExceptions))
         plan->pub.kernel_flags |= POPC_KERNEL_FP_EXCEPTIONS;
-    if (opt_int(m->opts, "Precision.setPartialsType", 0) == 1) /* half */
+    if (popci_opt_int(m->opts, POPCI_O_Precision_setPartialsType) == 1) /* half */
         plan->pub.kernel_flags |= POPC_KERNEL_HALF_PARTIALS;
-    if (opt_int(m->opts, "Precision.enableStochasticRounding", 0)) {
+    if (popci_opt_int(m->opts, POPCI_O_Precision_enableStochasticRounding)) {
         if (!(be->caps & POPC_BACKEND_STOCHASTIC_ROUNDING)) {
             st = popc_set_error(POPC_EUNSUPPORTED, "Precision."
                                 "enableStochasticRounding: the %s backend "
@@ -642,20 +631,16 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     ec.grad_accum = b.ga;
     ec.input_group = b.g;
     ec.input_orthogonal = b.orthogonal;
-    ec.reduction = (popc_reduction_type)opt_int(
-        m->opts, "Training.accumulationAndReplicationReductionType",
-        POPC_REDUCTION_MEAN);
-    ec.strategy = (popc_mean_strategy)opt_int(
-        m->opts, "Training.meanAccumulationAndReplicationReductionStrategy",
-        POPC_MEAN_POST);
-    ec.random_seed = (uint64_t)opt_int(m->opts, "randomSeed", 0);
-    ec.synthetic = (int)opt_int(m->opts, "enableSyntheticData", 0);
+    ec.reduction = (popc_reduction_type)popci_opt_int(m->opts, POPCI_O_Training_accumulationAndReplicationReductionType);
+    ec.strategy = (popc_mean_strategy)popci_opt_int(m->opts, POPCI_O_Training_meanAccumulationAndReplicationReductionStrategy);
+    ec.random_seed = (uint64_t)popci_opt_int(m->opts, POPCI_O_randomSeed);
+    ec.synthetic = (int)popci_opt_int(m->opts, POPCI_O_enableSyntheticData);
     ec.auto_loss_scaling =
         m->training &&
-        opt_int(m->opts, "Training.setAutomaticLossScaling", 0);
-    ec.synthetic_mode = (int)opt_int(m->opts, "syntheticDataMode", 0);
+        popci_opt_int(m->opts, POPCI_O_Training_setAutomaticLossScaling);
+    ec.synthetic_mode = (int)popci_opt_int(m->opts, POPCI_O_syntheticDataMode);
     ec.pipelined = pipelined(m, plan);
-    ec.broadcast_buffers = (int)opt_int(m->opts, "broadcastBuffers", 1);
+    ec.broadcast_buffers = (int)popci_opt_int(m->opts, POPCI_O_broadcastBuffers);
     ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);
     /* training reduces gradients over every rank; inference never
     ** communicates (each rank classifies its own share) */
@@ -749,8 +734,7 @@ popc_status popc_model_get_anchored_tensor(const popc_model *m,
         popci_anchors *a = NULL;
         int known = 0;
 
-        if (popci_anchors_parse(popc_options_get_string(m->opts,
-                                                        "anchorTensor"),
+        if (popci_anchors_parse(popci_opt_string(m->opts, POPCI_O_anchorTensor),
                                 POPC_OUTPUT_ALL, 1, 0, &a) == POPC_OK)
             for (int k = 0; a && k < a->n; k++)
                 known |= strcmp(a->short_names[k], short_name) == 0;
@@ -767,7 +751,7 @@ popc_status popc_model_get_anchored_tensor(const popc_model *m,
 
 const char *popci_model_name(const popc_model *m)
 {
-    const char *name = popc_options_get_string(m->opts, "modelName");
+    const char *name = popci_opt_string(m->opts, POPCI_O_modelName);
 
     return name ? name : m->training ? "training" : "inference";
 }
@@ -847,7 +831,7 @@ static popc_status check_can_run(const popc_model *m)
 {
     const popc_backend_def *be;
 
-    if (opt_int(m->opts, "connectionType", POPC_CONNECTION_ALWAYS) ==
+    if (popci_opt_int(m->opts, POPCI_O_connectionType) ==
         POPC_CONNECTION_NEVER)
         return popc_set_error(POPC_ESTATE, "Trying to run a model on an "
                               "offline device (ConnectionType.Never): use "

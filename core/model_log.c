@@ -18,16 +18,17 @@
 #include "core/atomic_file_priv.h"
 #include "core/log_priv.h"
 #include "core/model_priv.h"
+#include "core/options_priv.h"
 
 popc_status popci_model_open_log(popc_model *m)
 {
-    const char *dir = popc_options_get_string(m->opts, "logDir");
+    const char *dir = popci_opt_string(m->opts, POPCI_O_logDir);
     const char *name = popci_model_name(m);
     size_t n;
     char *path;
     popc_status st;
 
-    if (!popc_options_is_set(m->opts, "logDir") || !dir)
+    if (!popci_opt_is_set(m->opts, POPCI_O_logDir) || !dir)
         return POPC_OK;
     if ((st = popci_mkdir_p(dir, "logDir")) != POPC_OK)
         return st;

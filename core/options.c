@@ -739,6 +739,48 @@ static const popci_optval *get(const popc_options *o, const char *name,
     return &o->v[idx];
 }
 
+/* ---- typed accessors by id ---------------------------------------------- */
+
+int64_t popci_opt_int(const popc_options *o, popci_opt_id id)
+{
+    const popci_optval *v = &o->v[id];
+
+    if (v->none)
+        return 0;
+    return popci_option_table[id].info.type == POPC_OPT_FLOAT ? (int64_t)v->f
+                                                              : v->i;
+}
+
+double popci_opt_float(const popc_options *o, popci_opt_id id)
+{
+    const popci_optval *v = &o->v[id];
+
+    if (v->none)
+        return 0.0;
+    return popci_option_table[id].info.type == POPC_OPT_FLOAT ? v->f
+                                                              : (double)v->i;
+}
+
+int popci_opt_bool(const popc_options *o, popci_opt_id id)
+{
+    return popci_opt_float(o, id) != 0.0;
+}
+
+const char *popci_opt_string(const popc_options *o, popci_opt_id id)
+{
+    return o->v[id].none ? NULL : o->v[id].s;
+}
+
+int popci_opt_is_none(const popc_options *o, popci_opt_id id)
+{
+    return o->v[id].none;
+}
+
+int popci_opt_is_set(const popc_options *o, popci_opt_id id)
+{
+    return o->v[id].set;
+}
+
 int64_t popc_options_get_int(const popc_options *o, const char *name)
 {
     const popci_optdef *d;

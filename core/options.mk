@@ -4,7 +4,7 @@
 libpopc_la_SOURCES += \
     %reldir%/config.c %reldir%/config_priv.h %reldir%/utf8.c \
     %reldir%/options.c %reldir%/options_priv.h \
-    %reldir%/options_table.c \
+    %reldir%/options_table.c %reldir%/options_list.h \
     %reldir%/options_call.c \
     %reldir%/options_file.c \
     %reldir%/options_json.c \

@@ -55,6 +55,7 @@
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
 #include "core/strategy_priv.h"
+#include "core/options_priv.h"
 
 #define MAX_ITEMS 20000
 #define MAX_DEPTH 256
@@ -385,9 +386,9 @@ static void put_sources(popci_sb *sb, const popc_model *m,
     const popc_plan *pp = &e->plan->pub;
     const popc_graph *g = e->plan->graph;
     const char *excludes =
-        popc_options_is_none(m->opts, "sourceLocationExcludes")
+        popci_opt_is_none(m->opts, POPCI_O_sourceLocationExcludes)
             ? NULL
-            : popc_options_get_string(m->opts, "sourceLocationExcludes");
+            : popci_opt_string(m->opts, POPCI_O_sourceLocationExcludes);
     int n = 0;
 
     popci_sb_printf(sb, " \"sources\": [");

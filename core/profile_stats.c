@@ -19,6 +19,7 @@
 #include "core/alloc_priv.h"
 #include "core/model_priv.h"
 #include "core/profile_priv.h"
+#include "core/options_priv.h"
 
 /* Tasks recorded at most (4 doubles each: 128 MiB); a run with more
 ** records no trace and has no counters. */
@@ -165,7 +166,7 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
                                    const popci_progress *pg)
 {
     popci_profile *p = *pp;
-    const char *dir = popc_options_get_string(m->opts, "enableProfiling");
+    const char *dir = popci_opt_string(m->opts, POPCI_O_enableProfiling);
     popci_sb sb = {0};
     int64_t tasks;
     popc_status st;
@@ -310,7 +311,7 @@ void popci_profile_ran(popci_profile *p, const popc_model *m, double t0)
     p->run_total.mean += (m->lat_total - p->run_total.mean) /
                          (double)p->runs;
     if (p->run_cycles > 0.0 &&
-        popc_options_get_int(m->opts, "logCycleCount"))
+        popci_opt_int(m->opts, POPCI_O_logCycleCount))
         popc_log(POPC_LOG_DEBUG, "Total number of IPU cycles: %.0f (%s "
                  "backend estimate for replica 0: %lld micro-batches, "
                  "%.0f cycles each)", p->run_cycles,
@@ -338,7 +339,7 @@ popc_status popc_model_cycle_count(popc_model *m, double *cycles)
         return popc_set_error(POPC_EINVAL, "popc_model_cycle_count: %s is "
                               "NULL", m ? "cycles" : "model");
     *cycles = 0.0;
-    if (!popc_options_get_int(m->opts, "logCycleCount"))
+    if (!popci_opt_int(m->opts, POPCI_O_logCycleCount))
         return popc_set_error(POPC_ECONFIG, "Cycle count logging is "
                               "disabled. Please set option logCycleCount to "
                               "True to enable.");
@@ -363,7 +364,7 @@ popc_status popc_model_get_compilation_time(popc_model *m, double *seconds)
     if (!m->exec)
         return popc_set_error(POPC_ESTATE, "Please compile the model before "
                               "obtaining compilation time.");
-    if (!popc_options_get_int(m->opts, "showCompilationProgressBar"))
+    if (!popci_opt_int(m->opts, POPCI_O_showCompilationProgressBar))
         return popc_set_error(POPC_ECONFIG, "Please set "
                               "showCompilationProgressBar option to obtain "
                               "compilation time.");

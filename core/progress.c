@@ -18,6 +18,7 @@
 
 #include "popc/log.h"
 #include "core/profile_priv.h"
+#include "core/options_priv.h"
 
 #define BAR_WIDTH 30
 
@@ -46,7 +47,7 @@ void popci_progress_begin(popci_progress *p, const popc_options *o,
                           const char *name, int training)
 {
     memset(p, 0, sizeof *p);
-    p->on = o && popc_options_get_int(o, "showCompilationProgressBar");
+    p->on = o && popci_opt_int(o, POPCI_O_showCompilationProgressBar);
     p->tty = p->on && stderr_is_terminal();
     p->training = training;
     p->phase = -1;

@@ -19,6 +19,7 @@
 #include "core/alloc_priv.h"
 #include "core/model_priv.h"
 #include "core/strategy_priv.h"
+#include "core/options_priv.h"
 
 typedef struct rgroup {
     char *name;
@@ -170,7 +171,7 @@ static popc_status group_count(const popc_model *m, const char *name,
                                popc_comm_group_type type, int shards,
                                int *n_groups)
 {
-    int64_t r = popc_options_get_int(m->opts, "replicationFactor");
+    int64_t r = popci_opt_int(m->opts, POPCI_O_replicationFactor);
 
     switch (type) {
     case POPC_COMM_ALL:
@@ -388,7 +389,7 @@ popc_status popc_model_get_grouped_weight(popc_model *m, const char *weight,
                               "for a group dimension", weight,
                               popc_tensor_rank(g0));
     all = g && g->mode == POPC_RETRIEVE_ALL_REPLICAS;
-    n = all ? (int)popc_options_get_int(m->opts, "replicationFactor")
+    n = all ? (int)popci_opt_int(m->opts, POPCI_O_replicationFactor)
             : (g ? g->n_groups : 1);
     dims[0] = n;
     memcpy(dims + 1, popc_tensor_dims(g0),

@@ -15,6 +15,7 @@
 #include "core/alloc_priv.h"
 #include "core/graph_priv.h"
 #include "core/strategy_priv.h"
+#include "core/options_priv.h"
 
 static popc_status oom(void)
 {
@@ -26,13 +27,10 @@ popci_strategy popci_strategy_from_options(const popc_options *o)
 {
     popci_strategy s;
 
-    s.kind = (int)popc_options_get_int(o, "setExecutionStrategy");
-    s.auto_stage = (int)popc_options_get_int(
-        o, "setExecutionStrategy.autoStage");
-    s.liveness = (int)popc_options_get_int(
-        o, "setExecutionStrategy.tensorsLiveness");
-    s.separate_backward = popc_options_get_bool(
-        o, "setExecutionStrategy.useSeparateBackwardPhase");
+    s.kind = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy);
+    s.auto_stage = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_autoStage);
+    s.liveness = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_tensorsLiveness);
+    s.separate_backward = popci_opt_bool(o, POPCI_O_setExecutionStrategy_useSeparateBackwardPhase);
     return s;
 }
 

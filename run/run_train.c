@@ -17,6 +17,7 @@
 #include "popc/log.h"
 #include "popc/run.h"
 #include "core/atomic_file_priv.h"
+#include "core/options_priv.h"
 #include "run/run_priv.h"
 
 static double now(void)
@@ -389,9 +390,8 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     res->model_ini = r->model_out;
     res->checkpoint = t.ckpt_every ? r->checkpoint : NULL;
     t.ckpt_lock = -1;
-    t.lead = popc_options_get_int(r->opts, "Distributed.processId") == 0;
-    res->ranks = (int)popc_options_get_int(r->opts,
-                                           "Distributed.numProcesses");
+    t.lead = popci_opt_int(r->opts, POPCI_O_Distributed_processId) == 0;
+    res->ranks = (int)popci_opt_int(r->opts, POPCI_O_Distributed_numProcesses);
     t.r_ranks = res->ranks;
     /* refuse before training, not after it */
     if (r->export_onnx &&
@@ -468,7 +468,7 @@ popc_status popc_run_infer(popc_run *r, const volatile sig_atomic_t *stop,
     res->correct = -1;
     /* inference needs no collectives: under mpirun rank 0 classifies the
     ** whole split and writes the results, as when it evaluates */
-    if (popc_options_get_int(r->opts, "Distributed.processId") != 0) {
+    if (popci_opt_int(r->opts, POPCI_O_Distributed_processId) != 0) {
         popc_log(POPC_LOG_INFO, "%s: rank 0 classifies; nothing to do on "
                  "this rank", r->path);
         return POPC_OK;

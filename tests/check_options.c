@@ -13,6 +13,7 @@
 
 #include "popc/log.h"
 #include "popc/options.h"
+#include "core/options_priv.h"
 
 static popc_options *opts;
 static char path_buf[4096];
@@ -126,6 +127,35 @@ static void capture_err(int level, const char *msg, void *user)
     if (level == POPC_LOG_ERR)
         snprintf(logged_err, sizeof logged_err, "%s", msg);
 }
+
+/* The typed ids (POPCI_O_...) name the table's options in its order. */
+START_TEST(typed_ids_match_the_table)
+{
+#define OPTION(ID, ...) #ID,
+    static const char *const ids[] = {
+#include "core/options_list.h"
+    };
+#undef OPTION
+
+    ck_assert_int_eq((int)(sizeof ids / sizeof ids[0]), popc_options_count());
+    for (int i = 0; i < popc_options_count(); i++) {
+        char name[160];
+
+        snprintf(name, sizeof name, "%s", ids[i]);
+        for (char *c = name; *c; c++)
+            if (*c == '_')
+                *c = '.';
+        ck_assert_str_eq(name, popc_options_info(i)->name);
+    }
+    /* the ids are the indices popc_options_info uses */
+    ck_assert_str_eq(popc_options_info(POPCI_O_deviceIterations)->name,
+                     "deviceIterations");
+    ck_assert_str_eq(
+        popc_options_info(POPCI_O_Training_gradientAccumulation)->name,
+        "Training.gradientAccumulation");
+    ck_assert_int_eq(POPCI_O_COUNT, popc_options_count());
+}
+END_TEST
 
 START_TEST(poptorch_defaults)
 {
@@ -981,6 +1011,8 @@ static Suite *options_suite(void)
     TCase *t = tcase_create("table");
     TCase *v = tcase_create("values");
     TCase *f = tcase_create("files");
+
+    tcase_add_test(t, typed_ids_match_the_table);
 
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, every_option_has_a_valid_default);

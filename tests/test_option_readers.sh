@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_option_readers.sh - every option `popc options` lists as supported
-# is read by code outside the option layer: an option accepted but never
+# is read by code outside the option layer (by name, or by its typed id
+# POPCI_O_...): an option accepted but never
 # read would change nothing, which the project treats as a defect. The
 # option layer itself (core/options*.c) parses, validates and writes
 # options, so a name found only there does not count; the few options
@@ -33,10 +34,14 @@ supported=$("$POPC" options | awk '/^[A-Za-z]/ && !/not supported yet/ {print $1
 count=0
 for opt in $supported; do
     count=$((count + 1))
+    # read by name (public API), or by id (POPCI_O_..., core/options_priv.h)
+    id=POPCI_O_$(printf '%s' "$opt" | tr . _)
     if grep -rqF "\"$opt\"" "$src/core" "$src/helpers" "$src/data" \
         "$src/run" "$src/backends" "$src/optim" \
         "$src/ops" "$src/tools" "$src/onnx" --include='*.c' \
-        --include='*.h' --exclude='options*.c'; then
+        --include='*.h' --exclude='options*.c' ||
+        grep -rqw "$id" "$src/core" "$src/data" "$src/run" --include='*.c' \
+        --exclude='options*.c'; then
         continue
     fi
     where=$(allowed "$opt")
