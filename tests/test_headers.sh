@@ -65,6 +65,20 @@ include <popc/$(basename "$h")>"
         fi
     done
 done
+# every public header with functions states their version and points to
+# the conventions of popc/status.h (ownership, status codes, threads)
+for l in $layers; do
+    for h in "$POPC_SRCDIR/$l"/include/popc/*.h; do
+        grep -q '^POPC_API' "$h" || continue
+        head=$(sed -n '1,/\*\//p' "$h")
+        if ! printf '%s' "$head" | grep -q '[Ss]ince [0-9]' ||
+            ! printf '%s' "$head" | grep -q 'popc/status.h\|Conventions'; then
+            echo "FAIL: $h: its first comment must give the version of its"\
+                 "functions (Since X.Y.Z) and cite popc/status.h's conventions"
+            fail=1
+        fi
+    done
+done
 # helpers/ builds graphs through the public API only
 if grep -l '#include "core/' "$POPC_SRCDIR"/helpers/*.c \
         "$POPC_SRCDIR"/helpers/*.h 2>/dev/null | grep .; then

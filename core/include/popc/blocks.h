@@ -39,6 +39,9 @@
 ** chip in between (popc_model_get_plan_info, the ipumodel memory map).
 **
 ** Not thread-safe: one thread builds a graph at a time.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_BLOCKS_H
 #define POPC_BLOCKS_H

@@ -9,6 +9,9 @@
 ** registered with the model that runs it. Foreign ops (popc::ForeignCall,
 ** plugin ops/ffi) call a C function of any shared library, bound by name
 ** and a signature string when the model is compiled.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_CUSTOM_H
 #define POPC_CUSTOM_H

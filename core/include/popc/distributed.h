@@ -29,6 +29,9 @@
 ** instead of waiting for it.
 **
 ** Thread safety: the functions below may be called from any thread.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
 */
 #ifndef POPC_DISTRIBUTED_H
 #define POPC_DISTRIBUTED_H

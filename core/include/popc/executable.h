@@ -19,6 +19,9 @@
 ** values and the plugin versions; a hit skips shape inference,
 ** verification and autodiff. Processes compiling the same key at once
 ** wait on <dir>/<key>.lock, so one compiles and the others hit.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_EXECUTABLE_H
 #define POPC_EXECUTABLE_H

@@ -11,6 +11,9 @@
 **
 ** The counters are process-wide and atomic, so threads (the ipumodel
 ** backend's workers) count too. Not meant for production programs.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_FAULT_H
 #define POPC_FAULT_H

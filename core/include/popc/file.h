@@ -9,6 +9,9 @@
 ** Temporary files and directories of processes that died before they could
 ** rename them ("<path>.tmp-<pid>..." whose <pid> no longer runs on this
 ** host) are removed the next time popc writes the same path.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_FILE_H
 #define POPC_FILE_H

@@ -13,6 +13,9 @@
 ** before compile reports what is still wrong (popc_graph_verify).
 **
 ** Not thread-safe: one thread builds a graph at a time.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_GRAPH_H
 #define POPC_GRAPH_H

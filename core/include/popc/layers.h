@@ -27,6 +27,9 @@
 ** LayerNormalization, Flatten, Dropout, Softmax, LogSoftmax,
 ** SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss and the activation
 ** named; popc MseLoss, L1Loss, IdentityLoss.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_LAYERS_H
 #define POPC_LAYERS_H

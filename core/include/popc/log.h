@@ -1,7 +1,11 @@
 /* log.h - leveled logging. Level from POPC_LOG_LEVEL (TRACE, DEBUG, INFO,
 ** WARN, ERR, OFF; default WARN) or popc_log_set_level; destination
 ** POPC_LOG_DEST (stderr default, stdout, or a file name). Identical lines
-** repeated more than maxRepeatLogs times are summarised. Thread-safe. */
+** repeated more than maxRepeatLogs times are summarised. Thread-safe.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
+*/
 #ifndef POPC_LOG_H
 #define POPC_LOG_H
 

@@ -12,6 +12,9 @@
 ** state are first copied to the host); the next run recompiles.
 **
 ** A model is used by one thread at a time.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_MODEL_H
 #define POPC_MODEL_H

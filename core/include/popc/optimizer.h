@@ -8,6 +8,9 @@
 ** default are *constant* unless marked variable. Global attributes
 ** (loss_scaling, max_grad_norm, accum types, use_combined_accum,
 ** bias_correction, centered, use_tf_variant) apply to every group.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_OPTIMIZER_H
 #define POPC_OPTIMIZER_H

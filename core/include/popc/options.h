@@ -11,6 +11,9 @@
 ** build yet is refused with POPC_EUNSUPPORTED naming the option. Options
 ** are frozen when a model uses them: a later set fails with POPC_ESTATE
 ** "Can't modify frozen Options"; popc_options_clone gives an unfrozen copy.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_OPTIONS_H
 #define POPC_OPTIONS_H

@@ -20,6 +20,9 @@
 **       with a float32 result (HalfUpcastToFloat).
 **
 ** Since 0.2.0.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
 */
 #ifndef POPC_PRECISION_H
 #define POPC_PRECISION_H

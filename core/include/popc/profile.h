@@ -31,6 +31,9 @@
 ** showCompilationProgressBar draws a progress bar on stderr while
 ** compiling when stderr is a terminal, and logs one INFO line per
 ** compile phase otherwise.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_PROFILE_H
 #define POPC_PROFILE_H

@@ -20,6 +20,9 @@
 ** runs outside it), so a look-up sees each plugin either not yet or
 ** completely. The definitions and names handed out stay valid until
 ** popc_registry_free; popc_registry_problems' text until the next load.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
 */
 #ifndef POPC_REGISTRY_H
 #define POPC_REGISTRY_H

@@ -4,6 +4,25 @@
 ** reason (what, where, and how to fix it) is kept for the calling thread
 ** and read with popc_last_error() right after the failing call; success
 ** does not clear it (like errno).
+**
+** Conventions of every public header, unless a function says otherwise:
+**   ownership  an object a popc_*_new, _clone or _load function returns
+**              belongs to the caller, who frees it with the matching
+**              _free (NULL-safe); arguments are borrowed for the call;
+**              tensors are reference-counted (popc/tensor.h); strings and
+**              views a getter returns stay valid while their object lives
+**              and is not changed;
+**   status     POPC_OK or an error code, with the message in
+**              popc_last_error(); a failed call leaves its outputs NULL or
+**              -1 and its objects as they were;
+**   threads    distinct objects may be used from different threads at
+**              once; one object is not thread-safe unless its functions
+**              say so (the registry, the log and tensor references are);
+**   versions   a header's functions are as old as its "Since" line says;
+**              a function added later says "Since X.Y.Z" itself.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_STATUS_H
 #define POPC_STATUS_H

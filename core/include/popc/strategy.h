@@ -32,6 +32,9 @@
 ** take replica 0's values (their group's first replica's) on every
 ** replica after each optimizer step; false, each replica keeps its own.
 ** The host copy is replica 0's either way.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_STRATEGY_H
 #define POPC_STRATEGY_H

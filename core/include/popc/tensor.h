@@ -4,6 +4,9 @@
 ** reference; popc_tensor_ref adds one, popc_tensor_unref (or its older
 ** name popc_tensor_free) drops one and frees the storage with the last. Tensors are not thread-safe for concurrent
 ** writes; concurrent reads are fine.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_TENSOR_H
 #define POPC_TENSOR_H

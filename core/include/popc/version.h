@@ -1,5 +1,9 @@
 /* version.h - the version of popc's headers and of the running library.
-** Since 0.3.0. */
+** Since 0.3.0.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
+*/
 #ifndef POPC_VERSION_H
 #define POPC_VERSION_H
 

@@ -27,6 +27,9 @@
 ** A dataset is read-only after its setters have been called and may be
 ** shared by several loaders (and their worker threads). A loader is used
 ** by one thread at a time.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_DATA_H
 #define POPC_DATA_H

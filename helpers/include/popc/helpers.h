@@ -11,6 +11,9 @@
 ** shapes (they must be known: inputs, weights, or outputs of nodes whose
 ** shapes were inferred) and reports a mistake naming the helper, the
 ** value and the fix. Helpers are not thread-safe on one graph.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
 */
 #ifndef POPC_HELPERS_H
 #define POPC_HELPERS_H

@@ -32,6 +32,9 @@
 **
 ** Modules are immutable once built and may be shared by threads; building,
 ** binding and calling are not thread-safe on one parent graph.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
 */
 #ifndef POPC_MODULE_H
 #define POPC_MODULE_H

@@ -20,6 +20,9 @@
 **
 ** Errors name the file, the node and the fix. All functions are
 ** thread-safe for distinct arguments. Since 0.1.0.
+**
+** The conventions of popc/status.h (ownership, status codes, threads)
+** apply.
 */
 #ifndef POPC_ONNX_H
 #define POPC_ONNX_H

@@ -25,6 +25,9 @@
 ** Files the run writes (weights, checkpoints, the model INI, predictions)
 ** are written under a temporary name and renamed into place, so a killed
 ** run leaves either the previous file or the new one.
+**
+** Since 0.1.0 unless a function says otherwise; the conventions of
+** popc/status.h (ownership, status codes, threads) apply.
 */
 #ifndef POPC_RUN_H
 #define POPC_RUN_H
