@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <check.h>
 
+#include "popc/popc.h"
 #include "tests/profile_files.h"
 
 char *pf_temp_dir(void)
@@ -85,4 +86,34 @@ mj_value *pf_read_profile(const char *dir)
             ck_assert_str_ne(v->keys[i], v->keys[j]);
     free(text);
     return v;
+}
+
+mj_value *pf_inference_report(popc_graph *g, popc_tensor *const *inputs,
+                              int n_inputs, int n_outputs)
+{
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *out[8] = {NULL};
+    char *dir = pf_temp_dir(), *sub;
+    mj_value *r;
+
+    ck_assert_int_le(n_outputs, 8);
+    ck_assert_int_eq(popc_options_new(&o), POPC_OK);
+    ck_assert_int_eq(popc_options_set(o, "backend", "ipumodel"), POPC_OK);
+    ck_assert_int_eq(popc_options_set(o, "enableProfiling", dir), POPC_OK);
+    ck_assert_msg(popc_model_new_inference(g, o, &m) == POPC_OK, "%s",
+                  popc_last_error());
+    ck_assert_msg(popc_model_run(m, (popc_tensor **)inputs, n_inputs, out,
+                                 n_outputs) == POPC_OK,
+                  "%s", popc_last_error());
+    sub = pf_sub_dir(dir, "inference");
+    r = pf_read_profile(sub);
+    free(sub);
+    pf_remove_dir(dir);
+    free(dir);
+    for (int i = 0; i < n_outputs; i++)
+        popc_tensor_free(out[i]);
+    popc_model_free(m);
+    popc_options_free(o);
+    return r;
 }

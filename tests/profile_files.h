@@ -19,4 +19,12 @@ char *pf_slurp(const char *dir, const char *name, size_t *len);
 /* dir/profile.json parsed; its top-level keys are unique (mj_free it). */
 mj_value *pf_read_profile(const char *dir);
 
+struct popc_graph;
+struct popc_tensor;
+/* The IPU model's profile of one inference run of g on the inputs (at most
+** 8 outputs, freed here), parsed (mj_free it); the files are removed. */
+mj_value *pf_inference_report(struct popc_graph *g,
+                              struct popc_tensor *const *inputs, int n_inputs,
+                              int n_outputs);
+
 #endif /* POPC_TESTS_PROFILE_FILES_H */
