@@ -444,6 +444,36 @@ START_TEST(per_convolution_partials_type)
 }
 END_TEST
 
+/* Settings given once apply to every convolution of the scope. */
+START_TEST(settings_given_once_apply_to_all)
+{
+    popc_multiconv_options o = defaults();
+    popc_graph *g;
+    int convs = 0;
+
+    o.available_memory_proportion = 0.25;
+    o.partials_type = POPC_DTYPE_F32;
+    o.conv_dithering = 0;
+    o.plan_type = POPC_MULTICONV_PLAN_SERIAL;
+    g = model(&o, 0, NULL);
+    for (int k = 0; k < popc_graph_n_nodes(g); k++) {
+        popc_attrs a = popc_graph_node_attrs(g, k);
+
+        if (strcmp(popc_graph_node_op(g, k), "Conv") != 0)
+            continue;
+        convs++;
+        ck_assert(popc_graph_node_annotations(g, k).available_memory ==
+                  0.25);
+        ck_assert_str_eq(popc_attr_string(&a, "partials_type", ""), "float");
+        ck_assert_int_eq(popc_attr_int(&a, "__conv_dithering", -1), 0);
+        ck_assert_int_eq(popc_attr_int(&a, "__multiconv_plan", -1),
+                         POPC_MULTICONV_PLAN_SERIAL);
+    }
+    ck_assert_int_eq(convs, 2);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(per_convolution_dithering)
 {
     static const char *const dither[] = {
@@ -534,6 +564,7 @@ static Suite *suite(void)
     tcase_add_test(tc, per_convolution_available_memory);
     tcase_add_test(tc, per_convolution_partials_type);
     tcase_add_test(tc, per_convolution_dithering);
+    tcase_add_test(tc, settings_given_once_apply_to_all);
     tcase_add_test(tc, misuse_is_refused);
     suite_add_tcase(s, tc);
     return s;

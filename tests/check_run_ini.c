@@ -491,7 +491,7 @@ START_TEST(serialize_and_overlap_keys)
 {
     static const char *const ser[] = {
         "layer.fc1.serialize=reducing_dim", "layer.fc1.serialize_factor=4",
-        "layer.fc2.serialize=output_channels",
+        "layer.fc1.keep_precision=true", "layer.fc2.serialize=output_channels",
         "layer.fc2.serialize_factor=2"};
     static const char *const bad_factor[] = {
         "layer.fc1.serialize=input_channels", "layer.fc1.serialize_factor=3"};
@@ -505,7 +505,7 @@ START_TEST(serialize_and_overlap_keys)
         "options.setExecutionStrategy=ShardedExecution",
         "options.TensorLocations.numIOTiles=32"};
     const char *ini = write_ini("mlp.ini", MLP);
-    popc_run *r = load(ini, ser, 4), *plain = load(ini, NULL, 0);
+    popc_run *r = load(ini, ser, 5), *plain = load(ini, NULL, 0);
     popc_graph *g = NULL;
     popc_tensor *w, *w0, *x = NULL, *y = NULL;
     popc_model *m = NULL;
@@ -518,8 +518,10 @@ START_TEST(serialize_and_overlap_keys)
                      "reducing_dim");
     ck_assert_int_eq(attr_of(g, gemm_of(g, "fc1"), "serialization_factor")->i,
                      4);
+    ck_assert_int_eq(attr_of(g, gemm_of(g, "fc1"), "keep_precision")->i, 1);
     ck_assert_str_eq(attr_of(g, gemm_of(g, "fc2"), "serialization_mode")->s,
                      "output_channels");
+    ck_assert_int_eq(attr_of(g, gemm_of(g, "fc2"), "keep_precision")->i, 0);
     popc_graph_free(g);
     w = one_step(r);
     w0 = one_step(plain);
