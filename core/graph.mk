@@ -20,8 +20,7 @@ libpopc_la_SOURCES += \
     %reldir%/half_simd.c \
     %reldir%/half_simd.h \
     %reldir%/rng.h \
-    %reldir%/rng.c \
-    %reldir%/layers.c
+    %reldir%/rng.c
 
-pkginclude_HEADERS += %reldir%/include/popc/layers.h \
+pkginclude_HEADERS += %reldir%/include/popc/random.h \
     %reldir%/include/popc/precision.h

@@ -5,7 +5,7 @@ libpopc_la_SOURCES += \
     %reldir%/dynamic_slice.c %reldir%/ctc.c %reldir%/remove_blocks.c \
     %reldir%/hardware.c %reldir%/module.c \
     %reldir%/serialized_matmul.c %reldir%/overlap.c \
-    %reldir%/multiconv.c
+    %reldir%/multiconv.c %reldir%/layers.c
 
 pkginclude_HEADERS += %reldir%/include/popc/helpers.h \
-    %reldir%/include/popc/module.h
+    %reldir%/include/popc/module.h %reldir%/include/popc/layers.h

@@ -15,6 +15,7 @@
 
 #include "popc/model.h"
 #include "popc/module.h"
+#include "popc/random.h"
 #include "popc/registry.h"
 #include "popc/plugin.h"
 #include "helpers/helpers_priv.h"
@@ -316,32 +317,16 @@ const char *popc_module_output_name(const popc_module *m, int i)
 
 /* ---- binding ------------------------------------------------------------- */
 
-/* splitmix64: a stream per (seed, variable name). */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *s)
-{
-    return (double)(mix(s) >> 11) / 9007199254740992.0;
-}
-
 static popc_status make_value(const slot *s, const popc_view *info,
                               uint64_t seed, popc_tensor **out)
 {
-    uint64_t st_rng = seed;
+    popc_rng rng; /* a stream per (seed, variable name) */
     popc_status st;
     float *p;
 
     if (s->factory.kind == POPC_INIT_TENSOR)
         return popc_tensor_clone(s->init, out);
-    for (const char *c = s->name; *c; c++)
-        st_rng = (st_rng ^ (unsigned char)*c) * 0x100000001B3ull;
+    popc_rng_init(&rng, seed, popc_rng_stream(s->name));
     if ((st = popc_tensor_new(info->dtype, info->dims, info->rank, out)) !=
         POPC_OK)
         return st;
@@ -354,16 +339,12 @@ static popc_status make_value(const slot *s, const popc_view *info,
         case POPC_INIT_ONES: v = 1.0; break;
         case POPC_INIT_CONSTANT: v = s->factory.a; break;
         case POPC_INIT_UNIFORM:
-            v = s->factory.a + (s->factory.b - s->factory.a) * unit(&st_rng);
+            v = s->factory.a + (s->factory.b - s->factory.a) *
+                                   popc_rng_uniform_double(&rng);
             break;
-        case POPC_INIT_NORMAL: {
-            double u1 = unit(&st_rng), u2 = unit(&st_rng);
-
-            /* Box-Muller; 1 - u1 keeps the logarithm finite */
-            v = s->factory.a + s->factory.b * sqrt(-2.0 * log(1.0 - u1)) *
-                                   cos(6.283185307179586 * u2);
+        case POPC_INIT_NORMAL:
+            v = s->factory.a + s->factory.b * popc_rng_normal(&rng);
             break;
-        }
         default: break;
         }
         p[i] = (float)v;

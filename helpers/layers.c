@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "popc/layers.h"
-#include "core/alloc_priv.h"
-#include "core/rng.h"
+#include "popc/random.h"
 
 struct popc_layers {
     popc_graph *g;
@@ -33,7 +32,7 @@ popc_status popc_layers_new(popc_graph *g, uint64_t seed, popc_layers **out)
     *out = NULL;
     if (!g)
         return popc_set_error(POPC_EINVAL, "popc_layers_new: graph is NULL");
-    if (!(L = popci_calloc(1, sizeof *L)))
+    if (!(L = calloc(1, sizeof *L)))
         return popc_set_error(POPC_ENOMEM, "popc_layers_new: out of memory");
     L->g = g;
     L->seed = seed;
@@ -86,9 +85,9 @@ static popc_status add_param(popc_layers *L, const char *layer,
     p = popc_tensor_data(t);
     n = popc_tensor_numel(t);
     if (kind == INIT_UNIFORM) {
-        popci_rng r;
-        popci_rng_init(&r, L->seed, popci_rng_hash_str(name));
-        popci_rng_fill_uniform(&r, p, n, (float)-value, (float)value);
+        popc_rng r;
+        popc_rng_init(&r, L->seed, popc_rng_stream(name));
+        popc_rng_fill_uniform(&r, p, n, (float)-value, (float)value);
     } else {
         for (int64_t i = 0; i < n; i++)
             p[i] = (float)value;
