@@ -2,8 +2,9 @@
 # test_examples.sh - the C example programs on a 2000-image subset of
 # Fashion-MNIST: examples/train_mlp (one epoch, cpu and ipumodel) and
 # examples/infer_cnn with weights from `popc train fashion-mnist-cnn.ini`
-# (one epoch), and examples/modules_mlp (one epoch of 6400 images). Each must exit 0 and print a plausible test accuracy
-# (> 50%; chance is 10%, one short epoch gives about 65%); infer_cnn must
+# (one epoch), and examples/modules_mlp (one epoch of 6400 images). Each
+# must exit 0 and print a plausible test accuracy (> 50%; chance is 10%,
+# one short epoch gives about 65%); infer_cnn must
 # also report every output mode agreeing with All.
 #
 # Environment (set by make check): POPC (the built popc), POPC_BUILDDIR,
@@ -27,11 +28,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/popc-test-examples-XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 99
 
-failures=0
-checks=0
-
-pass() { checks=$((checks + 1)); echo "ok: $*"; }
-fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $*"; }
+# shellcheck source=tests/testlib.sh
+. "$POPC_SRCDIR/tests/testlib.sh"
 
 # run DESCRIPTION COMMAND...: exit status 0, output in out.txt
 run() {
@@ -105,5 +103,4 @@ got=$?
 [ "$got" -eq 2 ] && pass "train_mlp --epochs 0: usage error (exit 2)" ||
     fail "train_mlp --epochs 0: exit $got, want 2"
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish
