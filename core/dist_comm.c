@@ -196,7 +196,8 @@ popc_status popci_comm_open(const popc_options *o, popci_comm **out)
     st = join(o, np, pid);
     if (st == POPC_OK) {
         /* the timeout is per run: the latest model's options */
-        process_comm.timeout = (double)popci_opt_int(o, POPCI_O_collectivesTimeout);
+        process_comm.timeout =
+            (double)popci_opt_int(o, POPCI_O_collectivesTimeout);
         *out = &process_comm;
     }
     pthread_mutex_unlock(&comm_lock);

@@ -347,7 +347,8 @@ popc_status popc_graph_to_half(const popc_graph *g, const char *prefixes,
         return popc_set_error(POPC_EINVAL, "popc_graph_to_half: graph is "
                               "NULL");
     if (opts) {
-        c.keep_buffers = popci_opt_bool(opts, POPCI_O_Precision_runningStatisticsAlwaysFloat);
+        c.keep_buffers = popci_opt_bool(
+            opts, POPCI_O_Precision_runningStatisticsAlwaysFloat);
         c.upcast = popci_opt_int(opts, POPCI_O_Precision_halfFloatCasting) ==
                    UPCAST_TO_FLOAT;
     }

@@ -258,9 +258,12 @@ static batching read_batching(const popc_model *m)
 
     b.di = popci_opt_int(o, POPCI_O_deviceIterations);
     b.r = popci_opt_int(o, POPCI_O_replicationFactor);
-    b.ga = m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation) : 1;
+    b.ga = m->training
+               ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation)
+               : 1;
     b.g = popci_opt_int(o, POPCI_O_inputReplicaGrouping_size);
-    b.orthogonal = popci_opt_int(o, POPCI_O_inputReplicaGrouping_type) == POPC_COMM_ORTHOGONAL;
+    b.orthogonal = popci_opt_int(o, POPCI_O_inputReplicaGrouping_type) ==
+                   POPC_COMM_ORTHOGONAL;
     if (b.di < 1)
         b.di = 1;
     if (b.r < 1)
@@ -423,12 +426,14 @@ static popc_backend_config backend_config(const popc_model *m)
     c.ipu_version = (int)popci_opt_int(o, POPCI_O_ipuVersion);
     c.log_cycles = (int)popci_opt_int(o, POPCI_O_logCycleCount);
     c.io_tiles = (int)popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles);
-    c.conv_dithering = (int)popci_opt_int(o, POPCI_O_Training_setConvolutionDithering);
+    c.conv_dithering =
+        (int)popci_opt_int(o, POPCI_O_Training_setConvolutionDithering);
     c.sync_pattern = (int)popci_opt_int(o, POPCI_O_syncPattern);
     c.ipu_id = popci_use_ipu_id(o);
     c.device_iterations = popci_opt_int(o, POPCI_O_deviceIterations);
     c.gradient_accumulation =
-        m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation) : 1;
+        m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation)
+                    : 1;
     c.profile_dir = popci_opt_string(o, POPCI_O_enableProfiling);
     return c;
 }
@@ -610,9 +615,11 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         goto fail;
     if (popci_opt_int(m->opts, POPCI_O_enableStableNorm))
         plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
-    if (popci_opt_int(m->opts, POPCI_O_Precision_enableFloatingPointExceptions))
+    if (popci_opt_int(m->opts,
+                      POPCI_O_Precision_enableFloatingPointExceptions))
         plan->pub.kernel_flags |= POPC_KERNEL_FP_EXCEPTIONS;
-    if (popci_opt_int(m->opts, POPCI_O_Precision_setPartialsType) == 1) /* half */
+    /* setPartialsType's enum: 1 is half */
+    if (popci_opt_int(m->opts, POPCI_O_Precision_setPartialsType) == 1)
         plan->pub.kernel_flags |= POPC_KERNEL_HALF_PARTIALS;
     if (popci_opt_int(m->opts, POPCI_O_Precision_enableStochasticRounding)) {
         if (!(be->caps & POPC_BACKEND_STOCHASTIC_ROUNDING)) {
@@ -631,8 +638,11 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     ec.grad_accum = b.ga;
     ec.input_group = b.g;
     ec.input_orthogonal = b.orthogonal;
-    ec.reduction = (popc_reduction_type)popci_opt_int(m->opts, POPCI_O_Training_accumulationAndReplicationReductionType);
-    ec.strategy = (popc_mean_strategy)popci_opt_int(m->opts, POPCI_O_Training_meanAccumulationAndReplicationReductionStrategy);
+    ec.reduction = (popc_reduction_type)popci_opt_int(
+        m->opts, POPCI_O_Training_accumulationAndReplicationReductionType);
+    ec.strategy = (popc_mean_strategy)popci_opt_int(
+        m->opts,
+        POPCI_O_Training_meanAccumulationAndReplicationReductionStrategy);
     ec.random_seed = (uint64_t)popci_opt_int(m->opts, POPCI_O_randomSeed);
     ec.synthetic = (int)popci_opt_int(m->opts, POPCI_O_enableSyntheticData);
     ec.auto_loss_scaling =
@@ -640,7 +650,8 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         popci_opt_int(m->opts, POPCI_O_Training_setAutomaticLossScaling);
     ec.synthetic_mode = (int)popci_opt_int(m->opts, POPCI_O_syntheticDataMode);
     ec.pipelined = pipelined(m, plan);
-    ec.broadcast_buffers = (int)popci_opt_int(m->opts, POPCI_O_broadcastBuffers);
+    ec.broadcast_buffers =
+        (int)popci_opt_int(m->opts, POPCI_O_broadcastBuffers);
     ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);
     /* training reduces gradients over every rank; inference never
     ** communicates (each rank classifies its own share) */
@@ -734,8 +745,9 @@ popc_status popc_model_get_anchored_tensor(const popc_model *m,
         popci_anchors *a = NULL;
         int known = 0;
 
-        if (popci_anchors_parse(popci_opt_string(m->opts, POPCI_O_anchorTensor),
-                                POPC_OUTPUT_ALL, 1, 0, &a) == POPC_OK)
+        if (popci_anchors_parse(
+                popci_opt_string(m->opts, POPCI_O_anchorTensor),
+                POPC_OUTPUT_ALL, 1, 0, &a) == POPC_OK)
             for (int k = 0; a && k < a->n; k++)
                 known |= strcmp(a->short_names[k], short_name) == 0;
         popci_anchors_free(a);

@@ -28,9 +28,12 @@ popci_strategy popci_strategy_from_options(const popc_options *o)
     popci_strategy s;
 
     s.kind = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy);
-    s.auto_stage = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_autoStage);
-    s.liveness = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_tensorsLiveness);
-    s.separate_backward = popci_opt_bool(o, POPCI_O_setExecutionStrategy_useSeparateBackwardPhase);
+    s.auto_stage =
+        (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_autoStage);
+    s.liveness =
+        (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_tensorsLiveness);
+    s.separate_backward = popci_opt_bool(
+        o, POPCI_O_setExecutionStrategy_useSeparateBackwardPhase);
     return s;
 }
 

@@ -108,7 +108,8 @@ popc_status popci_sampler_init(popci_sampler *s, int64_t n_total,
             (long long)n_total,
             n_processes > 1 ? " to share between processes" : "",
             (long long)batch, n_processes > 1 ? " per process" : "");
-    if (shuffle && !(s->perm = popci_malloc((size_t)n_total * sizeof *s->perm)))
+    if (shuffle &&
+        !(s->perm = popci_malloc((size_t)n_total * sizeof *s->perm)))
         return popc_set_error(POPC_ENOMEM, "data loader: out of memory for "
                                            "the shuffle order");
     return POPC_OK;

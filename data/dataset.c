@@ -81,7 +81,8 @@ popc_status popci_dataset_new(const char *source, int64_t n,
                               "1 to %d",
                               source, rank, POPC_MAX_RANK);
     }
-    if (!(ds = popci_calloc(1, sizeof *ds)) || !(ds->source = popci_strdup(source))) {
+    if (!(ds = popci_calloc(1, sizeof *ds)) ||
+        !(ds->source = popci_strdup(source))) {
         free(ds);
         free(features);
         free(labels);

@@ -148,7 +148,8 @@ static popc_status open_idx(const char *path, idx_file *f)
         return st;
     f->count = 1;
     for (int i = 0; i < f->ndims; i++) {
-        f->dims[i] = (int64_t)raw[4 * i] << 24 | (int64_t)raw[4 * i + 1] << 16 |
+        f->dims[i] = (int64_t)raw[4 * i] << 24 |
+                     (int64_t)raw[4 * i + 1] << 16 |
                      (int64_t)raw[4 * i + 2] << 8 | (int64_t)raw[4 * i + 3];
         /* 2^40 bytes is far beyond any dataset; it also stops overflow */
         if (f->dims[i] > 0 && f->count > (INT64_C(1) << 40) / f->dims[i])

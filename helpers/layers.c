@@ -145,7 +145,8 @@ static popc_status check_dim(popc_layers *L, const char *kind,
                           (long long)n, axis);
 }
 
-/* ---- layers with parameters --------------------------------------------------- */
+/* ---- layers with parameters
+ * --------------------------------------------------- */
 
 popc_status popc_nn_linear(popc_layers *L, const char *name, int x,
                            int64_t in_features, int64_t out_features,
@@ -237,9 +238,10 @@ popc_status popc_nn_conv2d(popc_layers *L, const char *name, int x,
                               (long long)stride, (long long)dilation,
                               (long long)groups, (long long)padding);
     if (in_ch % groups || out_ch % groups)
-        return popc_set_error(POPC_EINVAL, "Conv2d '%s': in_ch %lld and out_ch "
-                              "%lld must be divisible by groups %lld", ln.s,
-                              (long long)in_ch, (long long)out_ch,
+        return popc_set_error(POPC_EINVAL,
+                              "Conv2d '%s': in_ch %lld and out_ch "
+                              "%lld must be divisible by groups %lld",
+                              ln.s, (long long)in_ch, (long long)out_ch,
                               (long long)groups);
     if ((st = check_dim(L, "Conv2d", ln.s, x, 1, in_ch, "in_ch")) != POPC_OK)
         return st;
@@ -340,7 +342,8 @@ popc_status popc_nn_layernorm(popc_layers *L, const char *name, int x,
     return node1(L, NULL, "LayerNormalization", in, 3, attrs, 2, ln.s, y);
 }
 
-/* ---- layers without parameters ---------------------------------------------- */
+/* ---- layers without parameters
+ * ---------------------------------------------- */
 
 static popc_status pool(popc_layers *L, const char *op, int x, int64_t kernel,
                         int64_t stride, int64_t padding, int *y)
@@ -468,7 +471,8 @@ popc_status popc_nn_softmax(popc_layers *L, int x, int64_t axis, int log,
     return node1(L, NULL, op, &x, 1, &a, 1, NULL, y);
 }
 
-/* ---- losses ----------------------------------------------------------------- */
+/* ---- losses
+ * ----------------------------------------------------------------- */
 
 static popc_status torch_loss(popc_layers *L, const char *domain,
                               const char *op, int a, int b,

@@ -165,8 +165,8 @@ static popc_status mark_conv(popc_graph *g, int node, int i, int64_t group,
         (st = popc_graph_set_node_attr(g, node, &f)) != POPC_OK)
         return st;
     if (dithering_of(o, i) >= 0 &&
-        (st = set_int(g, node, POPC_ATTR_CONV_DITHERING, dithering_of(o, i))) !=
-            POPC_OK)
+        (st = set_int(g, node, POPC_ATTR_CONV_DITHERING,
+                      dithering_of(o, i))) != POPC_OK)
         return st;
     if (partials_of(o, i) != POPC_DTYPE_UNDEFINED) {
         s.s = partials_of(o, i) == POPC_DTYPE_F16 ? "half" : "float";
@@ -201,7 +201,8 @@ popc_status popc_multiconv_end(popc_multiconv *mc,
         o = &defaults;
     }
     total = popc_graph_n_nodes(g);
-    if (!(convs = malloc(sizeof *convs * (size_t)(total - mc->first_node + 1))))
+    if (!(convs =
+              malloc(sizeof *convs * (size_t)(total - mc->first_node + 1))))
         st = popc_set_error(POPC_ENOMEM, "MultiConv: out of memory");
     for (int k = mc->first_node; st == POPC_OK && k < total; k++) {
         popc_attrs a;

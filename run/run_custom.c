@@ -215,7 +215,8 @@ static popc_status parse_value(const char *where, const char *raw,
     return POPC_OK;
 }
 
-/* ---- reading a layer ------------------------------------------------------------- */
+/* ---- reading a layer
+ * ------------------------------------------------------------- */
 
 typedef struct spec {
     int custom;
@@ -355,7 +356,8 @@ static popc_status read_spec(const popc_run *r, const char *section,
     return POPC_OK;
 }
 
-/* ---- the entry points -------------------------------------------------------------- */
+/* ---- the entry points
+ * -------------------------------------------------------------- */
 
 popc_status popci_run_parse_custom(const popc_run *r, const char *section,
                                    int foreign)

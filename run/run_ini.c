@@ -292,7 +292,8 @@ static popc_status parse_optimizer(popc_run *r)
             /* relaxOptimizerAttributesChecks: PopTorch ignores attributes
             ** its optimizer does not know and says so at debug level */
             if (st == POPC_ENOTFOUND &&
-                popci_opt_bool(r->opts, POPCI_O_relaxOptimizerAttributesChecks)) {
+                popci_opt_bool(r->opts,
+                               POPCI_O_relaxOptimizerAttributesChecks)) {
                 popc_log(POPC_LOG_DEBUG, "%s: Ignoring unexpected optimizer "
                          "attribute in %s optimizer: ['%s']",
                          popci_run_where(r, "optimizer", key, where,
@@ -763,7 +764,8 @@ uint64_t popci_run_fingerprint(const popc_run *r)
     /* a distributed run's checkpoint holds every rank's position only
     ** because all ranks take equal steps on equal shares: the same number
     ** of processes must resume it */
-    h = (h ^ (uint64_t)popci_opt_int(r->opts, POPCI_O_Distributed_numProcesses)) *
+    h = (h ^
+         (uint64_t)popci_opt_int(r->opts, POPCI_O_Distributed_numProcesses)) *
         UINT64_C(0x100000001b3);
     return h ^ popc_options_hash(r->opts);
 }

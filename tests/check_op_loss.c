@@ -113,7 +113,8 @@ START_TEST(cross_entropy_matches_torch)
     for (int w = 0; w < 2; w++)
         for (int r = 0; r < 3; r++) {
             char c[64];
-            popc_attr a[2] = {popc_attr_make_string("reduction", reds[r]), popc_attr_make_int("ignore_index", 2)};
+            popc_attr a[2] = {popc_attr_make_string("reduction", reds[r]),
+                              popc_attr_make_int("ignore_index", 2)};
             popc_tensor *in[4], *out[2] = {0}, *grads[1] = {0}, *dl;
             static const int wrt[] = {0};
 
@@ -237,7 +238,8 @@ START_TEST(cross_entropy_finite_differences)
     static const int wrt[] = {0};
 
     for (int r = 0; r < 3; r++) {
-        popc_attr a[2] = {popc_attr_make_string("reduction", reds[r]), popc_attr_make_int("ignore_index", 2)};
+        popc_attr a[2] = {popc_attr_make_string("reduction", reds[r]),
+                          popc_attr_make_int("ignore_index", 2)};
 
         fd_ok(NULL, "SoftmaxCrossEntropyLoss", in, 3, wrt, 1, a, 2, 1, 1e-3);
         /* with the log_prob output in the loss too */

@@ -13,18 +13,8 @@
 
 #include "popc/popc.h"
 #include "tests/harness/fd_check.h"
+#include "tests/harness/op_expect.h"
 #include "tests/harness/op_harness.h"
-
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
-    } while (0)
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -39,69 +29,9 @@ static popc_tensor *ref(const char *name)
     return t;
 }
 
-static popc_tensor *tensor(popc_dtype dt, const int64_t *dims, int rank,
-                           const void *data)
-{
-    popc_tensor *t = NULL;
-
-    ASSERT_OK(popc_tensor_from_data(dt, dims, rank, data, &t));
-    return t;
-}
-
 static popc_tensor *scalar_f32(float v)
 {
-    return tensor(POPC_DTYPE_F32, NULL, 0, &v);
-}
-
-/* Run an op with one output; fails the test on error. */
-static popc_tensor *run(const char *domain, const char *op,
-                        popc_tensor *const *in, int n_in,
-                        const popc_attr *attrs, int n_attrs, int training)
-{
-    popc_tensor *out = NULL;
-
-    ASSERT_OK(harness_run_op(domain, op, in, n_in, attrs, n_attrs, &out, 1,
-                             training));
-    return out;
-}
-
-/* The op must fail with st and a message holding every needle. */
-static void expect_error(const char *domain, const char *op,
-                         popc_tensor *const *in, int n_in,
-                         const popc_attr *attrs, int n_attrs,
-                         popc_status want, const char *n1, const char *n2)
-{
-    popc_tensor *out = NULL;
-    popc_status st = harness_run_op(domain, op, in, n_in, attrs, n_attrs,
-                                    &out, 1, 0);
-
-    ck_assert_msg(st == want, "%s: expected %s, got %s (%s)", op,
-                  popc_status_name(want), popc_status_name(st),
-                  popc_last_error());
-    ck_assert_ptr_null(out);
-    if (n1)
-        ASSERT_HAS(popc_last_error(), n1);
-    if (n2)
-        ASSERT_HAS(popc_last_error(), n2);
-}
-
-/* |got - want| <= atol + rtol * |want| everywhere (float32, same shape). */
-static void expect_close(const popc_tensor *got, const popc_tensor *want,
-                         double atol, double rtol)
-{
-    const float *g, *w;
-
-    ck_assert_int_eq(popc_tensor_dtype(got), POPC_DTYPE_F32);
-    ck_assert_int_eq(popc_tensor_dtype(want), POPC_DTYPE_F32);
-    ck_assert_int_eq(popc_tensor_rank(got), popc_tensor_rank(want));
-    for (int d = 0; d < popc_tensor_rank(got); d++)
-        ck_assert_int_eq(popc_tensor_dims(got)[d], popc_tensor_dims(want)[d]);
-    g = popc_tensor_cdata(got);
-    w = popc_tensor_cdata(want);
-    for (int64_t i = 0; i < popc_tensor_numel(got); i++)
-        ck_assert_msg(fabs((double)g[i] - w[i]) <= atol + rtol * fabs(w[i]),
-                      "element %lld: got %.9g, want %.9g", (long long)i,
-                      g[i], w[i]);
+    return expect_tensor(POPC_DTYPE_F32, NULL, 0, &v);
 }
 
 static void expect_ref(popc_tensor *got, const char *name, double atol,
@@ -128,10 +58,14 @@ START_TEST(binary_broadcast_matches_numpy)
     popc_tensor *dv[2] = {in[0], ref("div_bcast_d")};
 
     /* numpy rounds float32 arithmetic the same way: exact */
-    expect_ref(run(NULL, "Add", in, 2, NULL, 0, 0), "add_bcast_out", 0, 0);
-    expect_ref(run(NULL, "Sub", in, 2, NULL, 0, 0), "sub_bcast_out", 0, 0);
-    expect_ref(run(NULL, "Mul", in, 2, NULL, 0, 0), "mul_bcast_out", 0, 0);
-    expect_ref(run(NULL, "Div", dv, 2, NULL, 0, 0), "div_bcast_out", 0, 0);
+    expect_ref(expect_run(NULL, "Add", in, 2, NULL, 0, 0), "add_bcast_out", 0,
+               0);
+    expect_ref(expect_run(NULL, "Sub", in, 2, NULL, 0, 0), "sub_bcast_out", 0,
+               0);
+    expect_ref(expect_run(NULL, "Mul", in, 2, NULL, 0, 0), "mul_bcast_out", 0,
+               0);
+    expect_ref(expect_run(NULL, "Div", dv, 2, NULL, 0, 0), "div_bcast_out", 0,
+               0);
     free_all(in, 2);
     popc_tensor_free(dv[1]);
 }
@@ -141,9 +75,9 @@ START_TEST(broadcast_either_side_and_scalars)
 {
     const int64_t d1[2] = {3, 1}, d2[1] = {4};
     const float a[3] = {1, 2, 3}, b[4] = {10, 20, 30, 40};
-    popc_tensor *in[2] = {tensor(POPC_DTYPE_F32, d2, 1, b),
-                          tensor(POPC_DTYPE_F32, d1, 2, a)};
-    popc_tensor *out = run(NULL, "Sub", in, 2, NULL, 0, 0);
+    popc_tensor *in[2] = {expect_tensor(POPC_DTYPE_F32, d2, 1, b),
+                          expect_tensor(POPC_DTYPE_F32, d1, 2, a)};
+    popc_tensor *out = expect_run(NULL, "Sub", in, 2, NULL, 0, 0);
     const float *o = popc_tensor_cdata(out);
     popc_tensor *sc[2];
 
@@ -157,7 +91,7 @@ START_TEST(broadcast_either_side_and_scalars)
     /* scalar * tensor keeps the tensor's shape */
     sc[0] = scalar_f32(0.5f);
     sc[1] = in[0];
-    out = run(NULL, "Mul", sc, 2, NULL, 0, 0);
+    out = expect_run(NULL, "Mul", sc, 2, NULL, 0, 0);
     ck_assert_int_eq(popc_tensor_rank(out), 1);
     ck_assert_float_eq(((const float *)popc_tensor_cdata(out))[3], 20.0f);
     popc_tensor_free(out);
@@ -171,11 +105,11 @@ START_TEST(integer_arithmetic_wraps_and_truncates)
     const int64_t d[1] = {6};
     const int32_t a[6] = {7, -7, 7, -7, INT32_MIN, 5};
     const int32_t b[6] = {2, 2, -2, 0, -1, 3};
-    popc_tensor *in[2] = {tensor(POPC_DTYPE_I32, d, 1, a),
-                          tensor(POPC_DTYPE_I32, d, 1, b)};
-    popc_tensor *q = run(NULL, "Div", in, 2, NULL, 0, 0);
-    popc_tensor *s = run(NULL, "Add", in, 2, NULL, 0, 0);
-    popc_tensor *n = run(NULL, "Neg", in, 1, NULL, 0, 0);
+    popc_tensor *in[2] = {expect_tensor(POPC_DTYPE_I32, d, 1, a),
+                          expect_tensor(POPC_DTYPE_I32, d, 1, b)};
+    popc_tensor *q = expect_run(NULL, "Div", in, 2, NULL, 0, 0);
+    popc_tensor *s = expect_run(NULL, "Add", in, 2, NULL, 0, 0);
+    popc_tensor *n = expect_run(NULL, "Neg", in, 1, NULL, 0, 0);
     const int32_t want_q[6] = {3, -3, -3, 0, INT32_MIN, 1};
     const int32_t want_s[6] = {9, -5, 5, -7, INT32_MAX, 8};
 
@@ -200,10 +134,10 @@ START_TEST(int64_mul_abs)
     const int64_t d[1] = {3};
     const int64_t a[3] = {-3000000000LL, 4, -1};
     const int64_t b[3] = {3, -5, -1};
-    popc_tensor *in[2] = {tensor(POPC_DTYPE_I64, d, 1, a),
-                          tensor(POPC_DTYPE_I64, d, 1, b)};
-    popc_tensor *m = run(NULL, "Mul", in, 2, NULL, 0, 0);
-    popc_tensor *ab = run(NULL, "Abs", in, 1, NULL, 0, 0);
+    popc_tensor *in[2] = {expect_tensor(POPC_DTYPE_I64, d, 1, a),
+                          expect_tensor(POPC_DTYPE_I64, d, 1, b)};
+    popc_tensor *m = expect_run(NULL, "Mul", in, 2, NULL, 0, 0);
+    popc_tensor *ab = expect_run(NULL, "Abs", in, 1, NULL, 0, 0);
     const int64_t *mp = popc_tensor_cdata(m), *ap = popc_tensor_cdata(ab);
 
     ck_assert(mp[0] == -9000000000LL && mp[1] == -20 && mp[2] == 1);
@@ -219,12 +153,14 @@ START_TEST(pow_and_unary_match_numpy)
     popc_tensor *pw[2] = {ref("pow_a"), ref("pow_b")};
     popc_tensor *p = ref("unary_pos"), *x = ref("unary_x");
 
-    expect_ref(run(NULL, "Pow", pw, 2, NULL, 0, 0), "pow_out", 1e-6, 1e-6);
-    expect_ref(run(NULL, "Sqrt", &p, 1, NULL, 0, 0), "sqrt_out", 0, 0);
-    expect_ref(run(NULL, "Log", &p, 1, NULL, 0, 0), "log_out", 1e-7, 1e-6);
-    expect_ref(run(NULL, "Exp", &x, 1, NULL, 0, 0), "exp_out", 0, 1e-6);
-    expect_ref(run(NULL, "Reciprocal", &p, 1, NULL, 0, 0), "reciprocal_out",
-               0, 0);
+    expect_ref(expect_run(NULL, "Pow", pw, 2, NULL, 0, 0), "pow_out", 1e-6,
+               1e-6);
+    expect_ref(expect_run(NULL, "Sqrt", &p, 1, NULL, 0, 0), "sqrt_out", 0, 0);
+    expect_ref(expect_run(NULL, "Log", &p, 1, NULL, 0, 0), "log_out", 1e-7,
+               1e-6);
+    expect_ref(expect_run(NULL, "Exp", &x, 1, NULL, 0, 0), "exp_out", 0, 1e-6);
+    expect_ref(expect_run(NULL, "Reciprocal", &p, 1, NULL, 0, 0),
+               "reciprocal_out", 0, 0);
     free_all(pw, 2);
     popc_tensor_free(p);
     popc_tensor_free(x);
@@ -235,9 +171,9 @@ START_TEST(neg_abs_float)
 {
     const int64_t d[1] = {4};
     const float a[4] = {-1.5f, 0.0f, 2.0f, -0.0f};
-    popc_tensor *x = tensor(POPC_DTYPE_F32, d, 1, a);
-    popc_tensor *n = run(NULL, "Neg", &x, 1, NULL, 0, 0);
-    popc_tensor *ab = run(NULL, "Abs", &x, 1, NULL, 0, 0);
+    popc_tensor *x = expect_tensor(POPC_DTYPE_F32, d, 1, a);
+    popc_tensor *n = expect_run(NULL, "Neg", &x, 1, NULL, 0, 0);
+    popc_tensor *ab = expect_run(NULL, "Abs", &x, 1, NULL, 0, 0);
 
     for (int i = 0; i < 4; i++) {
         ck_assert_float_eq(((const float *)popc_tensor_cdata(n))[i], -a[i]);
@@ -255,8 +191,8 @@ START_TEST(sum_variadic_broadcasts)
     popc_tensor *in[3] = {ref("sum3_a"), ref("sum3_b"), ref("sum3_c")};
     popc_tensor *one;
 
-    expect_ref(run(NULL, "Sum", in, 3, NULL, 0, 0), "sum3_out", 0, 0);
-    one = run(NULL, "Sum", in, 1, NULL, 0, 0);
+    expect_ref(expect_run(NULL, "Sum", in, 3, NULL, 0, 0), "sum3_out", 0, 0);
+    one = expect_run(NULL, "Sum", in, 1, NULL, 0, 0);
     ck_assert(popc_tensor_equal(one, in[0]));
     popc_tensor_free(one);
     free_all(in, 3);
@@ -268,16 +204,16 @@ START_TEST(max_min_mean_fold)
     popc_tensor *in[3] = {ref("sum3_a"), ref("sum3_b"), ref("sum3_c")};
     const int64_t d[1] = {3};
     const float a[3] = {NAN, 1.0f, -2.0f}, b[3] = {0.0f, NAN, -3.0f};
-    popc_tensor *nan_in[2] = {tensor(POPC_DTYPE_F32, d, 1, a),
-                              tensor(POPC_DTYPE_F32, d, 1, b)};
+    popc_tensor *nan_in[2] = {expect_tensor(POPC_DTYPE_F32, d, 1, a),
+                              expect_tensor(POPC_DTYPE_F32, d, 1, b)};
     popc_tensor *mx;
     const float *m;
 
-    expect_ref(run(NULL, "Max", in, 3, NULL, 0, 0), "max3_out", 0, 0);
-    expect_ref(run(NULL, "Min", in, 3, NULL, 0, 0), "min3_out", 0, 0);
-    expect_ref(run(NULL, "Mean", in, 3, NULL, 0, 0), "mean3_out", 0, 0);
+    expect_ref(expect_run(NULL, "Max", in, 3, NULL, 0, 0), "max3_out", 0, 0);
+    expect_ref(expect_run(NULL, "Min", in, 3, NULL, 0, 0), "min3_out", 0, 0);
+    expect_ref(expect_run(NULL, "Mean", in, 3, NULL, 0, 0), "mean3_out", 0, 0);
     /* NaN wins from either side, like torch.maximum */
-    mx = run(NULL, "Max", nan_in, 2, NULL, 0, 0);
+    mx = expect_run(NULL, "Max", nan_in, 2, NULL, 0, 0);
     m = popc_tensor_cdata(mx);
     ck_assert(isnan(m[0]) && isnan(m[1]) && m[2] == -2.0f);
     popc_tensor_free(mx);
@@ -290,14 +226,14 @@ START_TEST(empty_broadcast)
 {
     const int64_t d0[2] = {0, 3}, d3[1] = {3};
     const float b[3] = {1, 2, 3};
-    popc_tensor *in[2] = {NULL, tensor(POPC_DTYPE_F32, d3, 1, b)}, *y;
+    popc_tensor *in[2] = {NULL, expect_tensor(POPC_DTYPE_F32, d3, 1, b)}, *y;
 
     ASSERT_OK(popc_tensor_new(POPC_DTYPE_F32, d0, 2, &in[0]));
-    y = run(NULL, "Add", in, 2, NULL, 0, 0);
+    y = expect_run(NULL, "Add", in, 2, NULL, 0, 0);
     ck_assert_int_eq(popc_tensor_rank(y), 2);
     ck_assert_int_eq(popc_tensor_numel(y), 0);
     popc_tensor_free(y);
-    y = run(NULL, "Gelu", in, 1, NULL, 0, 0);
+    y = expect_run(NULL, "Gelu", in, 1, NULL, 0, 0);
     ck_assert_int_eq(popc_tensor_numel(y), 0);
     popc_tensor_free(y);
     free_all(in, 2);
@@ -308,7 +244,7 @@ START_TEST(float16_add_matches_numpy)
 {
     popc_tensor *in[2] = {ref("add_f16_a"), ref("add_f16_b")};
     popc_tensor *want = ref("add_f16_out");
-    popc_tensor *got = run(NULL, "Add", in, 2, NULL, 0, 0);
+    popc_tensor *got = expect_run(NULL, "Add", in, 2, NULL, 0, 0);
 
     ck_assert_int_eq(popc_tensor_dtype(got), POPC_DTYPE_F16);
     ck_assert(popc_tensor_equal(got, want));
@@ -323,11 +259,11 @@ START_TEST(comparisons_give_bool)
     const int64_t d[1] = {4};
     const float a[4] = {1, 2, 3, NAN}, b[4] = {2, 2, 2, 2};
     const int32_t ia[4] = {1, 2, 3, 4}, ib[1] = {3};
-    popc_tensor *in[2] = {tensor(POPC_DTYPE_F32, d, 1, a),
-                          tensor(POPC_DTYPE_F32, d, 1, b)};
+    popc_tensor *in[2] = {expect_tensor(POPC_DTYPE_F32, d, 1, a),
+                          expect_tensor(POPC_DTYPE_F32, d, 1, b)};
     const int64_t d1[1] = {1};
-    popc_tensor *ii[2] = {tensor(POPC_DTYPE_I32, d, 1, ia),
-                          tensor(POPC_DTYPE_I32, d1, 1, ib)};
+    popc_tensor *ii[2] = {expect_tensor(POPC_DTYPE_I32, d, 1, ia),
+                          expect_tensor(POPC_DTYPE_I32, d1, 1, ib)};
     static const struct {
         const char *op;
         uint8_t f[4], i[4];
@@ -341,14 +277,14 @@ START_TEST(comparisons_give_bool)
     popc_tensor *nt;
 
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        popc_tensor *f = run(NULL, cases[c].op, in, 2, NULL, 0, 0);
-        popc_tensor *i = run(NULL, cases[c].op, ii, 2, NULL, 0, 0);
+        popc_tensor *f = expect_run(NULL, cases[c].op, in, 2, NULL, 0, 0);
+        popc_tensor *i = expect_run(NULL, cases[c].op, ii, 2, NULL, 0, 0);
 
         ck_assert_int_eq(popc_tensor_dtype(f), POPC_DTYPE_BOOL);
         ck_assert(memcmp(popc_tensor_cdata(f), cases[c].f, 4) == 0);
         ck_assert(memcmp(popc_tensor_cdata(i), cases[c].i, 4) == 0);
         if (c == 0) {
-            nt = run(NULL, "Not", &f, 1, NULL, 0, 0);
+            nt = expect_run(NULL, "Not", &f, 1, NULL, 0, 0);
             ck_assert(memcmp(popc_tensor_cdata(nt), "\1\0\1\1", 4) == 0);
             popc_tensor_free(nt);
         }
@@ -365,9 +301,9 @@ START_TEST(arith_errors_name_node_and_shapes)
     const int64_t d1[2] = {2, 3}, d2[2] = {4, 3};
     const float z[12] = {0};
     const int32_t zi[6] = {0};
-    popc_tensor *in[2] = {tensor(POPC_DTYPE_F32, d1, 2, z),
-                          tensor(POPC_DTYPE_F32, d2, 2, z)};
-    popc_tensor *mixed[2] = {in[0], tensor(POPC_DTYPE_I32, d1, 2, zi)};
+    popc_tensor *in[2] = {expect_tensor(POPC_DTYPE_F32, d1, 2, z),
+                          expect_tensor(POPC_DTYPE_F32, d2, 2, z)};
+    popc_tensor *mixed[2] = {in[0], expect_tensor(POPC_DTYPE_I32, d1, 2, zi)};
 
     expect_error(NULL, "Add", in, 2, NULL, 0, POPC_EINVAL, "[2, 3]",
                  "[4, 3]");
@@ -381,7 +317,8 @@ START_TEST(arith_errors_name_node_and_shapes)
 }
 END_TEST
 
-/* ---- activations ------------------------------------------------------------ */
+/* ---- activations
+ * ------------------------------------------------------------ */
 
 START_TEST(activations_match_torch)
 {
@@ -390,27 +327,33 @@ START_TEST(activations_match_torch)
     popc_attr tanh_mode = popc_attr_make_string("approximate", "tanh");
     popc_attr none_mode = popc_attr_make_string("approximate", "none");
 
-    expect_ref(run(NULL, "Relu", &x, 1, NULL, 0, 0), "relu_out", 0, 0);
-    expect_ref(run(NULL, "LeakyRelu", &x, 1, &leaky, 1, 0), "leaky_out", 0,
-               0);
-    expect_ref(run(NULL, "Gelu", &x, 1, NULL, 0, 0), "gelu_out", 1e-6, 1e-6);
-    expect_ref(run(NULL, "Gelu", &x, 1, &none_mode, 1, 0), "gelu_out", 1e-6,
+    expect_ref(expect_run(NULL, "Relu", &x, 1, NULL, 0, 0), "relu_out", 0, 0);
+    expect_ref(expect_run(NULL, "LeakyRelu", &x, 1, &leaky, 1, 0), "leaky_out",
+               0, 0);
+    expect_ref(expect_run(NULL, "Gelu", &x, 1, NULL, 0, 0), "gelu_out", 1e-6,
                1e-6);
-    expect_ref(run(NULL, "Gelu", &x, 1, &tanh_mode, 1, 0), "gelu_tanh_out",
+    expect_ref(expect_run(NULL, "Gelu", &x, 1, &none_mode, 1, 0), "gelu_out",
                1e-6, 1e-6);
-    expect_ref(run(NULL, "Sigmoid", &x, 1, NULL, 0, 0), "sigmoid_out", 1e-7,
-               1e-6);
-    expect_ref(run(NULL, "Tanh", &x, 1, NULL, 0, 0), "tanh_out", 1e-7, 1e-6);
-    leaky = popc_attr_make_float("alpha", 0.7);
-    expect_ref(run(NULL, "Elu", &x, 1, &leaky, 1, 0), "elu_out", 1e-7, 1e-6);
-    leaky = popc_attr_make_float("alpha", 0.5);
-    expect_ref(run(NULL, "Celu", &x, 1, &leaky, 1, 0), "celu_out", 1e-7,
-               1e-6);
-    expect_ref(run(NULL, "Softplus", &x, 1, NULL, 0, 0), "softplus_out",
+    expect_ref(expect_run(NULL, "Gelu", &x, 1, &tanh_mode, 1, 0),
+               "gelu_tanh_out", 1e-6, 1e-6);
+    expect_ref(expect_run(NULL, "Sigmoid", &x, 1, NULL, 0, 0), "sigmoid_out",
                1e-7, 1e-6);
-    expect_ref(run(NULL, "Erf", &x, 1, NULL, 0, 0), "erf_out", 1e-7, 1e-6);
-    expect_ref(run(NULL, "Sin", &x, 1, NULL, 0, 0), "sin_out", 1e-7, 1e-6);
-    expect_ref(run(NULL, "Cos", &x, 1, NULL, 0, 0), "cos_out", 1e-7, 1e-6);
+    expect_ref(expect_run(NULL, "Tanh", &x, 1, NULL, 0, 0), "tanh_out", 1e-7,
+               1e-6);
+    leaky = popc_attr_make_float("alpha", 0.7);
+    expect_ref(expect_run(NULL, "Elu", &x, 1, &leaky, 1, 0), "elu_out", 1e-7,
+               1e-6);
+    leaky = popc_attr_make_float("alpha", 0.5);
+    expect_ref(expect_run(NULL, "Celu", &x, 1, &leaky, 1, 0), "celu_out", 1e-7,
+               1e-6);
+    expect_ref(expect_run(NULL, "Softplus", &x, 1, NULL, 0, 0), "softplus_out",
+               1e-7, 1e-6);
+    expect_ref(expect_run(NULL, "Erf", &x, 1, NULL, 0, 0), "erf_out", 1e-7,
+               1e-6);
+    expect_ref(expect_run(NULL, "Sin", &x, 1, NULL, 0, 0), "sin_out", 1e-7,
+               1e-6);
+    expect_ref(expect_run(NULL, "Cos", &x, 1, NULL, 0, 0), "cos_out", 1e-7,
+               1e-6);
     popc_tensor_free(x);
 }
 END_TEST
@@ -419,8 +362,8 @@ START_TEST(leaky_relu_default_alpha)
 {
     const int64_t d[1] = {2};
     const float a[2] = {-2.0f, 3.0f};
-    popc_tensor *x = tensor(POPC_DTYPE_F32, d, 1, a);
-    popc_tensor *y = run(NULL, "LeakyRelu", &x, 1, NULL, 0, 0);
+    popc_tensor *x = expect_tensor(POPC_DTYPE_F32, d, 1, a);
+    popc_tensor *y = expect_run(NULL, "LeakyRelu", &x, 1, NULL, 0, 0);
 
     ck_assert_float_eq(((const float *)popc_tensor_cdata(y))[0], -0.02f);
     ck_assert_float_eq(((const float *)popc_tensor_cdata(y))[1], 3.0f);
@@ -432,7 +375,7 @@ END_TEST
 START_TEST(gelu_float16)
 {
     popc_tensor *x = ref("gelu_f16_x"), *want = ref("gelu_f16_out");
-    popc_tensor *got = run(NULL, "Gelu", &x, 1, NULL, 0, 0);
+    popc_tensor *got = expect_run(NULL, "Gelu", &x, 1, NULL, 0, 0);
     popc_tensor *g32, *w32;
 
     ck_assert_int_eq(popc_tensor_dtype(got), POPC_DTYPE_F16);
@@ -457,18 +400,19 @@ START_TEST(clip_optional_bounds)
     popc_tensor *none;
     const int64_t d[1] = {3};
     const int64_t iv[3] = {-5, 3, 9}, ilo = 0, ihi = 4;
-    popc_tensor *ix[3] = {tensor(POPC_DTYPE_I64, d, 1, iv),
-                          tensor(POPC_DTYPE_I64, NULL, 0, &ilo),
-                          tensor(POPC_DTYPE_I64, NULL, 0, &ihi)};
+    popc_tensor *ix[3] = {expect_tensor(POPC_DTYPE_I64, d, 1, iv),
+                          expect_tensor(POPC_DTYPE_I64, NULL, 0, &ilo),
+                          expect_tensor(POPC_DTYPE_I64, NULL, 0, &ihi)};
     popc_tensor *ic;
 
-    expect_ref(run(NULL, "Clip", both, 3, NULL, 0, 0), "clip_out", 0, 0);
-    only_max[2] = scalar_f32(0.5f);
-    expect_ref(run(NULL, "Clip", only_max, 3, NULL, 0, 0), "clip_max_out", 0,
+    expect_ref(expect_run(NULL, "Clip", both, 3, NULL, 0, 0), "clip_out", 0,
                0);
-    none = run(NULL, "Clip", &x, 1, NULL, 0, 0);
+    only_max[2] = scalar_f32(0.5f);
+    expect_ref(expect_run(NULL, "Clip", only_max, 3, NULL, 0, 0),
+               "clip_max_out", 0, 0);
+    none = expect_run(NULL, "Clip", &x, 1, NULL, 0, 0);
     ck_assert(popc_tensor_equal(none, x));
-    ic = run(NULL, "Clip", ix, 3, NULL, 0, 0);
+    ic = expect_run(NULL, "Clip", ix, 3, NULL, 0, 0);
     ck_assert(((const int64_t *)popc_tensor_cdata(ic))[0] == 0 &&
               ((const int64_t *)popc_tensor_cdata(ic))[1] == 3 &&
               ((const int64_t *)popc_tensor_cdata(ic))[2] == 4);
@@ -496,7 +440,8 @@ START_TEST(gelu_bad_mode)
 }
 END_TEST
 
-/* ---- gradient helpers ------------------------------------------------------------ */
+/* ---- gradient helpers
+ * ------------------------------------------------------------ */
 
 START_TEST(activation_grads_match_torch)
 {
@@ -508,42 +453,43 @@ START_TEST(activation_grads_match_torch)
     popc_tensor *clip_in[4] = {dy, x, lo, hi};
 
     /* helpers saving the output take (dY, Y) */
-    y = run(NULL, "Relu", &x, 1, NULL, 0, 0);
+    y = expect_run(NULL, "Relu", &x, 1, NULL, 0, 0);
     in[1] = y;
-    expect_ref(run("popc", "ReluGrad", in, 2, NULL, 0, 0), "relu_dx", 0, 0);
+    expect_ref(expect_run("popc", "ReluGrad", in, 2, NULL, 0, 0), "relu_dx", 0,
+               0);
     popc_tensor_free(y);
-    y = run(NULL, "Sigmoid", &x, 1, NULL, 0, 0);
+    y = expect_run(NULL, "Sigmoid", &x, 1, NULL, 0, 0);
     in[1] = y;
-    expect_ref(run("popc", "SigmoidGrad", in, 2, NULL, 0, 0), "sigmoid_dx",
-               1e-7, 1e-5);
+    expect_ref(expect_run("popc", "SigmoidGrad", in, 2, NULL, 0, 0),
+               "sigmoid_dx", 1e-7, 1e-5);
     popc_tensor_free(y);
-    y = run(NULL, "Tanh", &x, 1, NULL, 0, 0);
+    y = expect_run(NULL, "Tanh", &x, 1, NULL, 0, 0);
     in[1] = y;
-    expect_ref(run("popc", "TanhGrad", in, 2, NULL, 0, 0), "tanh_dx", 1e-6,
-               1e-5);
+    expect_ref(expect_run("popc", "TanhGrad", in, 2, NULL, 0, 0), "tanh_dx",
+               1e-6, 1e-5);
     popc_tensor_free(y);
     /* the others take (dY, X) */
     in[1] = x;
-    expect_ref(run("popc", "LeakyReluGrad", in, 2, &leaky, 1, 0), "leaky_dx",
-               0, 0);
+    expect_ref(expect_run("popc", "LeakyReluGrad", in, 2, &leaky, 1, 0),
+               "leaky_dx", 0, 0);
     /* torch's vectorised erf/tanh differ from libm's by a few ulp where
     ** 1 + erf or 1 + tanh cancels (x < -5): a tiny absolute slack */
-    expect_ref(run("popc", "GeluGrad", in, 2, NULL, 0, 0), "gelu_dx", 3e-6,
-               1e-5);
-    expect_ref(run("popc", "GeluGrad", in, 2, &tanh_mode, 1, 0),
+    expect_ref(expect_run("popc", "GeluGrad", in, 2, NULL, 0, 0), "gelu_dx",
+               3e-6, 1e-5);
+    expect_ref(expect_run("popc", "GeluGrad", in, 2, &tanh_mode, 1, 0),
                "gelu_tanh_dx", 3e-6, 1e-5);
-    expect_ref(run("popc", "ClipGrad", clip_in, 4, NULL, 0, 0), "clip_dx", 0,
-               0);
+    expect_ref(expect_run("popc", "ClipGrad", clip_in, 4, NULL, 0, 0),
+               "clip_dx", 0, 0);
     leaky = popc_attr_make_float("alpha", 0.7);
-    expect_ref(run("popc", "EluGrad", in, 2, &leaky, 1, 0), "elu_dx", 1e-7,
-               1e-5);
+    expect_ref(expect_run("popc", "EluGrad", in, 2, &leaky, 1, 0), "elu_dx",
+               1e-7, 1e-5);
     leaky = popc_attr_make_float("alpha", 0.5);
-    expect_ref(run("popc", "CeluGrad", in, 2, &leaky, 1, 0), "celu_dx", 1e-7,
-               1e-5);
-    expect_ref(run("popc", "SoftplusGrad", in, 2, NULL, 0, 0),
+    expect_ref(expect_run("popc", "CeluGrad", in, 2, &leaky, 1, 0), "celu_dx",
+               1e-7, 1e-5);
+    expect_ref(expect_run("popc", "SoftplusGrad", in, 2, NULL, 0, 0),
                "softplus_dx", 1e-7, 1e-5);
-    expect_ref(run("popc", "ErfGrad", in, 2, NULL, 0, 0), "erf_dx", 1e-7,
-               1e-5);
+    expect_ref(expect_run("popc", "ErfGrad", in, 2, NULL, 0, 0), "erf_dx",
+               1e-7, 1e-5);
     popc_tensor_free(lo);
     popc_tensor_free(hi);
     popc_tensor_free(x);
@@ -557,14 +503,15 @@ START_TEST(arith_grads_match_torch)
     popc_tensor *dy = ref("unary_dy"), *y, *in[3];
     popc_tensor *out[2];
 
-    y = run(NULL, "Sqrt", &p, 1, NULL, 0, 0);
+    y = expect_run(NULL, "Sqrt", &p, 1, NULL, 0, 0);
     in[0] = dy;
     in[1] = y;
-    expect_ref(run("popc", "SqrtGrad", in, 2, NULL, 0, 0), "sqrt_dx", 1e-7,
-               1e-6);
+    expect_ref(expect_run("popc", "SqrtGrad", in, 2, NULL, 0, 0), "sqrt_dx",
+               1e-7, 1e-6);
     popc_tensor_free(y);
     in[1] = x;
-    expect_ref(run("popc", "AbsGrad", in, 2, NULL, 0, 0), "abs_dx", 0, 0);
+    expect_ref(expect_run("popc", "AbsGrad", in, 2, NULL, 0, 0), "abs_dx", 0,
+               0);
     in[0] = ref("pow_dz");
     in[1] = ref("pow_a");
     in[2] = ref("pow_b");
@@ -578,7 +525,8 @@ START_TEST(arith_grads_match_torch)
 }
 END_TEST
 
-/* ---- Where, Cast, Identity, Constant ---------------------------------------------- */
+/* ---- Where, Cast, Identity, Constant
+ * ---------------------------------------------- */
 
 START_TEST(where_broadcasts_any_dtype)
 {
@@ -586,18 +534,18 @@ START_TEST(where_broadcasts_any_dtype)
     const uint8_t c[2] = {1, 0};
     const int64_t x[3] = {1, 2, 3}, y = -1;
     const uint16_t hx[3] = {0x3c00, 0x4000, 0x4200}, hy = 0xbc00;
-    popc_tensor *in[3] = {tensor(POPC_DTYPE_BOOL, dc, 2, c),
-                          tensor(POPC_DTYPE_I64, dx, 1, x),
-                          tensor(POPC_DTYPE_I64, NULL, 0, &y)};
-    popc_tensor *out = run(NULL, "Where", in, 3, NULL, 0, 0);
+    popc_tensor *in[3] = {expect_tensor(POPC_DTYPE_BOOL, dc, 2, c),
+                          expect_tensor(POPC_DTYPE_I64, dx, 1, x),
+                          expect_tensor(POPC_DTYPE_I64, NULL, 0, &y)};
+    popc_tensor *out = expect_run(NULL, "Where", in, 3, NULL, 0, 0);
     const int64_t want[6] = {1, 2, 3, -1, -1, -1};
-    popc_tensor *h[3] = {in[0], tensor(POPC_DTYPE_F16, dx, 1, hx),
-                         tensor(POPC_DTYPE_F16, NULL, 0, &hy)};
+    popc_tensor *h[3] = {in[0], expect_tensor(POPC_DTYPE_F16, dx, 1, hx),
+                         expect_tensor(POPC_DTYPE_F16, NULL, 0, &hy)};
     popc_tensor *ho;
 
     ck_assert_int_eq(popc_tensor_rank(out), 2);
     ck_assert(memcmp(popc_tensor_cdata(out), want, sizeof want) == 0);
-    ho = run(NULL, "Where", h, 3, NULL, 0, 0);
+    ho = expect_run(NULL, "Where", h, 3, NULL, 0, 0);
     ck_assert_uint_eq(((const uint16_t *)popc_tensor_cdata(ho))[2], 0x4200);
     ck_assert_uint_eq(((const uint16_t *)popc_tensor_cdata(ho))[4], 0xbc00);
     /* a float condition is refused */
@@ -615,28 +563,28 @@ START_TEST(cast_between_types)
 {
     const int64_t d[1] = {6};
     const float f[6] = {1.9f, -1.9f, 3e10f, NAN, 0.0f, 65504.0f};
-    popc_tensor *x = tensor(POPC_DTYPE_F32, d, 1, f);
+    popc_tensor *x = expect_tensor(POPC_DTYPE_F32, d, 1, f);
     popc_attr to = popc_attr_make_int("to", 6);
-    popc_tensor *i32 = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    popc_tensor *i32 = expect_run(NULL, "Cast", &x, 1, &to, 1, 0);
     const int32_t *ip = popc_tensor_cdata(i32);
     popc_tensor *h, *b, *back, *ref_h;
 
     ck_assert_int_eq(popc_tensor_dtype(i32), POPC_DTYPE_I32);
     ck_assert(ip[0] == 1 && ip[1] == -1 && ip[2] == INT32_MAX && ip[3] == 0);
     to = popc_attr_make_int("to", 10);
-    h = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    h = expect_run(NULL, "Cast", &x, 1, &to, 1, 0);
     ASSERT_OK(popc_tensor_cast(x, POPC_DTYPE_F16, &ref_h));
     ck_assert(popc_tensor_equal(h, ref_h));
     to = popc_attr_make_int("to", 9);
-    b = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    b = expect_run(NULL, "Cast", &x, 1, &to, 1, 0);
     ck_assert(memcmp(popc_tensor_cdata(b), "\1\1\1\1\0\1", 6) == 0);
     to = popc_attr_make_int("to", 1);
-    back = run(NULL, "Cast", &i32, 1, &to, 1, 0);
+    back = expect_run(NULL, "Cast", &i32, 1, &to, 1, 0);
     ck_assert_float_eq(((const float *)popc_tensor_cdata(back))[1], -1.0f);
     /* float64, bfloat16 (upper 16 bits, as ONNX's reference), int8 */
     to = popc_attr_make_int("to", 11);
     popc_tensor_free(b);
-    b = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    b = expect_run(NULL, "Cast", &x, 1, &to, 1, 0);
     ck_assert_int_eq(popc_tensor_dtype(b), POPC_DTYPE_F64);
     for (int i = 0; i < 6; i++) {
         double wide = ((const double *)popc_tensor_cdata(b))[i];
@@ -646,7 +594,7 @@ START_TEST(cast_between_types)
     }
     to = popc_attr_make_int("to", 16);
     popc_tensor_free(b);
-    b = run(NULL, "Cast", &x, 1, &to, 1, 0);
+    b = expect_run(NULL, "Cast", &x, 1, &to, 1, 0);
     for (int i = 0; i < 6; i++) {
         uint32_t bits;
         float src = ((const float *)popc_tensor_cdata(x))[i];
@@ -670,8 +618,8 @@ END_TEST
 
 START_TEST(identity_and_constant)
 {
-    popc_tensor *x = ref("act_x"), *y = run(NULL, "Identity", &x, 1, NULL, 0,
-                                            0);
+    popc_tensor *x = ref("act_x"),
+                *y = expect_run(NULL, "Identity", &x, 1, NULL, 0, 0);
     popc_attr a[2];
     const double fl[3] = {0.5, -1.0, 2.0};
     const int64_t iv[2] = {7, -8};
@@ -684,14 +632,14 @@ START_TEST(identity_and_constant)
     a[0].name = "value";
     a[0].type = POPC_ATTR_TENSOR;
     a[0].tensor = &v;
-    c = run(NULL, "Constant", NULL, 0, a, 1, 0);
+    c = expect_run(NULL, "Constant", NULL, 0, a, 1, 0);
     ck_assert(popc_tensor_equal(c, x));
     popc_tensor_free(c);
     a[0].name = "value_floats";
     a[0].type = POPC_ATTR_FLOATS;
     a[0].floats = fl;
     a[0].n = 3;
-    c = run(NULL, "Constant", NULL, 0, a, 1, 0);
+    c = expect_run(NULL, "Constant", NULL, 0, a, 1, 0);
     ck_assert_int_eq(popc_tensor_dims(c)[0], 3);
     ck_assert_float_eq(((const float *)popc_tensor_cdata(c))[2], 2.0f);
     popc_tensor_free(c);
@@ -699,12 +647,12 @@ START_TEST(identity_and_constant)
     a[0].type = POPC_ATTR_INTS;
     a[0].ints = iv;
     a[0].n = 2;
-    c = run(NULL, "Constant", NULL, 0, a, 1, 0);
+    c = expect_run(NULL, "Constant", NULL, 0, a, 1, 0);
     ck_assert_int_eq(popc_tensor_dtype(c), POPC_DTYPE_I64);
     ck_assert(((const int64_t *)popc_tensor_cdata(c))[1] == -8);
     popc_tensor_free(c);
     a[0] = popc_attr_make_int("value_int", 42);
-    c = run(NULL, "Constant", NULL, 0, a, 1, 0);
+    c = expect_run(NULL, "Constant", NULL, 0, a, 1, 0);
     ck_assert_int_eq(popc_tensor_rank(c), 0);
     ck_assert(*(const int64_t *)popc_tensor_cdata(c) == 42);
     popc_tensor_free(c);
@@ -717,7 +665,8 @@ START_TEST(identity_and_constant)
 }
 END_TEST
 
-/* ---- Dropout ------------------------------------------------------------------- */
+/* ---- Dropout
+ * ------------------------------------------------------------------- */
 
 START_TEST(dropout_inference_is_identity)
 {
@@ -771,14 +720,14 @@ START_TEST(dropout_training_drops_and_scales)
     {
         popc_tensor *gin[3] = {x, out[1], in[1]};
 
-        dx = run("popc", "DropoutGrad", gin, 3, NULL, 0, 1);
+        dx = expect_run("popc", "DropoutGrad", gin, 3, NULL, 0, 1);
         g = popc_tensor_cdata(dx);
         for (int64_t i = 0; i < n; i++)
             ck_assert_float_eq(g[i], y[i]);
         popc_tensor_free(dx);
     }
     /* training_mode = false switches it off */
-    in[2] = tensor(POPC_DTYPE_BOOL, NULL, 0, &off);
+    in[2] = expect_tensor(POPC_DTYPE_BOOL, NULL, 0, &off);
     free_all(again, 2);
     ASSERT_OK(harness_run_op(NULL, "Dropout", in, 3, NULL, 0, again, 1, 1));
     ck_assert(popc_tensor_equal(again[0], x));
@@ -818,7 +767,8 @@ START_TEST(dropout_bad_ratio)
 }
 END_TEST
 
-/* ---- finite-difference checks of the gradient builders ---------------------- */
+/* ---- finite-difference checks of the gradient builders
+ * ---------------------- */
 
 static uint64_t fd_state = 777;
 
@@ -902,7 +852,8 @@ START_TEST(fd_unary)
                                       "Erf", "Sin", "Cos", "Relu",
                                       "Sigmoid", "Tanh", "Gelu", "Elu",
                                       "Softplus", "LeakyRelu", "Identity"};
-    popc_attr a[2] = {popc_attr_make_float("alpha", 0.5), popc_attr_make_string("approximate", "tanh")};
+    popc_attr a[2] = {popc_attr_make_float("alpha", 0.5),
+                      popc_attr_make_string("approximate", "tanh")};
     popc_attr to = popc_attr_make_int("to", 1);
 
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -924,14 +875,15 @@ START_TEST(fd_clip_where_dropout)
 
     FD("Clip", W(0), NULL, 0, 1, rnd(2, 4, 5, 0), scalar_f32(-0.7f));
     FD("Clip", W(0), NULL, 0, 1, rnd(2, 4, 5, 0), NULL, scalar_f32(0.8f));
-    FD("Where", W(1, 2), NULL, 0, 1, tensor(POPC_DTYPE_BOOL, dc, 2, c),
+    FD("Where", W(1, 2), NULL, 0, 1, expect_tensor(POPC_DTYPE_BOOL, dc, 2, c),
        rnd(1, 3, 0, 0), rnd(2, 2, 3, 0));
     /* training: the same mask forward and backward */
     FD("Dropout", W(0), NULL, 0, 2, rnd(2, 8, 16, 0), scalar_f32(0.3f));
 }
 END_TEST
 
-/* ---- suite ------------------------------------------------------------------------ */
+/* ---- suite
+ * ------------------------------------------------------------------------ */
 
 static Suite *math_suite(void)
 {

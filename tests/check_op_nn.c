@@ -275,7 +275,8 @@ START_TEST(gemm_large_split_and_errors)
     int64_t da[2] = {150, 70}, db[2] = {90, 70}, dc[1] = {90}, bad[1] = {7};
     popc_tensor *in[3] = {rc_random(da, 2, 5), rc_random(db, 2, 6),
                           rc_random(dc, 1, 7)};
-    popc_attr a[2] = {popc_attr_make_int("transB", 1), popc_attr_make_float("beta", 0.5)};
+    popc_attr a[2] = {popc_attr_make_int("transB", 1),
+                      popc_attr_make_float("beta", 0.5)};
     popc_tensor *out = NULL;
     const float *A, *B, *C, *y;
 
@@ -425,8 +426,8 @@ START_TEST(conv_grad_ops_match_torch)
         static const char *const dwb[] = {"dw", "dbias"};
 
         a[na] = popc_attr_make_ints("kernel_shape", k, cc->sp);
-        a[na + 1] =
-            popc_attr_make_ints("input_shape", popc_tensor_dims(x), popc_tensor_rank(x));
+        a[na + 1] = popc_attr_make_ints("input_shape", popc_tensor_dims(x),
+                                        popc_tensor_rank(x));
         in[0] = g;
         in[1] = w;
         check_op("popc", "ConvGradInput", in, 2, a, na + 2, 1, 1, cc->name, dx,
@@ -584,10 +585,12 @@ START_TEST(conv_large_split_tiles)
         int64_t dy_[4] = {p->N, p->M, p->OH, p->OW};
         int64_t st[2] = {p->sh, p->sw}, pd[4] = {p->pt, p->pl, p->pt, p->pl};
         int64_t dl[2] = {p->dh, p->dw}, ks[2] = {p->kh, p->kw};
-        popc_attr a[6] = {
-            popc_attr_make_ints("strides", st, 2),      popc_attr_make_ints("pads", pd, 4),
-            popc_attr_make_ints("dilations", dl, 2),    popc_attr_make_int("group", p->G),
-            popc_attr_make_ints("kernel_shape", ks, 2), popc_attr_make_ints("input_shape", dx_, 4)};
+        popc_attr a[6] = {popc_attr_make_ints("strides", st, 2),
+                          popc_attr_make_ints("pads", pd, 4),
+                          popc_attr_make_ints("dilations", dl, 2),
+                          popc_attr_make_int("group", p->G),
+                          popc_attr_make_ints("kernel_shape", ks, 2),
+                          popc_attr_make_ints("input_shape", dx_, 4)};
         popc_tensor *x = rc_random(dx_, 4, 100 + s),
                     *w = rc_random(dw_, 4, 200 + s);
         popc_tensor *g = rc_random(dy_, 4, 300 + s), *in[2], *y = NULL,
@@ -660,7 +663,8 @@ START_TEST(conv_first_layer_bias_grad)
     ** row-block units of ConvGradWeight, whole and split alike */
     int64_t xd[4] = {3, 1, 10, 10}, yd[4] = {3, 32, 10, 10};
     int64_t k[2] = {3, 3}, pd[4] = {1, 1, 1, 1};
-    popc_attr a[2] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("pads", pd, 4)};
+    popc_attr a[2] = {popc_attr_make_ints("kernel_shape", k, 2),
+                      popc_attr_make_ints("pads", pd, 4)};
     popc_tensor *in[2] = {rc_random(xd, 4, 41), rc_random(yd, 4, 42)};
     popc_tensor *out[2] = {0};
     const float *g = popc_tensor_cdata(in[1]), *db;
@@ -704,7 +708,8 @@ START_TEST(conv_weight_grad_in_image_chunks)
         int64_t wd[4] = {p->M, p->C, 3, 3}, yd[4] = {p->N, p->M, p->OH, p->OW};
         int64_t k[2] = {3, 3}, pd[4] = {p->pt, p->pl, p->pt, p->pl};
         int64_t nw = p->M * p->C * 9, np = p->OH * p->OW;
-        popc_attr a[3] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("pads", pd, 4),
+        popc_attr a[3] = {popc_attr_make_ints("kernel_shape", k, 2),
+                          popc_attr_make_ints("pads", pd, 4),
                           popc_attr_make_int("image_chunks", 3)};
         popc_tensor *in[3] = {rc_random(xd, 4, 51 + (uint64_t)cs),
                               rc_random(wd, 4, 52), rc_random(bd, 1, 53)};
@@ -762,8 +767,10 @@ START_TEST(conv_auto_pad_same)
     popc_tensor *in[2] = {rc_random(xd, 4, 1), rc_random(wd, 4, 2)};
     popc_tensor *out = NULL, *ref = NULL;
     int64_t pads[4] = {1, 1, 1, 1};
-    popc_attr a1[2] = {popc_attr_make_string("auto_pad", "SAME_UPPER"), popc_attr_make_ints("strides", s, 2)};
-    popc_attr a2[2] = {popc_attr_make_ints("pads", pads, 4), popc_attr_make_ints("strides", s, 2)};
+    popc_attr a1[2] = {popc_attr_make_string("auto_pad", "SAME_UPPER"),
+                       popc_attr_make_ints("strides", s, 2)};
+    popc_attr a2[2] = {popc_attr_make_ints("pads", pads, 4),
+                       popc_attr_make_ints("strides", s, 2)};
 
     /* 7 with stride 2 -> 4 outputs: total pad 2, split 1 + 1 */
     ASSERT_OK(harness_run_op(NULL, "Conv", in, 2, a1, 2, &out, 1, 0));
@@ -830,8 +837,10 @@ START_TEST(conv_finite_differences)
     int64_t s[2] = {1, 2}, p[4] = {1, 0, 0, 2}, d[2] = {2, 1};
     popc_tensor *in[3] = {rc_random(xd, 4, 7), rc_random(wd, 4, 8),
                           rc_random(bd, 1, 9)};
-    popc_attr a[4] = {popc_attr_make_ints("strides", s, 2), popc_attr_make_ints("pads", p, 4),
-                      popc_attr_make_ints("dilations", d, 2), popc_attr_make_int("group", 2)};
+    popc_attr a[4] = {popc_attr_make_ints("strides", s, 2),
+                      popc_attr_make_ints("pads", p, 4),
+                      popc_attr_make_ints("dilations", d, 2),
+                      popc_attr_make_int("group", 2)};
 
     fd_ok(NULL, "Conv", in, 3, wrt3, 3, a, 4, 1, 1, 2e-3);
     free_all(in, 3);
@@ -843,8 +852,10 @@ END_TEST
 START_TEST(maxpool_matches_torch)
 {
     int64_t k[2] = {3, 3}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1}, d[2] = {1, 2};
-    popc_attr a[5] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("strides", s, 2),
-                      popc_attr_make_ints("pads", p, 4), popc_attr_make_ints("dilations", d, 2),
+    popc_attr a[5] = {popc_attr_make_ints("kernel_shape", k, 2),
+                      popc_attr_make_ints("strides", s, 2),
+                      popc_attr_make_ints("pads", p, 4),
+                      popc_attr_make_ints("dilations", d, 2),
                       popc_attr_make_int("ceil_mode", 1)};
     popc_tensor *x = load("maxpool", "x"), *g = load("maxpool", "g");
     popc_tensor *out[2] = {0}, *idx = load("maxpool", "idx");
@@ -935,7 +946,8 @@ START_TEST(maxpool_fast_paths_match_definition)
         float *y = malloc(sizeof *y * (size_t)ny);
         float *dx = malloc(sizeof *dx * (size_t)nx);
         int64_t *idx = malloc(sizeof *idx * (size_t)ny);
-        popc_attr a[3] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("strides", s, 2),
+        popc_attr a[3] = {popc_attr_make_ints("kernel_shape", k, 2),
+                          popc_attr_make_ints("strides", s, 2),
                           popc_attr_make_int("ceil_mode", cases[c].ceil)};
         popc_tensor *x, *g = rc_random(yd, 4, 60 + (uint64_t)c);
         popc_tensor *out[2] = {0}, *in[2], *gx = NULL;
@@ -989,12 +1001,13 @@ START_TEST(avgpool_matches_torch)
     for (int c = 0; c < 2; c++) {
         int64_t k[2] = {3, 2}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1};
         popc_tensor *x = load(cases[c], "x"), *g = load(cases[c], "g");
-        popc_attr a[6] = {popc_attr_make_ints("kernel_shape", k, 2),
-                          popc_attr_make_ints("strides", s, 2),
-                          popc_attr_make_ints("pads", p, 4),
-                          popc_attr_make_int("ceil_mode", 1),
-                          popc_attr_make_int("count_include_pad", c),
-                          popc_attr_make_ints("input_shape", popc_tensor_dims(x), 4)};
+        popc_attr a[6] = {
+            popc_attr_make_ints("kernel_shape", k, 2),
+            popc_attr_make_ints("strides", s, 2),
+            popc_attr_make_ints("pads", p, 4),
+            popc_attr_make_int("ceil_mode", 1),
+            popc_attr_make_int("count_include_pad", c),
+            popc_attr_make_ints("input_shape", popc_tensor_dims(x), 4)};
 
         check_op(NULL, "AveragePool", &x, 1, a, 5, 1, 0, cases[c], y, RTOL,
                  ATOL);
@@ -1031,7 +1044,8 @@ START_TEST(pool_errors)
 {
     int64_t xd[4] = {1, 2, 6, 6}, k[2] = {2, 2}, big[4] = {2, 0, 0, 0};
     popc_tensor *x = rc_random(xd, 4, 3);
-    popc_attr a[2] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("pads", big, 4)};
+    popc_attr a[2] = {popc_attr_make_ints("kernel_shape", k, 2),
+                      popc_attr_make_ints("pads", big, 4)};
 
     ck_assert_int_eq(run_expect_fail(NULL, "MaxPool", &x, 1, a, 2, 1),
                      POPC_EINVAL);
@@ -1051,8 +1065,10 @@ START_TEST(pool_finite_differences)
     int64_t p[4] = {1, 0, 1, 1};
     float v[50];
     popc_tensor *x;
-    popc_attr a[4] = {popc_attr_make_ints("kernel_shape", k, 2), popc_attr_make_ints("strides", s, 2),
-                      popc_attr_make_ints("pads", p, 4), popc_attr_make_int("ceil_mode", 1)};
+    popc_attr a[4] = {popc_attr_make_ints("kernel_shape", k, 2),
+                      popc_attr_make_ints("strides", s, 2),
+                      popc_attr_make_ints("pads", p, 4),
+                      popc_attr_make_int("ceil_mode", 1)};
     popc_attr cip = popc_attr_make_int("count_include_pad", 1);
     popc_attr a5[5];
     static const int wrt[] = {0};
@@ -1081,7 +1097,8 @@ START_TEST(batchnorm_training_matches_torch)
     popc_tensor *in[5] = {load("bn", "x"), load("bn", "scale"), load("bn", "b"),
                           load("bn", "mean"), load("bn", "var")};
     popc_tensor *gin[3];
-    popc_attr a[2] = {popc_attr_make_float("epsilon", 1e-5), popc_attr_make_float("momentum", 0.9)};
+    popc_attr a[2] = {popc_attr_make_float("epsilon", 1e-5),
+                      popc_attr_make_float("momentum", 0.9)};
 
     check_op(NULL, "BatchNormalization", in, 5, a, 2, 3, 1, "bn_train", outs,
              RTOL, 1e-5);
@@ -1159,7 +1176,8 @@ START_TEST(layernorm_matches_torch)
     popc_tensor *in[3] = {load("ln", "x"), load("ln", "scale"),
                           load("ln", "b")};
     popc_tensor *gin[5];
-    popc_attr a[2] = {popc_attr_make_int("axis", -2), popc_attr_make_float("epsilon", 1e-5)};
+    popc_attr a[2] = {popc_attr_make_int("axis", -2),
+                      popc_attr_make_float("epsilon", 1e-5)};
 
     check_op(NULL, "LayerNormalization", in, 3, a, 2, 3, 0, "ln", outs, RTOL,
              1e-5);

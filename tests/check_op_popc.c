@@ -189,7 +189,8 @@ START_TEST(print_tensor_prints_its_gradient)
     float v[3] = {1, 2, 3};
     popc_tensor *x = harness_f32(d, 1, v), *grads[1] = {0};
     static const int wrt[] = {0};
-    popc_attr a[2] = {popc_attr_make_string("title", "act"), popc_attr_make_int("print_gradient", 1)};
+    popc_attr a[2] = {popc_attr_make_string("title", "act"),
+                      popc_attr_make_int("print_gradient", 1)};
     const float *g;
 
     capture_on();

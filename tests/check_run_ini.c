@@ -400,7 +400,8 @@ static const bad_case bad[] = {
     /* 30 */ {"[model]\ninput = 64\nclasses = 4\nlayers = blk, fc\n"
               "[layer blk]\ntype = loop\ncount = 2\n"
               "[layer fc]\ntype = linear\nout_features = 4\n",
-              NULL, POPC_ECONFIG, {"[layer blk]", "required key 'body'", NULL}},
+              NULL, POPC_ECONFIG,
+              {"[layer blk]", "required key 'body'", NULL}},
     /* 31 */ {"[model]\ninput = 64\nclasses = 4\nlayers = blk, fc\n"
               "[layer blk]\ntype = loop\ncount = 2\nbody = fc\n"
               "[layer fc]\ntype = linear\nout_features = 4\n",

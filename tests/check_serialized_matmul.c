@@ -411,10 +411,10 @@ START_TEST(bad_factors_are_refused)
     ck_assert_msg(strstr(popc_last_error(), "does not divide the "
                          "reducing_dim dimension (8)") != NULL,
                   "%s", popc_last_error());
-    ck_assert_int_eq(popc_serialized_matmul(g, x, w,
-                                            POPC_MATMUL_SERIALIZE_INPUT_CHANNELS,
-                                            0, 0, &y),
-                     POPC_EINVAL);
+    ck_assert_int_eq(
+        popc_serialized_matmul(g, x, w, POPC_MATMUL_SERIALIZE_INPUT_CHANNELS,
+                               0, 0, &y),
+        POPC_EINVAL);
     ck_assert_msg(strstr(popc_last_error(), "factor 0") != NULL, "%s",
                   popc_last_error());
     ck_assert_int_eq(popc_serialized_matmul(g, x, w,

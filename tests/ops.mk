@@ -9,6 +9,7 @@ EXTRA_DIST += %reldir%/ref/gen_ops_math.py %reldir%/ref/ops
 # their gradients against finite differences
 %canon_reldir%_check_op_math_SOURCES = %reldir%/check_op_math.c \
     %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
+    %reldir%/harness/op_expect.c %reldir%/harness/op_expect.h \
     %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
 %canon_reldir%_check_op_math_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_op_math_LDADD = libpopc.la $(CHECK_LIBS) -lm
@@ -17,6 +18,7 @@ EXTRA_DIST += %reldir%/ref/gen_ops_math.py %reldir%/ref/ops
 
 %canon_reldir%_check_op_tensor_SOURCES = %reldir%/check_op_tensor.c \
     %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
+    %reldir%/harness/op_expect.c %reldir%/harness/op_expect.h \
     %reldir%/harness/fd_check.c %reldir%/harness/fd_check.h
 %canon_reldir%_check_op_tensor_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_op_tensor_LDADD = libpopc.la $(CHECK_LIBS) -lm

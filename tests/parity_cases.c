@@ -257,8 +257,8 @@ static void b_bitshift(bld *b)
 {
     int x = cast_to(b, pc_in3(b, 0.0, 255.0), 2);
     int n = cast_to(b, pc_in3(b, 0.0, 9.0), 2);
-    popc_attr l = popc_attr_make_string("direction", "LEFT"), r = popc_attr_make_string("direction",
-                                                          "RIGHT");
+    popc_attr l = popc_attr_make_string("direction", "LEFT"),
+              r = popc_attr_make_string("direction", "RIGHT");
     int in[2] = {x, n};
 
     pc_output(b, node(b, NULL, "BitShift", in, 2, &l, 1));
@@ -333,8 +333,10 @@ static void b_indexing(bld *b)
     int idx = input(b, POPC_DTYPE_I64, id3, 3, 0.0, 64.0);
     int ind = input(b, POPC_DTYPE_I64, idn, 3, 0.0, 64.0);
     int hot = input(b, POPC_DTYPE_I64, oh, 2, 0.0, 10.0);
-    popc_attr ax2 = popc_attr_make_int("axis", 2), bd = popc_attr_make_int("batch_dims", 1);
-    popc_attr red[2] = {popc_attr_make_int("axis", 2), popc_attr_make_string("reduction", "add")};
+    popc_attr ax2 = popc_attr_make_int("axis", 2),
+              bd = popc_attr_make_int("batch_dims", 1);
+    popc_attr red[2] = {popc_attr_make_int("axis", 2),
+                        popc_attr_make_string("reduction", "add")};
     int in[3] = {x, idx, u};
 
     pc_output(b, node(b, NULL, "GatherElements", in, 2, &ax2, 1));
@@ -363,7 +365,8 @@ static void b_arrange(bld *b)
     int64_t pads[6] = {0, 1, 2, 0, 3, 1}, six[1] = {6};
     int x = pc_in3(b, -1.0, 1.0);
     int y = input(b, POPC_DTYPE_F32, d4, 4, -1.0, 1.0);
-    popc_attr bs[2] = {popc_attr_make_int("blocksize", 2), popc_attr_make_string("mode", "CRD")};
+    popc_attr bs[2] = {popc_attr_make_int("blocksize", 2),
+                       popc_attr_make_string("mode", "CRD")};
     popc_attr refl = popc_attr_make_string("mode", "reflect");
     int in[2] = {x, const_i64n(b, reps, three, 1)};
 
@@ -381,8 +384,10 @@ static void b_scan(bld *b)
 {
     int64_t lens[B], nb[1] = {B};
     int x = pc_in3(b, -1.0, 1.0);
-    popc_attr excl[2] = {popc_attr_make_int("exclusive", 1), popc_attr_make_int("reverse", 1)};
-    popc_attr rs[2] = {popc_attr_make_int("batch_axis", 0), popc_attr_make_int("time_axis", 1)};
+    popc_attr excl[2] = {popc_attr_make_int("exclusive", 1),
+                         popc_attr_make_int("reverse", 1)};
+    popc_attr rs[2] = {popc_attr_make_int("batch_axis", 0),
+                       popc_attr_make_int("time_axis", 1)};
     int in[2] = {x, -1}, out[2];
 
     in[1] = const_scalar_i64(b, 2);
@@ -407,11 +412,13 @@ static void b_spatial_nd(bld *b)
     int y = input(b, POPC_DTYPE_F32, x4, 4, -1.0, 1.0);
     int v = input(b, POPC_DTYPE_F32, wt, 4, -1.0, 1.0);
     int64_t k[3] = {2, 3, 2}, st[2] = {2, 1}, op[2] = {1, 0};
-    popc_attr conv[2] = {popc_attr_make_int("group", 2), popc_attr_make_ints("pads", (int64_t[]){
-                             1, 0, 1, 0, 1, 1}, 6)};
+    popc_attr conv[2] = {
+        popc_attr_make_int("group", 2),
+        popc_attr_make_ints("pads", (int64_t[]){1, 0, 1, 0, 1, 1}, 6)};
     popc_attr pool[2] = {popc_attr_make_ints("kernel_shape", k, 3),
                          popc_attr_make_int("count_include_pad", 1)};
-    popc_attr ct[3] = {popc_attr_make_ints("strides", st, 2), popc_attr_make_int("group", 2),
+    popc_attr ct[3] = {popc_attr_make_ints("strides", st, 2),
+                       popc_attr_make_int("group", 2),
                        popc_attr_make_ints("output_padding", op, 2)};
     int in[2] = {x, w};
 
@@ -483,8 +490,8 @@ static void b_resize(bld *b)
     popc_attr lin[2] = {popc_attr_make_string("mode", "linear"),
                         popc_attr_make_string("coordinate_transformation_mode",
                                "align_corners")};
-    popc_attr cub[2] = {popc_attr_make_string("mode", "cubic"), popc_attr_make_int("exclude_outside",
-                                                        1)};
+    popc_attr cub[2] = {popc_attr_make_string("mode", "cubic"),
+                        popc_attr_make_int("exclude_outside", 1)};
 
     OK(popc_tensor_from_data(POPC_DTYPE_F32, four, 1, sc, &t));
     OK(popc_graph_add_constant(b->g, NULL, t, &scales));
@@ -553,7 +560,8 @@ static void b_recurrent_train(bld *b)
     popc_attr lstm[3] = {popc_attr_make_int("hidden_size", 4),
                          popc_attr_make_string("direction", "bidirectional"),
                          popc_attr_make_int("layout", 1)};
-    popc_attr one[2] = {popc_attr_make_int("hidden_size", 4), popc_attr_make_int("layout", 1)};
+    popc_attr one[2] = {popc_attr_make_int("hidden_size", 4),
+                        popc_attr_make_int("layout", 1)};
     int in[8] = {x, weight(b, "lw", wl, 3, -0.5, 0.5),
                  weight(b, "lr", rl, 3, -0.5, 0.5),
                  weight(b, "lb", bl, 2, -0.5, 0.5), -1, -1, -1,
@@ -716,7 +724,8 @@ static void b_nn_train(bld *b)
     int sc = weight(b, "ins", cd, 1, 0.5, 1.5), bi = weight(b, "inb", cd, 1,
                                                               -0.2, 0.2);
     int h = node2(b, "Add", x, weight(b, "xw", xd + 1, 3, -0.1, 0.1));
-    popc_attr ct[2] = {popc_attr_make_ints("strides", s2, 2), popc_attr_make_int("group", 2)};
+    popc_attr ct[2] = {popc_attr_make_ints("strides", s2, 2),
+                       popc_attr_make_int("group", 2)};
     popc_attr lrn = popc_attr_make_int("size", 3);
     popc_attr lin = popc_attr_make_string("mode", "linear");
     popc_attr pool[2] = {popc_attr_make_ints("kernel_shape", k2, 2),
@@ -797,8 +806,8 @@ static void b_sampling(bld *b)
     popc_attr bil = popc_attr_make_string("padding_mode", "border");
     popc_attr near[2] = {popc_attr_make_string("mode", "nearest"),
                          popc_attr_make_string("padding_mode", "reflection")};
-    popc_attr cub[2] = {popc_attr_make_string("mode", "bicubic"), popc_attr_make_int("align_corners",
-                                                          1)};
+    popc_attr cub[2] = {popc_attr_make_string("mode", "bicubic"),
+                        popc_attr_make_int("align_corners", 1)};
     popc_attr pool[2] = {popc_attr_make_ints("kernel_shape", k, 2),
                          popc_attr_make_ints("strides", k, 2)};
     int in[2] = {x, g}, out[2];
@@ -930,7 +939,8 @@ static void b_expand(bld *b)
 static void b_shape_argmax(bld *b)
 {
     int x = pc_in3(b, -1.0, 1.0);
-    popc_attr a[2] = {popc_attr_make_int("axis", 2), popc_attr_make_int("keepdims", 0)};
+    popc_attr a[2] = {popc_attr_make_int("axis", 2),
+                      popc_attr_make_int("keepdims", 0)};
 
     pc_output(b, node1(b, "Shape", x));
     pc_output(b, node(b, NULL, "ArgMax", &x, 1, a, 2));
@@ -997,7 +1007,8 @@ static void b_reduce(bld *b)
 {
     int64_t ax2 = 2, ax1 = 1;
     int h = trained(b, -1.0, 1.0);
-    popc_attr a[2] = {popc_attr_make_ints("axes", &ax1, 1), popc_attr_make_int("keepdims", 0)};
+    popc_attr a[2] = {popc_attr_make_ints("axes", &ax1, 1),
+                      popc_attr_make_int("keepdims", 0)};
     int sum = node2(b, "ReduceSum", h, const_i64(b, &ax2, 1));
     int mean = node(b, NULL, "ReduceMean", &h, 1, a, 1);
     int max, in[2];
@@ -1028,8 +1039,9 @@ static void b_gemm(bld *b)
 {
     int64_t d[2] = {B * 8, 256}, ad[2] = {256, 64};
     int x = input(b, POPC_DTYPE_F32, d, 2, -1.0, 1.0), y, in[3];
-    popc_attr a[4] = {popc_attr_make_int("transA", 1), popc_attr_make_int("transB", 1),
-                      popc_attr_make_float("alpha", 0.5), popc_attr_make_float("beta", 2.0)};
+    popc_attr a[4] = {
+        popc_attr_make_int("transA", 1), popc_attr_make_int("transB", 1),
+        popc_attr_make_float("alpha", 0.5), popc_attr_make_float("beta", 2.0)};
 
     OK(popc_nn_linear(b->L, "fc", x, 256, 128, 1, &y));
     in[0] = input(b, POPC_DTYPE_F32, ad, 2, -1.0, 1.0);
@@ -1180,7 +1192,8 @@ static void b_ctc(bld *b)
 {
     int64_t len[64], dims[1] = {64};
     popc_attr ax = popc_attr_make_int("axis", 2);
-    popc_attr a[3] = {popc_attr_make_int("blank", 0), popc_attr_make_int("beam_width", 4),
+    popc_attr a[3] = {popc_attr_make_int("blank", 0),
+                      popc_attr_make_int("beam_width", 4),
                       popc_attr_make_int("top_paths", 2)};
     int x = pc_in3(b, -3.0, 3.0), in[2], out[3];
 

@@ -87,12 +87,13 @@ static popc_status plan_group(ipum_map *m, int *members, int n,
     int T = m->dev.tiles, remaining = T, cursor = 0, lead_k = members[0];
 
     if (reserved < 0 || reserved * n > T)
-        return ipum_host->set_error(POPC_EINVAL, "MultiConv of '%s': %d "
-                                    "convolutions x %lld reserved tiles do not "
-                                    "fit the %d compute tiles of an IPU; "
-                                    "lower perConvReservedTiles (%s backend)",
-                                    lead->name, n, (long long)reserved, T,
-                                    who);
+        return ipum_host->set_error(
+            POPC_EINVAL,
+            "MultiConv of '%s': %d "
+            "convolutions x %lld reserved tiles do not "
+            "fit the %d compute tiles of an IPU; "
+            "lower perConvReservedTiles (%s backend)",
+            lead->name, n, (long long)reserved, T, who);
     for (int i = 0; i < n; i++)
         if (popc_attr_int(p->nodes[members[i]].attrs,
                           POPC_ATTR_CONV_DITHERING, 0))

@@ -1,5 +1,6 @@
 /* matmul_serial.h - poptorch.serializedMatMul for the nn plugin: a MatMul
-** or Gemm whose work is cut into `factor` products computed one after the other,
+** or Gemm whose work is cut into `factor` products computed one after the
+*other,
 ** to lower its peak temporary memory (module-internal, hidden symbols).
 **
 ** For A [.., M, K] times B [.., K, N], the attributes

@@ -197,8 +197,8 @@ static popc_status bn_cost(const popc_infer_ctx *ic, popc_cost *c)
 
 static popc_status bn_grad(popc_grad_ctx *gc)
 {
-    popc_attr a =
-        popc_attr_make_float("epsilon", popc_attr_float(gc->attrs, "epsilon", 1e-5));
+    popc_attr a = popc_attr_make_float(
+        "epsilon", popc_attr_float(gc->attrs, "epsilon", 1e-5));
     int in[3], out[3];
     popc_status st;
 
@@ -484,8 +484,8 @@ static popc_status ln_grad(popc_grad_ctx *gc)
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     a[0] = popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", -1));
-    a[1] =
-        popc_attr_make_float("epsilon", popc_attr_float(gc->attrs, "epsilon", 1e-5));
+    a[1] = popc_attr_make_float("epsilon",
+                                popc_attr_float(gc->attrs, "epsilon", 1e-5));
     if (gc->n_outputs >= 3 && gc->outputs[1] >= 0 && gc->outputs[2] >= 0) {
         stats[1] = gc->outputs[1];
         stats[2] = gc->outputs[2];

@@ -200,7 +200,8 @@ static popc_status sm_cost(const popc_infer_ctx *ic, popc_cost *c)
 
 static popc_status sm_grad_common(popc_grad_ctx *gc, const char *grad_op)
 {
-    popc_attr a = popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", -1));
+    popc_attr a =
+        popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", -1));
     int in[2];
 
     if (gc->output_grads[0] < 0)

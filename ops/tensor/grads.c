@@ -266,8 +266,9 @@ popc_status top_trilu_grad(popc_grad_ctx *gc)
 /* ScatterElements/ScatterND(zeros like input 0, indices, dY, add) */
 static popc_status gather_back(popc_grad_ctx *gc, const char *scatter)
 {
-    popc_attr a[2] = {popc_attr_make_string("reduction", "add"),
-                      popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", 0))};
+    popc_attr a[2] = {
+        popc_attr_make_string("reduction", "add"),
+        popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", 0))};
     int in[3];
     popc_status st;
 
@@ -303,7 +304,8 @@ static popc_status scatter_back(popc_grad_ctx *gc, const char *op,
 {
     const char *red = popc_attr_string(gc->attrs, "reduction", "none");
     int nd = strcmp(scatter, "ScatterND") == 0;
-    popc_attr axis = popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", 0));
+    popc_attr axis =
+        popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", 0));
     int in[3];
     popc_status st;
 
@@ -405,8 +407,9 @@ popc_status top_compress_grad(popc_grad_ctx *gc)
 /* TopK: dValues added at the chosen indices */
 popc_status top_topk_grad(popc_grad_ctx *gc)
 {
-    popc_attr a[2] = {popc_attr_make_string("reduction", "add"),
-                      popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", -1))};
+    popc_attr a[2] = {
+        popc_attr_make_string("reduction", "add"),
+        popc_attr_make_int("axis", popc_attr_int(gc->attrs, "axis", -1))};
     int in[3];
     popc_status st;
 

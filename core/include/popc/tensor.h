@@ -2,7 +2,8 @@
 **
 ** A tensor is row-major and contiguous. popc_tensor_new gives the caller one
 ** reference; popc_tensor_ref adds one, popc_tensor_unref (or its older
-** name popc_tensor_free) drops one and frees the storage with the last. Tensors are not thread-safe for concurrent
+** name popc_tensor_free) drops one and frees the storage with the last.
+*Tensors are not thread-safe for concurrent
 ** writes; concurrent reads are fine.
 **
 ** Since 0.1.0 unless a function says otherwise; the conventions of

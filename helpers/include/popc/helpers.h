@@ -110,7 +110,8 @@ typedef enum popc_overlap_mode {
 ** Mode NONE returns the value itself. As in PopTorch, compiling needs
 ** setExecutionStrategy ShardedExecution (not pipelined, even on one IPU),
 ** I/O tiles (TensorLocations.numIOTiles >= 32) and outputMode All or Sum;
-** else POPC_EINVAL with PopTorch's message. On the IPU model the copies then hide behind compute (all but
+** else POPC_EINVAL with PopTorch's message. On the IPU model the copies then
+*hide behind compute (all but
 ** the first of each accumulation loop, or of each run of device
 ** iterations) and their buffers take I/O-tile memory: the report's
 ** "memory.io_tiles" and "cycles". Results never change. */

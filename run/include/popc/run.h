@@ -78,7 +78,8 @@ POPC_API const char *popc_run_value(const popc_run *r, const char *section,
 ** input "x" float32 [batch_size, input...]. Inference: one output, the
 ** last layer's [batch_size, classes] (logits). Training: a second input
 ** "labels" int32 [batch_size] and the loss as the only output. Weights
-** are initialised from [model] seed. POPC_ECONFIG when the layers do not fit together
+** are initialised from [model] seed. POPC_ECONFIG when the layers do not fit
+*together
 ** (message names the layer section and the shapes). */
 POPC_API POPC_NODISCARD popc_status popc_run_build_graph(const popc_run *r,
     int training, int64_t batch_size, popc_graph **out);
