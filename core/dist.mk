@@ -2,8 +2,8 @@
 # a collectives plugin, the ordered gradient reduction across ranks, and
 # what the ranks of a model agree on.
 libpopc_la_SOURCES += \
-    %reldir%/dist_priv.h %reldir%/dist_comm.c %reldir%/dist_reduce.c \
-    %reldir%/dist_model.c
+    %reldir%/dist/dist_priv.h %reldir%/dist/dist_comm.c %reldir%/dist/dist_reduce.c \
+    %reldir%/dist/dist_model.c
 
 pkginclude_HEADERS += \
     %reldir%/include/popc/collectives.h \

@@ -1,26 +1,26 @@
 # core/graph.mk - the graph IR, its checks and transforms, layer builders
 libpopc_la_SOURCES += \
-    %reldir%/graph_priv.h \
-    %reldir%/graph.c \
-    %reldir%/graph_names.c \
-    %reldir%/graph_annot.c \
-    %reldir%/graph_source.c \
-    %reldir%/graph_attr.c \
-    %reldir%/graph_query.c \
-    %reldir%/topo.c \
-    %reldir%/infer.c \
-    %reldir%/verify.c \
-    %reldir%/trust.c \
-    %reldir%/loss.c \
-    %reldir%/eval.c \
-    %reldir%/subgraph.c \
-    %reldir%/subgraph_grad.c \
-    %reldir%/autodiff.c \
-    %reldir%/half.c \
-    %reldir%/half_simd.c \
-    %reldir%/half_simd.h \
-    %reldir%/rng.h \
-    %reldir%/rng.c
+    %reldir%/graph/graph_priv.h \
+    %reldir%/graph/graph.c \
+    %reldir%/graph/graph_names.c \
+    %reldir%/graph/graph_annot.c \
+    %reldir%/graph/graph_source.c \
+    %reldir%/graph/graph_attr.c \
+    %reldir%/graph/graph_query.c \
+    %reldir%/graph/topo.c \
+    %reldir%/graph/infer.c \
+    %reldir%/graph/verify.c \
+    %reldir%/graph/trust.c \
+    %reldir%/graph/loss.c \
+    %reldir%/graph/eval.c \
+    %reldir%/graph/subgraph.c \
+    %reldir%/graph/subgraph_grad.c \
+    %reldir%/graph/autodiff.c \
+    %reldir%/graph/half.c \
+    %reldir%/graph/half_simd.c \
+    %reldir%/graph/half_simd.h \
+    %reldir%/graph/rng.h \
+    %reldir%/graph/rng.c
 
 pkginclude_HEADERS += %reldir%/include/popc/random.h \
     %reldir%/include/popc/precision.h

@@ -2,9 +2,9 @@
 # batching, accumulation, replication and output modes) and the model
 # wrapper.
 libpopc_la_SOURCES += \
-    %reldir%/plan.c %reldir%/plan_priv.h \
-    %reldir%/exec_priv.h %reldir%/executor.c %reldir%/batching.c \
-    %reldir%/synthetic.c \
-    %reldir%/train_step.c \
-    %reldir%/model.c %reldir%/locations.c %reldir%/host_io.c %reldir%/anchors.c %reldir%/anchors_priv.h %reldir%/ipu_count.c %reldir%/model_log.c %reldir%/model_weights.c %reldir%/model_priv.h \
-    %reldir%/attach.c
+    %reldir%/runtime/plan.c %reldir%/runtime/plan_priv.h \
+    %reldir%/runtime/exec_priv.h %reldir%/runtime/executor.c %reldir%/runtime/batching.c \
+    %reldir%/runtime/synthetic.c \
+    %reldir%/runtime/train_step.c \
+    %reldir%/runtime/model.c %reldir%/runtime/locations.c %reldir%/runtime/host_io.c %reldir%/runtime/anchors.c %reldir%/runtime/anchors_priv.h %reldir%/runtime/ipu_count.c %reldir%/runtime/model_log.c %reldir%/runtime/model_weights.c %reldir%/runtime/model_priv.h \
+    %reldir%/runtime/attach.c

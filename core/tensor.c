@@ -14,7 +14,7 @@
 
 #include "popc/tensor.h"
 #include "core/host_priv.h"
-#include "core/half_simd.h"
+#include "core/graph/half_simd.h"
 #include "core/tensor_priv.h"
 
 struct popc_tensor {

@@ -22,9 +22,9 @@
 #include "popc/data.h"
 #include "core/alloc_priv.h"
 #include "data/data_priv.h"
-#include "core/rng.h"
+#include "core/graph/rng.h"
 
-/* Stream ids of the core generator (core/rng.h) used here. */
+/* Stream ids of the core generator (core/graph/rng.h) used here. */
 #define STREAM_SEED  0x64617461u    /* "data" */
 #define STREAM_EPOCH 1u
 

@@ -1,6 +1,6 @@
 # ops/math.mk - plugins math (elementwise, activations) and tensor (shape
 # ops, reductions). ops/math/oputil.c is compiled into both; math also
-# compiles libpopc's float16 array conversion (core/half_simd.c).
+# compiles libpopc's float16 array conversion (core/graph/half_simd.c).
 ops_LTLIBRARIES += %reldir%/math.la
 %canon_reldir%_math_la_SOURCES = \
     %reldir%/math/math.c \
@@ -17,7 +17,7 @@ ops_LTLIBRARIES += %reldir%/math.la
     %reldir%/math/opu_elem.h \
     %reldir%/math/oputil.c \
     %reldir%/math/oputil.h \
-    core/half_simd.c core/half_simd.h
+    core/graph/half_simd.c core/graph/half_simd.h
 %canon_reldir%_math_la_LDFLAGS = $(POPC_MODULE_FLAGS)
 %canon_reldir%_math_la_LIBADD = -lm
 

@@ -1,6 +1,6 @@
 # ops/nn.mk - plugins nn (matmul, conv, pooling, norms, softmax), loss and
 # popc. ops/nn/util.c is compiled into all three (hidden symbols); nn also
-# compiles libpopc's float16 array conversion (core/half_simd.c) for its
+# compiles libpopc's float16 array conversion (core/graph/half_simd.c) for its
 # float16 partial sums.
 ops_LTLIBRARIES += %reldir%/nn.la
 %canon_reldir%_nn_la_SOURCES = \
@@ -16,8 +16,8 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/conv_priv.h \
     %reldir%/nn/half_partials.c \
     %reldir%/nn/half_partials.h \
-    core/half_simd.c \
-    core/half_simd.h \
+    core/graph/half_simd.c \
+    core/graph/half_simd.h \
     %reldir%/nn/winograd.c \
     %reldir%/nn/pool.c \
     %reldir%/nn/pool_max.c \

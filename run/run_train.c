@@ -17,7 +17,7 @@
 #include "popc/log.h"
 #include "popc/run.h"
 #include "core/atomic_file_priv.h"
-#include "core/options_priv.h"
+#include "core/options/options_priv.h"
 #include "run/run_priv.h"
 
 static double now(void)

@@ -30,7 +30,7 @@
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
-#include "core/config_priv.h"
+#include "core/options/config_priv.h"
 #include "run/run_priv.h"
 
 #define STATE_VERSION 1

@@ -11,7 +11,7 @@
 #include <check.h>
 
 #include "popc/status.h"
-#include "core/config_priv.h"
+#include "core/options/config_priv.h"
 
 static char path_buf[4096];
 

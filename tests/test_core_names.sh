@@ -2,7 +2,7 @@
 # test_core_names.sh - the core knows no backend, optimizer or collectives
 # plugin by name: it picks backends by capabilities and scores
 # (popc_registry_best_backend) and reads its defaults from the option
-# table (core/options_list.h and options_table.c, the only files allowed
+# table (core/options/options_list.h and options_table.c, the only files allowed
 # to spell them). Every name a plugin of this tree registers is looked
 # for, quoted, in the code of core/ (comments may cite examples).
 #
@@ -22,7 +22,7 @@ count=0
 for n in $names; do
     count=$((count + 1))
     hits=""
-    for f in "$src"/core/*.c "$src"/core/*.h; do
+    for f in $(find "$src/core" -name '*.[ch]' ! -path '*/include/*'); do
         case $f in */options_table.c | */options_list.h) continue ;; esac
         # code only: comments (this tree's /* and ** lines) may give examples
         h=$(sed -e 's|/\*.*\*/||g' -e '/^[[:space:]]*\*\*/d' \

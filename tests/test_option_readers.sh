@@ -20,11 +20,11 @@ fail=0
 # name: where its effect is read, and a pattern that must occur there
 allowed() {
     case $1 in
-    maxRepeatLogs)  echo "core/options.c popc_log_set_max_repeats" ;;
-    useIpuModel)    echo "core/options_table.c hook_use_ipu_model" ;;
-    pluginPath)     echo "core/options_table.c popc_registry_load_path" ;;
+    maxRepeatLogs)  echo "core/options/options.c popc_log_set_max_repeats" ;;
+    useIpuModel)    echo "core/options/options_table.c hook_use_ipu_model" ;;
+    pluginPath)     echo "core/options/options_table.c popc_registry_load_path" ;;
     TensorLocations.set*Location.*)
-                    echo "core/locations.c TensorLocations.set%sLocation.%s" ;;
+                    echo "core/runtime/locations.c TensorLocations.set%sLocation.%s" ;;
     *)              echo "" ;;
     esac
 }
@@ -34,7 +34,7 @@ supported=$("$POPC" options | awk '/^[A-Za-z]/ && !/not supported yet/ {print $1
 count=0
 for opt in $supported; do
     count=$((count + 1))
-    # read by name (public API), or by id (POPCI_O_..., core/options_priv.h)
+    # read by name (public API), or by id (POPCI_O_..., core/options/options_priv.h)
     id=POPCI_O_$(printf '%s' "$opt" | tr . _)
     if grep -rqF "\"$opt\"" "$src/core" "$src/helpers" "$src/data" \
         "$src/run" "$src/backends" "$src/optim" \

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "core/half_simd.h"
+#include "core/graph/half_simd.h"
 #include "ops/math/mathops.h"
 #include "ops/math/opu_elem.h"
 

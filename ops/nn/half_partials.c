@@ -19,7 +19,7 @@
 
 #include <string.h>
 
-#include "core/half_simd.h"
+#include "core/graph/half_simd.h"
 #include "ops/math/oputil.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/util.h"

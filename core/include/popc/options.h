@@ -100,7 +100,7 @@ POPC_API int popc_options_is_set(const popc_options *o, const char *name);
 /* Apply an INI file's [options] section (keys are option names, e.g.
 ** "Training.gradientAccumulation = 4"). Errors name the file and line:
 ** "<file>:<line>: [options] deviceIterations: must be >= 1 (got 0)".
-** POPC_EIO/POPC_ECONFIG for the file (see core/config_priv.h), else the
+** POPC_EIO/POPC_ECONFIG for the file (see core/options/config_priv.h), else the
 ** failing option's status (POPC_ENOTFOUND, POPC_EINVAL, POPC_EUNSUPPORTED).
 ** Values are applied in the order of `popc options` (replicationFactor
 ** before inputReplicaGrouping.size), whatever the order of the lines;

@@ -1,0 +1,64 @@
+/* dist_priv.h - distributed runs inside the core: the process-wide
+** communicator (core/dist/dist_comm.c), the ordered gradient reduction across
+** ranks (core/dist/dist_reduce.c) and the model-level agreements (core/
+** dist_model.c: the same compiled model on every rank, the same starting
+** weights, identical weights at the end).
+**
+** The communicator is opened on the first compile of a training model
+** whose options say Distributed.numProcesses > 1, and stays open until
+** popc_distributed_finalize() (popc/distributed.h) or process exit: MPI
+** allows one initialisation per process. Inference models never
+** communicate: each rank classifies its own share of the data.
+*/
+#ifndef POPC_DIST_PRIV_H
+#define POPC_DIST_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "popc/collectives.h"
+#include "popc/options.h"
+
+typedef struct popci_comm popci_comm;
+
+/* The communicator for options o (Distributed.numProcesses,
+** Distributed.processId, collectives, collectivesTimeout). With one
+** process it is the built-in single-process communicator. Borrowed:
+** process-wide. Errors name the mismatch between the options and the
+** launcher, or the missing collectives plugin. */
+popc_status popci_comm_open(const popc_options *o, popci_comm **out);
+
+int popci_comm_rank(const popci_comm *c);
+int popci_comm_size(const popci_comm *c);
+
+/* The calls of popc/collectives.h with the run's timeout; what names the
+** operation in error messages ("the gradient reduction of step 12"). */
+popc_status popci_comm_send(popci_comm *c, int to, const void *buf,
+                            size_t bytes, const char *what);
+popc_status popci_comm_recv(popci_comm *c, int from, void *buf, size_t bytes,
+                            const char *what);
+popc_status popci_comm_bcast(popci_comm *c, int root, void *buf,
+                             size_t bytes, const char *what);
+popc_status popci_comm_allgather(popci_comm *c, const void *mine, void *all,
+                                 size_t bytes, const char *what);
+
+/* Every rank's 64-bit value, compared: POPC_OK when all equal rank 0's,
+** otherwise an error "<what> differs on rank K from rank 0's; <fix>". */
+popc_status popci_comm_agree(popci_comm *c, uint64_t value, const char *what,
+                             const char *fix);
+
+/* ---- dist_model.c (on a training model's compile) ----------------------- */
+
+struct popc_model;
+struct popci_exec_config;
+struct popc_tensor;
+
+/* Before the plan is built: refuse what is not distributed yet, and check
+** that every rank compiles the same model (popci_compile_key). */
+popc_status popci_dist_check_config(const struct popc_model *m,
+                                    const struct popci_exec_config *ec,
+                                    struct popc_tensor *const *inputs, int n);
+/* After compile: every rank takes rank 0's device weights. */
+popc_status popci_dist_share_weights(struct popc_model *m);
+
+#endif /* POPC_DIST_PRIV_H */

@@ -1,0 +1,518 @@
+/* exe_cache.c - the executable cache (Options.enableExecutableCaching,
+** POPC_CACHE_DIR) and reuse of a compiled graph at compile time.
+**
+** model.c's compile() calls popci_exe_cache_begin once the micro-batch
+** shapes are known and popci_exe_cache_end once the model is compiled. A
+** compiled graph comes from popc_load (m->exe_hint, the file being loaded)
+** or from <dir>/<key>.popcexe; it replaces shape inference, verification
+** and autodiff in popci_plan_new. The key (popci_compile_key) leaves out the
+** weight values, so a model with other initial weights still hits: its
+** weights replace the stored ones.
+**
+** Concurrency: the entry's lock file <dir>/<key>.lock is held with flock
+** from the lookup to the write of a miss, so of several processes
+** compiling the same model one compiles and the others wait and hit.
+** A cache that cannot be used (directory not writable, corrupt or stale
+** entry) is a warning: the model compiles as if caching were off.
+*/
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "popc/log.h"
+#include "popc/executable.h"
+#include "popc/model.h"
+#include "popc/options.h"
+#include "popc/optimizer.h"
+#include "popc/registry.h"
+#include "popc/version.h"
+#include "core/alloc_priv.h"
+#include "core/exe/executable_priv.h"
+#include "core/graph/graph_priv.h"
+#include "core/runtime/model_priv.h"
+#include "core/optimizer/optimizer_priv.h"
+#include "core/registry_priv.h"
+#include "core/options/options_priv.h"
+
+struct popci_exe_cache {
+    popci_compiled_hold hold;  /* the graph handed to the plan */
+    int hit;                   /* pc->compiled came from the cache */
+    int from_hint;             /* ... or from popc_load */
+    double stored_time;        /* compile time recorded in the entry */
+    uint64_t key;
+    char *path;                /* the entry; NULL when caching is off */
+    int lock_fd;               /* held on a miss until the entry is written */
+};
+
+/* ---- reuse of a compiled graph ------------------------------------------------- */
+
+void popci_compiled_clear(popci_compiled_hold *cc)
+{
+    popc_graph_free(cc->pc.graph);
+    free(cc->wrt);
+    free(cc->grads);
+    free(cc->arena_offset);
+    memset(cc, 0, sizeof *cc);
+}
+
+static int same_view(const popc_view *a, const popc_view *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0;
+}
+
+/* Does compiled graph c extend g (same values and nodes first) and take
+** these micro-batch inputs? The reason goes to the debug log. */
+static int extends(const popc_graph *g, const popc_graph *c,
+                   const popci_plan_config *pc, int n_forward)
+{
+    const char *why = NULL;
+
+    if (popc_graph_n_values(c) < popc_graph_n_values(g) ||
+        popc_graph_n_nodes(c) < n_forward ||
+        n_forward != popc_graph_n_nodes(g) ||
+        popc_graph_n_inputs(c) != pc->n_inputs ||
+        popc_graph_n_inputs(g) != pc->n_inputs ||
+        popc_graph_n_outputs(c) != popc_graph_n_outputs(g))
+        why = "value, node, input or output counts differ";
+    for (int v = 0; !why && v < popc_graph_n_values(g); v++) {
+        popc_view a = popc_graph_value_info(g, v);
+        popc_view b = popc_graph_value_info(c, v);
+        if (strcmp(popc_graph_value_name(g, v), popc_graph_value_name(c, v)) ||
+            popc_graph_value_kind(g, v) != popc_graph_value_kind(c, v) ||
+            popc_graph_value_trainable(g, v) !=
+                popc_graph_value_trainable(c, v))
+            why = "a value differs";
+        else if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
+                 !same_view(&a, &b))
+            why = "a weight has another shape";
+    }
+    for (int k = 0; !why && k < n_forward; k++)
+        if (strcmp(popc_graph_node_name(g, k), popc_graph_node_name(c, k)) ||
+            strcmp(popc_graph_node_op(g, k), popc_graph_node_op(c, k)) ||
+            strcmp(popc_graph_node_domain(g, k),
+                   popc_graph_node_domain(c, k)))
+            why = "a node differs";
+    for (int i = 0; !why && i < pc->n_inputs; i++) {
+        popc_view b = popc_graph_value_info(c, popc_graph_input(c, i));
+        if (popc_graph_input(c, i) != popc_graph_input(g, i) ||
+            !same_view(&pc->inputs[i], &b))
+            why = "the input shapes differ";
+    }
+    if (why)
+        popc_log(POPC_LOG_DEBUG, "compiled graph not reused: %s", why);
+    return why == NULL;
+}
+
+/* Look each distinct op up once: a compiled graph repeats a few dozen op
+** types over thousands of nodes, and the plan would otherwise search the
+** registry for every node. */
+typedef struct op_seen {
+    const char *domain, *op;
+    int version;
+    const popc_op_def *def;
+} op_seen;
+
+static void resolve_ops(popc_graph *c)
+{
+    op_seen seen[64];
+    int n_seen = 0;
+
+    for (int k = 0; k < c->n_nodes; k++) {
+        popci_node *nd = &c->nodes[k];
+        int i;
+
+        for (i = 0; i < n_seen; i++)
+            if (seen[i].version == nd->version &&
+                strcmp(seen[i].op, nd->op) == 0 &&
+                strcmp(seen[i].domain, nd->domain) == 0)
+                break;
+        if (i < n_seen) {
+            nd->def = seen[i].def;
+            continue;
+        }
+        popci_graph_node_def(c, k);
+        if (n_seen < 64)
+            seen[n_seen++] = (op_seen){nd->domain, nd->op, nd->version,
+                                       nd->def};
+    }
+}
+
+/* The loss-gradient seed holds the loss scaling (plan.c find_seed). */
+static void set_seed(popc_graph *c, int seed, double ls)
+{
+    popc_tensor *t = seed >= 0 ? popc_graph_value_tensor(c, seed) : NULL;
+
+    if (!t || popc_tensor_numel(t) != 1)
+        return;
+    if (popc_tensor_dtype(t) == POPC_DTYPE_F32)
+        *(float *)popc_tensor_data(t) = (float)ls;
+    else if (popc_tensor_dtype(t) == POPC_DTYPE_F16)
+        *(uint16_t *)popc_tensor_data(t) = popc_f32_to_f16((float)ls);
+}
+
+popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
+                                   popci_plan_config *pc,
+                                   popci_compiled_hold *cc, int *used)
+{
+    const popc_graph *g = m->graph;
+    popci_exe_modl md;
+    popci_rbuf r;
+    popc_graph *c = NULL;
+    int n_forward, loss, seed, nv;
+    uint32_t n_wrt, n_slots;
+    uint64_t arena_bytes;
+    popc_status st;
+
+    *used = 0;
+    memset(cc, 0, sizeof *cc);
+    if ((st = popci_exe_get_modl(x, &md)) != POPC_OK)
+        return st;
+    if (md.training != m->training ||
+        !popci_exe_section(x, POPCI_SEC_CGRF, &r))
+        return POPC_OK;
+    n_forward = (int)popci_r_u32(&r);
+    loss = (int)popci_r_i64(&r);
+    seed = (int)popci_r_i64(&r);
+    n_wrt = popci_r_count(&r, 16);
+    cc->wrt = popci_malloc(sizeof(int) * ((size_t)n_wrt + 1));
+    cc->grads = popci_malloc(sizeof(int) * ((size_t)n_wrt + 1));
+    if (!cc->wrt || !cc->grads) {
+        popci_compiled_clear(cc);
+        return popc_set_error(POPC_ENOMEM, "compile: out of memory");
+    }
+    for (uint32_t i = 0; i < n_wrt; i++) {
+        cc->wrt[i] = (int)popci_r_i64(&r);
+        cc->grads[i] = (int)popci_r_i64(&r);
+    }
+    if (r.bad || (st = popci_graph_read(&r, &c)) != POPC_OK) {
+        popci_compiled_clear(cc);
+        return r.bad ? popci_exe_bad(x, POPCI_SEC_CGRF, &r) : st;
+    }
+    cc->pc.graph = c;
+    nv = popc_graph_n_values(c);
+    n_slots = popci_r_count(&r, 8);
+    if (!(cc->arena_offset = popci_malloc(sizeof(int64_t) * ((size_t)n_slots + 1)))) {
+        popci_compiled_clear(cc);
+        return popc_set_error(POPC_ENOMEM, "compile: out of memory");
+    }
+    for (uint32_t s = 0; s < n_slots; s++)
+        cc->arena_offset[s] = popci_r_i64(&r);
+    arena_bytes = popci_r_u64(&r);
+    if (r.bad || r.pos != r.len) {
+        if (!r.bad)
+            popci_r_fail(&r, "unexpected bytes at the end");
+        popci_compiled_clear(cc);
+        return popci_exe_bad(x, POPCI_SEC_CGRF, &r);
+    }
+    if (!extends(g, c, pc, n_forward))
+        goto unused;
+    /* the gradients must be those of this graph's trainable weights */
+    {
+        uint32_t k = 0;
+        for (int v = 0; v < popc_graph_n_values(g); v++)
+            if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
+                popc_graph_value_trainable(g, v)) {
+                if (k >= n_wrt || cc->wrt[k] != v || cc->grads[k] < -1 ||
+                    cc->grads[k] >= nv)
+                    goto unused;
+                k++;
+            }
+        if (k != n_wrt || loss < -1 || loss >= nv || seed < -1 || seed >= nv ||
+            (m->training && loss < 0))
+            goto unused;
+    }
+    for (int v = 0; v < popc_graph_n_values(g); v++)
+        if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
+            (st = popc_graph_set_initializer(c, v,
+                                             popc_graph_value_tensor(g, v))) !=
+                POPC_OK) {
+            popci_compiled_clear(cc);
+            return st;
+        }
+    set_seed(c, seed, pc->loss_scaling);
+    resolve_ops(c);
+    cc->pc.n_forward = n_forward;
+    cc->pc.loss = loss;
+    cc->pc.seed = seed;
+    cc->pc.n_wrt = (int)n_wrt;
+    cc->pc.wrt = cc->wrt;
+    cc->pc.grads = cc->grads;
+    cc->pc.n_slots = (int)n_slots;
+    cc->pc.arena_offset = cc->arena_offset;
+    cc->pc.arena_bytes = (size_t)arena_bytes;
+    pc->compiled = &cc->pc;
+    *used = 1;
+    return POPC_OK;
+unused:
+    popci_compiled_clear(cc);
+    return POPC_OK;
+}
+
+/* ---- the key ------------------------------------------------------------------- */
+
+static uint64_t mix_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    return popci_fnv1a(h, b, 8);
+}
+
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+    s = s ? s : "";
+    return popci_fnv1a(h, s, strlen(s) + 1);
+}
+
+static uint64_t mix_f64(uint64_t h, double v)
+{
+    uint64_t bits;
+
+    memcpy(&bits, &v, sizeof bits);
+    return mix_u64(h, bits);
+}
+
+/* Plugins whose ops, optimizer or backend the compile uses: name and
+** version of each, in load order. */
+static uint64_t mix_plugins(uint64_t h, const popc_model *m)
+{
+    const popc_backend_def *backend;
+    popc_registry *reg;
+    unsigned char *used;
+    int stand_in;
+
+    if (popc_registry_global(&reg) != POPC_OK ||
+        !(used = popci_calloc((size_t)reg->n_plugins + 1, 1)))
+        return mix_str(h, "?");
+    backend = popci_backend_for(m->opts, reg, &stand_in);
+    for (int k = 0; k < popc_graph_n_nodes(m->graph); k++) {
+        const popc_op_def *def = popci_graph_node_def_c(m->graph, k);
+        for (int i = 0; def && i < reg->n_ops; i++)
+            if (&reg->ops[i]->def == def && reg->ops[i]->plugin >= 0)
+                used[reg->ops[i]->plugin] = 1;
+    }
+    for (int i = 0; m->optimizer && i < reg->n_optims; i++)
+        if (&reg->optims[i]->def == popci_optimizer_def(m->optimizer) &&
+            reg->optims[i]->plugin >= 0)
+            used[reg->optims[i]->plugin] = 1;
+    for (int i = 0; backend && i < reg->n_backends; i++)
+        if (&reg->backends[i]->def == backend &&
+            reg->backends[i]->plugin >= 0)
+            used[reg->backends[i]->plugin] = 1;
+    for (int i = 0; i < reg->n_plugins; i++)
+        if (used[i]) {
+            h = mix_str(h, reg->plugins[i]->name);
+            h = mix_str(h, reg->plugins[i]->version);
+        }
+    free(used);
+    return h;
+}
+
+/* PopTorch's (PopART's) cache hash covers the IR, the input shapes, the
+** options, the optimizer's type, constant values and variable flags (not
+** variable values) and the versions; popc hashes the same, with the
+** graph serialized without weight values. */
+popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
+                              int n, uint64_t *key)
+{
+    uint64_t h = POPCI_FNV_INIT;
+    popci_wbuf w = {0};
+    const popc_optimizer *o = m->optimizer;
+    popc_status st;
+
+    if ((st = popci_graph_write(m->graph, POPCI_SER_NO_WEIGHTS, &w)) !=
+        POPC_OK) {
+        popci_wbuf_free(&w);
+        return st;
+    }
+    h = mix_str(h, POPC_VERSION_STRING);
+    h = mix_u64(h, POPCI_EXE_FORMAT);
+    h = popci_fnv1a(h, w.buf, w.len);
+    popci_wbuf_free(&w);
+    h = mix_u64(h, (uint64_t)m->training);
+    h = mix_u64(h, (uint64_t)n);
+    for (int i = 0; i < n; i++) {
+        popc_view v = popc_tensor_view(inputs[i]);
+        h = mix_u64(h, (uint64_t)v.dtype);
+        h = mix_u64(h, (uint64_t)v.rank);
+        for (int d = 0; d < v.rank; d++)
+            h = mix_u64(h, (uint64_t)v.dims[d]);
+    }
+    h = mix_u64(h, popc_options_hash(m->opts));
+    if (o) {
+        h = mix_str(h, o->def->name);
+        for (int g = 0; g < o->n_groups; g++) {
+            for (int i = 0; i < o->groups[g].n_prefix; i++)
+                h = mix_str(h, o->groups[g].prefix[i]);
+            for (int k = 0; k < o->n_hypers; k++) {
+                h = mix_u64(h, o->variable[k]);
+                if (!o->variable[k])
+                    h = mix_f64(h, popci_optim_value(o, g, k));
+            }
+        }
+    }
+    *key = mix_plugins(h, m);
+    return POPC_OK;
+}
+
+/* ---- begin / end ----------------------------------------------------------------- */
+
+static popc_status make_dir(const char *dir)
+{
+    char *d = popci_strdup(dir);
+    popc_status st = POPC_OK;
+
+    if (!d)
+        return popc_set_error(POPC_ENOMEM, "executable cache: out of memory");
+    for (char *p = d + 1;; p++) {
+        int last = *p == '\0';
+        if (*p != '/' && !last)
+            continue;
+        *p = '\0';
+        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+            st = popc_set_error(POPC_EIO, "cannot create the executable cache "
+                                "directory '%s': %s", d, strerror(errno));
+            break;
+        }
+        if (last)
+            break;
+        *p = '/';
+    }
+    free(d);
+    return st;
+}
+
+void popci_exe_cache_free(popci_exe_cache *c)
+{
+    if (!c)
+        return;
+    popci_compiled_clear(&c->hold);
+    if (c->lock_fd >= 0)
+        close(c->lock_fd); /* releases the flock */
+    free(c->path);
+    free(c);
+}
+
+/* Look the entry up under its lock; a usable one fills pc->compiled. */
+static void lookup(popci_exe_cache *c, popc_model *m, const char *dir,
+                   popci_plan_config *pc)
+{
+    size_t n = strlen(dir) + 40;
+    char *lock = popci_malloc(n);
+    popci_exe *x = NULL;
+    struct stat sb;
+    int used = 0;
+
+    if (!lock || !(c->path = popci_malloc(n))) {
+        free(lock);
+        return;
+    }
+    snprintf(c->path, n, "%s/%016llx.popcexe", dir, (unsigned long long)c->key);
+    snprintf(lock, n, "%s/%016llx.lock", dir, (unsigned long long)c->key);
+    if ((c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 ||
+        flock(c->lock_fd, LOCK_EX) != 0)
+        popc_log(POPC_LOG_WARN, "executable cache: cannot lock '%s' (%s); "
+                 "compiling without waiting for other processes", lock,
+                 strerror(errno));
+    free(lock);
+    if (stat(c->path, &sb) != 0) {
+        popc_log(POPC_LOG_INFO, "executable cache miss: %s", c->path);
+        return;
+    }
+    if (popci_exe_read(c->path, &x) != POPC_OK ||
+        popci_exe_check_plugins(x) != POPC_OK ||
+        popci_exe_use_compiled(x, m, pc, &c->hold, &used) != POPC_OK) {
+        popc_log(POPC_LOG_WARN, "executable cache entry is unusable, "
+                 "compiling again: %s", popc_last_error());
+    } else if (popci_exe_key(x) != c->key || !used) {
+        popci_compiled_clear(&c->hold);
+        pc->compiled = NULL;
+        popc_log(POPC_LOG_WARN, "executable cache entry '%s' belongs to "
+                 "another model; compiling again", c->path);
+    } else {
+        c->hit = 1;
+        c->stored_time = popci_exe_compile_time(x);
+    }
+    popci_exe_free(x);
+}
+
+popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
+                                  int n_inputs, popci_plan_config *pc,
+                                  popci_exe_cache **out)
+{
+    popci_exe_cache *c;
+    const char *dir;
+    popc_status st;
+    int used = 0;
+
+    *out = NULL;
+    pc->compiled = NULL;
+    if (!(c = popci_calloc(1, sizeof *c)))
+        return popc_set_error(POPC_ENOMEM, "compile: out of memory");
+    c->lock_fd = -1;
+    if (m->exe_hint) {
+        /* popc_load: the file being loaded has the compiled graph */
+        if ((st = popci_exe_use_compiled(m->exe_hint, m, pc, &c->hold,
+                                         &used)) != POPC_OK) {
+            popci_exe_cache_free(c);
+            return st;
+        }
+        c->from_hint = used;
+        *out = c;
+        return POPC_OK;
+    }
+    dir = popci_opt_is_none(m->opts, POPCI_O_enableExecutableCaching)
+              ? NULL
+              : popci_opt_string(m->opts, POPCI_O_enableExecutableCaching);
+    if (!dir || !*dir) {
+        free(c);
+        return POPC_OK;
+    }
+    if ((st = popci_compile_key(m, inputs, n_inputs, &c->key)) != POPC_OK) {
+        popci_exe_cache_free(c);
+        return st;
+    }
+    if (make_dir(dir) != POPC_OK) {
+        popc_log(POPC_LOG_WARN, "executable caching is off for this "
+                 "compile: %s", popc_last_error());
+        free(c);
+        return POPC_OK;
+    }
+    lookup(c, m, dir, pc);
+    if (c->hit && c->lock_fd >= 0) {
+        close(c->lock_fd);
+        c->lock_fd = -1;
+    }
+    *out = c;
+    return POPC_OK;
+}
+
+void popci_exe_cache_end(popci_exe_cache *c, popc_model *m)
+{
+    if (!c)
+        return;
+    if (c->hit) {
+        double saved = c->stored_time - m->compile_time;
+        popc_log(POPC_LOG_INFO, "executable cache hit: %s (saved %.0f ms)",
+                 c->path, saved > 0 ? saved * 1e3 : 0.0);
+    } else if (c->from_hint) {
+        popc_log(POPC_LOG_DEBUG, "compiled from the loaded executable's "
+                 "graph");
+    } else if (c->path) {
+        if (popci_exe_write(m, c->path, c->key, m->compile_time) != POPC_OK)
+            popc_log(POPC_LOG_WARN, "executable cache: cannot write the "
+                     "entry: %s", popc_last_error());
+        else
+            popc_log(POPC_LOG_INFO, "executable cache: wrote %s", c->path);
+    }
+    popci_exe_cache_free(c);
+}

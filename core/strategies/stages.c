@@ -1,0 +1,410 @@
+/* stages.c - stages, IPUs and phases of a graph's nodes for the execution
+** strategy (docs/semantics.md §6), and the phase order of a schedule.
+**
+** Resolution runs on the plan's clone of the forward graph, in the order
+** the ops were added (PopTorch resolves blocks at trace time), and writes
+** the result into the node annotations, so every later step (autodiff,
+** recomputation, the executor, backends) reads plain ipu / stage / phase.
+*/
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc_priv.h"
+#include "core/graph/graph_priv.h"
+#include "core/strategies/strategy_priv.h"
+#include "core/options/options_priv.h"
+
+static popc_status oom(void)
+{
+    return popc_set_error(POPC_ENOMEM, "compile: out of memory while "
+                          "placing stages");
+}
+
+popci_strategy popci_strategy_from_options(const popc_options *o)
+{
+    popci_strategy s;
+
+    s.kind = (int)popci_opt_int(o, POPCI_O_setExecutionStrategy);
+    s.auto_stage =
+        (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_autoStage);
+    s.liveness =
+        (int)popci_opt_int(o, POPCI_O_setExecutionStrategy_tensorsLiveness);
+    s.separate_backward = popci_opt_bool(
+        o, POPCI_O_setExecutionStrategy_useSeparateBackwardPhase);
+    return s;
+}
+
+int popci_strategy_phased(const popci_strategy *s)
+{
+    return s->kind == POPC_EXEC_SERIAL_PHASED ||
+           s->kind == POPC_EXEC_PARALLEL_PHASED;
+}
+
+static const char *liveness_name(int l)
+{
+    switch (l) {
+    case POPC_LIVENESS_OFF_CHIP_AFTER_FWD: return "OffChipAfterFwd";
+    case POPC_LIVENESS_OFF_CHIP_AFTER_FWD_NO_OVERLAP:
+        return "OffChipAfterFwdNoOverlap";
+    case POPC_LIVENESS_OFF_CHIP_AFTER_EACH_PHASE:
+        return "OffChipAfterEachPhase";
+    default: return "AlwaysLive";
+    }
+}
+
+/* ---- stages and IPUs ---------------------------------------------------- */
+
+/* AutoIncrement: stage of each block id in order of first use. */
+typedef struct stage_map {
+    const char **ids;          /* borrowed from the node annotations */
+    int n, cap;
+} stage_map;
+
+static popc_status auto_stage(stage_map *m, const char *id, int *stage)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->ids[i], id) == 0) {
+            *stage = i + 1;
+            return POPC_OK;
+        }
+    if (m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 16;
+        const char **ids = popci_realloc(m->ids, sizeof *ids * (size_t)cap);
+        if (!ids)
+            return oom();
+        m->ids = ids;
+        m->cap = cap;
+    }
+    m->ids[m->n++] = id;
+    *stage = m->n;
+    return POPC_OK;
+}
+
+static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
+{
+    int incr = s->auto_stage == POPC_AUTOSTAGE_AUTO_INCREMENT;
+    int phased = popci_strategy_phased(s);
+    stage_map map = {NULL, 0, 0};
+    popc_status st = POPC_OK;
+
+    for (int k = 0; k < g->n_nodes && st == POPC_OK; k++) {
+        popci_annot *a = &g->nodes[k].annot;
+        int stage = 0, ipu = 0;
+
+        if (a->stage >= 0) {
+            stage = a->stage;
+            ipu = a->ipu >= 0 ? a->ipu : stage;
+        } else if (!a->block || phased) {
+            /* before any block (phased: stages come with the phases) */
+            ipu = a->ipu >= 0 ? a->ipu : 0;
+            stage = incr && !phased ? 0 : ipu;
+        } else if (incr) {
+            if ((st = auto_stage(&map, a->block, &stage)) != POPC_OK)
+                break;
+            ipu = a->ipu >= 0 ? a->ipu : stage;
+        } else {
+            if (a->ipu < 0) {
+                st = popc_set_error(POPC_EINVAL, "poptorch.AutoStage."
+                                    "SameAsIpu was selected but no IPU was "
+                                    "specified for block %s", a->block);
+                break;
+            }
+            stage = ipu = a->ipu;
+        }
+        a->stage = stage;
+        a->ipu = ipu;
+    }
+    free(map.ids);
+    return st;
+}
+
+/* ---- phases ------------------------------------------------------------- */
+
+static popc_status check_liveness(const popci_strategy *s)
+{
+    int only_serial = s->liveness == POPC_LIVENESS_OFF_CHIP_AFTER_EACH_PHASE ||
+                      s->liveness ==
+                          POPC_LIVENESS_OFF_CHIP_AFTER_FWD_NO_OVERLAP;
+
+    if (s->liveness != POPC_LIVENESS_ALWAYS_LIVE && !popci_strategy_phased(s))
+        return popc_set_error(POPC_EINVAL, "setExecutionStrategy."
+                              "tensorsLiveness %s: tensor liveness applies "
+                              "to SerialPhasedExecution and "
+                              "ParallelPhasedExecution only; set "
+                              "setExecutionStrategy to one of them or leave "
+                              "the liveness at AlwaysLive",
+                              liveness_name(s->liveness));
+    if (s->separate_backward && !popci_strategy_phased(s))
+        return popc_set_error(POPC_EINVAL, "setExecutionStrategy."
+                              "useSeparateBackwardPhase applies to "
+                              "SerialPhasedExecution and "
+                              "ParallelPhasedExecution only; set "
+                              "setExecutionStrategy to one of them or leave "
+                              "it false");
+    if (only_serial && s->kind == POPC_EXEC_PARALLEL_PHASED)
+        return popc_set_error(POPC_EINVAL, "This is only supported for "
+                              "serial phase execution (setExecutionStrategy."
+                              "tensorsLiveness %s with "
+                              "ParallelPhasedExecution)",
+                              liveness_name(s->liveness));
+    return POPC_OK;
+}
+
+/* PopTorch numbers phases apart when tensors move off chip between them
+** (Compiler::setActiveIpu); the parity rule applies to these numbers. */
+static int effective_phase(const popci_strategy *s, int phase)
+{
+    if (s->liveness == POPC_LIVENESS_OFF_CHIP_AFTER_EACH_PHASE)
+        return phase * 4;
+    if (s->liveness == POPC_LIVENESS_OFF_CHIP_AFTER_FWD_NO_OVERLAP)
+        return phase * 2;
+    return phase;
+}
+
+/* A node without a phase joins the latest phase of what it reads. */
+static popc_status resolve_phases(popc_graph *g, const popci_strategy *s)
+{
+    int n = g->n_nodes, any = 0, *order = NULL;
+    popc_status st;
+
+    for (int k = 0; k < n; k++)
+        any |= g->nodes[k].annot.phase >= 0;
+    if (!any)
+        return popc_set_error(POPC_EINVAL, "There is currently no AutoStage "
+                              "for PhasedExecution, please explicitly specify "
+                              "the phases (popc_graph_set_stages with a "
+                              "phase per stage, or phase annotations)");
+    if (!(order = popci_malloc(sizeof *order * (size_t)(n + 1))))
+        return oom();
+    if ((st = popci_graph_topo(g, order)) != POPC_OK)
+        goto done;
+    for (int i = 0; i < n; i++) {
+        popci_node *x = &g->nodes[order[i]];
+        int inherited = 0, e;
+
+        for (int j = 0; j < x->n_inputs; j++) {
+            int v = x->inputs[j], p;
+            if (v < 0 || (p = g->values[v].producer) < 0)
+                continue;
+            if (g->nodes[p].annot.phase > inherited)
+                inherited = g->nodes[p].annot.phase;
+            if (x->annot.phase >= 0 &&
+                g->nodes[p].annot.phase > x->annot.phase) {
+                st = popc_set_error(POPC_EINVAL, "node '%s' is in phase %d "
+                                    "but reads '%s', which node '%s' "
+                                    "computes in the later phase %d; a phase "
+                                    "may only use values of itself and "
+                                    "earlier phases", x->name,
+                                    x->annot.phase, g->values[v].name,
+                                    g->nodes[p].name,
+                                    g->nodes[p].annot.phase);
+                goto done;
+            }
+        }
+        if (x->annot.phase < 0)
+            x->annot.phase = inherited;
+        e = effective_phase(s, x->annot.phase);
+        if (s->kind == POPC_EXEC_PARALLEL_PHASED &&
+            e % 2 != x->annot.ipu % 2) {
+            st = popc_set_error(POPC_EINVAL, "When phases are executed in "
+                                "parallel: even phases must run on even IPUs "
+                                "and odd phases on odd IPUs (node '%s': "
+                                "phase %d on IPU %d)", x->name, e,
+                                x->annot.ipu);
+            goto done;
+        }
+    }
+done:
+    free(order);
+    return st;
+}
+
+popc_status popci_stages_resolve(popc_graph *g, const popci_strategy *s)
+{
+    popc_status st;
+
+    if ((st = check_liveness(s)) != POPC_OK ||
+        (st = resolve_stages(g, s)) != POPC_OK)
+        return st;
+    if (popci_strategy_phased(s))
+        return resolve_phases(g, s);
+    return POPC_OK;
+}
+
+int popci_plan_execution_phases(const popci_plan *p)
+{
+    const popci_strategy *s = &p->strategy;
+    int max = 0;
+
+    if (!popci_strategy_phased(s))
+        return 0;
+    for (int k = 0; k < p->pub.n_nodes; k++) {
+        int e = effective_phase(s, p->nodes[k].phase);
+        if (e > max)
+            max = e;
+    }
+    if (s->liveness != POPC_LIVENESS_ALWAYS_LIVE)
+        return max + 1 + 3;
+    return max + 1 + (s->separate_backward ? 1 : 0);
+}
+
+int popci_plan_pipeline_stages(const popci_plan *p)
+{
+    int f = p->pub.n_forward > 0 ? 1 : 0;
+
+    for (int i = 1; i < p->pub.n_forward; i++)
+        if (p->nodes[i].ipu != p->nodes[i - 1].ipu)
+            f++;
+    return f;
+}
+
+/* ---- phase order of the schedule ---------------------------------------- */
+
+/* A binary min-heap of schedule positions by (key, position). */
+typedef struct heap {
+    int *a, n;
+    const int *key;
+} heap;
+
+static int before(const heap *h, int x, int y)
+{
+    return h->key[x] != h->key[y] ? h->key[x] < h->key[y] : x < y;
+}
+
+static void heap_push(heap *h, int x)
+{
+    int i = h->n++;
+
+    while (i > 0 && before(h, x, h->a[(i - 1) / 2])) {
+        h->a[i] = h->a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->a[i] = x;
+}
+
+static int heap_pop(heap *h)
+{
+    int top = h->a[0], x = h->a[--h->n], i = 0;
+
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && before(h, h->a[c + 1], h->a[c]))
+            c++;
+        if (!before(h, h->a[c], x))
+            break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (h->n > 0)
+        h->a[i] = x;
+    return top;
+}
+
+/* Reorder positions [lo, hi) of order by key, keeping dependencies. */
+static popc_status order_region(const popc_graph *g, int *order, int lo,
+                                int hi, int descending, const int *pos)
+{
+    int n = hi - lo;
+    int *key = popci_malloc(sizeof(int) * (size_t)(n + 1));
+    int *indeg = popci_calloc((size_t)n + 1, sizeof(int));
+    int *start = popci_calloc((size_t)n + 2, sizeof(int));
+    int *succ = NULL, *out = popci_malloc(sizeof(int) * (size_t)(n + 1));
+    heap h = {popci_malloc(sizeof(int) * (size_t)(n + 1)), 0, NULL};
+    int n_edges = 0, k = 0;
+    popc_status st = POPC_OK;
+
+    if (!key || !indeg || !start || !out || !h.a) {
+        st = oom();
+        goto done;
+    }
+    /* edges producer -> consumer inside the region, counted then filled */
+    for (int pass = 0; pass < 2; pass++) {
+        int *fill = pass ? indeg : NULL;
+
+        for (int i = 0; i < n; i++) {
+            const popci_node *x = &g->nodes[order[lo + i]];
+
+            for (int j = 0; j < x->n_inputs; j++) {
+                int v = x->inputs[j], p, at;
+                if (v < 0 || (p = g->values[v].producer) < 0)
+                    continue;
+                at = pos[p] - lo;
+                if (at < 0 || at >= n)
+                    continue;
+                if (!pass)
+                    start[at + 1]++;
+                else
+                    succ[start[at] + fill[at]++] = i;
+            }
+        }
+        if (!pass) {
+            for (int i = 0; i < n; i++)
+                start[i + 1] += start[i];
+            n_edges = start[n];
+            if (!(succ = popci_malloc(sizeof(int) * (size_t)(n_edges + 1)))) {
+                st = oom();
+                goto done;
+            }
+        }
+    }
+    /* indeg held fill counts (out-degrees): recount in-degrees */
+    memset(indeg, 0, sizeof(int) * (size_t)n);
+    for (int e = 0; e < n_edges; e++)
+        indeg[succ[e]]++;
+    for (int i = 0; i < n; i++) {
+        int ph = g->nodes[order[lo + i]].annot.phase;
+        ph = ph < 0 ? 0 : ph;
+        key[i] = descending ? -ph : ph;
+    }
+    h.key = key;
+    for (int i = 0; i < n; i++)
+        if (indeg[i] == 0)
+            heap_push(&h, i);
+    while (h.n > 0) {
+        int i = heap_pop(&h);
+        out[k++] = order[lo + i];
+        for (int e = start[i]; e < start[i + 1]; e++)
+            if (--indeg[succ[e]] == 0)
+                heap_push(&h, succ[e]);
+    }
+    if (k != n) {
+        st = popc_set_error(POPC_EINTERNAL, "compile: the phase order of the "
+                            "schedule lost %d nodes", n - k);
+        goto done;
+    }
+    memcpy(order + lo, out, sizeof(int) * (size_t)n);
+done:
+    free(key);
+    free(indeg);
+    free(start);
+    free(succ);
+    free(out);
+    free(h.a);
+    return st;
+}
+
+popc_status popci_stages_order(const popc_graph *g, const popci_strategy *s,
+                               int *order, int n_forward, int n_order)
+{
+    int *pos;
+    popc_status st;
+
+    if (!popci_strategy_phased(s) || n_order == 0)
+        return POPC_OK;
+    if (!(pos = popci_malloc(sizeof(int) * (size_t)(g->n_nodes + 1))))
+        return oom();
+    for (int i = 0; i < g->n_nodes; i++)
+        pos[i] = -1;
+    for (int i = 0; i < n_order; i++)
+        pos[order[i]] = i;
+    st = order_region(g, order, 0, n_forward, 0, pos);
+    if (st == POPC_OK)
+        st = order_region(g, order, n_forward, n_order, 1, pos);
+    free(pos);
+    return st;
+}
