@@ -261,6 +261,69 @@ START_TEST(call_costs_its_body)
 }
 END_TEST
 
+/* One Scan over `steps` rows: s <- s + x_t, y_t = s * s. */
+static popc_graph *scan_graph(int64_t steps)
+{
+    int64_t sd[1] = {2}, xd[2] = {steps, 2};
+    popc_graph *body = NULL, *g = NULL;
+    popc_attr a[2];
+    int bs, bx, t, y, s0, seq, out[2];
+
+    OK(popc_graph_new("step", &body));
+    OK(popc_graph_add_input(body, "s", POPC_DTYPE_F32, sd, 1, &bs));
+    OK(popc_graph_add_input(body, "x", POPC_DTYPE_F32, sd, 1, &bx));
+    OK(popc_graph_add_node(body, NULL, "Add", 0, (int[]){bs, bx}, 2, &t, 1,
+                           NULL, 0, "add", NULL));
+    OK(popc_graph_add_node(body, NULL, "Mul", 0, (int[]){t, t}, 2, &y, 1,
+                           NULL, 0, "sq", NULL));
+    OK(popc_graph_add_output(body, t));
+    OK(popc_graph_add_output(body, y));
+    OK(popc_graph_new("scan", &g));
+    OK(popc_graph_add_input(g, "s0", POPC_DTYPE_F32, sd, 1, &s0));
+    OK(popc_graph_add_input(g, "seq", POPC_DTYPE_F32, xd, 2, &seq));
+    a[0] = (popc_attr){.name = "body", .type = POPC_ATTR_GRAPH, .graph = body};
+    a[1] = popc_attr_make_int("num_scan_inputs", 1);
+    OK(popc_graph_add_node(g, NULL, "Scan", 0, (int[]){s0, seq}, 2, out, 2, a,
+                           2, "scan", NULL));
+    OK(popc_graph_add_output(g, out[0]));
+    OK(popc_graph_add_output(g, out[1]));
+    popc_graph_free(body);
+    return g;
+}
+
+/* The flops the IPU model's report gives the Scan of scan_graph(steps). */
+static double scan_flops(int64_t steps)
+{
+    int64_t sd[1] = {2}, xd[2] = {steps, 2};
+    popc_graph *g = scan_graph(steps);
+    popc_tensor *in[2] = {NULL, NULL};
+    mj_value *r;
+    const mj_value *e;
+    double flops = -1.0;
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, sd, 1, &in[0]));
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &in[1]));
+    r = pf_inference_report(g, in, 2, 2);
+    for (int i = 0; (e = mj_at(mj_get(r, "ops"), i)) != NULL; i++)
+        if (strcmp(mj_str(e, "op"), "Scan") == 0)
+            flops = mj_num(e, "flops", -1.0);
+    mj_free(r);
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_graph_free(g);
+    return flops;
+}
+
+/* A Scan costs its body once per step. */
+START_TEST(scan_costs_its_body_per_step)
+{
+    double one = scan_flops(1), five = scan_flops(5);
+
+    ck_assert_msg(one > 0.0, "a Scan step costs its body: %g flops", one);
+    ck_assert_msg(five == 5.0 * one, "5 steps: %g flops, one: %g", five, one);
+}
+END_TEST
+
 START_TEST(bindings_are_separate)
 {
     int64_t xd[2] = {4, 8};
@@ -537,6 +600,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, calls_equal_inline_ops, 0, 2);
     tcase_add_test(tc, call_costs_its_body);
+    tcase_add_test(tc, scan_costs_its_body_per_step);
     tcase_add_test(tc, bindings_are_separate);
     tcase_add_loop_test(tc, autodiff_module_gradients, 0, 2);
     tcase_add_loop_test(tc, explicit_program_trains_like_sgd, 0, 2);

@@ -1,15 +1,14 @@
 /* cost.c - the work of the ops that run a body, for device models: a Call
 ** costs one run of its body, a Loop M runs (M when it is a constant, else
 ** one: a loop that stops on a condition is counted once), an If its
-** costlier branch. The body's cost is the core's sum over its nodes
-** (host->graph_cost). */
+** costlier branch, a Scan one run per step (scan.c). The body's cost is
+** the core's sum over its nodes (host->graph_cost). */
 #include "config.h"
 
 #include "ops/flow/flow_priv.h"
 
-/* One run of subgraph attribute `name`, scaled by `times`. */
-static popc_status body_cost(const popc_infer_ctx *ic, const char *name,
-                             double times, popc_cost *c)
+popc_status flow_body_cost(const popc_infer_ctx *ic, const char *name,
+                           double times, popc_cost *c)
 {
     const popc_attr *a = popc_attrs_find(ic->attrs, name);
     popc_status st;
@@ -29,7 +28,7 @@ static popc_status body_cost(const popc_infer_ctx *ic, const char *name,
 
 popc_status flow_call_cost(const popc_infer_ctx *ic, popc_cost *c)
 {
-    return body_cost(ic, "body", 1.0, c);
+    return flow_body_cost(ic, "body", 1.0, c);
 }
 
 popc_status flow_loop_cost(const popc_infer_ctx *ic, popc_cost *c)
@@ -39,7 +38,7 @@ popc_status flow_loop_cost(const popc_infer_ctx *ic, popc_cost *c)
 
     if (m && m->data && m->dtype == POPC_DTYPE_I64 && popc_view_numel(m) == 1)
         times = (double)*(const int64_t *)m->data;
-    return body_cost(ic, "body", times > 0.0 ? times : 0.0, c);
+    return flow_body_cost(ic, "body", times > 0.0 ? times : 0.0, c);
 }
 
 popc_status flow_if_cost(const popc_infer_ctx *ic, popc_cost *c)
@@ -47,8 +46,8 @@ popc_status flow_if_cost(const popc_infer_ctx *ic, popc_cost *c)
     popc_cost e;
     popc_status st;
 
-    if ((st = body_cost(ic, "then_branch", 1.0, c)) != POPC_OK ||
-        (st = body_cost(ic, "else_branch", 1.0, &e)) != POPC_OK)
+    if ((st = flow_body_cost(ic, "then_branch", 1.0, c)) != POPC_OK ||
+        (st = flow_body_cost(ic, "else_branch", 1.0, &e)) != POPC_OK)
         return st;
     if (e.flops + e.bytes > c->flops + c->bytes)
         *c = e;

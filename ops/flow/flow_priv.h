@@ -60,7 +60,11 @@ popc_status flow_register_loop(const popc_host *h, popc_registrar *r);
 popc_status flow_register_scan(const popc_host *h, popc_registrar *r);
 popc_status flow_register_call(const popc_host *h, popc_registrar *r);
 
-/* cost.c: the work of Call, Loop and If from their bodies. */
+/* cost.c: one run of subgraph attribute `name` scaled by `times` (flops
+** and bytes; the temporaries of one run); and the work of Call, Loop and
+** If from their bodies. */
+popc_status flow_body_cost(const popc_infer_ctx *ic, const char *name,
+                           double times, popc_cost *c);
 popc_status flow_call_cost(const popc_infer_ctx *ic, popc_cost *c);
 popc_status flow_loop_cost(const popc_infer_ctx *ic, popc_cost *c);
 popc_status flow_if_cost(const popc_infer_ctx *ic, popc_cost *c);

@@ -386,6 +386,40 @@ static popc_status scan_forward(const popc_kernel_ctx *kc)
     return st;
 }
 
+/* A Scan costs its body once per step (and per batch element in the
+** batched form of opset 8). */
+static popc_status scan_cost(const popc_infer_ctx *ic, popc_cost *c)
+{
+    flow_sig *body = ic->host->alloc(sizeof *body);
+    scan_shape *s = ic->host->alloc(sizeof *s);
+    int batched = popc_attr_int(ic->attrs, "__batched", 0) != 0;
+    popc_view *ub = batched ? ic->host->alloc(sizeof *ub *
+                                              (size_t)ic->n_inputs)
+                            : NULL;
+    int64_t B = 1;
+    popc_status st = POPC_OK;
+
+    if (!body || !s || (batched && !ub))
+        st = ic->host->set_error(POPC_ENOMEM, "Scan '%s': out of memory",
+                                 ic->node_name);
+    if (st == POPC_OK && batched)
+        st = unbatch(ic->node_name, ic->inputs, ic->n_inputs,
+                     (int)popc_attr_int(ic->attrs, "__captures", 0), ub, &B);
+    if (st == POPC_OK)
+        st = scan_check(ic->node_name, batched ? ub : ic->inputs,
+                        ic->n_inputs - batched, ic->attrs, ic->n_outputs,
+                        body, s);
+    if (st == POPC_OK)
+        st = flow_body_cost(ic, "body",
+                            (double)(s->steps > 0 ? s->steps : 0) *
+                                (double)(B > 0 ? B : 1),
+                            c);
+    ic->host->free(ub);
+    ic->host->free(s);
+    ic->host->free(body);
+    return st;
+}
+
 /* One definition per version whose form popc reads the same way, so
 ** that a node keeps its model's opset (and export writes it there). */
 #define SCAN_DEF(VERSION)                                                   \
@@ -400,6 +434,7 @@ static popc_status scan_forward(const popc_kernel_ctx *kc)
         .max_outputs = 256,                                                 \
         .flags = 0,                                                         \
         .infer = scan_infer,                                                \
+        .cost = scan_cost,                                                  \
         .forward = scan_forward,                                            \
         .grad = flow_scan_grad,                                             \
         .doc = "runs its body over the elements of sequences (ONNX Scan)",  \
