@@ -107,8 +107,6 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
                                  const popc_frame *frame, int first, int last)
 {
     const popc_plan *plan = ((const cpu_exe *)exe)->plan;
-    unsigned flags = POPC_HAS_FIELD(popc_plan, plan->size, kernel_flags)
-                         ? plan->kernel_flags : 0;
     popc_view in[MAX_IO], out[MAX_IO];
 
     (void)ctx;
@@ -118,11 +116,11 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
                                                   out);
         popc_status st;
 
-        if (flags & POPC_KERNEL_FP_EXCEPTIONS)
+        if (kc.flags & POPC_KERNEL_FP_EXCEPTIONS)
             fpx_begin();
         if ((st = n->op->forward(&kc)) != POPC_OK)
             return st;
-        if ((flags & POPC_KERNEL_FP_EXCEPTIONS) &&
+        if ((kc.flags & POPC_KERNEL_FP_EXCEPTIONS) &&
             (st = fpx_check(host, n->name, n->op->name)) != POPC_OK)
             return st;
     }

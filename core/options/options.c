@@ -725,20 +725,6 @@ popc_status popc_options_set_bool(popc_options *o, const char *name, int v)
 
 /* ---- getters ---------------------------------------------------------------------- */
 
-static const popci_optval *get(const popc_options *o, const char *name,
-                               const popci_optdef **d, const char *getter)
-{
-    int idx;
-
-    *d = def_of(name, &idx);
-    if (!o || !*d) {
-        popc_log(POPC_LOG_ERR, "%s: unknown option '%s' (a bug in the "
-                 "caller)", getter, name ? name : "(null)");
-        return NULL;
-    }
-    return &o->v[idx];
-}
-
 /* ---- typed accessors by id ---------------------------------------------- */
 
 int64_t popci_opt_int(const popc_options *o, popci_opt_id id)
@@ -781,50 +767,54 @@ int popci_opt_is_set(const popc_options *o, popci_opt_id id)
     return o->v[id].set;
 }
 
+/* The table index of a known option for the getters; -1 (logged: a bug in
+** the caller) for an unknown name or no options. */
+static int get(const popc_options *o, const char *name, const char *getter)
+{
+    int idx;
+
+    if (!o || !def_of(name, &idx)) {
+        popc_log(POPC_LOG_ERR, "%s: unknown option '%s' (a bug in the "
+                 "caller)", getter, name ? name : "(null)");
+        return -1;
+    }
+    return idx;
+}
+
+/* The by-name getters read what the typed accessors below read. */
 int64_t popc_options_get_int(const popc_options *o, const char *name)
 {
-    const popci_optdef *d;
-    const popci_optval *v = get(o, name, &d, "popc_options_get_int");
+    int id = get(o, name, "popc_options_get_int");
 
-    if (!v || v->none)
-        return 0;
-    return d->info.type == POPC_OPT_FLOAT ? (int64_t)v->f : v->i;
+    return id < 0 ? 0 : popci_opt_int(o, (popci_opt_id)id);
 }
 
 double popc_options_get_float(const popc_options *o, const char *name)
 {
-    const popci_optdef *d;
-    const popci_optval *v = get(o, name, &d, "popc_options_get_float");
+    int id = get(o, name, "popc_options_get_float");
 
-    if (!v || v->none)
-        return 0.0;
-    return d->info.type == POPC_OPT_FLOAT ? v->f : (double)v->i;
+    return id < 0 ? 0.0 : popci_opt_float(o, (popci_opt_id)id);
 }
 
 int popc_options_get_bool(const popc_options *o, const char *name)
 {
-    const popci_optdef *d;
-    const popci_optval *v = get(o, name, &d, "popc_options_get_bool");
+    int id = get(o, name, "popc_options_get_bool");
 
-    if (!v || v->none)
-        return 0;
-    return d->info.type == POPC_OPT_FLOAT ? v->f != 0.0 : v->i != 0;
+    return id < 0 ? 0 : popci_opt_bool(o, (popci_opt_id)id);
 }
 
 const char *popc_options_get_string(const popc_options *o, const char *name)
 {
-    const popci_optdef *d;
-    const popci_optval *v = get(o, name, &d, "popc_options_get_string");
+    int id = get(o, name, "popc_options_get_string");
 
-    return v && !v->none ? v->s : NULL;
+    return id < 0 ? NULL : popci_opt_string(o, (popci_opt_id)id);
 }
 
 int popc_options_is_none(const popc_options *o, const char *name)
 {
-    const popci_optdef *d;
-    const popci_optval *v = get(o, name, &d, "popc_options_is_none");
+    int id = get(o, name, "popc_options_is_none");
 
-    return v ? v->none : 0;
+    return id < 0 ? 0 : popci_opt_is_none(o, (popci_opt_id)id);
 }
 
 const char *popc_options_format(const popc_options *o, const char *name,
