@@ -785,6 +785,63 @@ const popc_op_def *popc_registry_find_op(const popc_registry *r,
     return best;
 }
 
+/* The first name registered with the role keeps it (a later plugin cannot
+** take autodiff's sums away from the math ops by loading after them); of
+** that name's versions, the newest. */
+const popc_op_def *popc_registry_find_role(const popc_registry *r,
+                                           popc_op_role role)
+{
+    const popc_op_def *best = NULL;
+
+    if (!r || role <= POPC_ROLE_NONE || role >= POPC_ROLE_COUNT)
+        return NULL;
+    read_lock(r);
+    for (int i = 0; i < r->n_ops; i++) {
+        const popc_op_def *d = &r->ops[i]->def;
+        if (d->role != (int)role)
+            continue;
+        if (!best || (strcmp(d->name, best->name) == 0 &&
+                      strcmp(d->domain, best->domain) == 0 &&
+                      d->since_version > best->since_version))
+            best = d;
+    }
+    unlock(r);
+    return best;
+}
+
+static const char *role_name(popc_op_role role)
+{
+    static const char *const names[POPC_ROLE_COUNT] = {
+        "POPC_ROLE_NONE",       "POPC_ROLE_SUM",
+        "POPC_ROLE_ADD",        "POPC_ROLE_MUL",
+        "POPC_ROLE_REDUCE_SUM", "POPC_ROLE_CAST",
+        "POPC_ROLE_IDENTITY",   "POPC_ROLE_CHECKPOINT",
+        "POPC_ROLE_HOST_CALL",  "POPC_ROLE_FOREIGN_CALL"};
+
+    return role >= 0 && role < POPC_ROLE_COUNT ? names[role] : "?";
+}
+
+popc_status popci_role_op(popc_op_role role, const char *why,
+                          const popc_op_def **out)
+{
+    popc_registry *reg = NULL;
+    popc_status st;
+
+    *out = NULL;
+    if ((st = popc_registry_global(&reg)) != POPC_OK)
+        return st;
+    if (!(*out = popc_registry_find_role(reg, role)))
+        return popc_set_error(POPC_ENOTFOUND, "%s needs an op that declares "
+                              "%s, and no loaded plugin has one: add the "
+                              "folder of popc's op plugins to "
+                              "POPC_PLUGIN_PATH (popc plugins lists what "
+                              "is loaded)%s%s", why, role_name(role),
+                              *popc_registry_problems(reg)
+                                  ? "; refused plugins: " : "",
+                              popc_registry_problems(reg));
+    return POPC_OK;
+}
+
 const popc_optim_def *popc_registry_find_optimizer(const popc_registry *r,
                                                    const char *name)
 {

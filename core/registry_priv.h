@@ -92,6 +92,12 @@ int popci_registry_has_handle(const popc_registry *r, void *handle);
 /* Appends popc_last_error() to the problems list and logs it at WARN. */
 void popci_registry_problem(popc_registry *r);
 
+/* The op playing `role` in the global registry (popc_registry_find_role)
+** in *out, or POPC_ENOTFOUND with a message that names the role, what
+** needed it (`why`) and the fix. */
+popc_status popci_role_op(popc_op_role role, const char *why,
+                          const popc_op_def **out);
+
 /* ---- loader.c ------------------------------------------------------------- */
 
 /* lt_dlinit / lt_dlexit, reference counted by libltdl, under the lock. */

@@ -182,6 +182,12 @@ popc_status popc_module_add_variable(popc_module_builder *b,
     if (!b || !factory)
         return popc_set_error(POPC_EINVAL, "popc_module_add_variable: "
                               "builder or factory is NULL");
+    if (rank < 0 || rank > POPC_MAX_RANK || (rank > 0 && !dims))
+        return popc_set_error(POPC_EINVAL, "module '%s': variable '%s': "
+                              "rank %d%s; give 0..%d dims", b->m->name,
+                              name ? name : "?", rank,
+                              rank > 0 && !dims ? " but dims is NULL" : "",
+                              POPC_MAX_RANK);
     if (dt != POPC_DTYPE_F32 && factory->kind != POPC_INIT_TENSOR)
         return popc_set_error(POPC_EUNSUPPORTED, "module '%s': variable "
                               "'%s': factories other than a tensor make "
@@ -195,7 +201,8 @@ popc_status popc_module_add_variable(popc_module_builder *b,
                                   "POPC_INIT_TENSOR without a tensor",
                                   b->m->name, name ? name : "?");
         got = popc_tensor_view((popc_tensor *)factory->tensor);
-        memcpy(want.dims, dims, sizeof(int64_t) * (size_t)rank);
+        if (rank > 0)
+            memcpy(want.dims, dims, sizeof(int64_t) * (size_t)rank);
         if (!helpers_same_type(&got, &want))
             return popc_set_error(POPC_EINVAL, "module '%s': variable '%s' "
                                   "is %s but its tensor is %s", b->m->name,

@@ -55,11 +55,13 @@ endif
 %canon_reldir%_check_registry_SOURCES = %reldir%/check_registry.c
 %canon_reldir%_check_registry_CPPFLAGS = $(AM_CPPFLAGS) \
     -DTEST_PLUGINS_DIR='"$(abs_top_builddir)/tests/plugins"' \
-    -DTEST_BACKENDS_DIR='"$(abs_top_builddir)/backends"'
+    -DTEST_BACKENDS_DIR='"$(abs_top_builddir)/backends"' \
+    -DTEST_OPS_DIR='"$(abs_top_builddir)/ops"'
 %canon_reldir%_check_registry_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_registry_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_registry_DEPENDENCIES = libpopc.la $(base_test_plugins) \
-    backends/cpu.la backends/ipumodel.la backends/offline.la
+    backends/cpu.la backends/ipumodel.la backends/offline.la \
+    ops/math.la ops/tensor.la ops/popc.la ops/host.la ops/ffi.la
 
 # 'force' must be in LDFLAGS, the modules in LDADD [STYLE P5].
 %canon_reldir%_check_preload_SOURCES = %reldir%/check_preload.c

@@ -201,6 +201,23 @@ START_TEST(half_float_casting)
 }
 END_TEST
 
+/* A file's graph made half is still a file's graph: its foreign code
+** keeps needing the user's consent. */
+START_TEST(half_copy_keeps_the_origin)
+{
+    popc_graph *g = model(0), *h = NULL, *h2 = NULL;
+
+    OK(popc_graph_to_half(g, NULL, NULL, &h));
+    ck_assert_ptr_null(popc_graph_origin(h));
+    OK(popc_graph_set_origin(g, "/data/run.ini"));
+    OK(popc_graph_to_half(g, NULL, NULL, &h2));
+    ck_assert_str_eq(popc_graph_origin(h2), "/data/run.ini");
+    popc_graph_free(g);
+    popc_graph_free(h);
+    popc_graph_free(h2);
+}
+END_TEST
+
 START_TEST(training_cpu)
 {
     train_case("cpu");
@@ -463,6 +480,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, conversion);
     tcase_add_test(tc, half_float_casting);
+    tcase_add_test(tc, half_copy_keeps_the_origin);
     tcase_add_test(tc, training_cpu);
     tcase_add_test(tc, training_ipumodel);
     tcase_add_test(tc, inference_matches_rounded_weights);

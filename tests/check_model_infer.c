@@ -415,6 +415,13 @@ START_TEST(inference_rejects_gradient_accumulation)
         "poptorch.inferenceModel(). Use poptorch.Options().deviceIterations "
         "to process a sufficient number of batches each run for pipelined "
         "execution instead.");
+    /* the failed call left the options unfrozen: fix them and retry */
+    ck_assert(!popc_options_frozen(o));
+    OK(popc_options_set_int(o, "Training.gradientAccumulation", 1));
+    OK(popc_model_new_inference(g, o, &m));
+    ck_assert(popc_options_frozen(o));
+    popc_model_free(m);
+    m = NULL;
     popc_options_free(o);
 
     o = options(1, 1, NULL, 0);

@@ -580,13 +580,35 @@ START_TEST(copy_weights_into_inference)
 }
 END_TEST
 
+/* A variable whose rank does not fit is refused before its dims are read
+** (a tensor factory copies them). */
+static popc_status build_rank_too_big(popc_module_builder *b, void *user)
+{
+    int64_t dims[POPC_MAX_RANK + 1] = {0};
+    popc_tensor *t = user;
+    popc_variable_factory f = {POPC_INIT_TENSOR, 0.0, 0.0, t, 0};
+    int v;
+
+    return popc_module_add_variable(b, "w", POPC_DTYPE_F32, dims,
+                                    POPC_MAX_RANK + 1, &f, &v);
+}
+
 START_TEST(module_errors)
 {
     popc_module *m = NULL;
+    int64_t one = 1;
+    popc_tensor *t = NULL;
 
     ck_assert_int_eq(popc_module_new("", build_block, NULL, &m), POPC_EINVAL);
     ck_assert_int_eq(popc_module_new("x", NULL, NULL, &m), POPC_EINVAL);
     ck_assert_ptr_null(m);
+    ck_assert_int_eq(popc_tensor_new(POPC_DTYPE_F32, &one, 1, &t), POPC_OK);
+    ck_assert_int_eq(popc_module_new("big", build_rank_too_big, t, &m),
+                     POPC_EINVAL);
+    ck_assert_msg(strstr(popc_last_error(), "variable 'w': rank 9") != NULL,
+                  "%s", popc_last_error());
+    ck_assert_ptr_null(m);
+    popc_tensor_unref(t);
 }
 END_TEST
 

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,73 @@ START_TEST(add_op_validates_and_refuses_duplicates)
 }
 END_TEST
 
+/* The core builds ops by role, never by name: the first name that claims
+** a role keeps it, at its newest version; a definition from before roles
+** (smaller size) claims none, whatever lies past its end. */
+START_TEST(roles_go_to_the_first_name_newest_version)
+{
+    popc_op_def a1 = {.size = sizeof(popc_op_def), .domain = "vendor",
+                      .name = "Total", .since_version = 1,
+                      .infer = nop_infer, .forward = nop_forward,
+                      .role = POPC_ROLE_SUM};
+    popc_op_def a3 = a1, b = a1, old = a1, plain = a1;
+
+    a3.since_version = 3;
+    b.name = "OtherTotal";
+    b.since_version = 7;
+    old.name = "OldTotal";
+    old.size = (uint32_t)offsetof(popc_op_def, role);
+    old.role = POPC_ROLE_ADD;
+    plain.name = "Plain";
+    plain.role = POPC_ROLE_NONE;
+    ASSERT_OK(popc_registry_add_op(reg, &plain));
+    ck_assert_ptr_null(popc_registry_find_role(reg, POPC_ROLE_SUM));
+    ASSERT_OK(popc_registry_add_op(reg, &a1));
+    ASSERT_OK(popc_registry_add_op(reg, &b));
+    ASSERT_OK(popc_registry_add_op(reg, &a3));
+    ASSERT_OK(popc_registry_add_op(reg, &old));
+    ck_assert_str_eq(popc_registry_find_role(reg, POPC_ROLE_SUM)->name,
+                     "Total");
+    ck_assert_int_eq(popc_registry_find_role(reg, POPC_ROLE_SUM)
+                         ->since_version, 3);
+    ck_assert_ptr_null(popc_registry_find_role(reg, POPC_ROLE_ADD));
+    ck_assert_ptr_null(popc_registry_find_role(reg, POPC_ROLE_NONE));
+    ck_assert_ptr_null(popc_registry_find_role(reg, POPC_ROLE_COUNT));
+    ck_assert_ptr_null(popc_registry_find_role(NULL, POPC_ROLE_SUM));
+}
+END_TEST
+
+/* popc's own op plugins play every role the core's passes need. */
+START_TEST(shipped_ops_play_every_role)
+{
+    static const char *const plugins[] = {"math", "tensor", "popc", "host",
+                                          "ffi"};
+    static const char *const names[POPC_ROLE_COUNT] = {
+        [POPC_ROLE_SUM] = "ai.onnx::Sum",
+        [POPC_ROLE_ADD] = "ai.onnx::Add",
+        [POPC_ROLE_MUL] = "ai.onnx::Mul",
+        [POPC_ROLE_REDUCE_SUM] = "ai.onnx::ReduceSum",
+        [POPC_ROLE_CAST] = "ai.onnx::Cast",
+        [POPC_ROLE_IDENTITY] = "ai.onnx::Identity",
+        [POPC_ROLE_CHECKPOINT] = "popc::RecomputationCheckpoint",
+        [POPC_ROLE_HOST_CALL] = "popc::HostOp",
+        [POPC_ROLE_FOREIGN_CALL] = "popc::ForeignCall"};
+    char path[PATH_MAX], got[128];
+
+    for (size_t i = 0; i < sizeof plugins / sizeof *plugins; i++) {
+        snprintf(path, sizeof path, "%s/%s", TEST_OPS_DIR, plugins[i]);
+        ASSERT_OK(popc_registry_load_file(reg, path));
+    }
+    for (int r = POPC_ROLE_NONE + 1; r < POPC_ROLE_COUNT; r++) {
+        const popc_op_def *d = popc_registry_find_role(reg, r);
+
+        ck_assert_msg(d != NULL, "no op plays role %d", r);
+        snprintf(got, sizeof got, "%s::%s", d->domain, d->name);
+        ck_assert_str_eq(got, names[r]);
+    }
+}
+END_TEST
+
 START_TEST(register_outside_init_is_refused)
 {
     const popc_host *h = popc_registry_host();
@@ -571,6 +639,8 @@ static Suite *registry_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, version_of_library_and_headers);
     tcase_add_test(tc, best_backend_by_capabilities);
+    tcase_add_test(tc, roles_go_to_the_first_name_newest_version);
+    tcase_add_test(tc, shipped_ops_play_every_role);
     tcase_add_test(tc, good_plugin_registers_everything);
     tcase_add_test(tc, op_versions_resolve_to_highest_not_above);
     tcase_add_test(tc, loading_the_same_file_twice_is_quiet);

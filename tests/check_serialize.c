@@ -210,6 +210,8 @@ START_TEST(mlp_round_trip)
     /* the copy is a working graph: it verifies, and serializes to the
     ** same bytes again */
     OK(popc_graph_verify(b, 1));
+    /* bytes are outside data: foreign code in them needs consent */
+    ck_assert_str_eq(popc_graph_origin(b), "serialized graph bytes");
     {
         void *d1, *d2;
         size_t s1, s2;

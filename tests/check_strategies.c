@@ -294,6 +294,15 @@ START_TEST(block_context)
                                NULL, NULL),
            POPC_ESTATE, "No active Block, all the ops must belong to a "
            "Block");
+    {   /* CPU ops and foreign calls obey the same rule */
+        popc_view info = {.dtype = POPC_DTYPE_F32, .rank = 2,
+                          .dims = {1, 4}};
+        expect(popc_cpu_op(g, "late", &b, 1, &info, 1, &c), POPC_ESTATE,
+               "No active Block");
+        expect(popc_foreign_op(g, "libm.so.6", "cosf", "f32(in f32)", &b, 1,
+                               NULL, 1, &c),
+               POPC_ESTATE, "No active Block");
+    }
     OK(popc_block_begin(g, NULL, -1));
     OK(popc_graph_add_node(g, NULL, "Relu", 0, &b, 1, &c, 1, NULL, 0, NULL,
                            NULL));

@@ -639,5 +639,14 @@ popc_status popc_graph_deserialize(const void *data, size_t size,
                               "unexpected bytes after the graph",
                               size - r.pos);
     }
+    /* Bytes come from somewhere outside the program: like a file's graph,
+    ** foreign code in them needs consent (popc_graph_set_origin(g, NULL)
+    ** vouches for them). */
+    if ((st = popc_graph_set_origin(*out, "serialized graph bytes")) !=
+        POPC_OK) {
+        popc_graph_free(*out);
+        *out = NULL;
+        return st;
+    }
     return POPC_OK;
 }

@@ -18,6 +18,7 @@
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
+#include "core/registry_priv.h"
 
 #define VALUES_TEXT                                                         \
     "Attribute values must be floats, ints, strings or a list/tuple of "   \
@@ -324,6 +325,11 @@ static popc_status add_named(popc_graph *g, const char *domain,
     char *name;
     popc_status st;
 
+    if (g->block_ended) /* as popc_graph_add_node */
+        return popc_set_error(POPC_ESTATE, "No active Block, all the ops "
+                              "must belong to a Block (adding %s %s after "
+                              "popc_block_end; start one with "
+                              "popc_block_begin)", op, base);
     a.scope = g->scope_joined;
     popci_source_capture(&a);
     len = (a.scope ? strlen(a.scope) + 1 : 0) + strlen(base) + 1;
@@ -484,8 +490,8 @@ popc_status popc_cpu_op(popc_graph *g, const char *id, const int *inputs,
                                   POPC_MAX_RANK,
                                   (int)output_infos[j].dtype,
                                   output_infos[j].rank);
-    if ((st = find_def(POPC_DOMAIN_POPC, "HostOp", 1, "CPU ops need the "
-                       "plugin ops/host", &def)) != POPC_OK)
+    if ((st = popci_role_op(POPC_ROLE_HOST_CALL, "popc_cpu_op", &def)) !=
+        POPC_OK)
         return st;
     dtypes = popci_malloc(sizeof *dtypes * ((size_t)n_out + 1));
     shapes = popci_malloc(sizeof *shapes * ((size_t)n_out * (POPC_MAX_RANK + 1) +
@@ -512,8 +518,8 @@ popc_status popc_cpu_op(popc_graph *g, const char *id, const int *inputs,
     at[2] = (popc_attr){.name = "output_shapes", .type = POPC_ATTR_INTS,
                         .n = n_shape, .ints = shapes};
     at[3] = (popc_attr){.name = "batch", .type = POPC_ATTR_INT, .i = batch};
-    st = add_named(g, POPC_DOMAIN_POPC, "HostOp", 1, id, inputs, n, outputs,
-                   n_out, at, 4);
+    st = add_named(g, def->domain, def->name, def->since_version, id, inputs,
+                   n, outputs, n_out, at, 4);
 done:
     free(dtypes);
     free(shapes);
@@ -562,8 +568,8 @@ popc_status popc_foreign_op(popc_graph *g, const char *library,
     if ((st = check_inputs(g, "popc_foreign_op", inputs, n_inputs)) !=
         POPC_OK)
         return st;
-    if ((st = find_def(POPC_DOMAIN_POPC, "ForeignCall", 1, "Foreign calls "
-                       "need the plugin ops/ffi", &def)) != POPC_OK)
+    if ((st = popci_role_op(POPC_ROLE_FOREIGN_CALL, "popc_foreign_op",
+                            &def)) != POPC_OK)
         return st;
     memset(at, 0, sizeof at);
     at[0] = (popc_attr){.name = "library", .type = POPC_ATTR_STRING,
@@ -576,6 +582,6 @@ popc_status popc_foreign_op(popc_graph *g, const char *library,
         at[n_at++] = (popc_attr){.name = "output_shapes",
                                  .type = POPC_ATTR_STRINGS, .n = n_outputs,
                                  .strings = output_shapes};
-    return add_named(g, POPC_DOMAIN_POPC, "ForeignCall", 1, symbol, inputs,
-                     n_inputs, outputs, n_outputs, at, n_at);
+    return add_named(g, def->domain, def->name, def->since_version, symbol,
+                     inputs, n_inputs, outputs, n_outputs, at, n_at);
 }

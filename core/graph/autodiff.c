@@ -23,6 +23,7 @@
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/host_priv.h"
+#include "core/registry_priv.h"
 
 typedef struct contrib {
     int value;        /* gradient value id */
@@ -39,7 +40,7 @@ typedef struct ad {
     int *count;
     contrib *pool;
     int n_pool, cap_pool;
-    int have_sum;           /* ai.onnx Sum is registered */
+    const popc_op_def *sum; /* POPC_ROLE_SUM's op, or NULL */
 } ad;
 
 /* ---- the grad-context callbacks (popc_host grad_* entries) ------------------ */
@@ -207,14 +208,18 @@ static popc_status finalize(ad *a, int v, int *grad)
         owner = g->values[ids[0]].producer;
     base = g->values[v].producer >= 0 ? g->nodes[g->values[v].producer].name
                                       : g->values[v].name;
-    if (a->have_sum) {
-        st = add_named_node(a, owner, POPC_DOMAIN_ONNX, "Sum", ids,
+    if (a->sum) {
+        st = add_named_node(a, owner, a->sum->domain, a->sum->name, ids,
                             a->count[v], &sum, 1, NULL, 0, base);
     } else {
+        const popc_op_def *add = NULL;
+
         sum = ids[0];
+        st = popci_role_op(POPC_ROLE_ADD, "autodiff (summing gradients)",
+                           &add);
         for (int i = 1; i < a->count[v] && st == POPC_OK; i++) {
             int pair[2] = {sum, ids[i]};
-            st = add_named_node(a, owner, POPC_DOMAIN_ONNX, "Add", pair, 2,
+            st = add_named_node(a, owner, add->domain, add->name, pair, 2,
                                 &sum, 1, NULL, 0, base);
         }
     }
@@ -483,8 +488,7 @@ popc_status popc_graph_gradients(popc_graph *g, int loss, const int *wrt,
     a.nn0 = g->n_nodes;
     a.fwd = -1;
     if (popc_registry_global(&reg) == POPC_OK && reg)
-        a.have_sum = popc_registry_find_op(reg, POPC_DOMAIN_ONNX, "Sum",
-                                           POPC_ONNX_OPSET) != NULL;
+        a.sum = popc_registry_find_role(reg, POPC_ROLE_SUM);
     order = popci_malloc(((size_t)a.nn0 + 1) * sizeof *order);
     a.depends = popci_calloc((size_t)a.nv0 + 1, 1);
     a.head = popci_malloc(((size_t)a.nv0 + 1) * sizeof *a.head);

@@ -21,6 +21,7 @@
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/options/options_priv.h"
+#include "core/registry_priv.h"
 
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10
@@ -67,14 +68,19 @@ static popc_status cast_node(half_ctx *c, int v, int to, const char *name,
     popc_attr a[2] = {{.name = "to", .type = POPC_ATTR_INT, .i = to},
                       {.name = POPC_ATTR_FLOAT16, .type = POPC_ATTR_INT,
                        .i = POPC_FLOAT16_CAST}};
+    const popc_op_def *op;
     char node[512];
     int id;
     popc_status st;
 
+    if ((st = popci_role_op(POPC_ROLE_CAST, "popc_graph_to_half", &op)) !=
+        POPC_OK)
+        return st;
     snprintf(node, sizeof node, "%s/cast%s", name,
              to == ONNX_FLOAT16 ? "16" : "32");
-    if ((st = popc_graph_add_node(c->h, NULL, "Cast", 0, &v, 1, out, 1, a,
-                                  marked ? 2 : 1, node, &id)) != POPC_OK)
+    if ((st = popc_graph_add_node(c->h, op->domain, op->name, 0, &v, 1, out,
+                                  1, a, marked ? 2 : 1, node, &id)) !=
+        POPC_OK)
         return st;
     if (an && (st = popc_graph_set_node_annotations(c->h, id, an)) != POPC_OK)
         return st;
@@ -365,6 +371,9 @@ popc_status popc_graph_to_half(const popc_graph *g, const char *prefixes,
         c.map[v] = c.f32[v] = c.f16[v] = -1;
     if ((st = popc_graph_topo_order(g, order)) != POPC_OK ||
         (st = popc_graph_new(popc_graph_name(g), &c.h)) != POPC_OK ||
+        /* a file's graph stays a file's graph: foreign code in it still
+        ** needs the user's consent */
+        (st = popc_graph_set_origin(c.h, popc_graph_origin(g))) != POPC_OK ||
         (st = copy_inputs(&c)) != POPC_OK ||
         (st = copy_stored(&c)) != POPC_OK)
         goto done;

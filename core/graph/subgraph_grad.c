@@ -22,6 +22,9 @@
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/host_priv.h"
+#include "core/registry_priv.h"
+
+#define WHY "the gradient of a subgraph (If, Loop, Scan)"
 
 /* A zero-filled constant shaped like info, added to g. */
 static popc_status zeros_in(popc_graph *g, const popc_view *info, int *id)
@@ -44,18 +47,24 @@ static popc_status inner_product(popc_graph *g, const int *outs,
                                  const int *douts, int n, int *loss)
 {
     popc_attr keep = {.name = "keepdims", .type = POPC_ATTR_INT, .i = 0};
+    const popc_op_def *mul, *rsum, *add;
     popc_status st;
 
     *loss = -1;
+    if ((st = popci_role_op(POPC_ROLE_MUL, WHY, &mul)) != POPC_OK ||
+        (st = popci_role_op(POPC_ROLE_REDUCE_SUM, WHY, &rsum)) != POPC_OK ||
+        (st = popci_role_op(POPC_ROLE_ADD, WHY, &add)) != POPC_OK)
+        return st;
     for (int j = 0; j < n; j++) {
         int in[2] = {outs[j], douts[j]}, prod, term;
 
         if (!popc_dtype_is_float(g->values[outs[j]].info.dtype))
             continue;
-        if ((st = popc_graph_add_node(g, NULL, "Mul", 0, in, 2, &prod, 1,
-                                      NULL, 0, NULL, NULL)) != POPC_OK ||
-            (st = popc_graph_add_node(g, NULL, "ReduceSum", 0, &prod, 1,
-                                      &term, 1, &keep, 1, NULL, NULL)) !=
+        if ((st = popc_graph_add_node(g, mul->domain, mul->name, 0, in, 2,
+                                      &prod, 1, NULL, 0, NULL, NULL)) !=
+                POPC_OK ||
+            (st = popc_graph_add_node(g, rsum->domain, rsum->name, 0, &prod,
+                                      1, &term, 1, &keep, 1, NULL, NULL)) !=
                 POPC_OK)
             return st;
         if (*loss < 0) {
@@ -64,8 +73,9 @@ static popc_status inner_product(popc_graph *g, const int *outs,
         }
         in[0] = *loss;
         in[1] = term;
-        if ((st = popc_graph_add_node(g, NULL, "Add", 0, in, 2, loss, 1, NULL,
-                                      0, NULL, NULL)) != POPC_OK)
+        if ((st = popc_graph_add_node(g, add->domain, add->name, 0, in, 2,
+                                      loss, 1, NULL, 0, NULL, NULL)) !=
+            POPC_OK)
             return st;
     }
     return POPC_OK;

@@ -86,7 +86,7 @@ static popc_status node_overlap(const popci_plan *p, const popc_options *o,
         return popc_set_error(POPC_EINVAL, "%s: node '%s' asks for overlap "
                               "mode %lld; use POPC_OVERLAP_* (0..2)", what,
                               pn->name, (long long)mode);
-    if (!pn->op || strcmp(pn->op->name, "Identity") != 0 ||
+    if (!pn->op || pn->op->role != POPC_ROLE_IDENTITY ||
         pn->n_inputs != 1 || pn->n_outputs != 1)
         return popc_set_error(POPC_EINVAL, "%s: node '%s' is %s, not an "
                               "Identity; build it with popc_set_overlap_for_"

@@ -156,7 +156,6 @@ static popc_status model_new(const popc_graph *g, popc_options *opts,
         return oom("popc_model_new");
     m->training = training;
     if (opts) {
-        popc_options_freeze(opts);
         st = popc_options_clone(opts, &m->opts);
     } else {
         st = popc_options_new(&m->opts);
@@ -184,10 +183,16 @@ fail:
 popc_status popc_model_new_inference(const popc_graph *g, popc_options *opts,
                                      popc_model **out)
 {
+    popc_status st;
+
     if (!out)
         return popc_set_error(POPC_EINVAL, "popc_model_new_inference: out "
                               "is NULL");
-    return model_new(g, opts, 0, out);
+    /* PopTorch freezes the options a model was made with; a failed call
+    ** leaves them as they were */
+    if ((st = model_new(g, opts, 0, out)) == POPC_OK && opts)
+        popc_options_freeze(opts);
+    return st;
 }
 
 popc_status popc_model_new_training(const popc_graph *g, popc_options *opts,
@@ -217,6 +222,8 @@ popc_status popc_model_new_training(const popc_graph *g, popc_options *opts,
         popc_model_free(m);
         return st;
     }
+    if (opts)
+        popc_options_freeze(opts);
     *out = m;
     return POPC_OK;
 }

@@ -42,8 +42,7 @@ static popc_status oom(void)
 static int is_checkpoint(const popci_node *x)
 {
     return x->annot.recompute > 0 ||
-           (strcmp(x->domain, POPC_DOMAIN_POPC) == 0 &&
-            strcmp(x->op, "RecomputationCheckpoint") == 0);
+           (x->def && x->def->role == POPC_ROLE_CHECKPOINT);
 }
 
 /* A forward activation the backward pass may not recompute. */

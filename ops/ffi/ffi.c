@@ -411,6 +411,7 @@ static const popc_op_def ffi_ops[] = {
         .release = ffi_release,
         .doc = "calls a C function of a shared library through libffi "
                "(attributes library, symbol, signature)",
+        .role = POPC_ROLE_FOREIGN_CALL,
     },
 };
 

@@ -135,6 +135,7 @@ static const popc_op_def host_ops[] = {
         .cost = host_cost,
         .doc = "CPU op: calls the host callback registered under attribute "
                "id (poptorch.CPU); inference only",
+        .role = POPC_ROLE_HOST_CALL,
     },
 };
 

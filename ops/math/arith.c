@@ -528,20 +528,25 @@ static popc_status sum_cost(const popc_infer_ctx *ic, popc_cost *c)
     OPU_DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT,            \
             POPC_OP_SPLIT, P, GRAD, COST, DOC)
 
+/* the same, for an op the core's passes build (popc_op_role) */
+#define ROLE_DEF(ROLE, DOMAIN, NAME, VER, MIN_IN, MAX_IN, P, GRAD, COST, DOC) \
+    OPU_ROLE_DEF(ROLE, DOMAIN, NAME, VER, MIN_IN, MAX_IN, 1, 1,              \
+                 POPC_OP_SPLIT, P, GRAD, COST, DOC)
+
 #define ONNX "ai.onnx"
 
 const popc_op_def mop_arith_ops[] = {
-    DEF(ONNX, "Add", 14, 2, 2, 1, 1, add, add_grad, NULL,
+    ROLE_DEF(POPC_ROLE_ADD, ONNX, "Add", 14, 2, 2, add, add_grad, NULL,
         "A + B with numpy broadcasting"),
     DEF(ONNX, "Sub", 14, 2, 2, 1, 1, sub, sub_grad, NULL,
         "A - B with numpy broadcasting"),
-    DEF(ONNX, "Mul", 14, 2, 2, 1, 1, mul, mul_grad, NULL,
+    ROLE_DEF(POPC_ROLE_MUL, ONNX, "Mul", 14, 2, 2, mul, mul_grad, NULL,
         "A * B with numpy broadcasting"),
     DEF(ONNX, "Div", 14, 2, 2, 1, 1, div, div_grad, NULL,
         "A / B with numpy broadcasting (integers truncate)"),
     DEF(ONNX, "Pow", 15, 2, 2, 1, 1, pow, pow_grad, transcendental_cost,
         "X ** Y with numpy broadcasting"),
-    DEF(ONNX, "Sum", 13, 1, 64, 1, 1, sum, sum_grad, sum_cost,
+    ROLE_DEF(POPC_ROLE_SUM, ONNX, "Sum", 13, 1, 64, sum, sum_grad, sum_cost,
         "elementwise sum of 1..64 inputs with broadcasting"),
     DEF(ONNX, "Neg", 13, 1, 1, 1, 1, neg, neg_grad, NULL, "-X"),
     DEF(ONNX, "Abs", 13, 1, 1, 1, 1, abs, abs_grad, NULL, "|X|"),

@@ -216,15 +216,21 @@ int opu_bcast_next(opu_bcast_iter *it);
 /* ---- op tables ------------------------------------------------------------ */
 
 /* One popc_op_def; P names the op's P##_infer and P##_forward. */
-#define OPU_DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT, FLAGS, \
-                P, GRAD, COST, DOC)                                         \
+/* A definition that plays `ROLE` (POPC_ROLE_*) in the core's passes. */
+#define OPU_ROLE_DEF(ROLE, DOMAIN, NAME, VER, MIN_IN, MAX_IN, MIN_OUT,     \
+                     MAX_OUT, FLAGS, P, GRAD, COST, DOC)                   \
     {                                                                       \
         .size = sizeof(popc_op_def), .domain = DOMAIN, .name = NAME,        \
         .since_version = VER, .min_inputs = MIN_IN, .max_inputs = MAX_IN,   \
         .min_outputs = MIN_OUT, .max_outputs = MAX_OUT, .flags = FLAGS,     \
         .infer = P##_infer, .forward = P##_forward, .grad = GRAD,           \
-        .cost = COST, .doc = DOC                                            \
+        .cost = COST, .doc = DOC, .role = ROLE                              \
     }
+
+#define OPU_DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, MIN_OUT, MAX_OUT, FLAGS, \
+                P, GRAD, COST, DOC)                                         \
+    OPU_ROLE_DEF(POPC_ROLE_NONE, DOMAIN, NAME, VER, MIN_IN, MAX_IN,         \
+                 MIN_OUT, MAX_OUT, FLAGS, P, GRAD, COST, DOC)
 
 /* ---- gradient builders ----------------------------------------------------- */
 

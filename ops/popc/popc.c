@@ -409,6 +409,7 @@ static const popc_op_def popc_ops[] = {
         .grad = id_grad,
         .cost = id_cost,
         .doc = "identity marking values kept for the backward pass",
+        .role = POPC_ROLE_CHECKPOINT,
     },
 };
 

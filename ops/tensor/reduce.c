@@ -813,8 +813,9 @@ static popc_status reduce_cost(const popc_infer_ctx *ic, popc_cost *c)
             GRAD, reduce_cost, DOC)
 
 const popc_op_def top_reduce_ops[] = {
-    DEF("ReduceSum", 13, 1, 2, reduce_sum, reduce_sum_grad,
-        "sum over axes (input 1), keepdims, noop_with_empty_axes"),
+    OPU_ROLE_DEF(POPC_ROLE_REDUCE_SUM, "ai.onnx", "ReduceSum", 13, 1, 2, 1,
+                 1, POPC_OP_SPLIT, reduce_sum, reduce_sum_grad, reduce_cost,
+                 "sum over axes (input 1), keepdims, noop_with_empty_axes"),
     DEF("ReduceMean", 13, 1, 2, reduce_mean, reduce_mean_grad,
         "mean over axes (attribute), keepdims"),
     DEF("ReduceMax", 13, 1, 2, reduce_max, reduce_max_grad,

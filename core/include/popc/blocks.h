@@ -59,17 +59,20 @@ extern "C" {
 ** resolved as above). Their stage and phase annotations are reset to -1;
 ** the name scope, recompute and available-memory annotations are kept.
 ** Starting a block while another is active switches to the new one.
-** POPC_EINVAL (NULL graph, empty user_id, ipu_id < -1), POPC_ENOMEM. */
+** POPC_OK, POPC_EINVAL (NULL graph, empty user_id, ipu_id < -1),
+** POPC_ENOMEM. Not thread-safe on one graph. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_block_begin(popc_graph *g,
     const char *user_id, int ipu_id);
 
 /* End the active block (leaving the `with` statement). Until the next
 ** popc_block_begin, popc_graph_add_node fails with "No active Block, all
-** the ops must belong to a Block". POPC_ESTATE when no block is active,
-** POPC_EINVAL for a NULL graph. */
+** the ops must belong to a Block". POPC_OK, POPC_ESTATE when no block is
+** active, POPC_EINVAL for a NULL graph. Not thread-safe on one graph.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_block_end(popc_graph *g);
 
-/* Block.useAutoId(): automatic ids start again at "0". NULL-safe. */
+/* Block.useAutoId(): automatic ids start again at "0". NULL-safe. Not
+** thread-safe on one graph. Since 0.1.0. */
 POPC_API void popc_block_use_auto_id(popc_graph *g);
 
 /* One stage of an explicit strategy: PipelinedExecution("A", "B",
@@ -88,8 +91,9 @@ typedef struct popc_stage_spec {
 ** annotations. Nodes outside any block keep theirs. All or nothing:
 ** POPC_EINVAL "{block} associated with more than one stage" when a block
 ** is listed twice, "Unknown Block '{id}' list of expected Blocks: [...]"
-** when a node's block is not listed, or for a bad spec (n_stages < 1, a
-** stage without blocks, ipu or phase < -1); POPC_ENOMEM. */
+** when a node's block is not listed, or for a NULL graph or a bad spec
+** (n_stages < 1, a stage without blocks, an empty block id, ipu or phase
+** < -1); else POPC_OK. Not thread-safe on one graph. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_graph_set_stages(popc_graph *g,
     const popc_stage_spec *stages, int n_stages);
 

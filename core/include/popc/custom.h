@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-/* ---- custom ops ------------------------------------------------------------ */
+/* ---- custom ops --------------------------------------------------------- */
 
 /* The value of a custom op attribute, as PopTorch takes it from Python: a
 ** float, an int, a string, or a list of them (LIST: items[0..n), each a
@@ -107,14 +107,16 @@ static inline popc_custom_attr popc_custom_attr_string(const char *key,
 ** Returns POPC_OK; POPC_EINVAL (bad argument, attribute or example
 ** mismatch); POPC_ENOTFOUND when no loaded plugin registers the op for
 ** that version (the message names domain, op and version, the versions
-** that are loaded, and POPC_PLUGIN_PATH as the fix); the op's infer()
-** error; POPC_ENOMEM. The graph is unchanged on failure. */
+** that are loaded, and POPC_PLUGIN_PATH as the fix); POPC_ESTATE (after
+** popc_block_end); the op's infer() error; POPC_ENOMEM. The graph is
+** unchanged on failure. Not thread-safe on one graph; loads the global
+** registry on first use (thread-safe). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_custom_op(popc_graph *g,
     const int *inputs, int n_inputs, const char *name, const char *domain,
     int domain_version, const popc_view *example_outputs, int n_outputs,
     const popc_custom_attr *attrs, int n_attrs, int *outputs);
 
-/* ---- CPU ops ------------------------------------------------------------------ */
+/* ---- CPU ops ------------------------------------------------------------ */
 
 /* A host callback. in[0..n_in) are the op's inputs (borrowed, read-only),
 ** out[0..n_out) its outputs with the dtypes and shapes given to
@@ -136,8 +138,12 @@ typedef popc_status (*popc_callback_fn)(void *user, const popc_view *in,
 ** micro-batch size the model is compiled with. The node is named after id
 ** (made unique). CPU ops are only supported in inference graphs:
 ** compiling a training model that contains one fails naming the node.
-** Returns POPC_OK, POPC_EINVAL (NULL or empty id, bad output info),
-** POPC_ENOTFOUND (ops/host not loaded), POPC_ENOMEM. */
+** Returns POPC_OK, POPC_EINVAL (g NULL; NULL, empty or non-printable id;
+** bad inputs or output info; what the op's infer() refuses),
+** POPC_ENOTFOUND (no op plays POPC_ROLE_HOST_CALL: ops/host not loaded),
+** POPC_ESTATE (after popc_block_end), POPC_ENOMEM. The graph is
+** unchanged on failure. Not thread-safe on one graph; loads the global
+** registry on first use (thread-safe). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_cpu_op(popc_graph *g,
     const char *id, const int *inputs, int n, const popc_view *output_infos,
     int n_out, int *outputs);
@@ -148,12 +154,14 @@ POPC_API POPC_NODISCARD popc_status popc_cpu_op(popc_graph *g,
 ** first stays). May be called before or after compiling. The time spent
 ** in callbacks is counted in popc_model_latency's host_ipu figure (the
 ** device waits for the host meanwhile), not in compute.
-** Returns POPC_OK, POPC_EEXIST, POPC_EINVAL (NULL argument, empty id),
-** POPC_ENOMEM. */
+** Returns POPC_OK, POPC_EEXIST, POPC_EINVAL (NULL argument; empty or
+** non-printable id), POPC_ENOMEM. fn and user must stay valid while m
+** lives. Not thread-safe on one model: register before m runs on another
+** thread (the callbacks themselves are serialised). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_register_callback(
     popc_model *m, const char *id, popc_callback_fn fn, void *user);
 
-/* ---- foreign C functions -------------------------------------------------------- */
+/* ---- foreign C functions ------------------------------------------------ */
 
 /* Add a node (op popc::ForeignCall, plugin ops/ffi) calling `symbol` of the
 ** shared library `library` through libffi. library is an absolute path or
@@ -172,8 +180,13 @@ POPC_API POPC_NODISCARD popc_status popc_model_register_callback(
 ** when the model is compiled, so a missing library or symbol, or a
 ** signature that does not fit the inputs, fails the compile naming
 ** library, symbol and the mismatch. Not differentiable.
-** Returns POPC_OK, POPC_EINVAL (bad library path, signature or shape rule,
-** with the position), POPC_ENOTFOUND (ops/ffi not loaded), POPC_ENOMEM. */
+** Returns POPC_OK, POPC_EINVAL (NULL or empty argument, bad library path,
+** signature or shape rule, with the position; the signature is checked
+** here once the inputs' shapes are known), POPC_ENOTFOUND (no op plays
+** POPC_ROLE_FOREIGN_CALL: ops/ffi not loaded), POPC_ESTATE (after
+** popc_block_end), POPC_ENOMEM. The graph is unchanged on failure. Not
+** thread-safe on one graph; loads the global registry on first use
+** (thread-safe). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_foreign_op(popc_graph *g,
     const char *library, const char *symbol, const char *signature,
     const int *inputs, int n_inputs, const char *const *output_shapes,

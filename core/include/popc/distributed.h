@@ -28,7 +28,9 @@
 ** rank calls popc_distributed_abort() so that the others stop at once
 ** instead of waiting for it.
 **
-** Thread safety: the functions below may be called from any thread.
+** Thread safety: the popc_distributed_* functions may be called from any
+** thread (each says what else may run meanwhile); the model functions
+** follow popc/status.h (one model is not thread-safe).
 **
 ** The conventions of popc/status.h (ownership, status codes, threads)
 ** apply.
@@ -46,31 +48,46 @@ extern "C" {
 
 struct popc_model;
 
-/* This process's rank and the number of ranks once a model joined the
-** group; 0 and 1 before (or without) a distributed run. */
+/* This process's rank once a model joined the group; 0 before (or
+** without) a distributed run. Thread-safe (reads the process-wide group
+** under its lock). Since 0.3.0. */
 POPC_API int popc_distributed_rank(void);
+
+/* The number of ranks once a model joined the group; 1 before (or
+** without) a distributed run. Thread-safe (reads the process-wide group
+** under its lock). Since 0.3.0. */
 POPC_API int popc_distributed_size(void);
 
-/* Stop every rank now with exit_code (MPI_Abort under MPI). Returns only
-** when this process has not joined a group. */
+/* Stop every rank now with exit_code (MPI_Abort under MPI): the whole
+** process exits. Returns only when this process has not joined a group.
+** Thread-safe: takes no lock, so a thread can call it while another is
+** inside a collective. Since 0.3.0. */
 POPC_API void popc_distributed_abort(int exit_code);
 
 /* Leave the group cleanly (every rank calls it once, after its last
-** distributed model is freed). popc also leaves at process exit. */
+** distributed model is freed): closes the process-wide collectives
+** (MPI_Finalize when popc started MPI). popc also leaves at process exit.
+** MPI cannot start again, so no distributed model may compile after it.
+** Thread-safe against popc_distributed_rank/size, but no distributed
+** model may be in use on another thread. Since 0.3.0. */
 POPC_API void popc_distributed_finalize(void);
 
 /* Seconds this rank spent in the cross-rank gradient reduction and buffer
 ** broadcasts since the model was compiled (waiting for slower ranks
 ** included), and the optimizer steps that took them (*steps, may be
-** NULL). 0 for a model that does not communicate. */
+** NULL). 0 for a model that does not communicate or is NULL. Not
+** thread-safe with a run of m on another thread. Since 0.3.0. */
 POPC_API double popc_model_collective_seconds(const struct popc_model *m,
                                               int64_t *steps);
 
-/* A checksum of the model's weights, optimizer state and buffers, checked
-** equal on every rank of the model's group: POPC_OK and the checksum when
-** all ranks hold identical bits, POPC_EDISTRIBUTED naming the first rank
-** that differs otherwise. Collective: every rank must call it. Without a
-** group it only computes the checksum. */
+/* A checksum of the model's weights, optimizer state and (with
+** broadcastBuffers) buffers, checked equal on every rank of the model's
+** group: POPC_OK and the checksum when all ranks hold identical bits.
+** Collective: every rank must call it. Without a group it only computes
+** the checksum. Returns POPC_OK, POPC_EINVAL (m or checksum NULL),
+** POPC_ESTATE (m not compiled), POPC_EDISTRIBUTED (a rank differs, naming
+** the first, or did not answer in time), POPC_ENOMEM. Not thread-safe on
+** one model. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_check_ranks_agree(
     struct popc_model *m, uint64_t *checksum);
 

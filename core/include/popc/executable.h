@@ -38,7 +38,9 @@ extern "C" {
 #endif
 
 /* popc_model_compile then popc_model_save. Works for a compile-only model
-** (backend offline / connectionType Never). */
+** (backend offline / connectionType Never). POPC_OK, POPC_EINVAL (m or
+** path NULL), or an error of the compile or of popc_model_save. Not
+** thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_compile_and_export(
     popc_model *m, popc_tensor *const *inputs, int n_inputs,
     const char *path);
@@ -46,8 +48,11 @@ POPC_API POPC_NODISCARD popc_status popc_model_compile_and_export(
 /* Write the compiled model to path. A training model's weights and
 ** optimizer state are first copied from the device. Missing parent
 ** directories are created; when path is a directory, <path>/model.popc is
-** written (with a warning). POPC_ESTATE "Model has not been compiled or
-** has been destroyed.", POPC_EIO naming the file. */
+** written (with a warning). The file is replaced atomically (popc/file.h).
+** POPC_OK, POPC_EINVAL (m or path missing), POPC_ESTATE "Model has not
+** been compiled or has been destroyed.", POPC_EIO naming the file,
+** POPC_ENOMEM. Not thread-safe on one model; distinct models may save at
+** once (for one path, the last rename wins). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_save(popc_model *m,
     const char *path);
 
@@ -60,8 +65,12 @@ POPC_API POPC_NODISCARD popc_status popc_model_save(popc_model *m,
 ** POPC_EUNSUPPORTED (another format or popc version: "popc version
 ** mismatch: File was created with version: X and this is version Y", or
 ** a plugin of another version, naming it and both versions),
-** POPC_ENOTFOUND (a plugin it needs is not loaded), or the error of the
-** compile. *out is a new model owned by the caller. */
+** POPC_ENOTFOUND (a plugin it needs is not loaded, or no loaded backend
+** can run it), POPC_EINVAL (out NULL, no path, or a cache entry, which
+** holds no weights: use popc_model_load_executable), POPC_ENOMEM, the
+** error of an edited option, or the error of the compile. *out is a new
+** model owned by the caller, who frees it with popc_model_free. The file
+** and edit_opts are only read: threads may load at once. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_load(const char *path,
     popc_options *edit_opts, popc_model **out);
 
@@ -70,39 +79,59 @@ POPC_API POPC_NODISCARD popc_status popc_load(const char *path,
 ** and takes its weights, optimizer state (both training models, same
 ** optimizer type) and run counter. POPC_EINVAL when the file's graph
 ** differs from the model's (the message names the first difference),
-** plus the errors of popc_load. */
+** plus the errors of popc_load; POPC_OK on success. A file without
+** weights (a cache entry) brings only the compiled graph. Once the graphs
+** match, m is destroyed (popc_model_destroy) before the import: after a
+** later failure it is left uncompiled. Not thread-safe on one model.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_load_executable(
     popc_model *m, const char *path);
 
 /* A readable description of a file (sections, versions, options, plugins,
 ** inputs, graph, optimizer, weights, backend plan) into a malloc'd string
-** the caller frees. The file is checked as by popc_load. */
+** the caller owns and frees with free(). The file's sections and CRCs are
+** checked as by popc_load, not its plugins. POPC_OK, POPC_EINVAL (out
+** NULL, no path), POPC_EIO (missing, truncated or corrupt file),
+** POPC_EUNSUPPORTED (another format or popc version), POPC_ENOMEM.
+** Thread-safe. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_executable_describe(
     const char *path, char **out);
 
-/* ---- queries of a model ---------------------------------------------------- */
+/* ---- queries of a model ------------------------------------------------ */
 
-/* The model's graph (borrowed: weights may lag the device until
-** popc_model_copy_weights_to_host). NULL for NULL. */
+/* The model's graph (borrowed: valid while m lives; weights may lag the
+** device until popc_model_copy_weights_to_host). NULL for NULL. Reading
+** it is not thread-safe while another thread uses m. Since 0.1.0. */
 POPC_API const popc_graph *popc_model_graph(const popc_model *m);
-/* 1 for a training model. */
+/* 1 for a training model, 0 for an inference model or NULL. Thread-safe:
+** fixed when m is created. Since 0.1.0. */
 POPC_API int popc_model_training(const popc_model *m);
 /* Dtype and shape (the combined batch) input i was compiled for; data
-** NULL. POPC_ESTATE when not compiled, POPC_EINVAL for a bad index. */
+** NULL. POPC_OK, POPC_EINVAL (m or out NULL, a bad index), POPC_ESTATE
+** when not compiled. Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_input_info(
     const popc_model *m, int i, popc_view *out);
 
-/* ---- graph serialization ------------------------------------------------- */
+/* ---- graph serialization ------------------------------------------------ */
 
 /* The graph as bytes: every value (with initializer and constant data),
-** node, attribute, annotation, output and buffer update. *data is
-** malloc'd (caller frees). POPC_EINVAL, POPC_ENOMEM. */
+** node, attribute, annotation, output and buffer update; not the origin
+** mark (popc_graph_set_origin). *data is malloc'd: the caller owns it and
+** frees it with free(). POPC_OK, POPC_EINVAL (an argument NULL),
+** POPC_ENOMEM. Safe from any thread while no thread changes g.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_graph_serialize(const popc_graph *g,
     void **data, size_t *size);
 /* The graph back, with the same ids, names, shapes and tensor bytes
-** (popc_graph_dump gives the same text). POPC_EIO for bytes that are not
-** a well-formed graph (the message says where), POPC_EUNSUPPORTED for
-** another format version, POPC_ENOMEM. */
+** (popc_graph_dump gives the same text). The caller owns *out and frees
+** it with popc_graph_free. Its origin mark is "serialized graph bytes",
+** so foreign code in it needs the user's consent like a file's; a
+** program that vouches for the bytes clears it (popc_graph_set_origin(g,
+** NULL)).
+** POPC_OK, POPC_EINVAL (out NULL, data NULL with size > 0), POPC_EIO for
+** bytes that are not a well-formed graph (the message says where),
+** POPC_EUNSUPPORTED for another format version, POPC_ENOMEM. Thread-safe:
+** data is only read. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_graph_deserialize(const void *data,
     size_t size, popc_graph **out);
 

@@ -12,8 +12,8 @@
 ** The counters are process-wide and atomic, so threads (the ipumodel
 ** backend's workers) count too. Not meant for production programs.
 **
-** Since 0.1.0 unless a function says otherwise; the conventions of
-** popc/status.h (ownership, status codes, threads) apply.
+** Since 0.2.0; the conventions of popc/status.h (ownership, status codes,
+** threads) apply.
 */
 #ifndef POPC_FAULT_H
 #define POPC_FAULT_H
@@ -25,18 +25,22 @@ extern "C" {
 #endif
 
 /* From now on, the nth allocation (1-based) returns NULL; with persist,
-** every later one does too. nth = 0 disarms. Resets the count. */
+** every later one does too. nth = 0 disarms. Resets the count and the
+** fired flag. Thread-safe: allocations on every thread count, so which
+** one fails depends on their timing. Since 0.2.0. */
 POPC_API void popc_fault_fail_alloc(long nth, int persist);
 /* Allocations counted since the last popc_fault_fail_alloc (counted
-** only while armed). */
+** only while armed). Thread-safe. Since 0.2.0. */
 POPC_API long popc_fault_alloc_count(void);
-/* 1 when an armed allocation fault has made an allocation fail. */
+/* 1 when an armed allocation fault has made an allocation fail since
+** the last popc_fault_fail_alloc. Thread-safe. Since 0.2.0. */
 POPC_API int popc_fault_alloc_fired(void);
 
 /* From now on, file writes fail with errno err (ENOSPC, EIO, ...): once
 ** a file popc writes would grow past after_bytes bytes, or, with
 ** after_bytes = -1, when the written data is flushed to disk (fsync).
-** err = 0 disarms. */
+** err = 0 disarms. Thread-safe, but a write running on another thread
+** meanwhile may see a mix of the old and new settings. Since 0.2.0. */
 POPC_API void popc_fault_fail_writes(int err, long long after_bytes);
 
 #ifdef __cplusplus

@@ -24,11 +24,13 @@
 extern "C" {
 #endif
 
-/* Replace path with len bytes of data, atomically. Returns POPC_OK,
-** POPC_EIO (naming path and the failing step: create, write, fsync,
-** rename) or POPC_ENOMEM. Thread-safe for distinct paths; two writers of
-** the same path each produce a complete file and the last rename wins.
-** Since 0.1.0. */
+/* Replace path with len bytes of data (borrowed for the call),
+** atomically; the new file has mode 0644. Leftovers of dead processes
+** next to path are removed first. Returns POPC_OK, POPC_EINVAL (path NULL
+** or empty, data NULL with len > 0), POPC_EIO (naming path and the
+** failing step: create, write, fsync, rename), POPC_ENOMEM. Thread-safe
+** for distinct paths; two writers of the same path each produce a
+** complete file and the last rename wins. Since 0.2.0. */
 POPC_API popc_status popc_write_file_atomic(const char *path,
                                             const void *data, size_t len);
 

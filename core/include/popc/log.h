@@ -16,15 +16,34 @@
 extern "C" {
 #endif
 
+/* Log a printf-style message at level (POPC_LOG_TRACE..POPC_LOG_ERR) when
+** it is at or above the process-wide level; longer than 1023 bytes is cut.
+** Since 0.1.0. Thread-safe: lines from different threads never mix. */
 POPC_API void popc_log(int level, const char *fmt, ...) POPC_PRINTF(2, 3);
+/* Set the process-wide level (POPC_LOG_TRACE..POPC_LOG_OFF; other values
+** are ignored); it overrides POPC_LOG_LEVEL. Since 0.1.0. Thread-safe (an
+** atomic): it applies to every thread at once. */
 POPC_API void popc_log_set_level(int level);
+/* The process-wide level. Since 0.1.0. Thread-safe. */
 POPC_API int popc_log_level(void);
-/* Parse "TRACE".."OFF"; POPC_EINVAL with the valid list otherwise. */
+/* Parse "TRACE".."OFF" (any case; "ERROR" too) into *level, which is set
+** on success only. POPC_OK, or POPC_EINVAL with the valid list otherwise
+** (also for NULL s). Since 0.1.0. Thread-safe. */
 POPC_API POPC_NODISCARD popc_status popc_log_parse_level(const char *s,
                                                          int *level);
+/* maxRepeatLogs: of a run of identical lines, show n, then their count;
+** n < 0: no limit; 0 counts as 1; default 4. Process-wide: freezing
+** options that set maxRepeatLogs calls it too, and the last call wins.
+** Since 0.1.0. Thread-safe. */
 POPC_API void popc_log_set_max_repeats(int n);
-/* Route messages to a callback instead of the destination (NULL resets). */
+/* A log callback: the level, the message (borrowed for the call, without
+** a newline) and the user pointer given to popc_log_set_callback. */
 typedef void (*popc_log_fn)(int level, const char *msg, void *user);
+/* Route messages to a callback instead of the destination (NULL resets).
+** Process-wide. fn may be called from any thread that logs, one call at a
+** time, with the log's lock held: it must not call popc_log or anything
+** that logs (deadlock). Once this returns, the previous fn is not running.
+** Since 0.1.0. Thread-safe. */
 POPC_API void popc_log_set_callback(popc_log_fn fn, void *user);
 
 #ifdef __cplusplus

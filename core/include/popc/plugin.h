@@ -159,6 +159,30 @@ typedef struct popc_grad_ctx {
 ** so a file that looks like data cannot run code by itself. */
 #define POPC_OP_FOREIGN  (1u << 5)
 
+/* The part an op plays in the core's own passes. The core names no op:
+** autodiff's gradient sums, the float16 pass's casts, a subgraph's
+** gradient, recomputation checkpoints, overlapped outputs, CPU ops and
+** foreign calls ask the registry for the op that declares the role
+** (popc_registry_find_role). The contract each role's op must keep: */
+typedef enum popc_op_role {
+    POPC_ROLE_NONE = 0,
+    POPC_ROLE_SUM,          /* 1..n inputs, broadcast: their sum */
+    POPC_ROLE_ADD,          /* A + B, broadcast */
+    POPC_ROLE_MUL,          /* A * B, broadcast */
+    POPC_ROLE_REDUCE_SUM,   /* one input, no axes: the sum of all its
+                               elements; int attribute "keepdims" */
+    POPC_ROLE_CAST,         /* int attribute "to" (an ONNX data type) */
+    POPC_ROLE_IDENTITY,     /* one input, its copy */
+    POPC_ROLE_CHECKPOINT,   /* identity that ends a recomputation stretch */
+    POPC_ROLE_HOST_CALL,    /* calls the host callback "id"; string
+                               "id", ints "output_dtypes", "output_shapes"
+                               (rank, dims...), int "batch" (popc_cpu_op) */
+    POPC_ROLE_FOREIGN_CALL, /* calls a C function; strings "library",
+                               "symbol", "signature", "output_shapes"
+                               (popc_foreign_op) */
+    POPC_ROLE_COUNT
+} popc_op_role;
+
 typedef struct popc_op_def {
     uint32_t size;            /* sizeof(popc_op_def) */
     const char *domain;       /* "ai.onnx", "popc", or a vendor domain */
@@ -179,6 +203,8 @@ typedef struct popc_op_def {
     popc_status (*prepare)(const popc_infer_ctx *ic, void **state);
     void (*release)(void *state);
     const char *doc;          /* (optional) one line for `popc plugins` */
+    /* (optional, since 0.3.0) POPC_ROLE_*: 0 for most ops */
+    int role;
 } popc_op_def;
 
 /* ---- optimizers ---------------------------------------------------------- */
@@ -291,8 +317,9 @@ typedef struct popc_plan {
     ** info.dtype: float16 optimizer state and gradient accumulators, whose
     ** host copies are float32 arrays holding half values, and the results
     ** of POPC_ATTR_FLOAT16 nodes (float16; POPC_DTYPE_UNDEFINED, no bytes,
-    ** for a marked Cast). Memory models count these bytes. NULL: info.dtype everywhere. Read only when
-    ** POPC_HAS_FIELD(popc_plan, size, store_dtype); since 0.2.0. */
+    ** for a marked Cast). Memory models count these bytes. NULL:
+    ** info.dtype everywhere. Read only when POPC_HAS_FIELD(popc_plan, size,
+    ** store_dtype); since 0.2.0. */
     const popc_dtype *store_dtype;
     /* POPC_KERNEL_* flags for every kernel of the plan (kc->flags). Read
     ** only when POPC_HAS_FIELD(popc_plan, size, kernel_flags); 0.2.0. */

@@ -34,12 +34,19 @@
 extern "C" {
 #endif
 
-/* The float16 copy of g (caller frees *out). prefixes: comma-separated
-** name prefixes of the weights to convert ("fc1.,conv1."); NULL or ""
-** converts every float32 initializer and constant (model.half()); a part
-** of the model converts only the weights named. Node names, value names
-** of weights and annotations are kept. POPC_EINVAL naming the node when an
-** op accepts neither float16 nor float32 operands. */
+/* The float16 copy of g: the caller owns *out and frees it with
+** popc_graph_free(). prefixes: comma-separated name prefixes of the
+** weights to convert ("fc1.,conv1."); NULL or "" converts every float32
+** initializer and constant (model.half()); a part of the model converts
+** only the weights named. Node names, value names of weights and
+** annotations are kept, and so is the origin mark (popc_graph_set_origin):
+** foreign code in a file's graph still needs the user's consent.
+** POPC_OK, POPC_EINVAL (g or out NULL; naming the node when an op accepts
+** neither float16 nor float32 operands), POPC_ECOMPILE (a cycle),
+** POPC_EUNSUPPORTED (a node with over 64 inputs or outputs),
+** POPC_ENOTFOUND (no Cast op loaded), POPC_ENOMEM, or the codes of
+** popc_graph_add_node. Safe from any thread while no thread changes g or
+** opts. Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_graph_to_half(const popc_graph *g,
     const char *prefixes, const popc_options *opts, popc_graph **out);
 

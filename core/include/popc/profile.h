@@ -32,6 +32,9 @@
 ** compiling when stderr is a terminal, and logs one INFO line per
 ** compile phase otherwise.
 **
+** The getters read figures the model keeps: like every use of a model,
+** they are not thread-safe while another thread uses it.
+**
 ** Since 0.1.0 unless a function says otherwise; the conventions of
 ** popc/status.h (ownership, status codes, threads) apply.
 */
@@ -46,12 +49,14 @@
 extern "C" {
 #endif
 
-/* Estimated device cycles of the last run (first replica). POPC_ECONFIG
-** "Cycle count logging is disabled. Please set option logCycleCount to
-** True to enable." when logCycleCount is off; POPC_ESTATE "Please run the
-** model at least once before obtaining cycle count." before a run (since
-** the last compile); POPC_EUNSUPPORTED when the backend models no cycles.
-** With logCycleCount on, every run logs the count at DEBUG. */
+/* Estimated device cycles of the last run (first replica). POPC_OK;
+** POPC_EINVAL when m or cycles is NULL; POPC_ECONFIG "Cycle count logging
+** is disabled. Please set option logCycleCount to True to enable." when
+** logCycleCount is off; POPC_ESTATE "Please run the model at least once
+** before obtaining cycle count." before a run (since the last compile, or
+** after popc_model_destroy); POPC_EUNSUPPORTED when the backend models no
+** cycles. With logCycleCount on, every run logs the count at DEBUG. Not
+** thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_cycle_count(popc_model *m,
     double *cycles);
 
@@ -59,8 +64,9 @@ POPC_API POPC_NODISCARD popc_status popc_model_cycle_count(popc_model *m,
 ** before obtaining compilation time." when the model is not compiled;
 ** POPC_ECONFIG "Please set showCompilationProgressBar option to obtain
 ** compilation time." when that option is off (PopTorch times the compile
-** with its progress bar). popc_model_compilation_time (model.h) is the
-** unchecked figure. */
+** with its progress bar); POPC_EINVAL when m or seconds is NULL; else
+** POPC_OK. popc_model_compilation_time (model.h) is the unchecked figure.
+** Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_compilation_time(
     popc_model *m, double *seconds);
 
@@ -69,14 +75,28 @@ typedef struct popc_latency {
     double min, max, mean;
 } popc_latency;
 
-/* POPC_ESTATE "Please run the model at least once before obtaining
-** latency." before a run since the last compile. */
+/* The round-trip latency (getLatency: output_complete - input) of the
+** iterations of the last run. POPC_OK; POPC_EINVAL when m or out is NULL;
+** POPC_ESTATE "Please run the model at least once before obtaining
+** latency." before a run since the last compile (or after
+** popc_model_destroy); POPC_EUNSUPPORTED when the runs have too many
+** micro-batch tasks (over 2^22) to be timed. Not thread-safe on one model.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_latency(popc_model *m,
     popc_latency *out);
+/* getHostIpuLatency: input_complete - input, over the iterations of the
+** last run. POPC_OK, POPC_EINVAL, POPC_ESTATE, POPC_EUNSUPPORTED as for
+** popc_model_get_latency. Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_host_ipu_latency(
     popc_model *m, popc_latency *out);
+/* getComputeLatency: output - input_complete, over the iterations of the
+** last run. POPC_OK, POPC_EINVAL, POPC_ESTATE, POPC_EUNSUPPORTED as for
+** popc_model_get_latency. Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_compute_latency(
     popc_model *m, popc_latency *out);
+/* getIpuHostLatency: output_complete - output, over the iterations of the
+** last run. POPC_OK, POPC_EINVAL, POPC_ESTATE, POPC_EUNSUPPORTED as for
+** popc_model_get_latency. Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_ipu_host_latency(
     popc_model *m, popc_latency *out);
 
@@ -91,7 +111,8 @@ typedef enum popc_perf_event {
     POPC_PERF_EVENTS
 } popc_perf_event;
 
-/* "input", "input_complete", ...; NULL for a bad value. */
+/* "input", "input_complete", ...; NULL for a bad value. Static strings,
+** never freed. Thread-safe. Since 0.1.0. */
 POPC_API const char *popc_perf_event_name(popc_perf_event ev);
 
 /* Counters of the last run: times[ev][i] is the second (from the start of
@@ -107,8 +128,13 @@ typedef struct popc_perf_counters {
                                               next run, compile or free */
 } popc_perf_counters;
 
-/* POPC_ESTATE "Please run the model at least once before obtaining
-** performance counters." before a run since the last compile. */
+/* Fills *out with the counters of the last run; out->times is borrowed
+** (valid until the next run, compile or free of m). POPC_OK; POPC_EINVAL
+** when m or out is NULL; POPC_ESTATE "Please run the model at least once
+** before obtaining performance counters." before a run since the last
+** compile (or after popc_model_destroy); POPC_EUNSUPPORTED when the runs
+** have too many micro-batch tasks (over 2^22) to be timed. Not
+** thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_perf_counters(
     popc_model *m, popc_perf_counters *out);
 

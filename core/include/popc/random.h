@@ -26,17 +26,29 @@ typedef struct popc_rng {
     uint64_t counter;          /* draws taken */
 } popc_rng;
 
-/* A stream id from a name (FNV-1a), e.g. a weight's name. */
+/* A stream id from a name (64-bit FNV-1a), e.g. a weight's name; NULL
+** hashes as "". Thread-safe (a pure function). Since 0.3.0. */
 POPC_API uint64_t popc_rng_stream(const char *name);
-/* A generator at the start of stream `stream` of `seed`. */
+
+/* A generator at the start of stream `stream` of `seed`. Thread-safe
+** (writes *r only). Since 0.3.0. */
 POPC_API void popc_rng_init(popc_rng *r, uint64_t seed, uint64_t stream);
-/* Uniform in [0, 1) with 24 random bits (exact float32 values). */
+
+/* Uniform in [0, 1) with 24 random bits (exact float32 values); one draw.
+** Not thread-safe on one generator (it advances r). Since 0.3.0. */
 POPC_API float popc_rng_uniform(popc_rng *r);
-/* Uniform in [0, 1) with 53 random bits. */
+
+/* Uniform in [0, 1) with 53 random bits; one draw. Not thread-safe on one
+** generator (it advances r). Since 0.3.0. */
 POPC_API double popc_rng_uniform_double(popc_rng *r);
-/* Standard normal (Box-Muller on two uniform doubles). */
+
+/* Standard normal (Box-Muller on two uniform doubles); two draws. Not
+** thread-safe on one generator (it advances r). Since 0.3.0. */
 POPC_API double popc_rng_normal(popc_rng *r);
-/* dst[i] = lo + (hi - lo) * uniform, i = 0..n-1. */
+
+/* dst[i] = lo + (hi - lo) * uniform, i = 0..n-1 (float32 arithmetic);
+** n draws. Not thread-safe on one generator (it advances r).
+** Since 0.3.0. */
 POPC_API void popc_rng_fill_uniform(popc_rng *r, float *dst, int64_t n,
                                     float lo, float hi);
 

@@ -63,15 +63,21 @@ typedef enum popc_status {
                          did not answer in time (since 0.3.0) */
 } popc_status;
 
-/* Static, never NULL: "POPC_EINVAL" etc. */
+/* The code's name: "POPC_EINVAL" etc., "POPC_E?" for a value outside the
+** enum. Static, never NULL. Thread-safe. Since 0.1.0. */
 POPC_API const char *popc_status_name(popc_status st);
 
-/* Borrowed, never NULL ("" when no error was recorded on this thread). */
+/* The calling thread's last message; "" when none was recorded on it.
+** Borrowed, never NULL: the thread's own buffer, valid until the thread
+** ends but rewritten by its next failing call (copy the text to keep
+** it). Thread-safe: each thread reads only its own. Since 0.1.0. */
 POPC_API const char *popc_last_error(void);
 
-/* Record a message for the calling thread; returns st so that a failure is
-** one line: return popc_set_error(POPC_EINVAL, "...", ...). Safe to call
-** with the current popc_last_error() as an argument. */
+/* Record a message for the calling thread (cut at 2047 bytes); returns
+** st unchanged, POPC_OK or any POPC_E* code, so that a failure is one
+** line: return popc_set_error(POPC_EINVAL, "...", ...). Safe to call
+** with the current popc_last_error() as an argument. Thread-safe: it
+** writes only the calling thread's message. Since 0.1.0. */
 POPC_API popc_status popc_set_error(popc_status st, const char *fmt, ...)
     POPC_PRINTF(2, 3);
 

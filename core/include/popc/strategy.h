@@ -71,8 +71,10 @@ typedef struct popc_plan_info {
                                   optimizer state */
 } popc_plan_info;
 
-/* Figures of the compiled model. POPC_EINVAL for NULL arguments,
-** POPC_ESTATE "Model has not been compiled or has been destroyed.". */
+/* Figures of the compiled model (*out is zeroed first). POPC_OK,
+** POPC_EINVAL (out NULL), POPC_ESTATE "Model has not been compiled or has
+** been destroyed." (also for a NULL m). Not thread-safe on one model.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_plan_info(
     const popc_model *m, popc_plan_info *out);
 
@@ -84,32 +86,41 @@ typedef enum { POPC_RETRIEVE_ONE_PER_GROUP = 0,
 
 /* replicaGrouping(comm_group_type, shards, variable_retrieval_mode) on a
 ** weight or buffer, before the model is compiled (or after
-** popc_model_destroy). POPC_ENOTFOUND (no such weight), POPC_EINVAL (bad
-** type or mode, shards < 1 or not dividing replicationFactor for
-** Consecutive and Orthogonal), POPC_ESTATE (compiled), POPC_ENOMEM. */
+** popc_model_destroy). POPC_OK, POPC_ENOTFOUND (no such weight),
+** POPC_EINVAL (m NULL, bad type or mode, shards < 1 or not dividing
+** replicationFactor for Consecutive and Orthogonal), POPC_ESTATE
+** (compiled), POPC_ENOMEM. Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_set_replica_grouping(
     popc_model *m, const char *weight, popc_comm_group_type type,
     int shards, popc_variable_retrieval_mode mode);
 
-/* Groups of a weight: 1 when ungrouped, 0 for an unknown name. */
+/* Groups of a weight: 1 when ungrouped, 0 for an unknown name or a NULL
+** m. Not thread-safe on one model. Since 0.1.0. */
 POPC_API int popc_model_n_replica_groups(const popc_model *m,
                                          const char *weight);
 
-/* Set group g's value (copied; the weight's dtype and shape). Reaches the
-** device on the next run, like popc_model_set_weight (which sets every
-** group). POPC_ENOTFOUND, POPC_EINVAL (g out of range, other shape). */
+/* Set group `group`'s value (copied; the weight's dtype and shape).
+** Reaches the device on the next run, like popc_model_set_weight (which
+** sets every group). POPC_OK, POPC_ENOTFOUND (no such weight),
+** POPC_EINVAL (m or t NULL, group out of range, other dtype or shape).
+** Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_set_group_weight(
     popc_model *m, const char *weight, int group, const popc_tensor *t);
 
-/* A new tensor (owned by the caller) with group g's current value. */
+/* A new tensor with group `group`'s current value (read back from the
+** device first when it changed there): the caller owns *out and drops it
+** with popc_tensor_unref(). POPC_OK, POPC_ENOTFOUND (no such weight),
+** POPC_EINVAL (m or out NULL, group out of range), POPC_ENOMEM. Not
+** thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_group_weight(
     popc_model *m, const char *weight, int group, popc_tensor **out);
 
-/* Per the weight's retrieval mode, a new tensor (owned by the caller):
-** OnePerGroup [groups, *shape] (the first replica of each group),
-** AllReplicas [replicationFactor, *shape]. An ungrouped weight gives
-** [1, *shape]. POPC_ENOTFOUND, POPC_EINVAL (the weight already has the
-** largest rank), POPC_ENOMEM. */
+/* Per the weight's retrieval mode, a new tensor the caller owns and
+** drops with popc_tensor_unref(): OnePerGroup [groups, *shape] (the first
+** replica of each group), AllReplicas [replicationFactor, *shape]. An
+** ungrouped weight gives [1, *shape]. POPC_OK, POPC_ENOTFOUND, POPC_EINVAL
+** (m or out NULL, the weight already has the largest rank), POPC_ENOMEM.
+** Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_grouped_weight(
     popc_model *m, const char *weight, popc_tensor **out);
 

@@ -1,5 +1,5 @@
 /* version.h - the version of popc's headers and of the running library.
-** Since 0.3.0.
+** Since 0.3.0 (popc_version() itself since 0.1.0).
 **
 ** The conventions of popc/status.h (ownership, status codes, threads)
 ** apply.
@@ -18,7 +18,7 @@ extern "C" {
 #define POPC_VERSION_STRING "0.3.0"
 
 /* The version of the libpopc the program runs with ("0.3.0"). Static
-** storage; thread-safe. Since 0.3.0. */
+** storage, never NULL; thread-safe. Since 0.1.0. */
 POPC_API const char *popc_version(void);
 
 #ifdef __cplusplus

@@ -51,17 +51,23 @@ typedef struct popc_dataset popc_dataset; /* opaque */
 ** the content). images holds N samples of any shape (at least one sample
 ** dimension; uint8 data is scaled to [0, 1], other element types are read
 ** as they are); labels may be NULL (an unlabelled set) or a 1-d file of N
-** integer labels. Returns POPC_OK, POPC_EIO (cannot open, truncated, wrong
-** magic, unknown element type, extra data, images and labels with
-** different sample counts, labels file that is not 1-d), POPC_ENOMEM,
-** POPC_EINVAL (NULL images). *out is NULL on failure. */
+** integer labels. Returns POPC_OK, POPC_EINVAL (images NULL), POPC_EIO
+** (cannot open, truncated, wrong magic, unknown element type, extra data,
+** images and labels with different sample counts, a labels file that is
+** not 1-d or holds floats), POPC_ENOMEM. The caller owns *out (NULL on
+** failure) and frees it with popc_dataset_free(). Thread-safe.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_load_idx(const char *images,
     const char *labels, popc_dataset **out);
 
 /* NumPy .npy files (popc_npy_load): features [N, ...] (uint8 is scaled to
-** [0, 1]; other types become float32), labels [N] or [N, 1] of integers
-** (may be NULL). Statuses as popc_dataset_load_idx, plus those of
-** popc_npy_load. */
+** [0, 1]; other types become float32), labels [N] or [N, 1] of int32,
+** int64 or uint8 (may be NULL). Returns POPC_OK, POPC_EINVAL (features
+** NULL, of rank < 2 or without samples; labels of another type or rank),
+** POPC_EIO (unreadable or corrupt file, sample counts that differ),
+** POPC_EUNSUPPORTED (an .npy layout or dtype popc_npy_load does not
+** read), POPC_ENOMEM. The caller owns *out (NULL on failure) and frees it
+** with popc_dataset_free(). Thread-safe. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_load_npy(
     const char *features, const char *labels, popc_dataset **out);
 
@@ -71,63 +77,98 @@ POPC_API POPC_NODISCARD popc_status popc_dataset_load_npy(
 ** "first", "last", or "none" for an unlabelled file; NULL means "label"
 ** when the header has such a column and is an error otherwise. Feature
 ** values are used as they are (normalise with mean 0 and std 255 to
-** scale pixel values). Errors name the file, line and column:
-** POPC_EIO (unreadable, ragged rows, a field that is not a number, a
-** label that is not an integer), POPC_EINVAL (label_column not found). */
+** scale pixel values). Errors name the file, line and column. Returns
+** POPC_OK, POPC_EINVAL (path NULL, label_column not found), POPC_EIO
+** (unreadable, no data rows, no feature column, ragged rows, a field that
+** is not a number, a label that is not an integer), POPC_ENOMEM. The
+** caller owns *out (NULL on failure) and frees it with
+** popc_dataset_free(). Thread-safe. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_load_csv(const char *path,
     const char *label_column, popc_dataset **out);
 
-/* From tensors (copied): features [N, ...] (uint8 is scaled to [0, 1],
-** other types become float32), labels [N] of an integer type or NULL.
-** POPC_EINVAL for rank 0 features, mismatching N, non-integer labels. */
+/* From tensors (copied; they stay the caller's): features [N, ...] (uint8
+** is scaled to [0, 1], other types become float32), labels [N] or [N, 1]
+** of int32, int64 or uint8, or NULL. Returns POPC_OK, POPC_EINVAL
+** (features NULL, of rank < 2 or without samples; labels of another type
+** or rank), POPC_EIO (a label count other than N, as for files),
+** POPC_ENOMEM. The caller owns *out (NULL on failure) and frees it with
+** popc_dataset_free(). Thread-safe. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_from_tensors(
     const popc_tensor *features, const popc_tensor *labels,
     popc_dataset **out);
 
-POPC_API void popc_dataset_free(popc_dataset *ds); /* NULL-safe */
+/* Free ds and its samples. NULL-safe. Not thread-safe: no loader or
+** other thread may still use ds. Since 0.1.0. */
+POPC_API void popc_dataset_free(popc_dataset *ds);
 
 /* Declare the number of classes: every label must be in [0, n_classes).
-** POPC_EINVAL naming the file, the first bad sample and its label, or
-** when the dataset has no labels. */
+** Returns POPC_OK, POPC_EINVAL (n_classes < 1; a dataset without labels;
+** a label out of range, naming the file, the first bad sample and its
+** label). A setter: not thread-safe; call it before ds is shared.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_set_classes(
     popc_dataset *ds, int n_classes);
 
 /* Give samples another shape with the same element count (e.g. [28, 28]
-** -> [1, 28, 28] for a convolution). POPC_EINVAL naming both shapes. */
+** -> [1, 28, 28] for a convolution). Returns POPC_OK, POPC_EINVAL (rank
+** outside 1..POPC_MAX_RANK, a dimension < 1, another element count naming
+** both shapes, a first dimension that no longer matches a per-channel
+** normalisation). A setter: not thread-safe; call it before ds is shared.
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_set_sample_shape(
     popc_dataset *ds, const int64_t *dims, int rank);
 
-/* Keep only the first n samples (n >= 1; no effect when n >= size). */
+/* Keep only the first n samples (n >= 1; no effect when n >= size or
+** n < 1). A setter: not thread-safe; call it before a loader is made
+** over ds. Since 0.1.0. */
 POPC_API void popc_dataset_truncate(popc_dataset *ds, int64_t n);
 
 /* Normalise features: x -> (x - mean[c]) / std[c] after the [0, 1]
 ** scaling. n == 1 applies mean[0], std[0] to every feature; otherwise n
 ** must equal the first sample dimension (channels). Arrays are copied.
-** Replaces an earlier normalisation. POPC_EINVAL for std <= 0, non-finite
-** values or a channel count that does not match. */
+** Replaces an earlier normalisation. Returns POPC_OK, POPC_EINVAL (mean
+** or std NULL, n < 1, std <= 0, non-finite values, a channel count that
+** does not match), POPC_ENOMEM. A setter: not thread-safe; call it before
+** ds is shared. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_normalize(popc_dataset *ds,
     const float *mean, const float *std, int n);
 
 /* Mean and standard deviation (population) of all features after the
-** [0, 1] scaling and before normalisation, computed in double. */
+** [0, 1] scaling and before normalisation, computed in double. Thread-safe
+** (reads ds only). Since 0.1.0. */
 POPC_API void popc_dataset_stats(const popc_dataset *ds, double *mean,
                                  double *std);
 
+/* Samples in ds (after popc_dataset_truncate). Thread-safe (reads ds
+** only). Since 0.1.0. */
 POPC_API int64_t popc_dataset_size(const popc_dataset *ds);
-/* Borrowed; valid while ds lives and its shape is not changed. */
+
+/* The sample shape; *rank (may be NULL) gets its rank. Borrowed: valid
+** while ds lives and its shape is not changed. Thread-safe (reads ds
+** only). Since 0.1.0. */
 POPC_API const int64_t *popc_dataset_sample_shape(const popc_dataset *ds,
                                                   int *rank);
-/* Elements per sample. */
+
+/* Elements per sample. Thread-safe (reads ds only). Since 0.1.0. */
 POPC_API int64_t popc_dataset_sample_numel(const popc_dataset *ds);
+
+/* 1 when ds has labels, else 0. Thread-safe (reads ds only).
+** Since 0.1.0. */
 POPC_API int popc_dataset_has_labels(const popc_dataset *ds);
-/* Largest label + 1 (0 without labels). */
+
+/* Largest label + 1 (0 without labels), scanning every label. Thread-safe
+** (reads ds only). Since 0.1.0. */
 POPC_API int popc_dataset_label_count(const popc_dataset *ds);
-/* "train-images.gz + train-labels.gz": the files it came from (borrowed). */
+
+/* "train-images.gz + train-labels.gz": the files it came from. Borrowed:
+** valid while ds lives. Thread-safe (reads ds only). Since 0.1.0. */
 POPC_API const char *popc_dataset_source(const popc_dataset *ds);
 
 /* Copy samples indices[0..n) into features (n x sample_numel float32,
-** normalised) and labels (n int32; may be NULL). Indices must be in
-** [0, size): POPC_EINVAL otherwise. Thread-safe. */
+** normalised) and labels (n int32, 0 for an unlabelled set; may be NULL).
+** Returns POPC_OK, POPC_EINVAL (an index outside [0, size); the rows
+** before it are already written). Thread-safe: reads ds only, as loader
+** workers do at once. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataset_gather(
     const popc_dataset *ds, const int64_t *indices, int64_t n,
     float *features, int32_t *labels);
@@ -167,6 +208,8 @@ typedef struct popc_loader_config {
                                ** can run it; default 0 */
 } popc_loader_config;
 
+/* Set *cfg to the defaults above. Thread-safe (writes *cfg only).
+** Since 0.1.0. */
 POPC_API void popc_loader_config_init(popc_loader_config *cfg);
 
 /* Where a loader is: the next batch it returns is batch `batch` of epoch
@@ -195,43 +238,65 @@ typedef struct popc_batch {
 ** Training.gradientAccumulation, Distributed.processId/numProcesses).
 ** When drop_last is 0 and the share is not a multiple of the combined
 ** batch, logs PopTorch's warning (the last batch is smaller) unless
-** pad_last is set. Returns
-** POPC_EINVAL for bad settings (message names the setting and the valid
-** range: batch_size < 1, rebatched_worker_size > combined batch, a
-** share smaller than one combined batch with drop_last, pad_last with
-** drop_last), POPC_ENOMEM,
-** POPC_EINTERNAL (a worker thread cannot start). */
+** pad_last is set. Async modes start the worker threads here (with every
+** signal blocked); from then on they read ds. Returns POPC_OK,
+** POPC_EINVAL (ds or cfg NULL, or bad settings, the message naming the
+** setting and the valid range: batch_size < 1, mode, workers outside
+** 1..256, buffer_size outside 1..4096, rebatched_worker_size > combined
+** batch, option factors, an empty dataset, a process id outside
+** numProcesses, a share smaller than one combined batch with drop_last,
+** pad_last with drop_last), POPC_ENOMEM, POPC_EINTERNAL (a worker thread
+** cannot start). The caller owns *out (NULL on failure) and frees it with
+** popc_dataloader_free(). Thread-safe; loaders over one ds may run in
+** different threads. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataloader_new(popc_dataset *ds,
     const popc_options *opts, const popc_loader_config *cfg,
     popc_dataloader **out);
 
-/* Stops and joins the worker threads. NULL-safe. */
+/* Stops and joins the worker threads, then frees dl and the batch
+** tensors it handed out. NULL-safe. Not thread-safe on one loader.
+** Since 0.1.0. */
 POPC_API void popc_dataloader_free(popc_dataloader *dl);
 
 /* The next batch into *batch. At the end of an epoch returns POPC_OK with
-** batch->n == 0; the call after that starts the next epoch. Errors of a
-** worker thread are returned here (POPC_ENOMEM). */
+** batch->n == 0; the call after that starts the next epoch. Returns
+** POPC_OK, POPC_ENOMEM, POPC_EINVAL (a sample beyond a dataset truncated
+** after the loader was made). In Async modes a worker thread's error is
+** returned here, and on every call until popc_dataloader_set_position.
+** batch->features and labels are borrowed (see popc_batch). Not
+** thread-safe on one loader. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataloader_next(
     popc_dataloader *dl, popc_batch *batch);
 
-/* Samples per call (PopTorch's combinedBatchSize). */
+/* Samples per call (PopTorch's combinedBatchSize). Thread-safe (fixed
+** when dl is made). Since 0.1.0. */
 POPC_API int64_t popc_dataloader_combined_batch_size(
     const popc_dataloader *dl);
-/* Batches per epoch in this process (len(DataLoader)). */
+
+/* Batches per epoch in this process (len(DataLoader)). Thread-safe (fixed
+** when dl is made). Since 0.1.0. */
 POPC_API int64_t popc_dataloader_len(const popc_dataloader *dl);
-/* Samples per epoch in this process (after drop_last). */
+
+/* Samples per epoch in this process (after drop_last). Thread-safe (fixed
+** when dl is made). Since 0.1.0. */
 POPC_API int64_t popc_dataloader_samples_per_epoch(const popc_dataloader *dl);
 
+/* Where dl is: the position of the next batch popc_dataloader_next
+** returns (batches Async workers prepared ahead do not count). Not
+** thread-safe on one loader. Since 0.1.0. */
 POPC_API popc_data_position popc_dataloader_position(
     const popc_dataloader *dl);
+
 /* Continue from pos (as read by popc_dataloader_position, possibly in
-** another process). Batches handed out before are invalidated.
-** POPC_EINVAL when pos->batch is beyond the epoch. */
+** another process). Batches handed out before are invalidated, and an
+** Async worker's error is cleared. Returns POPC_OK, POPC_EINVAL (a
+** negative epoch or batch, or pos->batch beyond the epoch; dl is
+** unchanged). Not thread-safe on one loader. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_dataloader_set_position(
     popc_dataloader *dl, const popc_data_position *pos);
 
 /* Shuffle generator state at epoch 0 for a seed (what a fresh loader
-** starts from). */
+** starts from). Thread-safe (a pure function). Since 0.1.0. */
 POPC_API uint64_t popc_data_rng_from_seed(uint64_t seed);
 
 #ifdef __cplusplus

@@ -33,12 +33,20 @@ extern "C" {
 ** body has n_inputs inputs and n_inputs outputs, output i with input i's
 ** dtype and shape; it is copied (the caller keeps it). The weights of body
 ** (its initializers) become weights of g named "<name>/<weight>", so they
-** train, shared by every iteration; name NULL means "for_loop". Values of
-** g that body needs besides its inputs cannot be referenced from another
-** graph: make them body weights, or loop-carried inputs returned
-** unchanged. count >= 0 (0 returns the inputs). outputs[i] receives the
-** value of input i after the last iteration. Gradients flow through every
-** iteration to the inputs and the weights. */
+** train, shared by every iteration; name NULL means "for_loop". The Loop
+** node and its constant "<name>/trips" take the name too, so a second loop
+** in g needs another name. Values of g that body needs besides its inputs
+** cannot be referenced from another graph: make them body weights, or
+** loop-carried inputs returned unchanged. count >= 0 (0 returns the
+** inputs), n_inputs >= 1. outputs[i] receives the value of input i after
+** the last iteration. Gradients flow through every iteration to the inputs
+** and the weights.
+**
+** POPC_OK, POPC_EINVAL (NULL argument, no input, count < 0, a body that
+** does not fit the inputs), POPC_EEXIST (a name is taken in g),
+** POPC_ESTATE (after popc_block_end), POPC_ENOMEM, or the Loop op's shape
+** inference error; g may keep the weights lifted before a failure.
+** Not thread-safe on one graph; body is only read. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_for_loop(popc_graph *g,
     const char *name, int64_t count, const popc_graph *body,
     const int *inputs, int n_inputs, int *outputs);
@@ -48,7 +56,11 @@ POPC_API POPC_NODISCARD popc_status popc_for_loop(popc_graph *g,
 ** int64 value with one element). As on the IPU (Poplar's dynamic slice),
 ** a start outside 0..dim_size-1 reads from 0, and a slice running past the
 ** end wraps around to the start of the dimension. Only step 1 is
-** supported (PopTorch's own limit in practice); gradients flow to x. */
+** supported (PopTorch's own limit in practice); gradients flow to x.
+** POPC_OK, POPC_EINVAL (g or y NULL, x of unknown shape, dim or size out
+** of range, a bad start), POPC_EUNSUPPORTED (step other than 1),
+** POPC_ESTATE (after popc_block_end), POPC_ENOMEM. Not thread-safe on one
+** graph. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_dynamic_slice(popc_graph *g, int x,
     int dim, int start, int64_t size, int64_t step, int *y);
 
@@ -56,7 +68,10 @@ POPC_API POPC_NODISCARD popc_status popc_dynamic_slice(popc_graph *g, int x,
 ** elements along dim, from a run-time start, replaced by src (src has
 ** input's rank and dtype, size along dim, input's other dims). Offsets
 ** follow popc_dynamic_slice's rule. Gradients flow to input (zero where
-** replaced) and to src. */
+** replaced) and to src. POPC_OK, POPC_EINVAL (g or y NULL, input of
+** unknown shape, dim or size out of range, src of another type or shape,
+** a bad start), POPC_ESTATE (after popc_block_end), POPC_ENOMEM. Not
+** thread-safe on one graph. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_dynamic_update(popc_graph *g,
     int input, int src, int dim, int start, int64_t size, int *y);
 
@@ -74,11 +89,16 @@ typedef enum popc_matmul_serialization {
 ** products one after the other, so the device needs about 1/factor of the
 ** split operands' and partials' temporary memory, at the price of factor
 ** syncs (the ipumodel report's "temp_bytes" and "serial" per op).
-** factor must divide the split dimension (POPC_EINVAL naming it). M and N
-** splits give exactly the plain MatMul's values; a K split adds the
-** partial products in order, rounded to float16 after each addition for a
-** float16 model (model.half()) unless keep_precision. The backward
-** MatMuls are serialized too (dA and dB as PopART splits them). */
+** factor must divide the split dimension (checked by shape inference:
+** here when the operands' shapes are known, else at popc_graph_verify).
+** M and N splits give exactly the plain MatMul's values; a K split adds
+** the partial products in order, rounded to float16 after each addition
+** for a float16 model (model.half()) unless keep_precision. The backward
+** MatMuls are serialized too (dA and dB as PopART splits them).
+** POPC_OK, POPC_EINVAL (g or out NULL, a bad mode, factor < 1 or not a
+** divisor, operands that do not multiply), POPC_ESTATE (after
+** popc_block_end), POPC_ENOMEM. Not thread-safe on one graph.
+** Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
     int lhs, int rhs, popc_matmul_serialization mode, int64_t factor,
     int keep_precision, int *out);
@@ -86,8 +106,10 @@ POPC_API POPC_NODISCARD popc_status popc_serialized_matmul(popc_graph *g,
 /* Serializes an existing MatMul or Gemm node the same way (op(A) op(B) for
 ** a Gemm): a Linear layer of popc/layers.h, or a product of an imported
 ** ONNX model. Mode DISABLED makes it an ordinary product again.
-** POPC_EINVAL naming the node for another op, operands of unknown shape,
-** or a factor that does not divide the split dimension. */
+** POPC_OK, POPC_EINVAL naming the node for a bad node id or mode, another
+** op, operands of unknown shape, or a factor that does not divide the
+** split dimension; POPC_ENOMEM. Not thread-safe on one graph.
+** Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_serialize_matmul_node(
     popc_graph *g, int node, popc_matmul_serialization mode, int64_t factor,
     int keep_precision);
@@ -105,18 +127,26 @@ typedef enum popc_overlap_mode {
 
 /* poptorch.set_overlap_for_input(input, mode): *out is the graph input
 ** `input` passed through an Identity whose host copy overlaps compute;
-** read *out instead of input. set_overlap_for_output(output, mode): *out
-** passes `output`; add *out as the graph's output (popc_graph_add_output).
-** Mode NONE returns the value itself. As in PopTorch, compiling needs
-** setExecutionStrategy ShardedExecution (not pipelined, even on one IPU),
-** I/O tiles (TensorLocations.numIOTiles >= 32) and outputMode All or Sum;
-** else POPC_EINVAL with PopTorch's message. On the IPU model the copies then
-*hide behind compute (all but
-** the first of each accumulation loop, or of each run of device
-** iterations) and their buffers take I/O-tile memory: the report's
-** "memory.io_tiles" and "cycles". Results never change. */
+** read *out instead of input. Mode NONE returns the value itself. As in
+** PopTorch, compiling needs setExecutionStrategy ShardedExecution (not
+** pipelined, even on one IPU), I/O tiles (TensorLocations.numIOTiles
+** >= 32) and outputMode All or Sum; else the compile fails with
+** POPC_EINVAL and PopTorch's message. On the IPU model the copies then
+** hide behind compute (all but the first of each accumulation loop, or of
+** each run of device iterations) and their buffers take I/O-tile memory:
+** the report's "memory.io_tiles" and "cycles". Results never change.
+** POPC_OK, POPC_EINVAL (g or out NULL, a bad mode, input not an input of
+** g), POPC_ESTATE (after popc_block_end), POPC_ENOMEM. Not thread-safe on
+** one graph. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_set_overlap_for_input(
     popc_graph *g, int input, popc_overlap_mode mode, int *out);
+/* poptorch.set_overlap_for_output(output, mode): *out passes `output`
+** through an Identity whose copy to the host overlaps compute; add *out
+** as the graph's output (popc_graph_add_output). Mode NONE returns the
+** value itself. Compiling needs what popc_set_overlap_for_input says.
+** POPC_OK, POPC_EINVAL (g or out NULL, a bad mode or value id),
+** POPC_ESTATE (after popc_block_end), POPC_ENOMEM. Not thread-safe on one
+** graph. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_set_overlap_for_output(
     popc_graph *g, int output, popc_overlap_mode mode, int *out);
 
@@ -157,19 +187,30 @@ typedef struct popc_multiconv_options {
     int64_t per_conv_reserved_tiles;      /* perConvReservedTiles (50) */
 } popc_multiconv_options;
 
-/* PopTorch's defaults (the values in parentheses above). */
+/* Fills *o (not NULL) with PopTorch's defaults (the values in parentheses
+** above) and sets o->size. Thread-safe: it writes *o only. Since 0.3.0. */
 POPC_API void popc_multiconv_options_init(popc_multiconv_options *o);
 
-/* Opens a scope on g; *mc is freed by popc_multiconv_end. */
+/* Opens a scope on g. The scope is the handle *mc, which remembers g and
+** its node count: every Conv node added to g until popc_multiconv_end
+** joins it, whoever adds it. There is no per-thread or process-wide
+** state, so scopes on different graphs are independent; two scopes open
+** on one graph overlap, and of those sharing a convolution the one closed
+** first takes it and closing the other fails. The caller owns *mc until
+** popc_multiconv_end frees it; g must outlive it. POPC_OK, POPC_EINVAL
+** (g or mc NULL), POPC_ENOMEM. Not thread-safe on one graph.
+** Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_multiconv_begin(popc_graph *g,
     popc_multiconv **mc);
 
 /* Closes the scope and frees mc (always). opts NULL: the defaults.
-** POPC_EINVAL naming the setting or convolution when the scope holds no
-** convolution, a list's length differs from the convolutions', a value is
-** out of range, or a convolution is already in another MultiConv. A
-** parallel group the IPU model cannot plan (reserved tiles beyond the IPU)
-** fails at compile. */
+** POPC_OK; POPC_EINVAL naming the setting or convolution when mc is NULL,
+** the scope holds no convolution, opts->size was not set by
+** popc_multiconv_options_init, a list's length differs from the
+** convolutions', a value is out of range, or a convolution is already in
+** another MultiConv; POPC_ENOMEM. A parallel group the IPU model cannot
+** plan (reserved tiles beyond the IPU) fails at compile. Not thread-safe
+** on one graph. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_multiconv_end(popc_multiconv *mc,
     const popc_multiconv_options *opts);
 
@@ -180,7 +221,10 @@ POPC_API POPC_NODISCARD popc_status popc_multiconv_end(popc_multiconv *mc,
 ** outputs[2] the paths [B, top_paths, T] int32, padded with blank. CTC
 ** prefix beam search with a total order on candidates (probability, then
 ** shorter, then lexicographically smaller): ops/popc/ctc_beam.c states the
-** rules. Inference only (no gradient). */
+** rules. Inference only (no gradient). POPC_OK, POPC_EINVAL (g or outputs
+** NULL; shapes, dtypes, blank, beam_width or top_paths the op refuses),
+** POPC_ESTATE (after popc_block_end), POPC_ENOMEM. Not thread-safe on one
+** graph. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_ctc_beam_search_decoder(
     popc_graph *g, int log_probs, int lengths, int blank, int beam_width,
     int top_paths, int outputs[3]);
@@ -188,18 +232,23 @@ POPC_API POPC_NODISCARD popc_status popc_ctc_beam_search_decoder(
 /* poptorch.removeBlocks(module): every node of g loses its block, IPU,
 ** stage and phase annotations (popc/blocks.h), as do nodes added later:
 ** the model then runs on one IPU whatever execution strategy its options
-** name. Name scopes, recomputation and available-memory annotations stay.
-** POPC_EINVAL for a NULL graph. */
+** name. Name scopes, recomputation and available-memory annotations stay,
+** but name scopes open on g merge into one (a later popc_graph_pop_scope
+** closes them all). Ops may be added again after popc_block_end. POPC_OK,
+** POPC_EINVAL (g NULL), POPC_ENOMEM. Not thread-safe on one graph.
+** Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_remove_blocks(popc_graph *g);
 
 /* poptorch.ipuHardwareIsAvailable(num_ipus): whether IPU hardware with at
 ** least num_ipus IPUs is present. popc's backends model IPUs (ipumodel)
-** or compile for them (offline) but drive no hardware: 0. */
+** or compile for them (offline) but drive no hardware: 0. Thread-safe.
+** Since 0.3.0. */
 POPC_API int popc_ipu_hardware_is_available(int num_ipus);
 
 /* poptorch.ipuHardwareVersion(): the IPU version of the hardware present.
 ** Without hardware (always, with popc's backends) it fails as PopTorch
-** raises: POPC_ENOTFOUND "No IPU hardware is available...". */
+** raises: POPC_ENOTFOUND "No IPU hardware is available...", with
+** *version (may be NULL) set to -1. Thread-safe. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_ipu_hardware_version(int *version);
 
 #ifdef __cplusplus

@@ -6,7 +6,7 @@
 **  - every node becomes a popc node of the same domain, op and opset
 **    ("" and "ai.onnx" are popc's ONNX domain; any other domain resolves
 **    through the plugin registry, so a third-party op plugin serves its
-**    own domain). Opsets 7 to 17 of ai.onnx are read; older node forms are
+**    own domain). Opsets 1 to 17 of ai.onnx are read; older node forms are
 **    upgraded the way onnx's version converter does (attributes that
 **    became inputs, removed attributes) to the form popc's ops implement;
 **  - shapes are fixed at import, as PopTorch fixes them when it traces:
@@ -19,7 +19,7 @@
 **    node: its name, op, domain and opset.
 **
 ** Errors name the file, the node and the fix. All functions are
-** thread-safe for distinct arguments. Since 0.1.0.
+** thread-safe for distinct arguments. Since 0.2.0.
 **
 ** The conventions of popc/status.h (ownership, status codes, threads)
 ** apply.
@@ -69,30 +69,45 @@ typedef struct popc_onnx_import_options {
     int no_outputs;
 } popc_onnx_import_options;
 
-/* Defaults: constants, the global registry, nothing bound or frozen. */
+/* Defaults: constants, the global registry, nothing bound or frozen.
+** Thread-safe (writes *o only). Since 0.2.0. */
 POPC_API void popc_onnx_import_options_init(popc_onnx_import_options *o);
 
 /* Import the model in path (external data files are looked up next to
-** it). opt may be NULL. *out is a new graph the caller frees. Returns
-** POPC_OK, POPC_EIO (unreadable or corrupt file, naming it),
-** POPC_EUNSUPPORTED (unsupported ops, all listed; an opset outside what
-** popc reads; a type popc has no dtype for), POPC_EINVAL (an unbound
-** symbolic dimension, naming the input and how to bind it), POPC_ENOMEM. */
+** it). opt may be NULL. Returns POPC_OK, POPC_EIO (unreadable or corrupt
+** file, naming it), POPC_EUNSUPPORTED (unsupported ops, all listed; an
+** opset outside what popc reads; a type popc has no dtype for),
+** POPC_EINVAL (path or out NULL; an unbound symbolic dimension, naming
+** the input and how to bind it; a bound shape that does not fit; a node
+** its op refuses), POPC_ENOMEM. The caller owns *out (NULL on failure)
+** and frees it with popc_graph_free(). Thread-safe; without
+** opt->registry it loads the global registry on first use.
+** Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_import_file(const char *path,
     const popc_onnx_import_options *opt, popc_graph **out);
 
 /* The same from bytes; name is used in messages, base_dir (may be NULL:
-** no external data allowed) resolves external data files. */
+** no external data allowed) resolves external data files. data is
+** borrowed for the call. Statuses as popc_onnx_import_file (POPC_EINVAL
+** also for data NULL with size > 0). The caller owns *out (NULL on
+** failure) and frees it with popc_graph_free(). Thread-safe.
+** Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_import_bytes(const void *data,
     size_t size, const char *name, const char *base_dir,
     const popc_onnx_import_options *opt, popc_graph **out);
 
 /* The graph inputs whose values must be known at compile time because
 ** they feed such operands (a Reshape's shape, a Slice's starts, ...):
-** *names (malloc'd array of malloc'd strings, free with
-** popc_onnx_free_names) and *n. For runners that freeze inputs. */
+** *names and *n. For runners that freeze inputs. Returns POPC_OK,
+** POPC_EINVAL (a NULL argument), POPC_EIO (unreadable file or not an ONNX
+** model), POPC_ENOMEM. The caller owns *names (a malloc'd array of *n
+** malloc'd strings, also when *n is 0) and frees it with
+** popc_onnx_free_names(*names, *n). Thread-safe. Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_compile_time_inputs(
     const char *path, char ***names, int *n);
+
+/* Free names[0..n) and the array names. NULL-safe. Thread-safe for
+** distinct arrays. Since 0.2.0. */
 POPC_API void popc_onnx_free_names(char **names, int n);
 
 /* Export (popc to ONNX). Writes g as an ONNX model (atomically): graph
@@ -100,27 +115,46 @@ POPC_API void popc_onnx_free_names(char **names, int n);
 ** initializers, every node with its attributes; ai.onnx nodes at one
 ** opset (the newest among them), other domains with their own opset
 ** imports. Importing the file gives a graph that computes bitwise the same
-** outputs. Subgraph attributes are not written yet (POPC_EUNSUPPORTED).
-** POPC_EIO naming the file, POPC_ENOMEM. */
+** outputs. Subgraph attributes (Loop, If, Scan bodies) are written too.
+** Returns POPC_OK, POPC_EINVAL (g or path NULL, an empty path),
+** POPC_EUNSUPPORTED (a dtype ONNX has no type for, op versions that no
+** single opset holds, opset 8's batched Scan, a model over 2 GiB),
+** POPC_EIO naming the file, POPC_ENOMEM. Thread-safe for distinct
+** paths (g is only read). Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_export_graph(
     const popc_graph *g, const char *path);
+
 /* The same for a model's graph with its current weights (copied from the
 ** device first: the trained values). Export an inference model; a
-** training model's graph holds its loss. */
+** training model's graph holds its loss. Statuses as
+** popc_onnx_export_graph (POPC_EINVAL also for m NULL), or the error of
+** copying the weights from the device. Not thread-safe on one model.
+** Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_export_model(
     popc_model *m, const char *path);
 
 /* Let INI runs name ONNX models (popc/run.h: [model] onnx = FILE,
 ** [train] export_onnx = FILE): registers the "onnx" model format with
 ** libpopc. The popc command calls it at start; a program using
-** popc_run_* with ONNX models calls it once. Thread-safe. */
+** popc_run_* with ONNX models calls it once; calling it again is
+** harmless. Returns POPC_OK, POPC_EINVAL (the format table is full).
+** Thread-safe; process-wide. Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_register_run_format(void);
 
 /* A TensorProto file (such as the conformance suite's input_0.pb): *out a
-** new tensor; *name (may be NULL) the tensor's name, malloc'd or NULL. */
+** new tensor; *name (may be NULL) the tensor's name, or NULL when it has
+** none. External data is read next to path. Returns POPC_OK, POPC_EINVAL
+** (path or out NULL), POPC_EIO (unreadable or corrupt file, missing
+** external data), POPC_EUNSUPPORTED (a type popc has no dtype for),
+** POPC_ENOMEM. The caller owns *out (popc_tensor_free()) and
+** *name (free()). Thread-safe. Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_read_tensor(const char *path,
     popc_tensor **out, char **name);
-/* Write t as a TensorProto file (atomically); name may be NULL. */
+
+/* Write t as a TensorProto file (atomically); name may be NULL. Returns
+** POPC_OK, POPC_EINVAL (path or t NULL, an empty path), POPC_EUNSUPPORTED
+** (a dtype ONNX has no type for), POPC_EIO naming the file, POPC_ENOMEM.
+** Thread-safe for distinct paths. Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_write_tensor(const char *path,
     const popc_tensor *t, const char *name);
 

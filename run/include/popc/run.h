@@ -53,24 +53,39 @@ typedef enum popc_split {
 } popc_split;
 
 /* Read and validate a run file; overrides[0..n_overrides) are applied over
-** it (copied). Returns POPC_OK, POPC_ECONFIG (every configuration
-** problem, including bad option values and unknown optimizer attributes),
-** POPC_EIO (the file cannot be read), POPC_ENOMEM. Optimizer plugins are
-** looked up in the global registry. Free with popc_run_free. */
+** it (copied). Returns POPC_OK, POPC_EINVAL (path NULL, n_overrides < 0,
+** overrides NULL), POPC_ECONFIG (every configuration problem, including
+** bad option values and unknown optimizer attributes), POPC_EIO (the file
+** cannot be read), POPC_ENOMEM, or popc_options_new's status for a bad
+** environment variable. The caller owns *out (NULL on failure) and frees
+** it with popc_run_free(). Thread-safe; reads the environment (as
+** popc_options_new) and looks optimizer plugins up in the global registry
+** (loaded on first use). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_load(const char *path,
     const char *const *overrides, int n_overrides, popc_run **out);
-POPC_API void popc_run_free(popc_run *r); /* NULL-safe */
 
-/* The INI file path (borrowed). */
+/* Free r and everything it owns (strings handed out by the getters and in
+** results become invalid). NULL-safe. Not thread-safe on one run.
+** Since 0.1.0. */
+POPC_API void popc_run_free(popc_run *r);
+
+/* The INI file path as given to popc_run_load. Borrowed: valid while r
+** lives. Thread-safe. Since 0.1.0. */
 POPC_API const char *popc_run_path(const popc_run *r);
-/* The options of [options] and options.* overrides (borrowed; frozen
-** once a model uses them). */
+
+/* The options of [options] and options.* overrides. Borrowed: valid while
+** r lives; frozen once a model uses them. Thread-safe to call; changing
+** the options is not while r is used on other threads. Since 0.1.0. */
 POPC_API popc_options *popc_run_options(popc_run *r);
-/* The optimizer of [optimizer] (borrowed); NULL when there is no such
-** section (training then uses PopTorch's default, SGD with lr 0.01). */
+
+/* The optimizer of [optimizer]; NULL when there is no such section
+** (training then uses PopTorch's default, SGD with lr 0.01). Borrowed:
+** valid while r lives. Thread-safe. Since 0.1.0. */
 POPC_API const popc_optimizer *popc_run_optimizer(const popc_run *r);
-/* A value after overrides, as text (borrowed); NULL when absent. For
-** tools that show a setting; paths are not resolved. */
+
+/* A value after overrides, as text; NULL when absent. For tools that show
+** a setting; paths are not resolved. Borrowed: valid while r lives.
+** Thread-safe. Since 0.1.0. */
 POPC_API const char *popc_run_value(const popc_run *r, const char *section,
                                     const char *key);
 
@@ -78,22 +93,39 @@ POPC_API const char *popc_run_value(const popc_run *r, const char *section,
 ** input "x" float32 [batch_size, input...]. Inference: one output, the
 ** last layer's [batch_size, classes] (logits). Training: a second input
 ** "labels" int32 [batch_size] and the loss as the only output. Weights
-** are initialised from [model] seed. POPC_ECONFIG when the layers do not fit
-*together
-** (message names the layer section and the shapes). */
+** are initialised from [model] seed. Returns POPC_OK, POPC_EINVAL
+** (batch_size < 1), POPC_ECONFIG when the layers do not fit together
+** (message names the layer section and the shapes) or a model file does
+** not fit the run, a model file reader's error (POPC_EIO,
+** POPC_EUNSUPPORTED), POPC_ENOMEM. The caller owns *out (NULL on failure)
+** and frees it with popc_graph_free(). Thread-safe while r is not
+** changed; loads the global registry on first use. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_build_graph(const popc_run *r,
     int training, int64_t batch_size, popc_graph **out);
 
 /* The dataset of a split, checked against [model] (classes, input shape)
-** and normalised as [data] says. POPC_ENOTFOUND when the run names no
-** file for the split; dataset errors (POPC_EIO) name the file. */
+** and normalised as [data] says. With mean = auto, the train split's
+** statistics are computed (the test split loads the train split for
+** them) and kept in r. Returns POPC_OK, POPC_ENOTFOUND (the run names no
+** file for the split), POPC_ECONFIG (classes, input shape or
+** normalisation do not fit the data), the dataset loaders' errors
+** (POPC_EIO naming the file, POPC_EINVAL, POPC_EUNSUPPORTED),
+** POPC_ENOMEM. The caller owns *out (NULL on failure) and frees it with
+** popc_dataset_free(). Not thread-safe on one run (it may change r).
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_load_dataset(popc_run *r,
     popc_split split, popc_dataset **out);
+
 /* A loader over ds with the [data] settings (the test split is never
-** shuffled, keeps its last batch and pads it to full size). */
+** shuffled or shared between processes, keeps its last batch and pads it
+** to full size). Returns the statuses of popc_dataloader_new: POPC_OK,
+** POPC_EINVAL, POPC_ENOMEM, POPC_EINTERNAL. The caller owns *out (NULL on
+** failure) and frees it with popc_dataloader_free(); ds is borrowed and
+** must outlive it. Thread-safe while r is not changed. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_new_loader(const popc_run *r,
     popc_split split, popc_dataset *ds, popc_dataloader **out);
-/* [data] batch_size. */
+
+/* [data] batch_size. Thread-safe. Since 0.1.0. */
 POPC_API int64_t popc_run_batch_size(const popc_run *r);
 
 /* ---- model files ------------------------------------------------------- */
@@ -127,8 +159,11 @@ typedef struct popc_run_model_format {
     popc_status (*write)(popc_model *m, const char *path);
 } popc_run_model_format;
 
-/* Register f (kept, not copied: static storage). A second registration
-** of the same key replaces the first. Thread-safe. Since 0.1.0. */
+/* Register f (kept, not copied: static storage that stays valid). A
+** second registration of the same key replaces the first. Returns
+** POPC_OK, POPC_EINVAL (f NULL, an empty key, read or write NULL, more
+** than 8 formats). Thread-safe: the table is process-wide, under a lock.
+** Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_register_model_format(
     const popc_run_model_format *f);
 
@@ -140,16 +175,36 @@ POPC_API POPC_NODISCARD popc_status popc_run_register_model_format(
 ** new directory and swaps it into place. Load sets every tensor of m from
 ** the directory; a missing file or a shape mismatch is POPC_EIO naming
 ** the file (a directory written for another model). */
+
+/* Save every weight and buffer of m (copied from the device first) into
+** dir, built as "<dir>.tmp-<pid>" and swapped into place; leftovers of
+** dead processes next to dir are removed. Returns POPC_OK, POPC_EINVAL (m
+** or dir NULL), POPC_EIO (dir is a file; create, write or rename fails),
+** POPC_ENOMEM, or the error of copying from the device. Not thread-safe
+** on one model, nor for one dir from two threads of a process (they
+** share the temporary name). Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_weights_save(popc_model *m,
     const char *dir);
+
+/* Set every tensor of m from dir. Every file is read and checked before
+** any tensor is set, so a directory that does not fit leaves m unchanged.
+** Returns POPC_OK, POPC_EINVAL (m or dir NULL), POPC_EIO (dir is not a
+** directory; a missing or unreadable file, another dtype or shape, naming
+** the file), POPC_EUNSUPPORTED (an .npy layout popc does not read),
+** POPC_ENOMEM. Not thread-safe on one model. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_weights_load(popc_model *m,
     const char *dir);
 /* A checkpoint directory written by popc_run_train (weights/, optimizer/,
 ** state.ini): sets every weight and optimizer state tensor of the
 ** training model m from it; *step (may be NULL) gets the number of steps
 ** done when it was written. Every file is read and checked before any
-** tensor is set, so a checkpoint that does not fit leaves m unchanged
-** (POPC_EIO naming the file). Since 0.1.0. */
+** tensor is set, so a checkpoint that does not fit leaves m unchanged.
+** The run fingerprint in state.ini is not checked here (popc_run_train
+** does). Returns POPC_OK, POPC_EINVAL (m or dir NULL), POPC_ENOTFOUND (dir
+** does not exist), POPC_EIO (state.ini unreadable or of another version,
+** a missing or mismatching tensor file, naming it), POPC_ECONFIG (a
+** damaged value in state.ini), POPC_ENOMEM. Not thread-safe on one model.
+** Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_checkpoint_load(popc_model *m,
     const char *dir, int64_t *step);
 
@@ -223,7 +278,14 @@ typedef struct popc_train_result {
 ** position and shuffle state, step) is written every checkpoint_every
 ** steps; resuming from it gives, on the cpu backend, bit-identical final
 ** weights to an uninterrupted run. Returns POPC_OK, POPC_EINTERRUPTED
-** (hooks->stop), or the first error of data, model or files. */
+** (hooks->stop), POPC_ECONFIG (no train split, samples that do not fill
+** combined batches, a checkpoint of other settings, no ONNX format
+** registered), POPC_ESTATE (another trainer holds the checkpoint's
+** lock), POPC_EDISTRIBUTED, or the first error of data, model or files.
+** The strings in *res are borrowed from r: valid while r lives. Not
+** thread-safe on one run (it may change r); hooks->progress runs on the
+** calling thread. A distributed run joins the process group (MPI,
+** process-wide) when the model first compiles. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_train(popc_run *r,
     const popc_train_hooks *hooks, popc_train_result *res);
 
@@ -238,7 +300,13 @@ typedef struct popc_infer_result {
 
 /* Classify the [infer] split (default test) with the [infer] weights,
 ** writing predicted classes (int32 .npy) when [infer] predictions is
-** set. stop as in popc_train_hooks (may be NULL). */
+** set. stop as in popc_train_hooks (may be NULL). On a rank other than 0
+** of a distributed run it does nothing and returns POPC_OK. Returns
+** POPC_OK, POPC_EINTERRUPTED (stop), POPC_ENOTFOUND (no file for the
+** split), POPC_ECONFIG, POPC_EIO (data, weights or predictions files),
+** POPC_ENOMEM, or the model's error. res->predictions is borrowed from r:
+** valid while r lives. Not thread-safe on one run (it may change r).
+** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_run_infer(popc_run *r,
     const volatile sig_atomic_t *stop, popc_infer_result *res);
 
