@@ -1,4 +1,5 @@
-# core/graph.mk - the graph IR, its checks and transforms, layer builders
+# core/graph.mk - the graph IR, its checks and transforms, layer builders,
+# and graphs as bytes
 libpopc_la_SOURCES += \
     %reldir%/graph/graph_priv.h \
     %reldir%/graph/graph.c \
@@ -20,7 +21,9 @@ libpopc_la_SOURCES += \
     %reldir%/graph/half_simd.c \
     %reldir%/graph/half_simd.h \
     %reldir%/graph/rng.h \
-    %reldir%/graph/rng.c
+    %reldir%/graph/rng.c \
+    %reldir%/graph/bytes.c %reldir%/graph/bytes_priv.h \
+    %reldir%/graph/serialize.c
 
 pkginclude_HEADERS += %reldir%/include/popc/random.h \
     %reldir%/include/popc/precision.h

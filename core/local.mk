@@ -31,7 +31,5 @@ include %reldir%/options.mk
 include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
 include %reldir%/extend.mk
-include %reldir%/exe.mk
-include %reldir%/profile.mk
 include %reldir%/strategies.mk
 include %reldir%/dist.mk

@@ -524,7 +524,8 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
         if (!(entries[n_entries++] = popci_malloc(sizeof(popci_optim_entry))))
             goto nomem;
     for (int i = 0; i < g->n_backends; i++)
-        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_backend_entry))))
+        if (!(entries[n_entries++] =
+                  popci_malloc(sizeof(popci_backend_entry))))
             goto nomem;
     for (int i = 0; i < g->n_colls; i++)
         if (!(entries[n_entries++] = popci_malloc(sizeof(popci_colls_entry))))
@@ -653,7 +654,8 @@ popc_status popci_registry_attach(popc_registry *r,
         }
     unlock(r);
     pthread_once(&plugin_host_once, make_plugin_host);
-    if (!(p = popci_calloc(1, sizeof *p)) || !(g = popci_calloc(1, sizeof *g)) ||
+    if (!(p = popci_calloc(1, sizeof *p)) ||
+        !(g = popci_calloc(1, sizeof *g)) ||
         !(p->name = dup_str(info->name)) ||
         !(p->version = dup_str(info->version)) ||
         !(p->description = dup_str(info->description)) ||

@@ -1,10 +1,13 @@
 # core/runtime.mk - compiling a graph into a plan, the executor (PopTorch's
 # batching, accumulation, replication and output modes) and the model
-# wrapper.
+# wrapper, with the hooks the layers above the core follow it by.
 libpopc_la_SOURCES += \
     %reldir%/runtime/plan.c %reldir%/runtime/plan_priv.h \
     %reldir%/runtime/exec_priv.h %reldir%/runtime/executor.c %reldir%/runtime/batching.c \
     %reldir%/runtime/synthetic.c \
     %reldir%/runtime/train_step.c \
     %reldir%/runtime/model.c %reldir%/runtime/locations.c %reldir%/runtime/host_io.c %reldir%/runtime/anchors.c %reldir%/runtime/anchors_priv.h %reldir%/runtime/ipu_count.c %reldir%/runtime/model_log.c %reldir%/runtime/model_weights.c %reldir%/runtime/model_priv.h \
-    %reldir%/runtime/attach.c
+    %reldir%/runtime/attach.c \
+    %reldir%/runtime/compile_key.c \
+    %reldir%/runtime/hooks.c %reldir%/runtime/hooks_priv.h \
+    %reldir%/runtime/trace.c

@@ -26,16 +26,21 @@ for h in "$POPC_SRCDIR"/*/include/popc/*.h; do
         miss = ""
         if (text !~ /Since [0-9]+\.[0-9]+/) miss = miss " version"
         if (text !~ /[Tt]hread/) miss = miss " threads"
-        if (decl ~ /^[ \t]*POPC_API[ \t]+(POPC_NODISCARD[ \t]+)?popc_status[ \t]/ &&
-            text !~ /POPC_(OK|E[A-Z]+)/)
+        if (decl ~ status_decl && text !~ /POPC_(OK|E[A-Z]+)/)
             miss = miss " status"
-        if ((decl ~ /\*[ \t]*popc_[a-z0-9_]+[ \t]*\(/ || decl ~ /\*\*/) &&
-            text !~ /[Oo]wn|[Bb]orrow|[Ff]ree|[Vv]alid|[Cc]op(y|ie)|[Ss]tatic|[Rr]eference|[Rr]elease/)
+        if ((decl ~ pointer_result || decl ~ /\*\*/) && text !~ owner_words)
             miss = miss " ownership"
         n++
         if (miss != "") printf "%s: %s lacks:%s\n", file, name, miss
     }
-    BEGIN { block = ""; in_c = 0; in_d = 0; prev_c = 0; n = 0 }
+    BEGIN {
+        block = ""; in_c = 0; in_d = 0; prev_c = 0; n = 0
+        status_decl = "^[ \t]*POPC_API[ \t]+(POPC_NODISCARD[ \t]+)?" \
+            "popc_status[ \t]"
+        pointer_result = "\\*[ \t]*popc_[a-z0-9_]+[ \t]*\\("
+        owner_words = "[Oo]wn|[Bb]orrow|[Ff]ree|[Vv]alid|[Cc]op(y|ie)|" \
+            "[Ss]tatic|[Rr]eference|[Rr]elease"
+    }
     in_d {
         decl = decl " " $0
         if ($0 ~ /;/) { in_d = 0; check(decl, block " " decl); block = "";
@@ -72,7 +77,8 @@ for h in "$POPC_SRCDIR"/*/include/popc/*.h; do
         fail=1
     fi
 done
-[ "$total" -gt 300 ] || { echo "FAIL: only $total declarations found"; exit 1; }
+[ "$total" -gt 300 ] ||
+    { echo "FAIL: only $total declarations found"; exit 1; }
 if [ $fail -eq 0 ]; then
     echo "PASS: all $total public functions state version, threads," \
         "status codes and ownership"

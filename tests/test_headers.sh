@@ -2,7 +2,8 @@
 # test_headers.sh - every public header compiles on its own (C11, -Wall
 # -Wextra, no warnings), and graph.h, which programs include to build
 # graphs, does not pull in the plugin ABI (popc/plugin.h); the layers of
-# libpopc (core, helpers, data, run, onnx) include only downward, and
+# libpopc (core, exe, profile, helpers, data, run, onnx) include only
+# downward (lib/, the assembly above them all, names exe and profile), and
 # helpers/ uses only the core's public headers.
 #
 # Environment (set by make check): POPC_SRCDIR; CC (default cc).
@@ -18,7 +19,7 @@ n=0
 
 # the layers of libpopc, lowest first: a layer includes only its own and
 # lower layers' headers (docs/architecture.md)
-layers="core helpers data run onnx"
+layers="core exe profile helpers data run onnx"
 incs=""
 for l in $layers; do incs="$incs -I$POPC_SRCDIR/$l/include"; done
 for l in $layers; do

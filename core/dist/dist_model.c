@@ -10,7 +10,7 @@
 #include "popc/distributed.h"
 #include "popc/log.h"
 #include "core/dist/dist_priv.h"
-#include "core/exe/executable_priv.h"
+#include "core/graph/bytes_priv.h"
 #include "core/runtime/model_priv.h"
 
 popc_status popci_dist_check_config(const popc_model *m,

@@ -16,7 +16,7 @@
 #include "core/runtime/exec_priv.h"
 #include "core/graph/half_simd.h"
 #include "core/optimizer/optimizer_priv.h"
-#include "core/profile/profile_priv.h"
+#include "core/runtime/hooks_priv.h"
 #include "core/graph/rng.h"
 #include "core/tensor_priv.h"
 #include "core/extend/txn_priv.h"

@@ -41,7 +41,7 @@
 typedef struct popci_exec popci_exec;
 typedef struct popci_comm popci_comm;     /* core/dist/dist_priv.h */
 typedef struct popci_optstate popci_optstate;
-typedef struct popci_trace popci_trace; /* core/profile/profile_priv.h */
+typedef struct popci_trace popci_trace; /* core/runtime/hooks_priv.h */
 
 /* Replica grouping of one weight (PopTorch's replicaGrouping, helper
 ** "strategies"): the weight has n_groups values; replica r holds value

@@ -15,13 +15,11 @@
 #include "core/alloc_priv.h"
 #include "core/runtime/anchors_priv.h"
 #include "core/dist/dist_priv.h"
-#include "core/exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/strategies/strategy_priv.h"
-#include "core/profile/profile_priv.h"
 
 #define RUNTIME_SUFFIX                                                       \
     "\nThis error occurred because the inputs passed at runtime don't "     \
@@ -234,7 +232,7 @@ void popc_model_free(popc_model *m)
         return;
     popci_model_unshare(m);
     popci_exec_free(m->exec);
-    popci_profile_free(m->profile);
+    popci_hooks_model_free(m);
     popci_callbacks_free(m->callbacks);
     popci_optstate_free(m->state);
     popci_rgroups_free(m->groups);
@@ -561,16 +559,15 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     const popc_backend_def *be;
     popci_plan *plan = NULL;
     popci_exec *e = NULL;
-    popci_exe_cache *cache = NULL;
+    popci_compile_states cs = {{NULL}};
     double t0 = popci_exec_now();
-    popci_progress prog;
     popc_status st;
 
     if (!(micro = popci_calloc((size_t)n + 1, sizeof *micro)))
         return oom("compile");
-    popci_progress_begin(&prog, m->opts, popc_graph_name(m->graph),
-                         m->training);
-    popci_progress_phase(&prog, POPCI_PHASE_VERIFY);
+    if ((st = popci_hooks_compile_begin(m, &cs)) != POPC_OK)
+        goto fail;
+    popci_hooks_compile_phase(&cs, POPCI_PHASE_VERIFY);
     memset(&ec, 0, sizeof ec);
     if ((st = check_inputs(m, &b, inputs, n, micro)) != POPC_OK ||
         (st = resolve_output_mode(m, b.di, &ec.mode, &ec.period)) !=
@@ -603,10 +600,10 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         if ((st = popci_model_ensure_state(m)) != POPC_OK)
             goto fail;
     }
-    /* executable cache / popc_load: may supply the compiled graph */
-    if ((st = popci_exe_cache_begin(m, inputs, n, &pc, &cache)) != POPC_OK)
+    /* the executable cache or popc_load may supply the compiled graph */
+    if ((st = popci_hooks_compile_plan(&cs, m, inputs, n, &pc)) != POPC_OK)
         goto fail;
-    popci_progress_phase(&prog, POPCI_PHASE_PLAN);
+    popci_hooks_compile_phase(&cs, POPCI_PHASE_PLAN);
     if ((st = popci_plan_new(m->graph, &pc, &plan)) != POPC_OK)
         goto fail;
     if (m->training && (st = add_states(m, plan)) != POPC_OK)
@@ -674,7 +671,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
     if ((st = popci_locations_apply(plan, m->opts, b.r)) != POPC_OK)
         goto fail;
     bc = backend_config(m);
-    popci_progress_phase(&prog, POPCI_PHASE_BACKEND);
+    popci_hooks_compile_phase(&cs, POPCI_PHASE_BACKEND);
     st = popci_exec_new(plan, be, &bc, &ec, &e);
     plan = NULL; /* owned by the executor now */
     if (st != POPC_OK)
@@ -697,8 +694,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         m->weight_plan[i] = popci_plan_find_weight(
             popci_exec_plan(e),
             popc_graph_value_name(m->graph, m->weight_values[i]));
-    popci_progress_end(&prog, 1);
-    if ((st = popci_profile_compiled(&m->profile, m, e, &prog)) != POPC_OK)
+    if ((st = popci_hooks_compiled(&cs, m, e)) != POPC_OK)
         goto fail;
     m->exec = e;
     m->host_dirty = 0;
@@ -710,7 +706,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         goto fail;
     }
     m->compile_time = popci_exec_now() - t0;
-    popci_exe_cache_end(cache, m);
+    popci_hooks_compile_end(&cs, m, 1);
     free(micro);
     popc_log(POPC_LOG_INFO, "compiled '%s' for %s on backend %s in %.3f s: "
              "%d IPUs per replica, %d pipeline phases, activations %zu "
@@ -720,8 +716,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
              popci_exec_n_phases(e), popci_exec_plan(e)->arena_bytes);
     return POPC_OK;
 fail:
-    popci_progress_end(&prog, 0);
-    popci_exe_cache_free(cache);
+    popci_hooks_compile_end(&cs, m, 0);
     popci_plan_free(plan);
     popci_exec_free(e);
     free(micro);
@@ -939,7 +934,7 @@ static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
                          .optimizer = m->optimizer,
                          .state = m->state,
                          .user = popci_callbacks_user(m->callbacks)};
-    io.trace = popci_profile_trace(m->profile);
+    io.trace = popci_hooks_run_begin(m);
     popci_callbacks_take_seconds(m->callbacks);
     st = popci_exec_run(m->exec, &io, &compute);
     if (m->training)
@@ -958,7 +953,7 @@ static popc_status run_model(popc_model *m, popc_tensor *const *inputs,
     m->lat_total = popci_exec_now() - t0;
     m->lat_compute = compute;
     m->lat_host = m->lat_total > compute ? m->lat_total - compute : 0.0;
-    popci_profile_ran(m->profile, m, t0);
+    popci_hooks_run_end(m, t0);
 done:
     for (int i = 0; i < n_inputs && conv; i++)
         popc_tensor_free(conv[i]);

@@ -16,6 +16,7 @@
 
 #include "popc/model.h"
 #include "core/runtime/exec_priv.h"
+#include "core/runtime/hooks_priv.h"
 #include "core/extend/callbacks_priv.h"
 
 struct popc_model {
@@ -48,13 +49,10 @@ struct popc_model {
     popci_callbacks *callbacks;  /* CPU op callbacks (core/extend/callbacks.c);
                                     NULL until one is registered */
 
-    /* executable file whose compiled graph the next compile reuses
-    ** (core/exe/exe_load.c sets it around popc_model_compile); borrowed */
-    const struct popci_exe *exe_hint;
-
-    /* cycles, latencies, counters and enableProfiling files
-    ** (core/profile/profile_stats.c); NULL until the first compile */
-    struct popci_profile *profile;
+    /* what the layers above the core keep per model, one slot per table
+    ** of popci_layer_hooks (core/runtime/hooks_priv.h): exe/ the
+    ** executable being loaded, profile/ the figures and files */
+    void *layer_data[POPCI_MAX_LAYERS];
 
     /* replica grouping of weights (core/strategies/replica_groups.c); NULL: none */
     struct popci_rgroups *groups;
@@ -119,5 +117,15 @@ const popci_exec *popci_model_exec(const popc_model *m);
 const popc_backend_def *popci_backend_for(const popc_options *o,
                                           const popc_registry *reg,
                                           int *stand_in);
+
+/* ---- compile_key.c -------------------------------------------------------- */
+
+/* What identifies a compiled model (PopTorch's cache hash): the graph
+** without weight values, the input signature, the compile options, the
+** optimizer's type and constants, and the versions of popc and the
+** plugins the graph uses. The executable cache files entries under it;
+** the ranks of a distributed run compare it. */
+popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
+                              int n, uint64_t *key);
 
 #endif /* POPC_MODEL_PRIV_H */

@@ -41,7 +41,7 @@ typedef struct popci_plan_weight {
 } popci_plan_weight;
 
 /* A plan graph from an earlier compile of the same graph and inputs (the
-** executable cache, popc_load; core/exe/exe_cache.c checks that it fits):
+** executable cache, popc_load; exe/exe_cache.c checks that it fits):
 ** already shaped for the micro-batch and differentiated, with g's weights
 ** and the gradient seed holding cfg->loss_scaling. */
 typedef struct popci_plan_compiled {

@@ -392,6 +392,29 @@ POPC_API POPC_NODISCARD popc_status popc_graph_eval(const popc_graph *g,
 POPC_API POPC_NODISCARD popc_status popc_graph_dump(const popc_graph *g,
     char **out);
 
+/* ---- graph serialization ------------------------------------------------ */
+
+/* The graph as bytes: every value (with initializer and constant data),
+** node, attribute, annotation, output and buffer update; not the origin
+** mark (popc_graph_set_origin). *data is malloc'd: the caller owns it and
+** frees it with free(). POPC_OK, POPC_EINVAL (an argument NULL),
+** POPC_ENOMEM. Safe from any thread while no thread changes g.
+** Since 0.1.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_serialize(const popc_graph *g,
+    void **data, size_t *size);
+/* The graph back, with the same ids, names, shapes and tensor bytes
+** (popc_graph_dump gives the same text). The caller owns *out and frees
+** it with popc_graph_free. Its origin mark is "serialized graph bytes",
+** so foreign code in it needs the user's consent like a file's; a
+** program that vouches for the bytes clears it (popc_graph_set_origin(g,
+** NULL)).
+** POPC_OK, POPC_EINVAL (out NULL, data NULL with size > 0), POPC_EIO for
+** bytes that are not a well-formed graph (the message says where),
+** POPC_EUNSUPPORTED for another format version, POPC_ENOMEM. Thread-safe:
+** data is only read. Since 0.1.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_deserialize(const void *data,
+    size_t size, popc_graph **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,7 +19,7 @@
 #include "popc/optimizer.h"
 #include "popc/registry.h"
 #include "popc/version.h"
-#include "core/exe/executable_priv.h"
+#include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 
 static void bytes_text(popci_sb *sb, uint64_t b)

@@ -53,7 +53,7 @@
 #include "core/atomic_file_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
-#include "core/profile/profile_priv.h"
+#include "profile/profile_priv.h"
 #include "core/strategies/strategy_priv.h"
 #include "core/options/options_priv.h"
 

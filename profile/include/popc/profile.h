@@ -27,7 +27,7 @@
 **
 ** enableProfiling(dir) makes the model write dir/profile.json and
 ** dir/profile.html (one self-contained page with the charts) after the
-** compile and after every run; see core/profile/profile.c for the JSON layout.
+** compile and after every run; see profile/profile.c for the JSON layout.
 ** showCompilationProgressBar draws a progress bar on stderr while
 ** compiling when stderr is a terminal, and logs one INFO line per
 ** compile phase otherwise.

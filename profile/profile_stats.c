@@ -18,7 +18,7 @@
 #include "popc/log.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/model_priv.h"
-#include "core/profile/profile_priv.h"
+#include "profile/profile_priv.h"
 #include "core/options/options_priv.h"
 
 /* Tasks recorded at most (4 doubles each: 128 MiB); a run with more
@@ -37,27 +37,6 @@ const char *popc_perf_event_name(popc_perf_event ev)
 }
 
 /* ---- the trace ----------------------------------------------------------- */
-
-void popci_trace_task(popci_trace *t, int r, int p, int64_t mb,
-                      const double ts[4])
-{
-    size_t i;
-
-    if (!t || !t->task || r < 0 || r >= t->replicas || p < 0 ||
-        p >= t->phases || mb < 0 || mb >= t->micro_batches)
-        return;
-    i = ((size_t)mb * (size_t)t->replicas + (size_t)r) * (size_t)t->phases +
-        (size_t)p;
-    memcpy(t->task + 4 * i, ts, 4 * sizeof *ts);
-}
-
-void popci_trace_step(popci_trace *t, int64_t w, double t0, double t1)
-{
-    if (!t || !t->step || w < 0 || w >= t->windows)
-        return;
-    t->step[2 * w] = t0;
-    t->step[2 * w + 1] = t1;
-}
 
 static void reset(popci_profile *p)
 {
@@ -327,8 +306,10 @@ void popci_profile_ran(popci_profile *p, const popc_model *m, double t0)
 
 static const popci_profile *ran(const popc_model *m)
 {
-    return m && m->exec && m->profile && m->profile->runs > 0 ? m->profile
-                                                              : NULL;
+    const popci_profile *p =
+        m ? popci_model_layer_data_c(m, &popci_profile_hooks) : NULL;
+
+    return m && m->exec && p && p->runs > 0 ? p : NULL;
 }
 
 popc_status popc_model_cycle_count(popc_model *m, double *cycles)

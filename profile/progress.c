@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "popc/log.h"
-#include "core/profile/profile_priv.h"
+#include "profile/profile_priv.h"
 #include "core/options/options_priv.h"
 
 #define BAR_WIDTH 30

@@ -14,7 +14,7 @@
 
 #include "popc/log.h"
 #include "core/alloc_priv.h"
-#include "core/exe/executable_priv.h"
+#include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/optimizer/optimizer_priv.h"

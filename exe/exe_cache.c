@@ -1,9 +1,10 @@
 /* exe_cache.c - the executable cache (Options.enableExecutableCaching,
 ** POPC_CACHE_DIR) and reuse of a compiled graph at compile time.
 **
-** model.c's compile() calls popci_exe_cache_begin once the micro-batch
-** shapes are known and popci_exe_cache_end once the model is compiled. A
-** compiled graph comes from popc_load (m->exe_hint, the file being loaded)
+** A model's compile calls the hooks at the end (popci_exe_hooks) once the
+** micro-batch shapes are known and once the model is compiled. A compiled
+** graph comes from popc_load (the layer's model data: the file being
+** loaded)
 ** or from <dir>/<key>.popcexe; it replaces shape inference, verification
 ** and autodiff in popci_plan_new. The key (popci_compile_key) leaves out the
 ** weight values, so a model with other initial weights still hits: its
@@ -34,7 +35,7 @@
 #include "popc/registry.h"
 #include "popc/version.h"
 #include "core/alloc_priv.h"
-#include "core/exe/executable_priv.h"
+#include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/optimizer/optimizer_priv.h"
@@ -199,7 +200,8 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
     cc->pc.graph = c;
     nv = popc_graph_n_values(c);
     n_slots = popci_r_count(&r, 8);
-    if (!(cc->arena_offset = popci_malloc(sizeof(int64_t) * ((size_t)n_slots + 1)))) {
+    if (!(cc->arena_offset = popci_malloc(sizeof(int64_t) *
+                                          ((size_t)n_slots + 1)))) {
         popci_compiled_clear(cc);
         return popc_set_error(POPC_ENOMEM, "compile: out of memory");
     }
@@ -256,114 +258,6 @@ unused:
     return POPC_OK;
 }
 
-/* ---- the key ------------------------------------------------------------------- */
-
-static uint64_t mix_u64(uint64_t h, uint64_t v)
-{
-    unsigned char b[8];
-
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    return popci_fnv1a(h, b, 8);
-}
-
-static uint64_t mix_str(uint64_t h, const char *s)
-{
-    s = s ? s : "";
-    return popci_fnv1a(h, s, strlen(s) + 1);
-}
-
-static uint64_t mix_f64(uint64_t h, double v)
-{
-    uint64_t bits;
-
-    memcpy(&bits, &v, sizeof bits);
-    return mix_u64(h, bits);
-}
-
-/* Plugins whose ops, optimizer or backend the compile uses: name and
-** version of each, in load order. */
-static uint64_t mix_plugins(uint64_t h, const popc_model *m)
-{
-    const popc_backend_def *backend;
-    popc_registry *reg;
-    unsigned char *used;
-    int stand_in;
-
-    if (popc_registry_global(&reg) != POPC_OK ||
-        !(used = popci_calloc((size_t)reg->n_plugins + 1, 1)))
-        return mix_str(h, "?");
-    backend = popci_backend_for(m->opts, reg, &stand_in);
-    for (int k = 0; k < popc_graph_n_nodes(m->graph); k++) {
-        const popc_op_def *def = popci_graph_node_def_c(m->graph, k);
-        for (int i = 0; def && i < reg->n_ops; i++)
-            if (&reg->ops[i]->def == def && reg->ops[i]->plugin >= 0)
-                used[reg->ops[i]->plugin] = 1;
-    }
-    for (int i = 0; m->optimizer && i < reg->n_optims; i++)
-        if (&reg->optims[i]->def == popci_optimizer_def(m->optimizer) &&
-            reg->optims[i]->plugin >= 0)
-            used[reg->optims[i]->plugin] = 1;
-    for (int i = 0; backend && i < reg->n_backends; i++)
-        if (&reg->backends[i]->def == backend &&
-            reg->backends[i]->plugin >= 0)
-            used[reg->backends[i]->plugin] = 1;
-    for (int i = 0; i < reg->n_plugins; i++)
-        if (used[i]) {
-            h = mix_str(h, reg->plugins[i]->name);
-            h = mix_str(h, reg->plugins[i]->version);
-        }
-    free(used);
-    return h;
-}
-
-/* PopTorch's (PopART's) cache hash covers the IR, the input shapes, the
-** options, the optimizer's type, constant values and variable flags (not
-** variable values) and the versions; popc hashes the same, with the
-** graph serialized without weight values. */
-popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
-                              int n, uint64_t *key)
-{
-    uint64_t h = POPCI_FNV_INIT;
-    popci_wbuf w = {0};
-    const popc_optimizer *o = m->optimizer;
-    popc_status st;
-
-    if ((st = popci_graph_write(m->graph, POPCI_SER_NO_WEIGHTS, &w)) !=
-        POPC_OK) {
-        popci_wbuf_free(&w);
-        return st;
-    }
-    h = mix_str(h, POPC_VERSION_STRING);
-    h = mix_u64(h, POPCI_EXE_FORMAT);
-    h = popci_fnv1a(h, w.buf, w.len);
-    popci_wbuf_free(&w);
-    h = mix_u64(h, (uint64_t)m->training);
-    h = mix_u64(h, (uint64_t)n);
-    for (int i = 0; i < n; i++) {
-        popc_view v = popc_tensor_view(inputs[i]);
-        h = mix_u64(h, (uint64_t)v.dtype);
-        h = mix_u64(h, (uint64_t)v.rank);
-        for (int d = 0; d < v.rank; d++)
-            h = mix_u64(h, (uint64_t)v.dims[d]);
-    }
-    h = mix_u64(h, popc_options_hash(m->opts));
-    if (o) {
-        h = mix_str(h, o->def->name);
-        for (int g = 0; g < o->n_groups; g++) {
-            for (int i = 0; i < o->groups[g].n_prefix; i++)
-                h = mix_str(h, o->groups[g].prefix[i]);
-            for (int k = 0; k < o->n_hypers; k++) {
-                h = mix_u64(h, o->variable[k]);
-                if (!o->variable[k])
-                    h = mix_f64(h, popci_optim_value(o, g, k));
-            }
-        }
-    }
-    *key = mix_plugins(h, m);
-    return POPC_OK;
-}
-
 /* ---- begin / end ----------------------------------------------------------------- */
 
 static popc_status make_dir(const char *dir)
@@ -416,7 +310,8 @@ static void lookup(popci_exe_cache *c, popc_model *m, const char *dir,
         free(lock);
         return;
     }
-    snprintf(c->path, n, "%s/%016llx.popcexe", dir, (unsigned long long)c->key);
+    snprintf(c->path, n, "%s/%016llx.popcexe", dir,
+             (unsigned long long)c->key);
     snprintf(lock, n, "%s/%016llx.lock", dir, (unsigned long long)c->key);
     if ((c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 ||
         flock(c->lock_fd, LOCK_EX) != 0)
@@ -445,9 +340,9 @@ static void lookup(popci_exe_cache *c, popc_model *m, const char *dir,
     popci_exe_free(x);
 }
 
-popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
-                                  int n_inputs, popci_plan_config *pc,
-                                  popci_exe_cache **out)
+static popc_status cache_begin(popc_model *m, const popci_exe *hint,
+                               popc_tensor *const *inputs, int n_inputs,
+                               popci_plan_config *pc, popci_exe_cache **out)
 {
     popci_exe_cache *c;
     const char *dir;
@@ -459,9 +354,9 @@ popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
     if (!(c = popci_calloc(1, sizeof *c)))
         return popc_set_error(POPC_ENOMEM, "compile: out of memory");
     c->lock_fd = -1;
-    if (m->exe_hint) {
+    if (hint) {
         /* popc_load: the file being loaded has the compiled graph */
-        if ((st = popci_exe_use_compiled(m->exe_hint, m, pc, &c->hold,
+        if ((st = popci_exe_use_compiled(hint, m, pc, &c->hold,
                                          &used)) != POPC_OK) {
             popci_exe_cache_free(c);
             return st;
@@ -496,7 +391,7 @@ popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
     return POPC_OK;
 }
 
-void popci_exe_cache_end(popci_exe_cache *c, popc_model *m)
+static void cache_end(popci_exe_cache *c, popc_model *m)
 {
     if (!c)
         return;
@@ -516,3 +411,29 @@ void popci_exe_cache_end(popci_exe_cache *c, popc_model *m)
     }
     popci_exe_cache_free(c);
 }
+
+/* ---- the hooks of a model's compile ------------------------------------- */
+
+/* data: the executable popc_model_load_executable is loading (borrowed),
+** NULL otherwise; state: this compile's popci_exe_cache. */
+static popc_status hook_plan(void **state, popc_model *m, void **data,
+                             popc_tensor *const *inputs, int n,
+                             popci_plan_config *pc)
+{
+    return cache_begin(m, *data, inputs, n, pc, (popci_exe_cache **)state);
+}
+
+static void hook_end(void *state, popc_model *m, void **data, int ok)
+{
+    (void)data;
+    if (ok)
+        cache_end(state, m);
+    else
+        popci_exe_cache_free(state);
+}
+
+const popci_model_hooks popci_exe_hooks = {
+    .layer = "exe",
+    .compile_plan = hook_plan,
+    .compile_end = hook_end,
+};

@@ -1,15 +1,8 @@
-/* executable_priv.h - exported executables and the executable cache:
-** byte buffers (exe_bytes.c), the graph encoding (serialize.c), the file
-** container (executable.c) and the cache (exe_cache.c).
-**
-** Encoding: little-endian integers of fixed width, doubles as their IEEE
-** bits, strings as a u32 length, the bytes and a NUL (so a reader can hand
-** out pointers into the buffer). The file layout is documented in
-** docs/executable-format.md.
-**
-** Readers never trust a count: every read is bounds-checked and the first
-** failure sticks (rbuf.bad), so a parser reads on and checks once; counts
-** are also capped by the bytes left before anything is allocated.
+/* executable_priv.h - exported executables and the executable cache: the
+** file container (executable.c), its sections (exe_sections.c), loading
+** (exe_load.c), inspection (exe_describe.c) and the cache (exe_cache.c),
+** built on the core's byte encoding (core/graph/bytes_priv.h). The file
+** layout is documented in docs/executable-format.md.
 */
 #ifndef POPC_EXECUTABLE_PRIV_H
 #define POPC_EXECUTABLE_PRIV_H
@@ -20,84 +13,13 @@
 #include "popc/executable.h"
 #include "popc/graph.h"
 #include "popc/model.h"
+#include "core/graph/bytes_priv.h"
+#include "core/runtime/hooks_priv.h"
 #include "core/runtime/plan_priv.h"
 
-/* Version of the container layout; a file of another version is refused. */
-#define POPCI_EXE_FORMAT 1u
-
-/* ---- byte buffers (exe_bytes.c) ------------------------------------------ */
-
-typedef struct popci_wbuf {
-    unsigned char *buf;
-    size_t len, cap;
-    int oom;                   /* an append failed: the buffer is useless */
-} popci_wbuf;
-
-void popci_w_bytes(popci_wbuf *w, const void *p, size_t n);
-void popci_w_u8(popci_wbuf *w, unsigned v);
-void popci_w_u32(popci_wbuf *w, uint32_t v);
-void popci_w_u64(popci_wbuf *w, uint64_t v);
-void popci_w_i64(popci_wbuf *w, int64_t v);
-void popci_w_f64(popci_wbuf *w, double v);
-void popci_w_str(popci_wbuf *w, const char *s); /* NULL: empty string */
-/* dtype, rank and dims of v. */
-void popci_w_shape(popci_wbuf *w, const popc_view *v);
-/* dtype, rank, dims, byte count and the bytes (data NULL: zeros). */
-void popci_w_tensor(popci_wbuf *w, const popc_tensor *t);
-void popci_wbuf_free(popci_wbuf *w);
-
-typedef struct popci_rbuf {
-    const unsigned char *p;
-    size_t len, pos;
-    int bad;                   /* a read ran past the end or was malformed */
-    const char *why;           /* static: what was wrong first */
-    int depth;                 /* subgraph nesting of the current read */
-} popci_rbuf;
-
-/* Deepest nesting of subgraph attributes a reader accepts. */
-#define POPCI_MAX_SUBGRAPH_DEPTH 32
-
-const void *popci_r_bytes(popci_rbuf *r, size_t n); /* NULL when bad */
-unsigned popci_r_u8(popci_rbuf *r);
-uint32_t popci_r_u32(popci_rbuf *r);
-uint64_t popci_r_u64(popci_rbuf *r);
-int64_t popci_r_i64(popci_rbuf *r);
-double popci_r_f64(popci_rbuf *r);
-/* Borrowed pointer into the buffer (NUL-terminated); "" when bad. */
-const char *popci_r_str(popci_rbuf *r);
-/* A count of items of at least min_item bytes each; 0 and bad when more
-** than the bytes left could hold. */
-uint32_t popci_r_count(popci_rbuf *r, size_t min_item);
-/* A shape written by popci_w_shape into v (data NULL); 0 and bad when a
-** dtype, rank or dimension is out of range or the element count could
-** overflow. */
-int popci_r_shape(popci_rbuf *r, popc_view *v);
-/* A tensor written by popci_w_tensor (new, owned by the caller). NULL
-** and bad on a malformed one or out of memory (*st tells which). */
-popc_tensor *popci_r_tensor(popci_rbuf *r, popc_status *st);
-/* Mark r bad with a static reason; returns 0. */
-int popci_r_fail(popci_rbuf *r, const char *why);
-
-/* ---- graphs (serialize.c) ------------------------------------------------ */
-
-/* Initializers are written with shape only; reading gives zero tensors. */
-#define POPCI_SER_NO_WEIGHTS 1u
-
-/* Append g: every value, node, attribute, annotation, the outputs, the
-** buffer updates and the builder state (scopes, annotations, constant
-** counter). POPC_ENOMEM. */
-popc_status popci_graph_write(const popc_graph *g, unsigned flags,
-                              popci_wbuf *w);
-/* Read a graph written by popci_graph_write; ids, names and shapes are
-** restored as they were (no shape inference runs). POPC_EIO with the
-** reason for a malformed encoding (the caller names the file), or
-** POPC_ENOMEM. */
-popc_status popci_graph_read(popci_rbuf *r, popc_graph **out);
-
-/* FNV-1a, 64 bits, continued from h (start with POPCI_FNV_INIT);
-** exe_bytes.c. */
-#define POPCI_FNV_INIT 14695981039346656037ull
-uint64_t popci_fnv1a(uint64_t h, const void *p, size_t n);
+/* Version of the container layout; a file of another version is refused.
+** It is the encoding's (the graph section is popc_graph_serialize's). */
+#define POPCI_EXE_FORMAT POPCI_ENCODING_FORMAT
 
 /* ---- the file (executable.c) --------------------------------------------- */
 
@@ -233,30 +155,20 @@ popc_status popci_exe_get_tensors(const popci_exe *x, uint32_t tag, int *n,
                                   const char ***names, popc_tensor ***ts);
 void popci_exe_tensors_free(int n, const char **names, popc_tensor **ts);
 
-/* ---- hooks of model.c's compile (exe_cache.c) ---------------------------- */
+/* ---- the executable cache (exe_cache.c) -------------------------------- */
 
 typedef struct popci_exe_cache popci_exe_cache;
 
-/* What identifies a compiled model (PopTorch's cache hash): the graph
-** without weight values, the input signature, the compile options, the
-** optimizer's type and constants, and the versions of popc and the
-** plugins the graph uses. */
-popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
-                              int n, uint64_t *key);
+/* The hooks of a model's compile (core/runtime/hooks_priv.h). Before
+** planning, a compiled graph from popc_load (the layer's model data) or
+** from the executable cache (enableExecutableCaching / POPC_CACHE_DIR)
+** goes into pc->compiled; a miss keeps the entry's lock until the compile
+** ends, then writes the entry. Problems with the cache (unwritable
+** directory, corrupt entry) are warnings, never errors: the model compiles
+** as usual. */
+extern const popci_model_hooks popci_exe_hooks;
 
-/* Before planning: a compiled graph from popc_load (m->exe_hint) or from
-** the executable cache (enableExecutableCaching / POPC_CACHE_DIR) goes
-** into pc->compiled. A miss keeps the entry's lock until
-** popci_exe_cache_end. Problems with the cache (unwritable directory,
-** corrupt entry) are warnings, never errors: the model compiles as
-** usual. *out may be NULL when there is nothing to do. */
-popc_status popci_exe_cache_begin(popc_model *m, popc_tensor *const *inputs,
-                                  int n_inputs, popci_plan_config *pc,
-                                  popci_exe_cache **out);
-/* After a successful compile: log a hit, or write the entry of a miss
-** (warning on failure). Frees c. NULL-safe. */
-void popci_exe_cache_end(popci_exe_cache *c, popc_model *m);
-/* After a failed compile: release without writing. NULL-safe. */
+/* Release a cache handle without writing. NULL-safe. */
 void popci_exe_cache_free(popci_exe_cache *c);
 
 #endif /* POPC_EXECUTABLE_PRIV_H */

@@ -1,7 +1,7 @@
-/* exe_bytes.c - the byte buffers executable files and serialized graphs
-** are built from: appending little-endian integers, IEEE doubles, strings
-** and tensors, and reading them back with bounds checks that never trust
-** a count (see executable_priv.h); FNV-1a hashing for the cache key.
+/* bytes.c - the byte buffers serialized graphs and executable files are
+** built from: appending little-endian integers, IEEE doubles, strings and
+** tensors, and reading them back with bounds checks that never trust a
+** count (see bytes_priv.h); FNV-1a hashing for compile keys.
 */
 #include "config.h"
 
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/alloc_priv.h"
-#include "core/exe/executable_priv.h"
+#include "core/graph/bytes_priv.h"
 #include "core/tensor_priv.h"
 
 /* Largest list or string read from a file: far above any real graph,

@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "popc/executable.h"
 #include "core/alloc_priv.h"
-#include "core/exe/executable_priv.h"
+#include "core/graph/bytes_priv.h"
 #include "core/graph/graph_priv.h"
 
 /* ---- graph: writing -------------------------------------------------------- */
@@ -595,7 +594,7 @@ popc_status popc_graph_serialize(const popc_graph *g, void **data,
     /* a leading marker and the format version, so a stray buffer is told
     ** apart from a graph */
     popci_w_bytes(&w, "POPCGRF", 8);
-    popci_w_u32(&w, POPCI_EXE_FORMAT);
+    popci_w_u32(&w, POPCI_ENCODING_FORMAT);
     if ((st = popci_graph_write(g, 0, &w)) != POPC_OK) {
         popci_wbuf_free(&w);
         return st;
@@ -624,11 +623,11 @@ popc_status popc_graph_deserialize(const void *data, size_t size,
         return popc_set_error(POPC_EIO, "popc_graph_deserialize: the %zu "
                               "bytes are not a serialized popc graph (no "
                               "POPCGRF marker)", size);
-    if (version != POPCI_EXE_FORMAT)
+    if (version != POPCI_ENCODING_FORMAT)
         return popc_set_error(POPC_EUNSUPPORTED, "popc_graph_deserialize: "
                               "graph format version %u; this popc reads "
                               "version %u", (unsigned)version,
-                              (unsigned)POPCI_EXE_FORMAT);
+                              (unsigned)POPCI_ENCODING_FORMAT);
     if ((st = popci_graph_read(&r, out)) != POPC_OK)
         return popc_set_error(st, "popc_graph_deserialize: %s",
                               popc_last_error());

@@ -1,8 +1,9 @@
 /* profile_priv.h - what the model records about compiles and runs
-** (core/profile/profile_stats.c), the run trace the executor fills
-** (core/runtime/batching.c calls popci_trace_*), the enableProfiling files
-** (core/profile/profile.c, core/profile/profile_html.c) and the compile progress bar
-** (core/profile/progress.c). The public side is popc/profile.h.
+** (profile/profile_stats.c), from the run trace the executor fills
+** (core/runtime/hooks_priv.h), the enableProfiling files
+** (profile/profile.c, profile/profile_html.c) and the compile progress bar
+** (profile/progress.c); profile_hooks.c connects them to a model. The
+** public side is popc/profile.h.
 **
 ** A model owns one popci_profile, created by its first compile and reset
 ** by every compile. Nothing here is shared between models or threads
@@ -17,17 +18,10 @@
 #include "popc/options.h"
 #include "popc/profile.h"
 #include "core/runtime/exec_priv.h"
+#include "core/runtime/hooks_priv.h"
 #include "core/graph/graph_priv.h"
 
 /* ---- progress.c --------------------------------------------------------- */
-
-enum {
-    POPCI_PHASE_VERIFY = 0,    /* inputs, options, backend lookup */
-    POPCI_PHASE_PLAN,          /* verification, autodiff (training),
-                                  schedule and memory plan: popci_plan_new */
-    POPCI_PHASE_BACKEND,       /* the backend's compile, device buffers */
-    POPCI_PHASES
-};
 
 typedef struct popci_progress {
     int on;                    /* showCompilationProgressBar */
@@ -51,26 +45,6 @@ void popci_progress_phase(popci_progress *p, int phase);
 void popci_progress_end(popci_progress *p, int ok);
 /* "verify", "plan" / "autodiff and plan", "backend compile". */
 const char *popci_progress_phase_name(int phase, int training);
-
-/* ---- the run trace (profile_stats.c; filled by batching.c) -------------- */
-
-/* Absolute popci_exec_now() times of one run. A task is (replica r, phase
-** p, micro-batch mb of the run). */
-struct popci_trace {
-    int64_t micro_batches;     /* per replica */
-    int64_t windows;           /* optimizer steps per run (training) */
-    int replicas, phases;
-    double *task;              /* 4 per task, at ((mb * R + r) * P + p) */
-    double *step;              /* 2 per optimizer step */
-};
-
-/* ts: the task began (before its inputs were fed), ts[1] its nodes
-** started, ts[2] they ended, ts[3] it was done (outputs gathered and
-** gradients accumulated on the last phase). */
-void popci_trace_task(popci_trace *t, int r, int p, int64_t mb,
-                      const double ts[4]);
-/* The optimizer step after window w ran from t0 to t1. */
-void popci_trace_step(popci_trace *t, int64_t w, double t0, double t1);
 
 /* ---- profile_stats.c ---------------------------------------------------- */
 
@@ -104,6 +78,11 @@ typedef struct popci_profile {
 } popci_profile;
 
 void popci_profile_free(popci_profile *p); /* NULL-safe */
+
+/* The hooks of a model's compiles and runs (core/runtime/hooks_priv.h;
+** profile_hooks.c): the progress of each compile, then the model's
+** popci_profile, kept as the layer's model data. */
+extern const popci_model_hooks popci_profile_hooks;
 
 /* After a compile of m gave e (m->exec is not set yet): reset every run
 ** figure, size the trace, compute the cycles of a run and, with

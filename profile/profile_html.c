@@ -21,7 +21,7 @@
 
 #include <string.h>
 
-#include "core/profile/profile_priv.h"
+#include "profile/profile_priv.h"
 
 static const char *const head[] = {
     "<!DOCTYPE html>",

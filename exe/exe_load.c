@@ -3,9 +3,9 @@
 ** model queries tools need to drive a loaded model.
 **
 ** popc_load and popc_model_load_executable compile through the ordinary
-** popc_model_compile with m->exe_hint pointing at the file, so the plan is
-** built from the file's compiled graph (exe_cache.c) and every check of a
-** compile still runs (backend, memory, pipeline).
+** popc_model_compile with the layer's model data pointing at the file, so
+** the plan is built from the file's compiled graph (exe_cache.c) and
+** every check of a compile still runs (backend, memory, pipeline).
 */
 #include "config.h"
 
@@ -23,7 +23,7 @@
 #include "popc/registry.h"
 #include "popc/version.h"
 #include "core/alloc_priv.h"
-#include "core/exe/executable_priv.h"
+#include "exe/executable_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/options/options_priv.h"
@@ -149,15 +149,19 @@ static void free_inputs(int n, popc_tensor **ts)
 /* Compile m for the file's inputs, from its compiled graph. */
 static popc_status compile_from(popc_model *m, popci_exe *x)
 {
+    void **hint = popci_model_layer_data(m, &popci_exe_hooks);
     popc_tensor **in = NULL;
     int n = 0;
     popc_status st;
 
+    if (!hint)
+        return popc_set_error(POPC_EINTERNAL, "popc_load: the exe layer's "
+                              "hooks are not in libpopc's layer table");
     if ((st = input_tensors(x, &n, &in)) != POPC_OK)
         return st;
-    m->exe_hint = x;
+    *hint = x;
     st = popc_model_compile(m, in, n);
-    m->exe_hint = NULL;
+    *hint = NULL;
     free_inputs(n, in);
     return st;
 }

@@ -30,7 +30,7 @@
 #include "popc/version.h"
 #include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
-#include "core/exe/executable_priv.h"
+#include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/optimizer/optimizer_priv.h"

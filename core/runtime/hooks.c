@@ -1,0 +1,123 @@
+/* hooks.c - the core's side of the layer hooks (hooks_priv.h): it calls
+** every table of popci_layer_hooks in order and gives each its slot of
+** the model.
+*/
+#include "config.h"
+
+#include <stddef.h>
+
+#include "core/runtime/hooks_priv.h"
+#include "core/runtime/model_priv.h"
+
+#define EACH(i, h)                                                          \
+    for (int i = 0; i < POPCI_MAX_LAYERS && popci_layer_hooks[i]; i++)      \
+        for (const popci_model_hooks *h = popci_layer_hooks[i]; h; h = NULL)
+
+popc_status popci_hooks_compile_begin(popc_model *m, popci_compile_states *cs)
+{
+    popc_status st;
+
+    EACH(i, h) {
+        cs->state[i] = NULL;
+        if (h->compile_begin &&
+            (st = h->compile_begin(m, &m->layer_data[i], &cs->state[i])) !=
+                POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+void popci_hooks_compile_phase(popci_compile_states *cs, int phase)
+{
+    EACH(i, h) {
+        if (h->compile_phase)
+            h->compile_phase(cs->state[i], phase);
+    }
+}
+
+popc_status popci_hooks_compile_plan(popci_compile_states *cs, popc_model *m,
+                                     popc_tensor *const *inputs, int n,
+                                     popci_plan_config *pc)
+{
+    popc_status st;
+
+    EACH(i, h) {
+        if (h->compile_plan &&
+            (st = h->compile_plan(&cs->state[i], m, &m->layer_data[i],
+                                  inputs, n, pc)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+popc_status popci_hooks_compiled(popci_compile_states *cs, popc_model *m,
+                                 const popci_exec *e)
+{
+    popc_status st;
+
+    EACH(i, h) {
+        if (h->compiled &&
+            (st = h->compiled(cs->state[i], m, &m->layer_data[i], e)) !=
+                POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+void popci_hooks_compile_end(popci_compile_states *cs, popc_model *m, int ok)
+{
+    EACH(i, h) {
+        if (h->compile_end)
+            h->compile_end(cs->state[i], m, &m->layer_data[i], ok);
+        cs->state[i] = NULL;
+    }
+}
+
+popci_trace *popci_hooks_run_begin(popc_model *m)
+{
+    popci_trace *trace = NULL;
+
+    EACH(i, h) {
+        popci_trace *t = h->run_begin ? h->run_begin(m, &m->layer_data[i])
+                                      : NULL;
+        if (!trace)
+            trace = t;
+    }
+    return trace;
+}
+
+void popci_hooks_run_end(popc_model *m, double t0)
+{
+    EACH(i, h) {
+        if (h->run_end)
+            h->run_end(m, &m->layer_data[i], t0);
+    }
+}
+
+void popci_hooks_model_free(popc_model *m)
+{
+    EACH(i, h) {
+        if (h->model_free)
+            h->model_free(m, &m->layer_data[i]);
+        m->layer_data[i] = NULL;
+    }
+}
+
+void **popci_model_layer_data(popc_model *m, const popci_model_hooks *h)
+{
+    EACH(i, t) {
+        if (t == h)
+            return m ? &m->layer_data[i] : NULL;
+    }
+    return NULL;
+}
+
+const void *popci_model_layer_data_c(const popc_model *m,
+                                     const popci_model_hooks *h)
+{
+    EACH(i, t) {
+        if (t == h)
+            return m ? m->layer_data[i] : NULL;
+    }
+    return NULL;
+}
