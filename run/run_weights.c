@@ -8,17 +8,21 @@
 ** tensors) and state.ini (step, data position, shuffle state, and a
 ** fingerprint of the run settings).
 **
-** Both are built in "<dir>.tmp-<pid>" and then swapped with the old
+** Both are built in "<dir>.tmp-<pid>.<n>" and then swapped with the old
 ** directory in one renameat2(RENAME_EXCHANGE), so a process killed at
 ** any point leaves a complete old or a complete new directory; the old
-** copy is removed afterwards. A .tmp-<pid> directory left by a killed
-** process is removed by the next save to the same place.
+** copy is removed afterwards. <n> counts the saves of the process, so
+** threads saving to the same place never share a temporary. A .tmp-<pid>
+** directory left by a killed process is removed by the next save to the
+** same place.
 */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +48,18 @@ static int is_dir(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-/* A fresh, empty "<dir>.tmp-<pid>". */
+/* Numbers the temporaries of this process: a name shared by two threads
+** saving to one dir would let each delete or swap in the other's files. */
+static atomic_ulong tmp_serial;
+
+/* Serialises the swaps of this process: two threads in the two-rename
+** fallback below would otherwise move each other's directories away. */
+static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fresh, empty "<dir>.tmp-<pid>.<n>". */
 static popc_status make_tmp_dir(const char *dir, char **out)
 {
-    char *tmp = popci_malloc(strlen(dir) + 32);
+    char *tmp = popci_malloc(strlen(dir) + 48);
     struct stat sb;
 
     *out = NULL;
@@ -61,7 +73,10 @@ static popc_status make_tmp_dir(const char *dir, char **out)
                               dir);
     }
     popci_remove_stale_temps(dir);
-    sprintf(tmp, "%s.tmp-%ld", dir, (long)getpid());
+    sprintf(tmp, "%s.tmp-%ld.%lu", dir, (long)getpid(),
+            atomic_fetch_add(&tmp_serial, 1));
+    /* no thread of ours owns this name: what is there was left by a dead
+    ** process that had our pid */
     popci_remove_tree(tmp);
     if (mkdir(tmp, 0777) != 0) {
         popc_status st = popc_set_error(POPC_EIO, "%s: cannot create: %s",
@@ -74,17 +89,21 @@ static popc_status make_tmp_dir(const char *dir, char **out)
 }
 
 /* Put the finished tmp directory at dir, atomically when the system can
-** exchange two names. */
-static popc_status swap_into_place(const char *tmp, const char *dir)
+** exchange two names. tmp is "<dir>.tmp-<suffix>" (make_tmp_dir). */
+static popc_status swap_locked(const char *tmp, const char *dir)
 {
     char *old;
+    int err;
 
+    /* a dir another process puts there before the rename is replaced
+    ** like an old one */
     if (!is_dir(dir)) {
-        if (rename(tmp, dir) != 0)
+        if (rename(tmp, dir) == 0)
+            return POPC_OK;
+        if (errno != ENOTEMPTY && errno != EEXIST)
             return popc_set_error(POPC_EIO, "%s: cannot rename %s into "
                                   "place: %s",
                                   dir, tmp, strerror(errno));
-        return POPC_OK;
     }
 #ifdef RENAME_EXCHANGE
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
@@ -93,19 +112,39 @@ static popc_status swap_into_place(const char *tmp, const char *dir)
     }
 #endif
     /* no exchange on this file system: two renames, a short window */
-    if (!(old = popci_malloc(strlen(dir) + 32)))
+    if (!(old = popci_malloc(strlen(tmp) + 1)))
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", dir);
-    sprintf(old, "%s.old-%ld", dir, (long)getpid());
+    sprintf(old, "%s.old-%s", dir, tmp + strlen(dir) + strlen(".tmp-"));
     popci_remove_tree(old);
-    if (rename(dir, old) != 0 || rename(tmp, dir) != 0) {
-        popc_status st = popc_set_error(POPC_EIO, "%s: cannot replace: %s",
-                                        dir, strerror(errno));
+    if (rename(dir, old) != 0 && errno != ENOENT) {
+        err = errno;
         free(old);
-        return st;
+        return popc_set_error(POPC_EIO, "%s: cannot move the old directory "
+                              "aside: %s", dir, strerror(err));
+    }
+    if (rename(tmp, dir) != 0) {
+        err = errno;
+        /* put the old one back; when another process's dir is there
+        ** now, the old one is superseded and goes */
+        if (rename(old, dir) != 0 && is_dir(dir))
+            popci_remove_tree(old);
+        free(old);
+        return popc_set_error(POPC_EIO, "%s: cannot rename %s into place: "
+                              "%s", dir, tmp, strerror(err));
     }
     popci_remove_tree(old);
     free(old);
     return POPC_OK;
+}
+
+static popc_status swap_into_place(const char *tmp, const char *dir)
+{
+    popc_status st;
+
+    pthread_mutex_lock(&swap_lock);
+    st = swap_locked(tmp, dir);
+    pthread_mutex_unlock(&swap_lock);
+    return st;
 }
 
 /* dir/<escaped name>.npy into buf. */

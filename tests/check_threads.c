@@ -10,6 +10,7 @@
 */
 #include "config.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "popc/layers.h"
 #include "popc/popc.h"
+#include "popc/run.h"
 
 #define THREADS 4
 #define STEPS 3
@@ -289,6 +291,152 @@ START_TEST(errors_are_per_thread)
 }
 END_TEST
 
+/* Two threads saving different models into the same weights directory:
+** each save builds its own temporary directory, so both succeed and the
+** directory always holds one model's complete set, never a mix, with no
+** temporary left next to it. */
+#define SAVES 5
+
+typedef struct saver {
+    popc_model *m;
+    const char *dir;
+    popc_status st[SAVES];
+    char error[512];
+} saver;
+
+static void *save_weights(void *p)
+{
+    saver *s = p;
+
+    for (int i = 0; i < SAVES; i++)
+        if ((s->st[i] = popc_weights_save(s->m, s->dir)) != POPC_OK &&
+            !s->error[0])
+            snprintf(s->error, sizeof s->error, "%s", popc_last_error());
+    return NULL;
+}
+
+static popc_model *inference_model(uint64_t seed)
+{
+    popc_graph *g = NULL;
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+
+    ck_assert_int_eq(build(seed, 0, &g), POPC_OK);
+    ck_assert_int_eq(popc_options_new(&o), POPC_OK);
+    ck_assert_int_eq(popc_options_set(o, "backend", "cpu"), POPC_OK);
+    ck_assert_msg(popc_model_new_inference(g, o, &m) == POPC_OK, "%s",
+                  popc_last_error());
+    popc_options_free(o);
+    popc_graph_free(g);
+    return m;
+}
+
+/* The bytes of path (at most size); -1 when it cannot be read. */
+static long read_all(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+
+    if (!f)
+        return -1;
+    n = (long)fread(buf, 1, size, f);
+    fclose(f);
+    return n;
+}
+
+/* Whether every file of dir is byte-equal to the file of that name in ref
+** and both hold the same number of files. */
+static int same_files(const char *dir, const char *ref)
+{
+    static char a[1 << 16], b[1 << 16];
+    char pa[1024], pb[1024];
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n_dir = 0, n_ref = 0, same = d != NULL;
+
+    while (same && (e = readdir(d))) {
+        long la, lb;
+
+        if (e->d_name[0] == '.')
+            continue;
+        n_dir++;
+        snprintf(pa, sizeof pa, "%s/%s", dir, e->d_name);
+        snprintf(pb, sizeof pb, "%s/%s", ref, e->d_name);
+        la = read_all(pa, a, sizeof a);
+        lb = read_all(pb, b, sizeof b);
+        same = la >= 0 && la == lb && memcmp(a, b, (size_t)la) == 0;
+    }
+    if (d)
+        closedir(d);
+    if (!(d = opendir(ref)))
+        return 0;
+    while ((e = readdir(d)))
+        n_ref += e->d_name[0] != '.';
+    closedir(d);
+    return same && n_dir == n_ref;
+}
+
+/* Entries of dir named like popc's temporaries. */
+static int temps_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)))
+        n += strstr(e->d_name, ".tmp-") != NULL ||
+             strstr(e->d_name, ".old-") != NULL;
+    closedir(d);
+    return n;
+}
+
+START_TEST(weights_saved_to_one_dir_from_two_threads)
+{
+    char top[256], dir[320], ref[2][320], cmd[400];
+    popc_model *m[2] = {inference_model(3), inference_model(4)};
+
+    snprintf(top, sizeof top, "%s/popc-threads-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(top));
+    snprintf(dir, sizeof dir, "%s/w", top);
+    for (int i = 0; i < 2; i++) {
+        snprintf(ref[i], sizeof ref[i], "%s/ref%d", top, i);
+        ck_assert_msg(popc_weights_save(m[i], ref[i]) == POPC_OK, "%s",
+                      popc_last_error());
+    }
+    ck_assert(!same_files(ref[0], ref[1]));
+    for (int round = 0; round < 20; round++) {
+        saver s[2];
+        pthread_t t[2];
+
+        for (int i = 0; i < 2; i++) {
+            memset(&s[i], 0, sizeof s[i]);
+            s[i].m = m[i];
+            s[i].dir = dir;
+            ck_assert_int_eq(pthread_create(&t[i], NULL, save_weights,
+                                            &s[i]),
+                             0);
+        }
+        for (int i = 0; i < 2; i++)
+            ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < SAVES; k++)
+                ck_assert_msg(s[i].st[k] == POPC_OK,
+                              "round %d, thread %d, save %d: %s", round, i,
+                              k, s[i].error);
+        ck_assert_msg(same_files(dir, ref[0]) || same_files(dir, ref[1]),
+                      "round %d: %s holds neither model's weights", round,
+                      dir);
+        ck_assert_int_eq(temps_in(top), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        popc_model_free(m[i]);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *threads_suite(void)
 {
     Suite *s = suite_create("threads");
@@ -297,6 +445,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, models_in_parallel_threads);
     tcase_add_test(tc, errors_are_per_thread);
     tcase_add_test(tc, lookups_while_loading);
+    tcase_add_test(tc, weights_saved_to_one_dir_from_two_threads);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     return s;

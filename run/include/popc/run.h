@@ -177,12 +177,13 @@ POPC_API POPC_NODISCARD popc_status popc_run_register_model_format(
 ** the file (a directory written for another model). */
 
 /* Save every weight and buffer of m (copied from the device first) into
-** dir, built as "<dir>.tmp-<pid>" and swapped into place; leftovers of
-** dead processes next to dir are removed. Returns POPC_OK, POPC_EINVAL (m
-** or dir NULL), POPC_EIO (dir is a file; create, write or rename fails),
-** POPC_ENOMEM, or the error of copying from the device. Not thread-safe
-** on one model, nor for one dir from two threads of a process (they
-** share the temporary name). Since 0.1.0. */
+** dir, built as "<dir>.tmp-<pid>.<n>" (n unique per call) and swapped
+** into place; leftovers of dead processes next to dir are removed.
+** Returns POPC_OK, POPC_EINVAL (m or dir NULL), POPC_EIO (dir is a file;
+** create, write or rename fails), POPC_ENOMEM, or the error of copying
+** from the device. Not thread-safe on one model; threads saving other
+** models to one dir may run at once: each swaps in a complete set and
+** the last swap wins. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_weights_save(popc_model *m,
     const char *dir);
 
