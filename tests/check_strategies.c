@@ -326,6 +326,40 @@ START_TEST(block_context)
 }
 END_TEST
 
+/* A clone carries the Block context: after popc_block_end it refuses ops
+** as the original does, and its next automatic block id follows the
+** original's. */
+START_TEST(block_context_survives_clone)
+{
+    popc_graph *g = NULL, *c = NULL;
+    int64_t d[2] = {1, 4};
+    int x, a, b;
+    popc_annotations an;
+
+    OK(popc_graph_new("blocks", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x));
+    OK(popc_block_begin(g, NULL, 0));
+    OK(popc_graph_add_node(g, NULL, "Relu", 0, &x, 1, &a, 1, NULL, 0, NULL,
+                           NULL));
+    OK(popc_block_end(g));
+    OK(popc_graph_clone(g, &c));
+    expect(popc_graph_add_node(c, NULL, "Relu", 0, &a, 1, &b, 1, NULL, 0,
+                               NULL, NULL),
+           POPC_ESTATE, "No active Block");
+    OK(popc_block_begin(c, NULL, -1));
+    OK(popc_graph_add_node(c, NULL, "Relu", 0, &a, 1, &b, 1, NULL, 0, NULL,
+                           NULL));
+    an = popc_graph_node_annotations(c, popc_graph_value_producer(c, b));
+    ck_assert_str_eq(an.block, "1");
+    /* the clone's blocks are its own: the original still refuses ops */
+    expect(popc_graph_add_node(g, NULL, "Relu", 0, &a, 1, &b, 1, NULL, 0,
+                               NULL, NULL),
+           POPC_ESTATE, "No active Block");
+    popc_graph_free(c);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(explicit_stage_lists)
 {
     spec s = {1, {"A", "B", "C"}, {-1, -1, -1}, 0, 0};
@@ -1309,6 +1343,7 @@ int main(void)
     tcase_set_timeout(run_tc, 300);
     tcase_set_timeout(rep, 120);
     tcase_add_test(blocks, block_context);
+    tcase_add_test(blocks, block_context_survives_clone);
     tcase_add_test(blocks, explicit_stage_lists);
     tcase_add_test(blocks, auto_stages_and_depth);
     tcase_add_test(blocks, ini_placement_keys);

@@ -209,6 +209,9 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
     if ((st = popci_annot_copy(&c->annot, &g->annot)) != POPC_OK)
         goto fail;
     c->n_constants = g->n_constants;
+    /* a clone of a graph whose Block ended must refuse ops as it does */
+    c->block_ended = g->block_ended;
+    c->block_next_id = g->block_next_id;
     if (g->origin && !(c->origin = popci_strdup(g->origin))) {
         st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
         goto fail;

@@ -65,9 +65,10 @@ POPC_API POPC_NODISCARD popc_status popc_graph_new(const char *name,
 ** tensors (references the caller holds stay valid). Not thread-safe on
 ** one graph: no other thread may be using g. Since 0.1.0. */
 POPC_API void popc_graph_free(popc_graph *g); /* NULL-safe */
-/* Deep copy: weights are copied, not shared; the origin mark, name scope
-** and current annotations are kept. The caller owns *out and frees it
-** with popc_graph_free(). POPC_OK, POPC_EINVAL (g or out NULL),
+/* Deep copy: weights are copied, not shared; the origin mark, name scope,
+** current annotations and Block context (popc/blocks.h: whether a block
+** ended, the next automatic block id) are kept. The caller owns *out and
+** frees it with popc_graph_free(). POPC_OK, POPC_EINVAL (g or out NULL),
 ** POPC_ENOMEM. Safe from any thread while no thread changes g.
 ** Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_graph_clone(const popc_graph *g,
