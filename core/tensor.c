@@ -382,6 +382,20 @@ static inline uint8_t sat_u8(double v)
     return (uint8_t)v;
 }
 
+/* The same for the other integer targets, [lo, hi] within int64 (both
+** exact as doubles up to 32 bits; for int64, hi rounds up to 2^63, which
+** the >= keeps out of the conversion). */
+static inline int64_t sat_range(double v, int64_t lo, int64_t hi)
+{
+    if (v != v)
+        return 0;
+    if (v <= (double)lo)
+        return lo;
+    if (v >= (double)hi)
+        return hi;
+    return (int64_t)v;
+}
+
 /* One tight loop per (source, destination) pair: EXPR uses `v`. */
 #define CAST_LOOP(ST, DT, EXPR)                                             \
     do {                                                                    \
@@ -490,8 +504,7 @@ static int64_t load_int(popc_dtype dt, const void *p, int64_t i)
     }
 }
 
-/* Integer destinations wrap, as in NumPy; a float source is first
-** truncated toward zero (NaN gives 0). */
+/* From an integer source: integer destinations wrap, as in NumPy. */
 static void store_int(popc_dtype dt, void *p, int64_t i, int64_t v)
 {
     switch (dt) {
@@ -508,6 +521,9 @@ static void store_int(popc_dtype dt, void *p, int64_t i, int64_t v)
     }
 }
 
+/* v comes from a float source or goes to a float destination. Integer
+** destinations saturate, each to its own range, as the tight loops do:
+** going through int64 first would wrap a value beyond a narrower type. */
 static void store_float(popc_dtype dt, void *p, int64_t i, double v)
 {
     switch (dt) {
@@ -516,12 +532,27 @@ static void store_float(popc_dtype dt, void *p, int64_t i, double v)
     case POPC_DTYPE_F64: ((double *)p)[i] = v; break;
     case POPC_DTYPE_BF16: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
     case POPC_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case POPC_DTYPE_I8:
+        ((int8_t *)p)[i] = (int8_t)sat_range(v, INT8_MIN, INT8_MAX);
+        break;
+    case POPC_DTYPE_I16:
+        ((int16_t *)p)[i] = (int16_t)sat_range(v, INT16_MIN, INT16_MAX);
+        break;
+    case POPC_DTYPE_I32: ((int32_t *)p)[i] = sat_i32(v); break;
+    case POPC_DTYPE_I64: ((int64_t *)p)[i] = sat_i64(v); break;
+    case POPC_DTYPE_U8: ((uint8_t *)p)[i] = sat_u8(v); break;
+    case POPC_DTYPE_U16:
+        ((uint16_t *)p)[i] = (uint16_t)sat_range(v, 0, UINT16_MAX);
+        break;
+    case POPC_DTYPE_U32:
+        ((uint32_t *)p)[i] = (uint32_t)sat_range(v, 0, UINT32_MAX);
+        break;
     case POPC_DTYPE_U64:
         ((uint64_t *)p)[i] = v != v || v <= 0.0 ? 0u
                              : v >= 18446744073709551615.0 ? UINT64_MAX
                                                           : (uint64_t)v;
         break;
-    default: store_int(dt, p, i, sat_i64(v)); break;
+    default: break;
     }
 }
 

@@ -3,6 +3,7 @@
 ** comparison, description and argument errors. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -472,6 +473,137 @@ START_TEST(cast_float_to_int_truncates_and_saturates)
 }
 END_TEST
 
+/* Every float dtype into every integer dtype: truncation toward zero,
+** NaN to 0, and values beyond the target's range (infinities included)
+** saturate to its min or max, whichever path the pair takes. */
+typedef struct int_range {
+    popc_dtype dt;
+    int64_t lo;  /* signed targets */
+    uint64_t hi;
+    int is_signed;
+} int_range;
+
+static const int_range int_ranges[] = {
+    {POPC_DTYPE_I8, INT8_MIN, INT8_MAX, 1},
+    {POPC_DTYPE_I16, INT16_MIN, INT16_MAX, 1},
+    {POPC_DTYPE_I32, INT32_MIN, INT32_MAX, 1},
+    {POPC_DTYPE_I64, INT64_MIN, INT64_MAX, 1},
+    {POPC_DTYPE_U8, 0, UINT8_MAX, 0},
+    {POPC_DTYPE_U16, 0, UINT16_MAX, 0},
+    {POPC_DTYPE_U32, 0, UINT32_MAX, 0},
+    {POPC_DTYPE_U64, 0, UINT64_MAX, 0},
+};
+
+/* Element i of an integer tensor, sign- or zero-extended. */
+static uint64_t int_bits(const popc_tensor *t, int64_t i)
+{
+    const void *p = popc_tensor_cdata(t);
+
+    switch (popc_tensor_dtype(t)) {
+    case POPC_DTYPE_I8: return (uint64_t)(int64_t)((const int8_t *)p)[i];
+    case POPC_DTYPE_I16: return (uint64_t)(int64_t)((const int16_t *)p)[i];
+    case POPC_DTYPE_I32: return (uint64_t)(int64_t)((const int32_t *)p)[i];
+    case POPC_DTYPE_I64: return (uint64_t)((const int64_t *)p)[i];
+    case POPC_DTYPE_U8: return ((const uint8_t *)p)[i];
+    case POPC_DTYPE_U16: return ((const uint16_t *)p)[i];
+    case POPC_DTYPE_U32: return ((const uint32_t *)p)[i];
+    case POPC_DTYPE_U64: return ((const uint64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+/* What x becomes in r, as int_bits gives it. */
+static uint64_t saturated(double x, const int_range *r)
+{
+    if (isnan(x))
+        return 0;
+    if (r->is_signed) {
+        if (x <= (double)r->lo)
+            return (uint64_t)r->lo;
+        if (x >= (double)r->hi)
+            return r->hi;
+        return (uint64_t)(int64_t)x;
+    }
+    if (x <= 0.0)
+        return 0;
+    if (x >= (double)r->hi)
+        return r->hi;
+    return (uint64_t)x;
+}
+
+/* Element i of a float tensor, exactly. */
+static double float_at(const popc_tensor *t, int64_t i)
+{
+    const uint16_t *h = popc_tensor_cdata(t);
+
+    switch (popc_tensor_dtype(t)) {
+    case POPC_DTYPE_F32: return ((const float *)h)[i];
+    case POPC_DTYPE_F16: return popc_f16_to_f32(h[i]);
+    case POPC_DTYPE_F64: return ((const double *)h)[i];
+    case POPC_DTYPE_BF16: return from_bits((uint32_t)h[i] << 16);
+    default: return NAN;
+    }
+}
+
+START_TEST(cast_float_to_every_int_saturates)
+{
+    static const popc_dtype floats[] = {POPC_DTYPE_F32, POPC_DTYPE_F16,
+                                        POPC_DTYPE_F64, POPC_DTYPE_BF16};
+    /* in range for some targets and beyond others' max or min */
+    static const double vals[] = {
+        3.75, -3.75, 0.5, -0.5, 127.0, 128.0, -128.0, -129.0, 255.9, 300.0,
+        32767.0, -32769.0, 65535.0, 70000.0, -70000.0, 3e9, -3e9, 5e9,
+        9.3e18, -9.3e18, 1e19, 2e19, 3e38, -3e38, 1e300, -1e300, INFINITY,
+        -INFINITY, NAN};
+    const int64_t n = (int64_t)(sizeof vals / sizeof vals[0]);
+
+    for (size_t a = 0; a < sizeof floats / sizeof floats[0]; a++) {
+        popc_tensor *src = NULL;
+
+        ASSERT_OK(popc_tensor_new(floats[a], &n, 1, &src));
+        for (int64_t i = 0; i < n; i++) {
+            double v = vals[i];
+            void *p = popc_tensor_data(src);
+
+            /* beyond float32 is infinity there (a C conversion would be
+            ** undefined) */
+            if (floats[a] != POPC_DTYPE_F64 && fabs(v) > 3.4e38)
+                v = v > 0 ? INFINITY : -INFINITY;
+            switch (floats[a]) {
+            case POPC_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+            case POPC_DTYPE_F16:
+                ((uint16_t *)p)[i] = popc_f32_to_f16((float)v);
+                break;
+            case POPC_DTYPE_F64: ((double *)p)[i] = v; break;
+            default:
+                ((uint16_t *)p)[i] = (uint16_t)(bits((float)v) >> 16);
+                break;
+            }
+        }
+        for (size_t b = 0; b < sizeof int_ranges / sizeof int_ranges[0];
+             b++) {
+            const int_range *r = &int_ranges[b];
+            popc_tensor *dst = NULL;
+
+            ASSERT_OK(popc_tensor_cast(src, r->dt, &dst));
+            for (int64_t i = 0; i < n; i++) {
+                double x = float_at(src, i);
+                uint64_t got = int_bits(dst, i), want = saturated(x, r);
+
+                ck_assert_msg(got == want,
+                              "%s -> %s: %g gives %" PRId64 " (%" PRIu64
+                              "), want %" PRId64 " (%" PRIu64 ")",
+                              popc_dtype_name(floats[a]),
+                              popc_dtype_name(r->dt), x, (int64_t)got,
+                              got, (int64_t)want, want);
+            }
+            popc_tensor_free(dst);
+        }
+        popc_tensor_free(src);
+    }
+}
+END_TEST
+
 START_TEST(cast_int_wraps_and_to_bool)
 {
     const int64_t in[] = {-1, 256, 257, 4294967297LL, 0, -0x80000001LL};
@@ -681,6 +813,7 @@ static Suite *tensor_suite(void)
     tc = tcase_create("cast");
     tcase_add_test(tc, cast_every_pair_small_values);
     tcase_add_test(tc, cast_float_to_int_truncates_and_saturates);
+    tcase_add_test(tc, cast_float_to_every_int_saturates);
     tcase_add_test(tc, cast_int_wraps_and_to_bool);
     tcase_add_test(tc, cast_f16_bool_and_negative_zero);
     tcase_add_test(tc, cast_errors);

@@ -85,8 +85,8 @@ POPC_API popc_view popc_tensor_view(popc_tensor *t);
 
 /* Converting copy into a new tensor of dtype dt, owned by the caller (the
 ** same dtype gives a clone). Float to integer truncates toward zero (NaN
-** gives 0); values outside the target's range saturate for int64 and
-** uint64, and for int32 and uint8 from float32 or float16, else wrap.
+** gives 0); values outside the target's range, infinities included,
+** saturate to its min or max, for every float and integer dtype.
 ** Integer to a narrower integer wraps as in NumPy; any value to bool is
 ** (v != 0); to float16 rounds to nearest even. POPC_OK, POPC_EINVAL (t or
 ** out NULL, unknown dtype), POPC_ENOMEM. Any thread, while no thread
