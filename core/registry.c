@@ -317,10 +317,6 @@ popc_status popc_registry_new(popc_registry **out)
         return popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
     pthread_rwlock_init(&r->lock, NULL);
     pthread_mutex_init(&r->load_lock, NULL);
-    if (!(r->problems = dup_str(""))) {
-        st = popc_set_error(POPC_ENOMEM, "popc_registry_new: out of memory");
-        goto fail;
-    }
     if ((st = popci_loader_init()) != POPC_OK)
         goto fail;
     r->ltdl_ready = 1;
@@ -371,7 +367,12 @@ void popc_registry_free(popc_registry *r)
         plugin_free(p);
     }
     free(r->plugins);
-    free(r->problems);
+    while (r->problems) {
+        popci_problems *prev = r->problems->prev;
+
+        free(r->problems);
+        r->problems = prev;
+    }
     if (r->ltdl_ready)
         popci_loader_exit();
     pthread_rwlock_destroy(&r->lock);
@@ -397,21 +398,35 @@ static void unlock(const popc_registry *r)
     pthread_rwlock_unlock((pthread_rwlock_t *)&r->lock);
 }
 
-/* Appends the last error to the problems (write lock held). */
+/* Appends the last error to the problems (write lock held), in a new
+** version: readers on other threads may hold the current one. */
 static void add_problem(popc_registry *r)
 {
+    static const char full[] = "(further problems are only logged)";
     const char *msg = popc_last_error();
-    size_t n = strlen(msg);
-    char *p;
+    size_t n = strlen(msg), len = r->problems ? r->problems->len : 0;
+    int last = 0;
+    popci_problems *p;
 
     popc_log(POPC_LOG_WARN, "%s", msg);
-    if (!(p = popci_realloc(r->problems, r->problems_len + n + 2)))
+    if (r->problems_full)
+        return;
+    if (len + n + 1 + sizeof full > POPCI_PROBLEMS_MAX) {
+        msg = full;
+        n = sizeof full - 1;
+        last = 1;
+    }
+    if (!(p = popci_malloc(sizeof *p + len + n + 2)))
         return; /* the log line above still tells */
-    memcpy(p + r->problems_len, msg, n);
-    p[r->problems_len + n] = '\n';
-    p[r->problems_len + n + 1] = '\0';
+    if (len)
+        memcpy(p->text, r->problems->text, len);
+    memcpy(p->text + len, msg, n);
+    p->text[len + n] = '\n';
+    p->text[len + n + 1] = '\0';
+    p->len = len + n + 1;
+    p->prev = r->problems;
     r->problems = p;
-    r->problems_len += n + 1;
+    r->problems_full = last;
 }
 
 void popci_registry_problem(popc_registry *r)
@@ -428,7 +443,7 @@ const char *popc_registry_problems(const popc_registry *r)
     if (!r)
         return "";
     read_lock(r);
-    s = r->problems ? r->problems : "";
+    s = r->problems ? r->problems->text : "";
     unlock(r);
     return s;
 }

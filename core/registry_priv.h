@@ -45,6 +45,20 @@ typedef struct popci_colls_entry {
     int plugin;
 } popci_colls_entry;
 
+/* One version of the problems text. popc_registry_problems hands out
+** text a reader may still use while another thread's load adds a
+** problem, so a version is never changed nor freed before the registry:
+** a new problem makes a new version. */
+typedef struct popci_problems {
+    struct popci_problems *prev;
+    size_t len;
+    char text[];              /* lines ending in '\n' */
+} popci_problems;
+
+/* The text stops growing here (each version is kept, so an unbounded
+** text would cost memory quadratic in the problems); the log has all. */
+#define POPCI_PROBLEMS_MAX 16384
+
 static inline int popci_plugin_n_items(const popci_plugin *p)
 {
     return p->n_ops + p->n_optimizers + p->n_backends + p->n_collectives;
@@ -71,8 +85,8 @@ struct popc_registry {
     int n_colls, cap_colls;
     popci_plugin **plugins;
     int n_plugins, cap_plugins;
-    char *problems;           /* "" or lines ending in '\n' */
-    size_t problems_len;
+    popci_problems *problems; /* the newest version; NULL: none */
+    int problems_full;        /* later problems are only logged */
 };
 
 /* ---- registry.c ----------------------------------------------------------- */

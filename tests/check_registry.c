@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -604,6 +605,86 @@ START_TEST(global_is_loaded_once_across_threads)
 }
 END_TEST
 
+/* The problems text a caller holds never changes or moves, however many
+** loads add problems after it, on this thread or another: a new problem
+** makes a new text that starts with the old one. */
+typedef struct problems_reader {
+    int stop;
+    int bad;      /* a held text changed, or a new one did not extend it */
+    long reads;
+} problems_reader;
+
+static void *read_problems(void *p)
+{
+    problems_reader *a = p;
+    const char *held = popc_registry_problems(reg);
+    char *copy = strdup(held);
+
+    while (copy && !__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+        const char *now = popc_registry_problems(reg);
+        size_t n = strlen(copy);
+
+        if (strcmp(held, copy) != 0 || strncmp(now, copy, n) != 0)
+            a->bad = 1;
+        if (now != held) {
+            free(copy);
+            copy = strdup(now);
+            held = now;
+        }
+        __atomic_add_fetch(&a->reads, 1, __ATOMIC_RELEASE);
+    }
+    free(copy);
+    return NULL;
+}
+
+START_TEST(problems_text_stays_while_loading)
+{
+    problems_reader a = {0};
+    pthread_t t;
+    const char *first, *now;
+    char *copy;
+
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/badabi"),
+                     POPC_EABI);
+    first = popc_registry_problems(reg);
+    ck_assert_ptr_nonnull(copy = strdup(first));
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/failinit"),
+                     POPC_EPLUGIN);
+    now = popc_registry_problems(reg);
+    ck_assert_str_eq(first, copy);
+    ck_assert_int_eq(strncmp(now, copy, strlen(copy)), 0);
+    ASSERT_HAS(now + strlen(copy), "failinit");
+    free(copy);
+
+    ck_assert_int_eq(pthread_create(&t, NULL, read_problems, &a), 0);
+    while (!__atomic_load_n(&a.reads, __ATOMIC_ACQUIRE))
+        sched_yield(); /* the loads below must overlap the reads */
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR
+                                                 "/badabi"),
+                         POPC_EABI);
+        ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR
+                                                 "/wrongname"),
+                         POPC_EPLUGIN);
+    }
+    __atomic_store_n(&a.stop, 1, __ATOMIC_RELEASE);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(!a.bad, "a problems text changed under its reader");
+    ASSERT_HAS(popc_registry_problems(reg), "rightname");
+
+    /* the text is capped (every version is kept); the rest is logged */
+    for (int i = 0; i < 200; i++)
+        ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR
+                                                 "/badabi"),
+                         POPC_EABI);
+    now = popc_registry_problems(reg);
+    ck_assert_uint_le(strlen(now), 16384);
+    ASSERT_HAS(now, "further problems are only logged");
+}
+END_TEST
+
 /* Stand-ins are chosen by capabilities and scores, never by name. */
 START_TEST(best_backend_by_capabilities)
 {
@@ -657,6 +738,7 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, add_op_validates_and_refuses_duplicates);
     tcase_add_test(tc, register_outside_init_is_refused);
     tcase_add_test(tc, null_safety);
+    tcase_add_test(tc, problems_text_stays_while_loading);
     tcase_add_test(tc, module_outlives_one_of_two_registries);
     suite_add_tcase(s, tc);
 

@@ -18,8 +18,8 @@
 ** other threads load plugins into it or add ops. Look-ups take a read
 ** lock, loading and popc_registry_add_op a write lock (a plugin's init()
 ** runs outside it), so a look-up sees each plugin either not yet or
-** completely. The definitions and names handed out stay valid until
-** popc_registry_free; popc_registry_problems' text until the next load.
+** completely. The definitions, names and popc_registry_problems texts
+** handed out stay valid until popc_registry_free.
 **
 ** The conventions of popc/status.h (ownership, status codes, threads)
 ** apply.
@@ -191,9 +191,12 @@ POPC_API const char *popc_registry_plugin_item(const popc_registry *r, int i,
                                                int j);
 
 /* Messages of plugins refused while loading, one per line ("" if none).
-** Borrowed, valid until the next load. Since 0.1.0. The call is
-** thread-safe, but a load into r by any thread may move the text: do not
-** read it while another thread loads. */
+** Borrowed: the text never changes and stays valid until
+** popc_registry_free, even while other threads load into r; a later
+** problem makes a new text (call again to see it) that starts with this
+** one. The text holds up to 16 KiB of messages, then ends with
+** "(further problems are only logged)"; the log (popc/log.h, WARN) has
+** every one. Thread-safe (read lock). Since 0.1.0. */
 POPC_API const char *popc_registry_problems(const popc_registry *r);
 
 #ifdef __cplusplus
