@@ -112,7 +112,7 @@ END_TEST
 /* popc_graph_add takes popc_graph_add_node's arguments by name. */
 START_TEST(add_by_descriptor)
 {
-    popc_graph *g = NULL;
+    popc_graph *dg = NULL;
     int64_t d[2] = {2, 3};
     popc_attr alpha = {.name = "alpha", .type = POPC_ATTR_FLOAT, .f = 0.2};
     int x, y, node = -1;
@@ -122,20 +122,20 @@ START_TEST(add_by_descriptor)
     popc_node_desc small = nd;
     popc_attrs at;
 
-    ck_assert_int_eq(popc_graph_new("g", &g), POPC_OK);
-    ck_assert_int_eq(popc_graph_add_input(g, "x", POPC_DTYPE_F32, d, 2, &x),
+    ck_assert_int_eq(popc_graph_new("g", &dg), POPC_OK);
+    ck_assert_int_eq(popc_graph_add_input(dg, "x", POPC_DTYPE_F32, d, 2, &x),
                      POPC_OK);
-    ck_assert_int_eq(popc_graph_add(g, &nd, &y, &node), POPC_OK);
-    ck_assert_str_eq(popc_graph_node_name(g, node), "leaky");
-    ck_assert_str_eq(popc_graph_node_op(g, node), "LeakyRelu");
-    ck_assert_int_eq(popc_graph_node_output(g, node, 0), y);
-    at = popc_graph_node_attrs(g, node);
+    ck_assert_int_eq(popc_graph_add(dg, &nd, &y, &node), POPC_OK);
+    ck_assert_str_eq(popc_graph_node_name(dg, node), "leaky");
+    ck_assert_str_eq(popc_graph_node_op(dg, node), "LeakyRelu");
+    ck_assert_int_eq(popc_graph_node_output(dg, node, 0), y);
+    at = popc_graph_node_attrs(dg, node);
     ck_assert(popc_attr_float(&at, "alpha", 0.0) == 0.2);
-    ck_assert_int_eq(popc_graph_value_info(g, y).dims[1], 3);
+    ck_assert_int_eq(popc_graph_value_info(dg, y).dims[1], 3);
     small.size = 8;
-    ck_assert_int_eq(popc_graph_add(g, &small, &y, NULL), POPC_EINVAL);
-    ck_assert_int_eq(popc_graph_add(g, NULL, &y, NULL), POPC_EINVAL);
-    popc_graph_free(g);
+    ck_assert_int_eq(popc_graph_add(dg, &small, &y, NULL), POPC_EINVAL);
+    ck_assert_int_eq(popc_graph_add(dg, NULL, &y, NULL), POPC_EINVAL);
+    popc_graph_free(dg);
 }
 END_TEST
 

@@ -603,6 +603,18 @@ START_TEST(cast_between_types)
         ck_assert_uint_eq(((const uint16_t *)popc_tensor_cdata(b))[i],
                           bits >> 16);
     }
+    /* uint8 saturates like popc_tensor_cast: 1.9 -1.9 3e10 NaN 0 65504 */
+    to = popc_attr_make_int("to", 2);
+    popc_tensor_free(b);
+    b = expect_run(NULL, "Cast", &x, 1, &to, 1, 0);
+    ck_assert(memcmp(popc_tensor_cdata(b), "\1\0\377\0\0\377", 6) == 0);
+    {
+        popc_tensor *u8 = NULL;
+
+        ASSERT_OK(popc_tensor_cast(x, POPC_DTYPE_U8, &u8));
+        ck_assert(popc_tensor_equal(b, u8));
+        popc_tensor_free(u8);
+    }
     to = popc_attr_make_int("to", 8);
     expect_error(NULL, "Cast", &x, 1, &to, 1, POPC_EUNSUPPORTED, "to=8",
                  "strings");

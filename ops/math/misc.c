@@ -164,6 +164,13 @@ static int32_t sat_i32(float v)
     return (int32_t)v;
 }
 
+static uint8_t sat_u8(float v)
+{
+    if (v != v || v <= 0.0f)
+        return 0;
+    return v >= 255.0f ? 255 : (uint8_t)v;
+}
+
 static void load_float(float *dst, const void *src, popc_dtype dt, int64_t n)
 {
     if (dt == POPC_DTYPE_F32) {
@@ -199,9 +206,7 @@ static void store_from_float(void *dst, popc_dtype dt, const float *v,
         case POPC_DTYPE_F16: ((uint16_t *)dst)[i] = opu_f2h(v[i]); break;
         case POPC_DTYPE_I32: ((int32_t *)dst)[i] = sat_i32(v[i]); break;
         case POPC_DTYPE_I64: ((int64_t *)dst)[i] = sat_i64(v[i]); break;
-        case POPC_DTYPE_U8:
-            ((uint8_t *)dst)[i] = (uint8_t)(uint64_t)sat_i64(v[i]);
-            break;
+        case POPC_DTYPE_U8: ((uint8_t *)dst)[i] = sat_u8(v[i]); break;
         default: ((uint8_t *)dst)[i] = v[i] != 0.0f; break;
         }
     }
