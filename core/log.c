@@ -6,7 +6,9 @@
 ** once, on first use; a bad value there is reported through the log itself
 ** rather than printed behind the application's back.
 **
-** The callback runs with the log mutex held: it must not call popc_log.
+** The callback runs with the log mutex held, one call at a time. A line
+** it logs itself (directly or through any popc function) cannot wait for
+** that mutex: it goes straight to the destination instead of hanging.
 */
 #include "config.h"
 
@@ -34,6 +36,7 @@ static int last_level;
 static int seen;                  /* times last_line came in a row */
 static char env_problem[512];     /* reported on the first emitted line */
 static _Thread_local FILE *thread_file; /* log_priv.h */
+static _Thread_local int in_callback;   /* this thread runs log_cb */
 static atomic_int log_rank = -1;  /* distributed: lines say which rank */
 
 static const char *const level_names[] = {"TRACE", "DEBUG", "INFO",
@@ -146,7 +149,9 @@ static void emit(int level, const char *msg)
         fflush(thread_file);
     }
     if (log_cb) {
+        in_callback = 1;
         log_cb(level, msg, log_cb_user);
+        in_callback = 0;
         return;
     }
     fprintf(log_dest, "[popc%s %s] %s\n", who, level_names[level], msg);
@@ -166,6 +171,11 @@ void popc_log(int level, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
 
+    if (in_callback) { /* log_lock is ours already: do not wait for it */
+        fprintf(log_dest, "[popc %s] %s\n", level_names[level], msg);
+        fflush(log_dest);
+        return;
+    }
     pthread_mutex_lock(&log_lock);
     if (env_problem[0]) {
         emit(POPC_LOG_WARN, env_problem);

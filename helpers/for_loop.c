@@ -107,7 +107,7 @@ popc_status popc_for_loop(popc_graph *g, const char *name, int64_t count,
     popc_graph *b = NULL;
     popc_tensor *m = NULL;
     popc_attr attrs[2];
-    char node[256];
+    char node[256], made[128];
     popc_status st;
 
     if (!g || !body || n_inputs < 1 || !inputs || !outputs)
@@ -117,8 +117,10 @@ popc_status popc_for_loop(popc_graph *g, const char *name, int64_t count,
     if (count < 0)
         return popc_set_error(POPC_EINVAL, "for_loop: count is %lld; give "
                               "0 or more iterations", (long long)count);
-    if (!name || !*name)
-        name = "for_loop";
+    if (!name || !*name) { /* one per loop: two loops must not clash */
+        helpers_free_name(g, "for_loop", -1, made, sizeof made);
+        name = made;
+    }
     if ((st = check_body(g, body, inputs, n_inputs)) != POPC_OK)
         return st;
     /* the body's weights, lifted into g */

@@ -18,6 +18,49 @@ int helpers_same_type(const popc_view *a, const popc_view *b)
     return 1;
 }
 
+/* name itself, or name followed by a separator, starts s */
+static int uses(const char *s, const char *name, size_t len)
+{
+    return s && strncmp(s, name, len) == 0 &&
+           (s[len] == '\0' || s[len] == '.' || s[len] == '/' ||
+            s[len] == ':');
+}
+
+static int taken(const popc_graph *g, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (int v = 0; v < popc_graph_n_values(g); v++)
+        if (uses(popc_graph_value_name(g, v), name, len))
+            return 1;
+    for (int k = 0; k < popc_graph_n_nodes(g); k++) {
+        const char *n = popc_graph_node_name(g, k), *slash;
+
+        /* node names carry their scope: compare the last part too */
+        if (uses(n, name, len) ||
+            ((slash = n ? strrchr(n, '/') : NULL) && uses(slash + 1, name,
+                                                          len)))
+            return 1;
+    }
+    return 0;
+}
+
+void helpers_free_name(const popc_graph *g, const char *prefix, int first,
+                       char *out, size_t size)
+{
+    int n = first;
+
+    if (n < 0) {
+        snprintf(out, size, "%s", prefix);
+        if (!taken(g, out))
+            return;
+        n = 1;
+    }
+    do
+        snprintf(out, size, "%s_%d", prefix, n++);
+    while (taken(g, out) && n < 1000000);
+}
+
 popc_status helpers_const_i64(popc_graph *g, const char *name,
                               const int64_t *v, int n, int rank, int *id)
 {

@@ -3,6 +3,8 @@
 #ifndef POPC_HELPERS_PRIV_H
 #define POPC_HELPERS_PRIV_H
 
+#include <stddef.h>
+
 #include "popc/graph.h"
 
 /* Same dtype and shape. */
@@ -15,6 +17,14 @@ int helpers_same_type(const popc_view *a, const popc_view *b);
 popc_status helpers_copy_nodes(popc_graph *dst, const popc_graph *src,
                                const int *bind, int n_in, const int *w_src,
                                int n_w, int *res);
+
+/* A name for something new in g made from prefix: "<prefix>_<n>" with
+** the lowest n >= first that no value or node of g uses, as a name or as
+** the start of one ("<name>.weight", "<name>/trips"); first < 0 tries the
+** bare prefix first. Generated names so never clash, whatever made the
+** graph's other names. */
+void helpers_free_name(const popc_graph *g, const char *prefix, int first,
+                       char *out, size_t size);
 
 /* A constant scalar or vector of int64 in g. */
 popc_status helpers_const_i64(popc_graph *g, const char *name,

@@ -16,6 +16,7 @@
 
 #include "popc/layers.h"
 #include "popc/random.h"
+#include "helpers/helpers_priv.h"
 
 struct popc_layers {
     popc_graph *g;
@@ -59,8 +60,8 @@ static popc_status name_layer(popc_layers *L, const char *kind,
                               "for a generated one)", kind);
     if (name)
         snprintf(out->s, sizeof out->s, "%s", name);
-    else
-        snprintf(out->s, sizeof out->s, "%s_%d", kind, L->counter++);
+    else /* the builder's count, skipping names the graph already has */
+        helpers_free_name(L->g, kind, L->counter++, out->s, sizeof out->s);
     return POPC_OK;
 }
 

@@ -217,6 +217,19 @@ START_TEST(for_loop_zero_iterations_and_errors)
                      POPC_EINVAL);
     ck_assert_msg(strstr(popc_last_error(), "count is -1"), "%s",
                   popc_last_error());
+    {   /* loops without a name get names of their own */
+        int k, a, b;
+
+        OK(popc_graph_add_input(h, "k", POPC_DTYPE_F32, xd, 2, &k));
+        OK(popc_for_loop(h, NULL, 2, body, &k, 1, &a));
+        OK(popc_for_loop(h, NULL, 3, body, &a, 1, &b));
+        ck_assert_str_eq(popc_graph_node_name(h, popc_graph_value_producer(
+                                                     h, a)), "for_loop");
+        ck_assert_str_eq(popc_graph_node_name(h, popc_graph_value_producer(
+                                                     h, b)), "for_loop_1");
+        ck_assert_int_ge(popc_graph_find_value(h, "for_loop_1/fc.weight"),
+                         0);
+    }
     popc_tensor_free(out);
     popc_tensor_free(ones);
     popc_tensor_free(x0);

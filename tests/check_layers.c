@@ -149,6 +149,14 @@ START_TEST(linear_shapes_names_init)
                      POPC_EEXIST);
     HAS(popc_last_error(), "fc1.weight");
     ck_assert_int_eq(popc_nn_linear(L, "z", x, 0, 10, 1, &y), POPC_EINVAL);
+    {   /* a second builder on the graph skips the names the first made */
+        popc_layers *L2 = NULL;
+
+        OK(popc_layers_new(g, 7, &L2));
+        OK(popc_nn_linear(L2, NULL, y2, 3, 2, 1, &y));
+        ck_assert_int_ge(popc_graph_find_value(g, "linear_1.weight"), 0);
+        popc_layers_free(L2);
+    }
 }
 END_TEST
 

@@ -151,6 +151,33 @@ START_TEST(destination_file_is_complete_at_once)
 }
 END_TEST
 
+/* A callback that logs does not wait for the lock it runs under: its own
+** line goes to the destination. */
+static void logging_capture(int level, const char *msg, void *user)
+{
+    capture(level, msg, user);
+    popc_log(POPC_LOG_ERR, "inside the callback: %s", msg);
+}
+
+START_TEST(callback_that_logs_does_not_hang)
+{
+    char path[] = "/tmp/popc-check-log-XXXXXX";
+    int fd = mkstemp(path);
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    setenv("POPC_LOG_DEST", path, 1);
+    popc_log_set_callback(logging_capture, NULL);
+    popc_log(POPC_LOG_WARN, "outer");
+    popc_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(n_total, 1);
+    ck_assert_str_eq(lines[0], "outer");
+    ck_assert_str_eq(read_all(path), "[popc ERR] inside the callback: "
+                                     "outer\n");
+    unlink(path);
+}
+END_TEST
+
 START_TEST(destination_unwritable_falls_back)
 {
     setenv("POPC_LOG_DEST", "/nonexistent/dir/popc.log", 1);
@@ -283,6 +310,7 @@ static Suite *log_suite(void)
     tcase_add_test(tc, set_level_and_off);
     tcase_add_test(tc, destination_file_is_complete_at_once);
     tcase_add_test(tc, destination_unwritable_falls_back);
+    tcase_add_test(tc, callback_that_logs_does_not_hang);
     tcase_add_test(tc, repeats_default_four);
     tcase_add_test(tc, repeats_configurable);
     tcase_add_test(tc, long_lines_are_cut_not_overflowed);

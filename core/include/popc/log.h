@@ -41,8 +41,10 @@ POPC_API void popc_log_set_max_repeats(int n);
 typedef void (*popc_log_fn)(int level, const char *msg, void *user);
 /* Route messages to a callback instead of the destination (NULL resets).
 ** Process-wide. fn may be called from any thread that logs, one call at a
-** time, with the log's lock held: it must not call popc_log or anything
-** that logs (deadlock). Once this returns, the previous fn is not running.
+** time, with the log's lock held; a line fn logs itself (popc_log, or a
+** popc function that logs) goes to the destination (POPC_LOG_DEST,
+** stderr by default), not to fn again. Once this returns, the previous fn
+** is not running.
 ** Since 0.1.0. Thread-safe. */
 POPC_API void popc_log_set_callback(popc_log_fn fn, void *user);
 

@@ -33,9 +33,9 @@ extern "C" {
 ** body has n_inputs inputs and n_inputs outputs, output i with input i's
 ** dtype and shape; it is copied (the caller keeps it). The weights of body
 ** (its initializers) become weights of g named "<name>/<weight>", so they
-** train, shared by every iteration; name NULL means "for_loop". The Loop
-** node and its constant "<name>/trips" take the name too, so a second loop
-** in g needs another name. Values of g that body needs besides its inputs
+** train, shared by every iteration. The Loop node and its constant
+** "<name>/trips" take the name too; name NULL gives "for_loop", or
+** "for_loop_<n>" when g already uses that (a second loop). Values of g that body needs besides its inputs
 ** cannot be referenced from another graph: make them body weights, or
 ** loop-carried inputs returned unchanged. count >= 0 (0 returns the
 ** inputs), n_inputs >= 1. outputs[i] receives the value of input i after

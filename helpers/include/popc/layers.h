@@ -15,7 +15,8 @@
 **                   running_var 1
 **
 ** A name may be NULL: "<kind>_<n>" is generated ("linear_0"), counted
-** per builder, so the layers of two builders of one graph need names.
+** per builder and skipping names the graph already uses, so generated
+** names never clash (two builders on one graph included).
 ** Every builder returns POPC_OK, POPC_EINVAL (bad argument, e.g. a size
 ** < 1, with the layer named), POPC_EEXIST (a parameter or node name is
 ** taken), POPC_ESTATE (adding ops after popc_block_end), POPC_ENOMEM, or
