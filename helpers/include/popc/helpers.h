@@ -35,8 +35,9 @@ extern "C" {
 ** (its initializers) become weights of g named "<name>/<weight>", so they
 ** train, shared by every iteration. The Loop node and its constant
 ** "<name>/trips" take the name too; name NULL gives "for_loop", or
-** "for_loop_<n>" when g already uses that (a second loop). Values of g that body needs besides its inputs
-** cannot be referenced from another graph: make them body weights, or
+** "for_loop_<n>" when g already uses that (a second loop). Values of g
+** that body needs besides its inputs cannot be referenced from another
+** graph: make them body weights, or
 ** loop-carried inputs returned unchanged. count >= 0 (0 returns the
 ** inputs), n_inputs >= 1. outputs[i] receives the value of input i after
 ** the last iteration. Gradients flow through every iteration to the inputs
