@@ -327,6 +327,11 @@ static popc_status find_input(popco_importer *im, const char *name,
         *id = -1;
         return POPC_OK;
     }
+    if (popco_is_sequence(im, name))
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: %s reads the sequence "
+                              "'%s'; popc resolves sequences at import, "
+                              "so only the sequence ops may read them",
+                              im->file, where, name);
     if ((*id = popc_graph_find_value(im->g, name)) < 0)
         return popc_set_error(POPC_EIO, "%s: %s reads '%s', which no graph "
                               "input, initializer or earlier node defines "
@@ -397,6 +402,9 @@ static popc_status import_node(popco_importer *im,
     if (is_onnx_domain(np->domain) && strcmp(n.op, "Constant") == 0 &&
         !unsupported->n)
         return constant_node(im, np, where);
+    if (is_onnx_domain(np->domain) && popco_is_sequence_op(n.op))
+        return unsupported->n ? POPC_OK /* only listing */
+                              : popco_sequence_node(im, np, where);
     for (size_t i = 0; i < np->n_input; i++) {
         int id = -1;
 
@@ -603,6 +611,11 @@ static popc_status import_nodes_outputs(popco_importer *im,
         const char *name = gp->output[i]->name;
         int id = name ? popc_graph_find_value(im->g, name) : -1;
 
+        if (popco_is_sequence(im, name))
+            return popc_set_error(POPC_EUNSUPPORTED, "%s: graph output '%s' "
+                                  "is a sequence; popc's graphs return "
+                                  "tensors (concatenate it, or return its "
+                                  "elements)", im->file, name);
         if (id < 0)
             return popc_set_error(POPC_EIO, "%s: graph%s%s output '%s' is "
                                   "not computed by any node", im->file,
@@ -710,6 +723,7 @@ static popc_status import_data(const void *data, size_t size,
         popc_graph_free(im.g);
         im.g = NULL;
     }
+    popco_seqs_free(im.seqs);
     popco_lean_forget(mp, refs);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (map)
@@ -787,7 +801,9 @@ static const struct {
     {"ReduceSumSquare", 1u << 1}, {"Compress", 1u << 1},
     {"MaxUnpool", 1u << 2}, {"STFT", 0x4u}, {"DFT", 0x2u},
     {"HannWindow", 0x1u}, {"HammingWindow", 0x1u}, {"BlackmanWindow", 0x1u},
-    {"MelWeightMatrix", 0x1fu},
+    {"MelWeightMatrix", 0x1fu}, {"SequenceAt", 1u << 1},
+    {"SequenceInsert", 1u << 2}, {"SequenceErase", 1u << 1},
+    {"SplitToSequence", 1u << 1},
 };
 
 static unsigned compile_time_mask(const char *op)

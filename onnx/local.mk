@@ -14,6 +14,7 @@ libpopc_onnx_la_SOURCES = \
     %reldir%/subgraph.c \
     %reldir%/import_attrs.c \
     %reldir%/fold.c \
+    %reldir%/sequence.c \
     %reldir%/export.c
 nodist_libpopc_onnx_la_SOURCES = onnx/onnx.pb-c.c onnx/onnx.pb-c.h
 libpopc_onnx_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/onnx/include \

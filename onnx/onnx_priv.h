@@ -8,6 +8,7 @@
 ** import.c    ModelProto -> popc_graph
 ** import_attrs.c  AttributeProto -> popc_attr
 ** fold.c      constant folding at import
+** sequence.c  ONNX sequences, resolved at import into tensor values
 */
 #ifndef POPC_ONNX_PRIV_H
 #define POPC_ONNX_PRIV_H
@@ -160,6 +161,8 @@ popc_status popco_node_add_input(popco_node *n, int value);
 /* ---- fold.c / import.c --------------------------------------------------- */
 
 /* The importer's state, shared by import.c, upgrade.c and fold.c. */
+typedef struct popco_seqs popco_seqs; /* sequence.c */
+
 typedef struct popco_importer {
     const char *file;
     popco_tensor_src src;
@@ -169,7 +172,21 @@ typedef struct popco_importer {
     const popco_map *lean_map; /* initializers borrow its bytes (lean.c) */
     const struct popco_importer *parent; /* importing a subgraph: the outer
                                          ** graph's importer; else NULL */
+    popco_seqs *seqs;          /* this graph's sequences; NULL: none yet */
 } popco_importer;
+
+/* ---- sequence.c -------------------------------------------------------- */
+
+/* op is one of ONNX's sequence ops popc resolves at import. */
+int popco_is_sequence_op(const char *op);
+/* Apply one sequence op (np, named `where` in messages) to im's
+** sequences; tensor results become values of im->g named as np's output.
+** POPC_EUNSUPPORTED when a sequence would have to exist at run time. */
+popc_status popco_sequence_node(popco_importer *im,
+                                const Onnx__NodeProto *np, const char *where);
+/* name is a sequence im made. */
+int popco_is_sequence(const popco_importer *im, const char *name);
+void popco_seqs_free(popco_seqs *s); /* NULL-safe */
 
 /* Initializers (as constants), nodes and outputs of a subgraph into
 ** im->g, whose inputs the caller has added (subgraph.c). */

@@ -261,6 +261,7 @@ static popc_status import_one(popco_importer *im, const Onnx__ModelProto *mp,
     if ((st = popc_graph_new(gname, &sub.g)) != POPC_OK)
         return st;
     sub.parent = im;
+    sub.seqs = NULL; /* a body's sequences are its own */
     /* the lean reader maps only the top graph's initializers: a body's
     ** tensors are ordinary unpacked ones, released as such */
     sub.lean_map = NULL;
@@ -279,9 +280,11 @@ static popc_status import_one(popco_importer *im, const Onnx__ModelProto *mp,
     }
     if ((st = popco_import_body(&sub, mp, gp)) != POPC_OK)
         goto fail;
+    popco_seqs_free(sub.seqs);
     *out = sub.g;
     return POPC_OK;
 fail:
+    popco_seqs_free(sub.seqs);
     popc_graph_free(sub.g);
     if (!strstr(popc_last_error(), where)) {
         const char *why = popc_last_error();

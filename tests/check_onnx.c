@@ -268,6 +268,45 @@ START_TEST(bad_models_are_refused_by_name)
 }
 END_TEST
 
+/* Sequences are lists of values at import: split, erase, at, insert at
+** -1, length and stack give y = 3 * x[:, {2, 3, 4, 4}] (worked by hand
+** from ONNX's definitions). */
+START_TEST(sequences_resolved_at_import)
+{
+    int64_t d[2] = {2, 5};
+    static const int cols[4] = {2, 3, 4, 4};
+    float xv[10];
+    popc_onnx_import_options o;
+    popc_graph *g = import("seq_split_stack.onnx", NULL, 0), *bad = NULL;
+    popc_tensor *x = NULL, *y = NULL;
+    int out = popc_graph_output(g, 0);
+
+    for (int i = 0; i < 10; i++)
+        xv[i] = (float)i * 0.5f - 1.0f;
+    OK(popc_tensor_new(POPC_DTYPE_F32, d, 2, &x));
+    memcpy(popc_tensor_data(x), xv, sizeof xv);
+    OK(popc_graph_eval(g, &x, 1, &out, 1, &y, 0, 0));
+    ck_assert_int_eq(popc_tensor_dims(y)[0], 2);
+    ck_assert_int_eq(popc_tensor_dims(y)[1], 4);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            ck_assert_float_eq(elem(y, i * 4 + j), 3.0f * xv[i * 5 + cols[j]]);
+    popc_onnx_import_options_init(&o);
+    refused(popc_onnx_import_file(data("seq_output.onnx"), &o, &bad),
+            POPC_EUNSUPPORTED, "graph output 's' is a sequence", NULL);
+    refused(popc_onnx_import_file(data("seq_runtime_pos.onnx"), &o, &bad),
+            POPC_EUNSUPPORTED, "the position 'p' is not known at import",
+            "frozen input");
+    refused(popc_onnx_import_file(data("seq_bad_pos.onnx"), &o, &bad),
+            POPC_EINVAL, "node 'at' (SequenceAt): position 5 is outside the "
+            "sequence of 2 elements", NULL);
+    ck_assert_ptr_null(bad);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+    popc_graph_free(g);
+}
+END_TEST
+
 START_TEST(old_opset_forms_are_upgraded)
 {
     int64_t d[3] = {2, 3, 4};
@@ -456,6 +495,7 @@ static Suite *onnx_suite(void)
     tcase_add_test(tc, external_data_is_read_from_the_model_folder);
     tcase_add_test(tc, initializers_trainable_on_request);
     tcase_add_test(tc, bad_models_are_refused_by_name);
+    tcase_add_test(tc, sequences_resolved_at_import);
     tcase_add_test(tc, old_opset_forms_are_upgraded);
     tcase_add_test(tc, annotations_by_node_name_prefix);
     tcase_add_test(tc, imported_model_pipelined_and_replicated);

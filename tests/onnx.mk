@@ -88,6 +88,10 @@ endif
 %canon_reldir%_check_onnx_DEPENDENCIES = libpopc-onnx.la libpopc.la \
     $(ops_LTLIBRARIES) $(base_test_plugins)
 EXTRA_DIST += %reldir%/data/onnx/gen_fixtures.py \
+    %reldir%/data/onnx/seq_split_stack.onnx \
+    %reldir%/data/onnx/seq_output.onnx \
+    %reldir%/data/onnx/seq_runtime_pos.onnx \
+    %reldir%/data/onnx/seq_bad_pos.onnx \
     %reldir%/data/onnx/bfloat16_typed.pb \
     %reldir%/data/onnx/bool_raw.pb \
     %reldir%/data/onnx/bool_typed.pb \

@@ -128,3 +128,34 @@ model("pad2", [helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 0, 1, 2],
 model("softmax11", [helper.make_node("Softmax", ["x"], ["y"], axis=1,
                                     name="sm")],
       [x234], [y], opset=11)
+
+# sequences, resolved at import: x [2, 5] split along axis 1 in pieces of
+# 2 (2, 2, 1), the first erased, the rest stacked on a new last axis
+# after inserting x's first 1-column slice at position -1
+x25 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64),
+                                              name)
+model("seq_split_stack", [
+    helper.make_node("SplitToSequence", ["x", "two"], ["s"], axis=1),
+    helper.make_node("SequenceErase", ["s", "zero"], ["s1"]),
+    helper.make_node("SequenceAt", ["s1", "minus1"], ["last"]),
+    helper.make_node("SequenceInsert", ["s1", "last", "minus1"], ["s2"]),
+    helper.make_node("ConcatFromSequence", ["s2"], ["cat"], axis=1),
+    helper.make_node("SequenceLength", ["s2"], ["n"]),
+    helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+    helper.make_node("Mul", ["cat", "nf"], ["y"])],
+    [x25], [y], [i64("two", 2), i64("zero", 0), i64("minus1", -1)])
+# a sequence as a graph output; a position only known at run time; a
+# position outside the sequence
+seq_out = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT,
+                                                 [2, 3])
+model("seq_output", [helper.make_node("SequenceConstruct", ["x", "x"],
+                                      ["s"])], [x23], [seq_out])
+p = helper.make_tensor_value_info("p", TensorProto.INT64, [])
+model("seq_runtime_pos", [
+    helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+    helper.make_node("SequenceAt", ["s", "p"], ["y"])], [x23, p], [y])
+model("seq_bad_pos", [
+    helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+    helper.make_node("SequenceAt", ["s", "five"], ["y"], name="at")],
+    [x23], [y], [i64("five", 5)])
