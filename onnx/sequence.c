@@ -327,10 +327,14 @@ static popc_status split_to(popco_importer *im, const Onnx__NodeProto *np,
             return popc_set_error(POPC_EINVAL, "%s: %s: split %lld; give "
                                   "a positive size", im->file, where,
                                   (long long)split[0]);
-        for (int64_t left = v.dims[axis]; left > 0 && n < 64; n++) {
+        int64_t left = v.dims[axis];
+
+        for (; left > 0 && n < 64; n++) {
             sizes[n] = left < split[0] ? left : split[0];
             left -= sizes[n];
         }
+        if (left > 0)
+            n = 65; /* more pieces than Split makes: refused below */
     } else if (input(np, 1)) {
         int64_t total = 0;
 
@@ -348,10 +352,12 @@ static popc_status split_to(popco_importer *im, const Onnx__NodeProto *np,
             sizes[n] = 1;
     }
     if (n < 1 || n > 64 || (!input(np, 1) && v.dims[axis] > 64))
-        return popc_set_error(POPC_EUNSUPPORTED, "%s: %s makes %lld "
+        return popc_set_error(POPC_EUNSUPPORTED, "%s: %s makes %s%lld "
                               "pieces; popc splits into 1 to 64", im->file,
-                              where, (long long)(input(np, 1) ? n
-                                                              : v.dims[axis]));
+                              where, n > 64 ? "over " : "",
+                              (long long)(input(np, 1) || n > 64
+                                              ? (n > 64 ? 64 : n)
+                                              : v.dims[axis]));
     if (!grow(s, n))
         return oom(im);
     in[0] = x;
