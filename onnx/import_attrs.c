@@ -77,6 +77,24 @@ static popc_status oom(const char *where)
     return popc_set_error(POPC_ENOMEM, "%s: out of memory", where);
 }
 
+const Onnx__AttributeProto *popco_node_attr(const Onnx__NodeProto *np,
+                                            const char *name)
+{
+    for (size_t i = 0; i < np->n_attribute; i++)
+        if (np->attribute[i]->name &&
+            strcmp(np->attribute[i]->name, name) == 0)
+            return np->attribute[i];
+    return NULL;
+}
+
+int64_t popco_node_attr_int(const Onnx__NodeProto *np, const char *name,
+                            int64_t def)
+{
+    const Onnx__AttributeProto *ap = popco_node_attr(np, name);
+
+    return ap ? ap->i : def;
+}
+
 popc_status popco_attrs_add_int(popco_attrs *a, const char *name, int64_t v)
 {
     popc_attr *x = append(a, name, POPC_ATTR_INT);

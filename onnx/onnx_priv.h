@@ -116,6 +116,12 @@ typedef struct popco_attrs {
 } popco_attrs;
 
 void popco_attrs_free(popco_attrs *a);
+/* np's attribute called name, or NULL. */
+const Onnx__AttributeProto *popco_node_attr(const Onnx__NodeProto *np,
+                                            const char *name);
+/* np's INT attribute called name, or def when it has none. */
+int64_t popco_node_attr_int(const Onnx__NodeProto *np, const char *name,
+                            int64_t def);
 /* Append one ONNX attribute (not GRAPH/GRAPHS: the importer adds those
 ** with popco_attrs_add_graph). where names the node in errors. */
 popc_status popco_attrs_add_proto(popco_attrs *a,

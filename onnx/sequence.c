@@ -238,16 +238,6 @@ static popc_status add(popco_importer *im, const char *op, const int *in,
                                n_a, NULL, NULL);
 }
 
-static int64_t attr_int(const Onnx__NodeProto *np, const char *name,
-                        int64_t def)
-{
-    for (size_t i = 0; i < np->n_attribute; i++)
-        if (np->attribute[i]->name &&
-            strcmp(np->attribute[i]->name, name) == 0)
-            return np->attribute[i]->i;
-    return def;
-}
-
 static const char *input(const Onnx__NodeProto *np, size_t i)
 {
     return i < np->n_input && np->input[i] && *np->input[i] ? np->input[i]
@@ -260,8 +250,9 @@ static popc_status concat_from(popco_importer *im, const Onnx__NodeProto *np,
                                const char *where, int *out)
 {
     const seq *s = find(im, input(np, 0));
-    int64_t axis = attr_int(np, "axis", 0);
-    int new_axis = (int)attr_int(np, "new_axis", 0), rank, parts[64];
+    int64_t axis = popco_node_attr_int(np, "axis", 0);
+    int new_axis = (int)popco_node_attr_int(np, "new_axis", 0);
+    int rank, parts[64];
     popc_attr a = popc_attr_make_int("axis", 0);
     popc_status st;
 
@@ -299,8 +290,9 @@ static popc_status concat_from(popco_importer *im, const Onnx__NodeProto *np,
 static popc_status split_to(popco_importer *im, const Onnx__NodeProto *np,
                             const char *where, seq *s)
 {
-    int64_t axis = attr_int(np, "axis", 0), sizes[64], split[64];
-    int keep = (int)attr_int(np, "keepdims", 1), x, n = 0, got = 0, in[2];
+    int64_t axis = popco_node_attr_int(np, "axis", 0), sizes[64], split[64];
+    int keep = (int)popco_node_attr_int(np, "keepdims", 1);
+    int x, n = 0, got = 0, in[2];
     int split_rank = 1;
     popc_view v;
     popc_attr a = popc_attr_make_int("axis", 0);

@@ -145,13 +145,9 @@ static popc_view given_input(const popco_importer *im, const popco_node *n,
     }
     if (strcmp(n->op, "Scan") == 0 && opset < 9) {
         /* batched: (sequence_lens, states [B, ...], sequences [B, T, ...]) */
-        int64_t m = 0;
+        int64_t m = popco_node_attr_int(np, "num_scan_inputs", 0);
         int drop;
 
-        for (size_t a = 0; a < np->n_attribute; a++)
-            if (np->attribute[a]->name &&
-                strcmp(np->attribute[a]->name, "num_scan_inputs") == 0)
-                m = np->attribute[a]->i;
         if (k + 1 >= n->n_inputs || n->inputs[k + 1] < 0 || m < 1)
             return v;
         v = popc_graph_value_info(im->g, n->inputs[k + 1]);

@@ -19,6 +19,7 @@
 
 #include "popc/layers.h"
 #include "popc/popc.h"
+#include "tests/harness/dir_check.h"
 #include "popc/run.h"
 
 #define THREADS 4
@@ -376,21 +377,6 @@ static int same_files(const char *dir, const char *ref)
     return same && n_dir == n_ref;
 }
 
-/* Entries of dir named like popc's temporaries. */
-static int temps_in(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-
-    ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)))
-        n += strstr(e->d_name, ".tmp-") != NULL ||
-             strstr(e->d_name, ".old-") != NULL;
-    closedir(d);
-    return n;
-}
-
 START_TEST(weights_saved_to_one_dir_from_two_threads)
 {
     char top[256], dir[320], ref[2][320], cmd[400];
@@ -428,7 +414,7 @@ START_TEST(weights_saved_to_one_dir_from_two_threads)
         ck_assert_msg(same_files(dir, ref[0]) || same_files(dir, ref[1]),
                       "round %d: %s holds neither model's weights", round,
                       dir);
-        ck_assert_int_eq(temps_in(top), 0);
+        ck_assert_int_eq(dir_temporaries(top), 0);
     }
     for (int i = 0; i < 2; i++)
         popc_model_free(m[i]);

@@ -27,6 +27,7 @@
 
 #include "popc/fault.h"
 #include "popc/popc.h"
+#include "tests/harness/dir_check.h"
 #include "popc/run.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
@@ -407,21 +408,6 @@ static popc_status train_with_checkpoints(void *arg)
     return st;
 }
 
-/* Entries of path named like popc's temporaries. */
-static int temps_in(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *e;
-    int n = 0;
-
-    ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)))
-        n += strstr(e->d_name, ".tmp-") != NULL ||
-             strstr(e->d_name, ".old-") != NULL;
-    closedir(d);
-    return n;
-}
-
 /* Every file of a checkpoint (state.ini, weights/, optimizer/). */
 static char *checkpoint_bytes(const char *ck, long *len)
 {
@@ -472,7 +458,7 @@ START_TEST(checkpoint_write_failures_keep_the_old_checkpoint)
         ck_assert_msg(len == old_len && memcmp(before, after, (size_t)len) ==
                       0, "fault %d: the old checkpoint changed", i);
         free(after);
-        ck_assert_msg(temps_in(dir) == 0, "fault %d: a temporary was left", i);
+        ck_assert_msg(dir_temporaries(dir) == 0, "fault %d: a temporary was left", i);
     }
     /* and it still loads: the step it was written after */
     OK(popc_run_build_graph(r, 1, popc_run_batch_size(r), &g));

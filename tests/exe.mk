@@ -24,7 +24,8 @@ endif
     $(ZLIB_LIBS) -lm
 %canon_reldir%_check_executable_DEPENDENCIES = $(exe_test_deps)
 
-%canon_reldir%_check_write_faults_SOURCES = %reldir%/check_write_faults.c
+%canon_reldir%_check_write_faults_SOURCES = %reldir%/check_write_faults.c \
+    %reldir%/harness/dir_check.c %reldir%/harness/dir_check.h
 %canon_reldir%_check_write_faults_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_write_faults_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_write_faults_DEPENDENCIES = $(exe_test_deps)

@@ -22,7 +22,8 @@ if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_threads
 TESTS += %reldir%/check_threads
 endif
-%canon_reldir%_check_threads_SOURCES = %reldir%/check_threads.c
+%canon_reldir%_check_threads_SOURCES = %reldir%/check_threads.c \
+    %reldir%/harness/dir_check.c %reldir%/harness/dir_check.h
 %canon_reldir%_check_threads_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_threads_LDADD = libpopc.la $(CHECK_LIBS) -lpthread
 %canon_reldir%_check_threads_DEPENDENCIES = $(exe_test_deps)
