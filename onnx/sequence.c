@@ -122,6 +122,15 @@ static popc_status define(popco_importer *im, const char *name, seq **out)
     return POPC_OK;
 }
 
+static popc_status not_a_sequence(const popco_importer *im,
+                                  const char *where, const char *in)
+{
+    return popc_set_error(POPC_EUNSUPPORTED, "%s: %s reads '%s' as a "
+                          "sequence, but no sequence op of this graph made "
+                          "it (sequences as graph or subgraph inputs are "
+                          "not supported)", im->file, where, in ? in : "");
+}
+
 /* A copy of the sequence an input names. */
 static popc_status copy_of(popco_importer *im, const char *in,
                            const char *where, const char *out, seq **res)
@@ -130,11 +139,7 @@ static popc_status copy_of(popco_importer *im, const char *in,
     popc_status st;
 
     if (!src)
-        return popc_set_error(POPC_EUNSUPPORTED, "%s: %s reads '%s' as a "
-                              "sequence, but no sequence op of this graph "
-                              "made it (sequences as graph or subgraph "
-                              "inputs are not supported)", im->file, where,
-                              in ? in : "");
+        return not_a_sequence(im, where, in);
     if ((st = define(im, out, &dst)) != POPC_OK)
         return st;
     src = find(im, in); /* define may have moved the table */
@@ -257,10 +262,7 @@ static popc_status concat_from(popco_importer *im, const Onnx__NodeProto *np,
     popc_status st;
 
     if (!s)
-        return popc_set_error(POPC_EUNSUPPORTED, "%s: %s reads '%s', which "
-                              "is not a sequence made in this graph",
-                              im->file, where, input(np, 0) ? np->input[0]
-                                                            : "");
+        return not_a_sequence(im, where, input(np, 0));
     if (s->n < 1 || s->n > 64)
         return popc_set_error(POPC_EINVAL, "%s: %s: the sequence has %d "
                               "elements; ConcatFromSequence joins 1 to 64",
@@ -439,7 +441,7 @@ popc_status popco_sequence_node(popco_importer *im,
         const seq *src = find(im, input(np, 0));
 
         if (!src)
-            return copy_of(im, input(np, 0), where, out, &s); /* the error */
+            return not_a_sequence(im, where, input(np, 0));
         if ((st = position(im, input(np, 1) ? np->input[1] : "", where,
                            src->n, 0, &pos)) != POPC_OK)
             return st;
@@ -454,7 +456,7 @@ popc_status popco_sequence_node(popco_importer *im,
         int64_t len;
 
         if (!src)
-            return copy_of(im, input(np, 0), where, out, &s); /* the error */
+            return not_a_sequence(im, where, input(np, 0));
         len = src->n;
         if ((st = int64_constant(im, &len, 1, 0, &id)) != POPC_OK)
             return st;

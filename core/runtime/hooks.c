@@ -9,15 +9,16 @@
 #include "core/runtime/hooks_priv.h"
 #include "core/runtime/model_priv.h"
 
-#define EACH(i, h)                                                          \
-    for (int i = 0; i < POPCI_MAX_LAYERS && popci_layer_hooks[i]; i++)      \
-        for (const popci_model_hooks *h = popci_layer_hooks[i]; h; h = NULL)
+#define EACH(i) \
+    for (int i = 0; i < POPCI_MAX_LAYERS && popci_layer_hooks[i]; i++)
 
 popc_status popci_hooks_compile_begin(popc_model *m, popci_compile_states *cs)
 {
     popc_status st;
 
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         cs->state[i] = NULL;
         if (h->compile_begin &&
             (st = h->compile_begin(m, &m->layer_data[i], &cs->state[i])) !=
@@ -29,7 +30,9 @@ popc_status popci_hooks_compile_begin(popc_model *m, popci_compile_states *cs)
 
 void popci_hooks_compile_phase(popci_compile_states *cs, int phase)
 {
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         if (h->compile_phase)
             h->compile_phase(cs->state[i], phase);
     }
@@ -41,7 +44,9 @@ popc_status popci_hooks_compile_plan(popci_compile_states *cs, popc_model *m,
 {
     popc_status st;
 
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         if (h->compile_plan &&
             (st = h->compile_plan(&cs->state[i], m, &m->layer_data[i],
                                   inputs, n, pc)) != POPC_OK)
@@ -55,7 +60,9 @@ popc_status popci_hooks_compiled(popci_compile_states *cs, popc_model *m,
 {
     popc_status st;
 
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         if (h->compiled &&
             (st = h->compiled(cs->state[i], m, &m->layer_data[i], e)) !=
                 POPC_OK)
@@ -66,7 +73,9 @@ popc_status popci_hooks_compiled(popci_compile_states *cs, popc_model *m,
 
 void popci_hooks_compile_end(popci_compile_states *cs, popc_model *m, int ok)
 {
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         if (h->compile_end)
             h->compile_end(cs->state[i], m, &m->layer_data[i], ok);
         cs->state[i] = NULL;
@@ -77,7 +86,9 @@ popci_trace *popci_hooks_run_begin(popc_model *m)
 {
     popci_trace *trace = NULL;
 
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         popci_trace *t = h->run_begin ? h->run_begin(m, &m->layer_data[i])
                                       : NULL;
         if (!trace)
@@ -88,7 +99,9 @@ popci_trace *popci_hooks_run_begin(popc_model *m)
 
 void popci_hooks_run_end(popc_model *m, double t0)
 {
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         if (h->run_end)
             h->run_end(m, &m->layer_data[i], t0);
     }
@@ -96,7 +109,9 @@ void popci_hooks_run_end(popc_model *m, double t0)
 
 void popci_hooks_model_free(popc_model *m)
 {
-    EACH(i, h) {
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
         if (h->model_free)
             h->model_free(m, &m->layer_data[i]);
         m->layer_data[i] = NULL;
@@ -105,8 +120,8 @@ void popci_hooks_model_free(popc_model *m)
 
 void **popci_model_layer_data(popc_model *m, const popci_model_hooks *h)
 {
-    EACH(i, t) {
-        if (t == h)
+    EACH(i) {
+        if (popci_layer_hooks[i] == h)
             return m ? &m->layer_data[i] : NULL;
     }
     return NULL;
@@ -115,8 +130,8 @@ void **popci_model_layer_data(popc_model *m, const popci_model_hooks *h)
 const void *popci_model_layer_data_c(const popc_model *m,
                                      const popci_model_hooks *h)
 {
-    EACH(i, t) {
-        if (t == h)
+    EACH(i) {
+        if (popci_layer_hooks[i] == h)
             return m ? m->layer_data[i] : NULL;
     }
     return NULL;
