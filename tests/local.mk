@@ -23,4 +23,5 @@ include %reldir%/onnx.mk
 include %reldir%/faults.mk
 
 # helpers the shell tests source
-EXTRA_DIST += %reldir%/testlib.sh
+EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \
+    %reldir%/valgrind.supp
