@@ -23,6 +23,7 @@
 #include "popc/log.h"
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
+#include "core/graph/graph_priv.h"
 #include "core/registry_priv.h"
 
 #ifndef POPC_PLUGINDIR
@@ -277,6 +278,7 @@ static void load_module(popc_registry *r, const char *stem, int explicit,
 
     if (!explicit && !module_file_exists(stem))
         return; /* a source file, object or text: not ours to judge */
+    popci_source_prepare();
     pthread_mutex_lock(&lt_lock);
     h = lt_dlopenext(stem);
     if (!h) {

@@ -23,5 +23,4 @@ include %reldir%/onnx.mk
 include %reldir%/faults.mk
 
 # helpers the shell tests source
-EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \
-    %reldir%/valgrind.supp
+EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh

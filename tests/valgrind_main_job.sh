@@ -3,9 +3,8 @@
 # memory it should not: `popc train` on the main job's run file
 # (examples/fashion-mnist-mlp.ini, the MLP on the IPU model) cut to one
 # epoch of 128 images, under valgrind's memcheck. Any invalid access or
-# definite or indirect leak fails. tests/valgrind.supp holds the records
-# that are not popc's (each with its reason). .ci/run calls it after the
-# plain build: valgrind cannot run the sanitizer builds.
+# definite or indirect leak fails, with no suppression. .ci/run calls it
+# after the plain build: valgrind cannot run the sanitizer builds.
 set -u
 b=${1:?usage: valgrind_main_job.sh BUILDDIR}
 b=$(cd "$b" && pwd)
@@ -21,7 +20,7 @@ POPC_PLUGIN_PATH="$b/ops:$b/optim:$b/backends:$b/collectives"
 export POPC_PLUGIN_PATH
 "$b/libtool" --mode=execute valgrind --quiet --leak-check=full \
     --errors-for-leak-kinds=definite,indirect --error-exitcode=9 \
-    --num-callers=30 --suppressions="$src/tests/valgrind.supp" \
+    --num-callers=30 \
     "$b/tools/popc" train "$src/examples/fashion-mnist-mlp.ini" \
     --set train.epochs=1 --set data.limit=128 --set data.test_limit=64 \
     >out.txt 2>err.txt

@@ -153,6 +153,12 @@ const popc_op_def *popci_graph_node_def_c(const popc_graph *g, int node);
 
 /* Record the current call stack in a (the node being added by a user). */
 void popci_source_capture(popci_annot *a);
+/* Have glibc load what backtrace() needs (libgcc_s) now, before any
+** plugin maps it as a dependency: glibc's own late dlopen of a library a
+** module already pulled in leaks the loader's dependency list (40 bytes
+** valgrind reports as definitely lost). The plugin loader calls it
+** before it opens a module; once per process. */
+void popci_source_prepare(void);
 /* Node dn of dst takes the recorded origin of node sn of src. */
 void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
                        int sn);

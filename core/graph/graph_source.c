@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,24 @@ void popci_source_capture(popci_annot *a)
         a->n_frames = 0;
 #else
     a->n_frames = 0;
+#endif
+}
+
+#ifdef HAVE_EXECINFO_H
+static void first_backtrace(void)
+{
+    void *frame[1];
+
+    (void)backtrace(frame, 1);
+}
+#endif
+
+void popci_source_prepare(void)
+{
+#ifdef HAVE_EXECINFO_H
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, first_backtrace);
 #endif
 }
 
