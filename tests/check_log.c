@@ -12,10 +12,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
+#include "tests/harness/assert.h"
 
 #define MAX_LINES 64
 static char lines[MAX_LINES][1100];

@@ -15,21 +15,11 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/harness/assert.h"
 
 #ifndef TEST_NPY_DIR
 #error "TEST_NPY_DIR must point at tests/data/npy"
 #endif
-
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
-    } while (0)
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
 
 static char tmpdir[PATH_MAX];
 

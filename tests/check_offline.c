@@ -11,14 +11,11 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/harness/assert.h"
 #include "popc/layers.h"
 #include "popc/registry.h"
 
 #define OK(call) ck_assert_msg((call) == POPC_OK, "%s", popc_last_error())
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
 
 #define NEVER_TEXT                                                           \
     "Trying to run a model on an offline device (ConnectionType.Never): "   \

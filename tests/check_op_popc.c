@@ -10,20 +10,10 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/harness/assert.h"
 #include "tests/harness/fd_check.h"
 #include "tests/harness/op_harness.h"
 #include "tests/harness/ref_check.h"
-
-#define ASSERT_OK(expr)                                                        \
-    do {                                                                       \
-        popc_status st_ = (expr);                                              \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),         \
-                      popc_last_error());                                      \
-    } while (0)
-
-#define ASSERT_HAS(hay, needle)                                                \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",          \
-                  (needle), (hay))
 
 static const popc_op_def *find(const char *op)
 {

@@ -9,10 +9,7 @@
 #include <ltdl.h>
 
 #include "popc/popc.h"
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
+#include "tests/harness/assert.h"
 
 static void quiet(int level, const char *msg, void *user)
 {

@@ -14,6 +14,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
+#include "tests/harness/assert.h"
 
 #ifndef TEST_PLUGINS_DIR
 #error "TEST_PLUGINS_DIR must point at the built tests/plugins"
@@ -89,17 +90,6 @@ static void write_file(const char *name, const char *text)
     fputs(text, f);
     fclose(f);
 }
-
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
-    } while (0)
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
 
 /* ---- one good plugin --------------------------------------------------- */
 

@@ -12,17 +12,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
-
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
-    } while (0)
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
+#include "tests/harness/assert.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* ASan reports a huge request as an error instead of returning NULL; the

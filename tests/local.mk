@@ -22,5 +22,6 @@ include %reldir%/parity.mk
 include %reldir%/onnx.mk
 include %reldir%/faults.mk
 
-# helpers the shell tests source
-EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh
+# helpers the shell tests source, and the C tests' shared assertions
+EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \
+    %reldir%/harness/assert.h

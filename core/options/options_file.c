@@ -553,14 +553,9 @@ popc_status popc_options_load_file(popc_options *o, const char *path)
     int n = 0;
     popc_status st;
 
-    if (!o || !path)
-        return popc_set_error(POPC_EINVAL, "popc_options_load_file: NULL "
-                              "options or path");
-    if (o->frozen)
-        return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
-                              "cannot load %s once a model uses these "
-                              "options; load into a copy from "
-                              "popc_options_clone", path);
+    if ((st = popci_options_loadable(o, "popc_options_load_file", path)) !=
+        POPC_OK)
+        return st;
     if ((st = read_statements(path, &sts, &n)) != POPC_OK)
         return st;
     if ((st = popc_options_clone(o, &work)) != POPC_OK)

@@ -34,14 +34,9 @@ popc_status popc_options_load_ini(popc_options *o, const char *path)
     popc_status st;
     int n;
 
-    if (!o || !path)
-        return popc_set_error(POPC_EINVAL, "popc_options_load_ini: NULL "
-                              "options or path");
-    if (o->frozen)
-        return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
-                              "cannot load %s once a model uses these "
-                              "options; load into a copy from "
-                              "popc_options_clone", path);
+    if ((st = popci_options_loadable(o, "popc_options_load_ini", path)) !=
+        POPC_OK)
+        return st;
     if ((st = popci_config_open(path, &c)) != POPC_OK)
         return st;
     n = popci_config_n_keys(c, SECTION);

@@ -9,17 +9,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
-
-#define ASSERT_OK(expr)                                                      \
-    do {                                                                     \
-        popc_status st_ = (expr);                                            \
-        ck_assert_msg(st_ == POPC_OK, "%s: %s", popc_status_name(st_),       \
-                      popc_last_error());                                    \
-    } while (0)
-
-#define ASSERT_HAS(hay, needle)                                              \
-    ck_assert_msg(strstr((hay), (needle)) != NULL, "'%s' not in: %s",        \
-                  (needle), (hay))
+#include "tests/harness/assert.h"
 
 /* A tensor copied from data (dims NULL and rank 0: a scalar). */
 popc_tensor *expect_tensor(popc_dtype dt, const int64_t *dims, int rank,
