@@ -35,3 +35,13 @@ noinst_PROGRAMS += %reldir%/bench_serialized_matmul
 %canon_reldir%_bench_serialized_matmul_SOURCES = \
     %reldir%/bench_serialized_matmul.c
 %canon_reldir%_bench_serialized_matmul_LDADD = libpopc.la
+
+# bench_infer: inference latency of an ONNX model through the C API
+# (bench/bench_infer.sh sets it beside ONNX Runtime)
+noinst_PROGRAMS += %reldir%/bench_infer
+%canon_reldir%_bench_infer_SOURCES = %reldir%/bench_infer.c
+%canon_reldir%_bench_infer_CPPFLAGS = $(AM_CPPFLAGS) \
+    -I$(top_srcdir)/onnx/include
+%canon_reldir%_bench_infer_LDADD = libpopc-onnx.la libpopc.la
+EXTRA_DIST += %reldir%/bench_infer.sh %reldir%/ort_infer.js \
+    %reldir%/infer_models.py

@@ -8,6 +8,7 @@ libpopc_la_SOURCES += \
     %reldir%/graph/graph_source.c \
     %reldir%/graph/graph_attr.c \
     %reldir%/graph/graph_query.c \
+    %reldir%/graph/graph_edit.c \
     %reldir%/graph/topo.c \
     %reldir%/graph/infer.c \
     %reldir%/graph/verify.c \

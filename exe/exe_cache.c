@@ -71,39 +71,46 @@ static int same_view(const popc_view *a, const popc_view *b)
 
 /* Does compiled graph c extend g (same values and nodes first) and take
 ** these micro-batch inputs? The reason goes to the debug log. */
+/* The value of c named like value v of g, or -1. */
+static int in_compiled(const popc_graph *g, int v, const popc_graph *c)
+{
+    return popc_graph_find_value(c, popc_graph_value_name(g, v));
+}
+
+/* c, a compiled graph from an entry whose key matched, was compiled from
+** g: the key holds the graph's structure, and this checks what a
+** collision or a stale entry would get wrong. The graph optimizer
+** rewrites the forward nodes (opt/), so values are matched by name: the
+** inputs in order with the compiled shapes, and every weight with its
+** kind, trainability and shape. */
 static int extends(const popc_graph *g, const popc_graph *c,
-                   const popci_plan_config *pc, int n_forward)
+                   const popci_plan_config *pc)
 {
     const char *why = NULL;
 
-    if (popc_graph_n_values(c) < popc_graph_n_values(g) ||
-        popc_graph_n_nodes(c) < n_forward ||
-        n_forward != popc_graph_n_nodes(g) ||
-        popc_graph_n_inputs(c) != pc->n_inputs ||
+    if (popc_graph_n_inputs(c) != pc->n_inputs ||
         popc_graph_n_inputs(g) != pc->n_inputs ||
         popc_graph_n_outputs(c) != popc_graph_n_outputs(g))
-        why = "value, node, input or output counts differ";
+        why = "input or output counts differ";
     for (int v = 0; !why && v < popc_graph_n_values(g); v++) {
-        popc_view a = popc_graph_value_info(g, v);
-        popc_view b = popc_graph_value_info(c, v);
-        if (strcmp(popc_graph_value_name(g, v), popc_graph_value_name(c, v)) ||
-            popc_graph_value_kind(g, v) != popc_graph_value_kind(c, v) ||
+        popc_value_kind k = popc_graph_value_kind(g, v);
+        int cv = in_compiled(g, v, c);
+        popc_view a = popc_graph_value_info(g, v), b;
+
+        if (k != POPC_VALUE_INPUT && k != POPC_VALUE_INITIALIZER)
+            continue;
+        b = popc_graph_value_info(c, cv);
+        if (cv < 0 || popc_graph_value_kind(c, cv) != k ||
             popc_graph_value_trainable(g, v) !=
-                popc_graph_value_trainable(c, v))
-            why = "a value differs";
-        else if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
-                 !same_view(&a, &b))
+                popc_graph_value_trainable(c, cv))
+            why = "an input or a weight differs";
+        else if (k == POPC_VALUE_INITIALIZER && !same_view(&a, &b))
             why = "a weight has another shape";
     }
-    for (int k = 0; !why && k < n_forward; k++)
-        if (strcmp(popc_graph_node_name(g, k), popc_graph_node_name(c, k)) ||
-            strcmp(popc_graph_node_op(g, k), popc_graph_node_op(c, k)) ||
-            strcmp(popc_graph_node_domain(g, k),
-                   popc_graph_node_domain(c, k)))
-            why = "a node differs";
     for (int i = 0; !why && i < pc->n_inputs; i++) {
         popc_view b = popc_graph_value_info(c, popc_graph_input(c, i));
-        if (popc_graph_input(c, i) != popc_graph_input(g, i) ||
+        if (in_compiled(g, popc_graph_input(g, i), c) !=
+                popc_graph_input(c, i) ||
             !same_view(&pc->inputs[i], &b))
             why = "the input shapes differ";
     }
@@ -214,7 +221,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
         popci_compiled_clear(cc);
         return popci_exe_bad(x, POPCI_SEC_CGRF, &r);
     }
-    if (!extends(g, c, pc, n_forward))
+    if (n_forward > popc_graph_n_nodes(c) || !extends(g, c, pc))
         goto unused;
     /* the gradients must be those of this graph's trainable weights */
     {
@@ -222,8 +229,8 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
         for (int v = 0; v < popc_graph_n_values(g); v++)
             if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
                 popc_graph_value_trainable(g, v)) {
-                if (k >= n_wrt || cc->wrt[k] != v || cc->grads[k] < -1 ||
-                    cc->grads[k] >= nv)
+                if (k >= n_wrt || cc->wrt[k] != in_compiled(g, v, c) ||
+                    cc->grads[k] < -1 || cc->grads[k] >= nv)
                     goto unused;
                 k++;
             }
@@ -233,7 +240,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
     }
     for (int v = 0; v < popc_graph_n_values(g); v++)
         if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
-            (st = popc_graph_set_initializer(c, v,
+            (st = popc_graph_set_initializer(c, in_compiled(g, v, c),
                                              popc_graph_value_tensor(g, v))) !=
                 POPC_OK) {
             popci_compiled_clear(cc);

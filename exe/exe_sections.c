@@ -225,7 +225,7 @@ static popc_status encode_cgrf(popc_model *m, popci_wbuf *w)
         loss = popc_graph_find_value(p->graph, p->slots[p->loss_slot].name);
     for (int i = 0; i < p->n_weights; i++)
         n_wrt += p->weights[i].trainable != 0;
-    popci_w_u32(w, (uint32_t)popc_graph_n_nodes(m->graph));
+    popci_w_u32(w, (uint32_t)p->n_graph_forward);
     popci_w_i64(w, loss);
     popci_w_i64(w, p->seed_value);
     popci_w_u32(w, (uint32_t)n_wrt);

@@ -1,7 +1,8 @@
 /* layers.c - the layers of libpopc that follow every model, in the order
-** the core calls them (core/runtime/hooks_priv.h): the executable cache
-** and popc_load first, since they may hand the planner a compiled graph,
-** then the profile, which times the whole compile. This table is the only
+** the core calls them (core/runtime/hooks_priv.h): the graph optimizer
+** (it only rewrites the plan's copy of the graph), the executable cache
+** and popc_load, since they may hand the planner a compiled graph, then
+** the profile, which times the whole compile. This table is the only
 ** place that names them; being above them all, it links them into every
 ** program that makes a model, static builds included.
 */
@@ -9,9 +10,11 @@
 
 #include "core/runtime/hooks_priv.h"
 #include "exe/executable_priv.h"
+#include "opt/opt_hooks.h"
 #include "profile/profile_priv.h"
 
 const popci_model_hooks *const popci_layer_hooks[] = {
+    &popci_opt_hooks,
     &popci_exe_hooks,
     &popci_profile_hooks,
     NULL,

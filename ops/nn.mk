@@ -14,6 +14,9 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/conv.c \
     %reldir%/nn/conv_grad.c \
     %reldir%/nn/conv_priv.h \
+    %reldir%/nn/epilogue.c \
+    %reldir%/nn/epilogue.h \
+    %reldir%/nn/fused.c \
     %reldir%/nn/half_partials.c \
     %reldir%/nn/half_partials.h \
     core/graph/half_simd.c \

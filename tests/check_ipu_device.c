@@ -240,7 +240,9 @@ static layout layout_of(mj_value *v)
     for (int i = 0; i < ops->n; i++) {
         const char *op = mj_str(mj_at(ops, i), "op");
 
-        if (op && strcmp(op, "Conv") == 0 && l.n_conv < 3)
+        /* the graph optimizer fuses a Conv and its Relu */
+        if (op && (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) &&
+            l.n_conv < 3)
             l.conv_first[l.n_conv++] =
                 (int)mj_num(mj_at(ops, i), "first_tile", -1);
     }

@@ -34,3 +34,15 @@ endif
 %canon_reldir%_check_layers_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_layers_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_layers_DEPENDENCIES = libpopc.la $(ops_LTLIBRARIES)
+
+# the graph optimizer (opt/): each pass before and after, outputs against
+# optimizationLevel 0 on the reference kernels
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_optimize
+TESTS += %reldir%/check_optimize
+endif
+%canon_reldir%_check_optimize_SOURCES = %reldir%/check_optimize.c
+%canon_reldir%_check_optimize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_optimize_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_optimize_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)

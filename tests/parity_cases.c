@@ -430,6 +430,74 @@ static void b_spatial_nd(bld *b)
     pc_output(b, node(b, NULL, "ConvTranspose", in, 2, ct, 3));
 }
 
+/* The graph optimizer's fused ops, built directly: FusedConv on the
+** im2col path (strided, padded), the depthwise path and Winograd (two
+** groups of 8 channels, 4 images: 8 units), with residuals and
+** activations; FusedMatMul with a transposed weight, bias, residual and
+** each transcendental activation. */
+static void b_fused_conv(bld *b)
+{
+    int64_t xd[4] = {B, 16, 9, 9}, w1[4] = {6, 16, 3, 3}, zd[4] = {B, 6, 5, 5};
+    int64_t wd[4] = {16, 1, 3, 3}, ww[4] = {16, 8, 3, 3}, bd[1] = {16};
+    int64_t b6[1] = {6};
+    int x = input(b, POPC_DTYPE_F32, xd, 4, -1.0, 1.0);
+    int in[4];
+    int64_t st2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    double clip[2] = {-0.25, 0.5}, leak[1] = {0.1};
+    popc_attr a[6];
+
+    /* im2col: stride 2, pads 1, residual, Clip */
+    in[0] = x;
+    in[1] = input(b, POPC_DTYPE_F32, w1, 4, -0.3, 0.3);
+    in[2] = input(b, POPC_DTYPE_F32, b6, 1, -0.5, 0.5);
+    in[3] = input(b, POPC_DTYPE_F32, zd, 4, -1.0, 1.0);
+    a[0] = popc_attr_make_ints("strides", st2, 2);
+    a[1] = popc_attr_make_ints("pads", p1, 4);
+    a[2] = popc_attr_make_string("activation", "Clip");
+    a[3] = (popc_attr){.name = "activation_params", .type = POPC_ATTR_FLOATS,
+                       .n = 2, .floats = clip};
+    pc_output(b, node(b, "popc", "FusedConv", in, 4, a, 4));
+    /* depthwise: LeakyRelu, no residual */
+    in[1] = input(b, POPC_DTYPE_F32, wd, 4, -0.5, 0.5);
+    in[2] = input(b, POPC_DTYPE_F32, bd, 1, -0.5, 0.5);
+    a[0] = popc_attr_make_int("group", 16);
+    a[1] = popc_attr_make_ints("pads", p1, 4);
+    a[2] = popc_attr_make_string("activation", "LeakyRelu");
+    a[3] = (popc_attr){.name = "activation_params", .type = POPC_ATTR_FLOATS,
+                       .n = 1, .floats = leak};
+    pc_output(b, node(b, "popc", "FusedConv", in, 3, a, 4));
+    /* Winograd: 2 groups, residual x, Relu */
+    in[1] = input(b, POPC_DTYPE_F32, ww, 4, -0.2, 0.2);
+    in[3] = x;
+    a[0] = popc_attr_make_int("group", 2);
+    a[2] = popc_attr_make_string("activation", "Relu");
+    pc_output(b, node(b, "popc", "FusedConv", in, 4, a, 3));
+}
+
+static void b_fused_matmul(bld *b)
+{
+    int64_t ad[3] = {B, 7, 24}, md[2] = {10, 24}, yd[3] = {B, 7, 10};
+    int64_t b10[1] = {10};
+    int in[4];
+    popc_attr a[3];
+
+    /* transposed weight, bias, residual, each transcendental activation */
+    in[0] = input(b, POPC_DTYPE_F32, ad, 3, -1.0, 1.0);
+    in[1] = input(b, POPC_DTYPE_F32, md, 2, -0.5, 0.5);
+    in[2] = input(b, POPC_DTYPE_F32, b10, 1, -0.5, 0.5);
+    in[3] = input(b, POPC_DTYPE_F32, yd, 3, -1.0, 1.0);
+    a[0] = popc_attr_make_int("trans_b", 1);
+    a[1] = popc_attr_make_float("alpha", 0.5);
+    for (int i = 0; i < 4; i++) {
+        static const char *const acts[4] = {"Gelu", "SiLU", "Sigmoid",
+                                            "Tanh"};
+
+        a[2] = popc_attr_make_string("activation", acts[i]);
+        pc_output(b, node(b, "popc", "FusedMatMul", in, i < 2 ? 4 : 3, a,
+                          3));
+    }
+}
+
 static void b_instance_norm(bld *b)
 {
     int64_t c[1] = {64};
@@ -1209,6 +1277,8 @@ static void b_ctc(bld *b)
 
 const pcase pc_cases[] = {
     {"sum", b_sum, 1},
+    {"fused_conv", b_fused_conv, 0},
+    {"fused_matmul", b_fused_matmul, 0},
     {"gelu_tanh", b_gelu_tanh, 1},
     {"leaky_relu", b_leaky, 1},
     {"clip", b_clip, 1},

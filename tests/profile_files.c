@@ -91,6 +91,12 @@ mj_value *pf_read_profile(const char *dir)
 mj_value *pf_inference_report(popc_graph *g, popc_tensor *const *inputs,
                               int n_inputs, int n_outputs)
 {
+    return pf_inference_report_at(g, inputs, n_inputs, n_outputs, -1);
+}
+
+mj_value *pf_inference_report_at(popc_graph *g, popc_tensor *const *inputs,
+                                 int n_inputs, int n_outputs, int level)
+{
     popc_options *o = NULL;
     popc_model *m = NULL;
     popc_tensor *out[8] = {NULL};
@@ -101,6 +107,9 @@ mj_value *pf_inference_report(popc_graph *g, popc_tensor *const *inputs,
     ck_assert_int_eq(popc_options_new(&o), POPC_OK);
     ck_assert_int_eq(popc_options_set(o, "backend", "ipumodel"), POPC_OK);
     ck_assert_int_eq(popc_options_set(o, "enableProfiling", dir), POPC_OK);
+    if (level >= 0)
+        ck_assert_int_eq(popc_options_set_int(o, "optimizationLevel", level),
+                         POPC_OK);
     ck_assert_msg(popc_model_new_inference(g, o, &m) == POPC_OK, "%s",
                   popc_last_error());
     ck_assert_msg(popc_model_run(m, (popc_tensor **)inputs, n_inputs, out,

@@ -26,5 +26,9 @@ struct popc_tensor;
 mj_value *pf_inference_report(struct popc_graph *g,
                               struct popc_tensor *const *inputs, int n_inputs,
                               int n_outputs);
+/* The same at optimizationLevel level (-1: the default). */
+mj_value *pf_inference_report_at(struct popc_graph *g,
+                                 struct popc_tensor *const *inputs,
+                                 int n_inputs, int n_outputs, int level);
 
 #endif /* POPC_TESTS_PROFILE_FILES_H */

@@ -2,7 +2,7 @@
 # test_headers.sh - every public header compiles on its own (C11, -Wall
 # -Wextra, no warnings), and graph.h, which programs include to build
 # graphs, does not pull in the plugin ABI (popc/plugin.h); the layers of
-# libpopc (core, exe, profile, helpers, data, run, onnx) include only
+# libpopc (core, opt, exe, profile, helpers, data, run, onnx) include only
 # downward (lib/, the assembly above them all, names exe and profile), and
 # helpers/ uses only the core's public headers.
 #
@@ -19,7 +19,7 @@ n=0
 
 # the layers of libpopc, lowest first: a layer includes only its own and
 # lower layers' headers (docs/architecture.md)
-layers="core exe profile helpers data run onnx"
+layers="core opt exe profile helpers data run onnx"
 incs=""
 for l in $layers; do incs="$incs -I$POPC_SRCDIR/$l/include"; done
 for l in $layers; do

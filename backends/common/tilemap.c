@@ -310,9 +310,11 @@ static void place_slots(ipum_map *m, int *cursor)
         }
 }
 
+/* Conv, and the graph optimizer's popc::FusedConv */
 static int is_conv(const popc_op_def *op)
 {
-    return op && op->name && strncmp(op->name, "Conv", 4) == 0;
+    return op && op->name && (strncmp(op->name, "Conv", 4) == 0 ||
+                              strcmp(op->name, "FusedConv") == 0);
 }
 
 /* FNV-1a of a convolution's operand and result shapes: its parameters as

@@ -81,6 +81,9 @@ static int is_matrix(const popc_op_def *op)
 {
     const char *n = op && op->name ? op->name : "";
 
+    /* the graph optimizer's popc::FusedConv and popc::FusedMatMul */
+    if (strncmp(n, "Fused", 5) == 0)
+        n += 5;
     return strncmp(n, "MatMul", 6) == 0 || strncmp(n, "Gemm", 4) == 0 ||
            strncmp(n, "Conv", 4) == 0;
 }

@@ -818,8 +818,12 @@ popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
     }
     for (int i = 0; i < g->n_outputs; i++)
         g->outputs[i] = REMAP_VALUE(g->outputs[i]);
-    for (int i = 0; i < g->n_updates; i++)
+    for (int i = 0; i < g->n_inputs; i++)
+        g->inputs[i] = REMAP_VALUE(g->inputs[i]);
+    for (int i = 0; i < g->n_updates; i++) {
+        g->updates[i].weight = REMAP_VALUE(g->updates[i].weight);
         g->updates[i].value = REMAP_VALUE(g->updates[i].value);
+    }
 #undef REMAP_VALUE
     for (int v = first_value; v < g->n_values; v++) {
         int p = g->values[v].producer;

@@ -246,6 +246,18 @@ OPTION(enableStableNorm,
               "(slower, more accurate) instead of one pass of sums of "
               "squares", BOOLV, 1},
      .flags = C, .param = "enabled"})
+OPTION(optimizationLevel,
+    {.info = {"optimizationLevel", POPC_OPT_INT, "2",
+              "popc: graph optimization at compile (opt/), as ONNX "
+              "Runtime's levels: 0 none; 1 basic (constant folding, "
+              "BatchNorm folded into Conv and Gemm, transposes and "
+              "reshapes that cancel); 2 extended (also Conv, Gemm and "
+              "MatMul fused with bias, residual Add and activation, "
+              "LayerNorm and GELU as one op; fusions apply to inference "
+              "models); 3 (blocked layouts) is not supported yet",
+              "0 | 1 | 2", 1},
+     .flags = C | P, .min = 0, .max = 3, .hook = hook_opt_level,
+     .param = "level"})
 OPTION(enableSyntheticData,
     {.info = {"enableSyntheticData", POPC_OPT_BOOL, "false",
               "No host I/O: inputs are generated on the device "

@@ -136,3 +136,19 @@ const void *popci_model_layer_data_c(const popc_model *m,
     }
     return NULL;
 }
+
+popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
+                                      const char *const *keep, int n_keep)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->rewrite_graph &&
+            (st = h->rewrite_graph(g, level, training, keep, n_keep)) !=
+                POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}

@@ -54,6 +54,11 @@ typedef struct popci_model_hooks {
     void (*run_end)(popc_model *m, void **data, double t0);
     /* m is being freed: release *data. */
     void (*model_free)(popc_model *m, void **data);
+    /* Planning, after the input shapes are bound and before stages and
+    ** autodiff: may rewrite g (the plan's own copy) at optimizationLevel
+    ** level; values named in keep[0..n_keep) (anchors) must survive. */
+    popc_status (*rewrite_graph)(popc_graph *g, int level, int training,
+                                 const char *const *keep, int n_keep);
 } popci_model_hooks;
 
 /* NULL-terminated, at most POPCI_MAX_LAYERS tables. */
@@ -80,6 +85,9 @@ void popci_hooks_compile_end(popci_compile_states *cs, popc_model *m,
 popci_trace *popci_hooks_run_begin(popc_model *m);
 void popci_hooks_run_end(popc_model *m, double t0);
 void popci_hooks_model_free(popc_model *m);
+/* Every table's rewrite_graph in turn (a popci_plan_config.rewrite). */
+popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
+                                      const char *const *keep, int n_keep);
 
 /* The slot of m that table h keeps its data in; NULL when h is not one
 ** of popci_layer_hooks (a table looks its own slot up outside a hook,

@@ -584,7 +584,10 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
                              .inputs = micro, .replicas = (int)b.r,
                              .loss_scaling = 1.0,
                              .strategy = popci_strategy_from_options(
-                                 m->opts)};
+                                 m->opts),
+                             .rewrite = popci_hooks_rewrite_graph,
+                             .opt_level = (int)popci_opt_int(
+                                 m->opts, POPCI_O_optimizationLevel)};
     if (m->anchors) {
         pc.n_anchors = m->anchors->n;
         pc.anchors = (const char *const *)m->anchors->long_names;

@@ -926,6 +926,11 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             goto fail;
         if ((st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
             goto fail;
+        if (cfg->rewrite && cfg->opt_level > 0 &&
+            ((st = cfg->rewrite(p->graph, cfg->opt_level, cfg->training,
+                                cfg->anchors, cfg->n_anchors)) != POPC_OK ||
+             (st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK))
+            goto fail;
         if ((st = popci_stages_resolve(p->graph, &p->strategy)) != POPC_OK)
             goto fail;
         n_fwd = popc_graph_n_nodes(p->graph);
@@ -940,6 +945,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             (st = popci_recompute(p->graph, n_fwd)) != POPC_OK)
             goto fail;
     }
+    p->n_graph_forward = n_fwd;
     p->n_recomputed = popci_recompute_count(p->graph, n_fwd);
 
     p->n_values = popc_graph_n_values(p->graph);

@@ -86,11 +86,18 @@ typedef struct popci_plan_config {
     ** and return (core/runtime/anchors_priv.h) */
     int n_anchors;
     const char *const *anchors;
+    /* (optional) rewrites the plan's copy of the graph once its input
+    ** shapes are bound (graph optimization, optimizationLevel) */
+    popc_status (*rewrite)(popc_graph *g, int level, int training,
+                           const char *const *keep, int n_keep);
+    int opt_level;
 } popci_plan_config;
 
 typedef struct popci_plan {
     popc_plan pub;             /* handed to backends; arrays below */
     popc_graph *graph;         /* owned: clone with backward nodes */
+    int n_graph_forward;       /* graph's nodes before autodiff (ids below
+                                  are forward nodes) */
     popc_plan_slot *slots;
     popc_plan_node *nodes;
     int *node_io;              /* inputs and outputs of every node */

@@ -428,6 +428,7 @@ popc_status nn_run_wino(const popc_kernel_ctx *kc, const conv_p *p,
         nn_wino_image(g, x + (n * p->G + gr) * xc * xp,
                       bias ? bias + gr * yc : NULL,
                       y + (n * p->G + gr) * yc * yp, s);
+        nn_epilogue_apply(p->epi, y + (n * p->G + gr) * yc * yp, yc * yp);
     }
     kc->host->free(s);
     return POPC_OK;
@@ -497,12 +498,8 @@ static popc_status conv_forward(const popc_kernel_ctx *kc)
 
 static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
 {
-    const float *x = kc->inputs[0].data, *wt = kc->inputs[1].data;
     const float *bias = NULL;
-    float *y = kc->outputs[0].data, *col = NULL;
     conv_p p;
-    nn_tiles t;
-    int64_t lo, hi;
     popc_status st;
 
     if ((st = conv_params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
@@ -511,7 +508,84 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
     if (nn_half_partials(kc))
-        return nn_conv_half_forward(kc, &p, x, wt, bias, y);
+        return nn_conv_half_forward(kc, &p, kc->inputs[0].data,
+                                    kc->inputs[1].data, bias,
+                                    kc->outputs[0].data);
+    return nn_conv2d_forward(kc, &p, kc->inputs[0].data, kc->inputs[1].data,
+                             bias, kc->outputs[0].data);
+}
+
+/* Few images and small output planes with many channels (ResNet's last
+** stages at batch 1): column tiles of a plane would each repack the whole
+** weight matrix, megabytes, for a few dozen columns. Row tiles (blocks of
+** output channels) instead take the plane's whole im2col, which is built
+** once per part and (image, group), and pack each weight row once. */
+#define ROWS_IM2COL_BYTES ((double)(4 << 20))
+
+static int rows_pay(const conv_p *p)
+{
+    return p->N * p->G < NN_CONV_UNITS && p->P < p->Mg && p->Kc > 0 &&
+           4.0 * (double)p->Kc * (double)p->P <= ROWS_IM2COL_BYTES;
+}
+
+static popc_status conv_rows(const popc_kernel_ctx *kc, const conv_p *p,
+                             const float *x, const float *wt,
+                             const float *bias, float *y)
+{
+    nn_tiles t;
+    int64_t lo, hi, cur = -1;
+    float *col = NULL;
+    popc_status st;
+
+    nn_tiles_plan(p->N * p->G, p->Mg, p->P, p->Kc, NN_CONV_UNITS, 16,
+                  NN_TILE_ROWS, &t);
+    opsu_range(p->N * p->G * t.n, kc->part, kc->n_parts, &lo, &hi);
+    if (hi <= lo)
+        return POPC_OK;
+    if (!p->direct && !(col = nn_conv_scratch(kc, p->Kc * p->P, &st)) && st)
+        return st;
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t ng = u / t.n, n = ng / p->G, g = ng % p->G;
+        int64_t m0 = (u % t.n) * t.blk;
+        int64_t m1 = m0 + t.blk < p->Mg ? m0 + t.blk : p->Mg;
+        const float *xg = x + (n * p->C + g * p->Cg) * p->HW;
+        float *yg = y + (n * p->M + g * p->Mg) * p->P;
+
+        if (!p->direct && ng != cur) {
+            nn_im2col(p, xg, 0, p->Cg, 0, p->P, col, p->P);
+            cur = ng;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(m1 - m0),
+                    (int)p->P, (int)p->Kc, 1.0f,
+                    wt + (g * p->Mg + m0) * p->Kc, (int)p->Kc,
+                    p->direct ? xg : col, (int)p->P, 0.0f, yg + m0 * p->P,
+                    (int)p->P);
+        for (int64_t m = m0; m < m1; m++) {
+            float *r = yg + m * p->P;
+
+            if (bias) {
+                float bv = bias[g * p->Mg + m];
+
+                for (int64_t q = 0; q < p->P; q++)
+                    r[q] += bv;
+            }
+            nn_epilogue_apply(p->epi, r, p->P);
+        }
+    }
+    kc->host->free(col);
+    return POPC_OK;
+}
+
+popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
+                              const float *x, const float *wt,
+                              const float *bias, float *y)
+{
+    conv_p p = *pp;
+    float *col = NULL;
+    nn_tiles t;
+    int64_t lo, hi;
+    popc_status st;
+
     if (nn_dw_fits(&p))
         return nn_dw_forward(kc, &p, x, wt, bias, y);
     if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
@@ -524,6 +598,8 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
     }
     if (nn_cb_fits(&p))
         return nn_cb_forward(kc, &p, x, wt, bias, y);
+    if (rows_pay(&p))
+        return conv_rows(kc, &p, x, wt, bias, y);
     conv_tiles(&p, &t);
     opsu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
@@ -554,14 +630,17 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
         else
             for (int64_t m = 0; m < p.Mg; m++)
                 memset(yg + m * p.P, 0, sizeof *yg * (size_t)(p1 - p0));
-        if (bias)
-            for (int64_t m = 0; m < p.Mg; m++) {
+        for (int64_t m = 0; m < p.Mg; m++) {
+            float *r = yg + m * p.P;
+
+            if (bias) {
                 float bv = bias[g * p.Mg + m];
-                float *r = yg + m * p.P;
 
                 for (int64_t q = 0; q < p1 - p0; q++)
                     r[q] += bv;
             }
+            nn_epilogue_apply(p.epi, r, p1 - p0);
+        }
     }
     kc->host->free(col);
     return POPC_OK;

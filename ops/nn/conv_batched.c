@@ -97,6 +97,7 @@ popc_status nn_cb_forward(const popc_kernel_ctx *kc, const conv_p *p,
                         dst[q] = src[q] + bv;
                 else
                     memcpy(dst, src, sizeof *dst * (size_t)p->P);
+                nn_epilogue_apply(p->epi, dst, p->P);
             }
     }
     kc->host->free(col);

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "ops/nn/epilogue.h"
 #include "ops/nn/nn_priv.h"
 
 /* Units a convolution kernel aims to split into (several per worker). */
@@ -27,7 +28,16 @@ typedef struct conv_p {
     int64_t HW, P, KK, Kc; /* input plane, output plane, kh*kw, Cg*kh*kw */
     int direct;            /* 1x1, stride 1, no pads: x is its own im2col */
     int64_t S;             /* ConvGradWeight image chunks; 0: whole batch */
+    /* popc::FusedConv: residual and activation each path applies to what
+    ** it has just written; NULL for a plain Conv */
+    const nn_epilogue *epi;
 } conv_p;
+
+/* Conv's 2-D forward on geometry p (every path: depthwise, Winograd,
+** batched planes, im2col + sgemm), with p->epi applied. */
+popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *p,
+                              const float *x, const float *wt,
+                              const float *bias, float *y);
 
 /* Outputs o in [lo, hi) of n_out whose input o*s + off lies in [0, n). */
 void nn_valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,

@@ -66,23 +66,27 @@ static void taps_of(const nn_window *w, tap *taps)
         taps[kj] = tap_at(w, kj);
 }
 
-/* y (one output plane) from x (its input plane) and the kernel k. */
+/* y (one output plane) from x (its input plane) and the kernel k, row by
+** row: each output row takes all its taps while it is in L1 (a
+** tap-by-tap sweep of the whole plane would stream it kh * kw times).
+** Every element still sums its taps in (ki, kj) order, then the bias. */
 static void plane_forward(const nn_window *w, const tap *taps, const float *x,
                           const float *k, const float *bias, float *y)
 {
-    memset(y, 0, sizeof *y * (size_t)(w->OH * w->OW));
-    for (int64_t ki = 0; ki < w->kh; ki++)
-        for (int64_t kj = 0; kj < w->kw; kj++) {
-            float kv = k[ki * w->kw + kj];
-            tap t = taps[kj];
+    for (int64_t oh = 0; oh < w->OH; oh++) {
+        float *restrict yr = y + oh * w->OW;
 
-            for (int64_t oh = 0; oh < w->OH; oh++) {
-                int64_t ih = in_row(w, oh, ki);
-                const float *xr = x + ih * w->W + t.off;
-                float *yr = y + oh * w->OW;
+        memset(yr, 0, sizeof *yr * (size_t)w->OW);
+        for (int64_t ki = 0; ki < w->kh; ki++) {
+            int64_t ih = in_row(w, oh, ki);
 
-                if (ih < 0)
-                    continue;
+            if (ih < 0)
+                continue;
+            for (int64_t kj = 0; kj < w->kw; kj++) {
+                float kv = k[ki * w->kw + kj];
+                tap t = taps[kj];
+                const float *restrict xr = x + ih * w->W + t.off;
+
                 if (w->sw == 1)
                     for (int64_t o = t.lo; o < t.hi; o++)
                         yr[o] += kv * xr[o];
@@ -94,9 +98,10 @@ static void plane_forward(const nn_window *w, const tap *taps, const float *x,
                         yr[o] += kv * xr[o * w->sw];
             }
         }
-    if (bias)
-        for (int64_t q = 0; q < w->OH * w->OW; q++)
-            y[q] += *bias;
+        if (bias)
+            for (int64_t q = 0; q < w->OW; q++)
+                yr[q] += *bias;
+    }
 }
 
 /* dx (one input plane's gradient) from dy and the kernel k. */
@@ -165,6 +170,7 @@ popc_status nn_dw_forward(const popc_kernel_ctx *kc, const conv_p *p,
 
         plane_forward(&p->w, taps, x + u * p->HW, wt + c * p->KK,
                       bias ? bias + c : NULL, y + u * p->P);
+        nn_epilogue_apply(p->epi, y + u * p->P, p->P);
     }
     return POPC_OK;
 }

@@ -45,6 +45,7 @@ int64_t nn_mvn_groups(const popc_view *x, const popc_attrs *attrs,
 int64_t nn_mvn_offset(const popc_view *x, const uint8_t *red, int64_t g,
                       int64_t i);
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
+popc_status nn_register_fused(const popc_host *h, popc_registrar *r);
 
 /* ---- GEMM tiles ------------------------------------------------------------
 ** OpenBLAS gives bitwise different results for the same element when the

@@ -326,6 +326,25 @@ POPC_API int popc_graph_n_updates(const popc_graph *g);
 POPC_API POPC_NODISCARD popc_status popc_graph_update(const popc_graph *g,
     int i, int *weight, int *value);
 
+/* ---- rewriting a graph (graph optimization passes) ------------------ */
+
+/* Every use of value `from` (node inputs, graph outputs, buffer updates'
+** values) becomes a use of `to`; the caller keeps dtypes and shapes
+** equal. Ids do not move. POPC_OK, POPC_EINVAL (g NULL, from or to not a
+** value of g). Not thread-safe on one graph. Since 0.4.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_replace_uses(popc_graph *g,
+    int from, int to);
+/* Drop the nodes whose outputs nothing reads (no live node, graph output
+** or buffer update), and the constants nothing reads; inputs,
+** initializers and nodes with effects (host, loss, foreign, never-folded
+** ops, subgraph holders, unknown ops) stay. Value and node ids are
+** renumbered: ids held from before are invalid. *removed (may be NULL)
+** receives the number of nodes dropped. POPC_OK, POPC_EINVAL (g NULL),
+** POPC_ECOMPILE (a cycle), POPC_ENOMEM. Not thread-safe on one graph.
+** Since 0.4.0. */
+POPC_API POPC_NODISCARD popc_status popc_graph_prune(popc_graph *g,
+    int *removed);
+
 /* Replace an initializer's tensor with a copy of t (same dtype and
 ** shape). The graph drops its reference to the old tensor: a pointer from
 ** popc_graph_value_tensor stays valid only if its holder took a

@@ -1,0 +1,73 @@
+/* pass_gelu.c - the exact GELU as torch.onnx.export writes it before
+** opset 20,
+**     Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)
+** (either operand order of each Mul and Add), becomes one Gelu. Gelu has
+** a gradient, so this runs on training graphs too.
+*/
+#include "config.h"
+
+#include <math.h>
+
+#include "opt/opt_priv.h"
+
+static int near(float v, double want)
+{
+    return fabs((double)v - want) <= 1e-6 * fabs(want);
+}
+
+/* The operand of binary node n that is not v (-1 when v is not one). */
+static int other(const opt_ctx *c, int n, int v)
+{
+    int a = opt_input(c, n, 0), b = opt_input(c, n, 1);
+
+    return a == v ? b : b == v ? a : -1;
+}
+
+/* Node `next` reads only value v of node n, and has op `op`. */
+static int next_is(const opt_ctx *c, int v, const char *op, int *next)
+{
+    *next = opt_sole_reader(c, v);
+    return *next >= 0 && opt_is(c, *next, op);
+}
+
+static popc_status try_gelu(opt_ctx *c, int div, int *done)
+{
+    int x = opt_input(c, div, 0), erf, add, mul, half, one;
+    float k, f;
+
+    if (!opt_scalar(c, opt_input(c, div, 1), &k) || !near(k, sqrt(2.0)) ||
+        !next_is(c, opt_output(c, div, 0), "Erf", &erf) ||
+        !next_is(c, opt_output(c, erf, 0), "Add", &add) ||
+        (one = other(c, add, opt_output(c, erf, 0))) < 0 ||
+        !opt_scalar(c, one, &f) || f != 1.0f ||
+        !next_is(c, opt_output(c, add, 0), "Mul", &mul) ||
+        other(c, mul, opt_output(c, add, 0)) != x ||
+        !next_is(c, opt_output(c, mul, 0), "Mul", &half) ||
+        !opt_scalar(c, other(c, half, opt_output(c, mul, 0)), &f) ||
+        f != 0.5f || !opt_same_place(c, div, half))
+        return POPC_OK;
+    popc_node_desc d = {.size = sizeof d, .op = "Gelu", .inputs = &x,
+                        .n_inputs = 1, .n_outputs = 1};
+    c->taken[div] = c->taken[erf] = c->taken[add] = c->taken[mul] =
+        c->taken[half] = 1;
+    *done = 1;
+    return opt_replace(c, div, half, &d, NULL);
+}
+
+popc_status opt_recognise_gelu(opt_ctx *c, int *rewrites)
+{
+    popc_status st;
+
+    if (!opt_has_op(c, "ai.onnx", "Gelu"))
+        return POPC_OK;
+    for (int n = 0; n < c->n_nodes; n++) {
+        int done = 0;
+
+        if (!opt_is(c, n, "Div"))
+            continue;
+        if ((st = try_gelu(c, n, &done)) != POPC_OK)
+            return st;
+        *rewrites += done;
+    }
+    return POPC_OK;
+}
