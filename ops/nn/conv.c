@@ -386,10 +386,15 @@ void *nn_conv_scratch(const popc_kernel_ctx *kc, int64_t floats,
 /* Winograd (winograd.c) takes 3x3, stride-1, undilated 2-D windows with
 ** at least NN_WINO_MIN_CHANNELS channels in and out (its GEMMs have those
 ** as dimensions) and NN_WINO_MIN_TILES output tiles per image, when the
-** batch gives NN_CONV_UNITS (image, group) units;
-** the choice depends on the shape only. ConvGradInput runs it as the
-** forward convolution of dY with turned kernels, whose padding 2 - pads
-** must not be negative. */
+** batch gives NN_CONV_UNITS (image, group) units, or, for an inference
+** model's forward convolution, at any batch: the units are then parts of
+** an image (tile blocks x output-channel chunks), so that both cores work
+** at batch 1 (training keeps its choice, and its numerics, by batch).
+** Each part then transforms the weights for itself, 16 x M x C floats, so
+** a split image needs NN_WINO_SPLIT_MIN_TILES tiles to pay for it.
+** The choice depends on the shape and the model's kind only.
+** ConvGradInput runs it as the forward convolution of dY with turned
+** kernels, whose padding 2 - pads must not be negative. */
 int nn_wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
 {
     const nn_window *w = &p->w;
@@ -397,38 +402,71 @@ int nn_wino_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
     return w->sp == 2 && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
            w->sw == 1 && w->dh == 1 && w->dw == 1 &&
            cin >= NN_WINO_MIN_CHANNELS && cout >= NN_WINO_MIN_CHANNELS &&
-           p->N * p->G >= NN_CONV_UNITS && w->OH > 0 && w->OW > 0 &&
+           w->OH > 0 && w->OW > 0 &&
            ((w->OH + 1) / 2) * ((w->OW + 1) / 2) >= NN_WINO_MIN_TILES &&
+           (p->N * p->G >= NN_CONV_UNITS ||
+            (p->inference && !grad &&
+             ((w->OH + 1) / 2) * ((w->OW + 1) / 2) >=
+                 NN_WINO_SPLIT_MIN_TILES)) &&
            (!grad || (w->pt <= 2 && w->pl <= 2));
 }
 
+/* Output-channel chunks of an image split for Winograd: enough with the
+** tile blocks for NN_CONV_UNITS units, each of at least 16 channels. */
+static int64_t wino_chunk(const conv_p *p, const nn_wino *g)
+{
+    int64_t units = p->N * p->G * nn_wino_blocks(g);
+    int64_t want = (NN_CONV_UNITS + units - 1) / units;
+    int64_t chunk = (g->M + want - 1) / want;
+
+    chunk = (chunk + 15) / 16 * 16;
+    return chunk < g->M ? chunk : g->M;
+}
+
 /* Units (group, image) of a Winograd run: x [N, G * xc, xp] to
-** y [N, G * yc, yp]; the group's weights are transformed once per part. */
+** y [N, G * yc, yp]; the group's weights are transformed once per part.
+** Below NN_CONV_UNITS such units (an inference model), units are (group,
+** image, tile block, output-channel chunk). */
 popc_status nn_run_wino(const popc_kernel_ctx *kc, const conv_p *p,
                         const nn_wino *g, int transposed, const float *x,
                         int64_t xc, int64_t xp, const float *wt,
                         const float *bias, float *y, int64_t yc, int64_t yp)
 {
-    int64_t lo, hi, cur = -1;
+    int64_t lo, hi, cur = -1, nb = 1, chunk = g->M, nch = 1;
+    int split = p->N * p->G < NN_CONV_UNITS;
     float *s;
     popc_status st;
 
-    opsu_range(p->N * p->G, kc->part, kc->n_parts, &lo, &hi);
+    if (split) {
+        nb = nn_wino_blocks(g);
+        chunk = wino_chunk(p, g);
+        nch = (g->M + chunk - 1) / chunk;
+    }
+    opsu_range(p->N * p->G * nb * nch, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!(s = nn_conv_scratch(kc, nn_wino_scratch(g), &st)) && st)
         return st;
     for (int64_t u = lo; u < hi; u++) {
-        int64_t gr = u / p->N, n = u % p->N;
+        int64_t ng = u / (nb * nch), rest = u % (nb * nch);
+        int64_t gr = ng / p->N, n = ng % p->N;
+        const float *xi = x + (n * p->G + gr) * xc * xp;
+        float *yi = y + (n * p->G + gr) * yc * yp;
+        const float *bi = bias ? bias + gr * yc : NULL;
 
         if (gr != cur) {
             nn_wino_weights(g, wt + gr * p->Mg * p->Kc, transposed, s);
             cur = gr;
         }
-        nn_wino_image(g, x + (n * p->G + gr) * xc * xp,
-                      bias ? bias + gr * yc : NULL,
-                      y + (n * p->G + gr) * yc * yp, s);
-        nn_epilogue_apply(p->epi, y + (n * p->G + gr) * yc * yp, yc * yp);
+        if (split) {
+            int64_t b = rest / nch, m0 = rest % nch * chunk;
+            int64_t m1 = m0 + chunk < g->M ? m0 + chunk : g->M;
+
+            nn_wino_image_part(g, xi, bi, yi, s, b, b + 1, m0, m1, p->epi);
+        } else {
+            nn_wino_image(g, xi, bi, yi, s);
+            nn_epilogue_apply(p->epi, yi, yc * yp);
+        }
     }
     kc->host->free(s);
     return POPC_OK;
@@ -507,6 +545,7 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
         return st;
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
+    p.inference = !kc->training;
     if (nn_half_partials(kc))
         return nn_conv_half_forward(kc, &p, kc->inputs[0].data,
                                     kc->inputs[1].data, bias,

@@ -20,6 +20,10 @@
 ** GEMMs win there (ResNet-18 at 64x64 trains 1.6x faster with 16 than
 ** with 1, and 1.4x faster than with 64). */
 #define NN_WINO_MIN_TILES 16
+/* Fewest tiles per image for Winograd on parts of one image (inference
+** at batch 1): below, the weight transform every part makes outweighs
+** the multiplies saved (ResNet-18 at 224x224: its first two stages). */
+#define NN_WINO_SPLIT_MIN_TILES 150
 
 typedef struct conv_p {
     nn_window w;
@@ -31,6 +35,9 @@ typedef struct conv_p {
     /* popc::FusedConv: residual and activation each path applies to what
     ** it has just written; NULL for a plain Conv */
     const nn_epilogue *epi;
+    /* the model infers (kc->training is 0): Winograd may split one image
+    ** by tile blocks and output channels (nn_wino_fits) */
+    int inference;
 } conv_p;
 
 /* Conv's 2-D forward on geometry p (every path: depthwise, Winograd,

@@ -111,6 +111,7 @@ static popc_status fconv_forward(const popc_kernel_ctx *kc)
     e.z = opsu_present(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
                                                     : NULL;
     p.epi = &e;
+    p.inference = !kc->training;
     return nn_conv2d_forward(kc, &p, kc->inputs[0].data, kc->inputs[1].data,
                              opsu_present(kc->inputs, kc->n_inputs, 2)
                                  ? kc->inputs[2].data : NULL,

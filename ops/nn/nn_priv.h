@@ -148,6 +148,16 @@ void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
 /* bias: M values or NULL. */
 void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
                    float *y, float *scratch);
+/* Tile blocks of an image (the blocks' grid depends on the shape only). */
+int64_t nn_wino_blocks(const nn_wino *g);
+/* Blocks [b0, b1) of an image, output channels [m0, m1) only, with epi
+** (NULL: none) applied to what they wrote: a part of one image, so that
+** several workers share an image at batch 1. */
+struct nn_epilogue;
+void nn_wino_image_part(const nn_wino *g, const float *x, const float *bias,
+                        float *y, float *scratch, int64_t b0, int64_t b1,
+                        int64_t m0, int64_t m1,
+                        const struct nn_epilogue *epi);
 
 /* The weight gradient of the same convolution, dW [M, C, 3, 3], summed
 ** over images: begin, then one nn_wino_grad_image per image (x [C, H, W],

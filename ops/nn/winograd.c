@@ -23,6 +23,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "ops/nn/epilogue.h"
 #include "ops/nn/nn_priv.h"
 
 /* Tiles per block. */
@@ -307,52 +308,86 @@ static void transform_block(const nn_wino *g, const float *x, int64_t th0,
     }
 }
 
-void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
-                   float *y, float *scratch)
+int64_t nn_wino_blocks(const nn_wino *g)
+{
+    return ((g->TH + g->rows - 1) / g->rows) *
+           ((g->TW + g->cols - 1) / g->cols);
+}
+
+/* One block's outputs of channels [m0, m1) (each output row y0 and, when
+** it exists, y1), then the epilogue over what the block wrote. */
+static void block_out(const nn_wino *g, const float *Mx, int64_t th0,
+                      int64_t tw0, int64_t nr, int64_t nc, int64_t m0,
+                      int64_t m1, const float *bias, float *y, float *junk,
+                      const struct nn_epilogue *epi)
+{
+    int64_t nt = nr * nc, mm = m1 - m0;
+    /* tiles of the block whose two output columns both exist */
+    int64_t full = g->OW / 2 - tw0;
+    int64_t w = 2 * nc < g->OW - 2 * tw0 ? 2 * nc : g->OW - 2 * tw0;
+
+    full = full < 0 ? 0 : full > nc ? nc : full;
+    for (int64_t m = m0; m < m1; m++)
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t oh = 2 * (th0 + r);
+            const float *mt = Mx + (m - m0) * nt + r * nc;
+            float *y0 = y + (m * g->OH + oh) * g->OW + 2 * tw0;
+            /* a last odd output row goes to junk */
+            float *y1 = oh + 1 < g->OH ? y0 + g->OW : junk;
+            const float *b = bias ? bias + m : NULL;
+
+            output_row(mt, mm * nt, full, b, y0, y1);
+            if (full < nc) {
+                /* a last odd output column */
+                float t0[2], t1[2];
+
+                output_row(mt + full, mm * nt, 1, b, t0, t1);
+                y0[2 * full] = t0[0];
+                if (oh + 1 < g->OH)
+                    y1[2 * full] = t1[0];
+            }
+            if (epi) {
+                nn_epilogue_apply(epi, y0, w);
+                if (oh + 1 < g->OH)
+                    nn_epilogue_apply(epi, y0 + g->OW, w);
+            }
+        }
+}
+
+void nn_wino_image_part(const nn_wino *g, const float *x, const float *bias,
+                        float *y, float *scratch, int64_t b0, int64_t b1,
+                        int64_t m0, int64_t m1,
+                        const struct nn_epilogue *epi)
 {
     const float *U = scratch;
     float *pad = scratch + 16 * g->M * g->C;
     float *V = pad + pad_size(g);
     float *Mx = V + 16 * g->C * LD;
     float *junk = Mx + 16 * g->M * BLOCK_TILES;
+    int64_t nbc = (g->TW + g->cols - 1) / g->cols, mm = m1 - m0;
 
-    for (int64_t th0 = 0; th0 < g->TH; th0 += g->rows)
-        for (int64_t tw0 = 0; tw0 < g->TW; tw0 += g->cols) {
-            int64_t nr = g->TH - th0 < g->rows ? g->TH - th0 : g->rows;
-            int64_t nc = g->TW - tw0 < g->cols ? g->TW - tw0 : g->cols;
-            int64_t nt = nr * nc;
-            /* tiles of the block whose two output columns both exist */
-            int64_t full = g->OW / 2 - tw0;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t th0 = b / nbc * g->rows, tw0 = b % nbc * g->cols;
+        int64_t nr = g->TH - th0 < g->rows ? g->TH - th0 : g->rows;
+        int64_t nc = g->TW - tw0 < g->cols ? g->TW - tw0 : g->cols;
+        int64_t nt = nr * nc;
 
-            full = full < 0 ? 0 : full > nc ? nc : full;
-            transform_block(g, x, th0, tw0, nr, nc, pad, V);
-            for (int k = 0; k < 16; k++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                            (int)g->M, (int)nt, (int)g->C, 1.0f,
-                            U + k * g->M * g->C, (int)g->C,
-                            V + k * LD, 16 * LD, 0.0f,
-                            Mx + k * g->M * nt, (int)nt);
-            for (int64_t m = 0; m < g->M; m++)
-                for (int64_t r = 0; r < nr; r++) {
-                    int64_t oh = 2 * (th0 + r);
-                    const float *mt = Mx + m * nt + r * nc;
-                    float *y0 = y + (m * g->OH + oh) * g->OW + 2 * tw0;
-                    /* a last odd output row goes to junk */
-                    float *y1 = oh + 1 < g->OH ? y0 + g->OW : junk;
-                    const float *b = bias ? bias + m : NULL;
+        transform_block(g, x, th0, tw0, nr, nc, pad, V);
+        for (int k = 0; k < 16; k++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mm,
+                        (int)nt, (int)g->C, 1.0f,
+                        U + k * g->M * g->C + m0 * g->C, (int)g->C,
+                        V + k * LD, 16 * LD, 0.0f, Mx + k * mm * nt,
+                        (int)nt);
+        block_out(g, Mx, th0, tw0, nr, nc, m0, m1, bias, y, junk, epi);
+    }
+}
 
-                    output_row(mt, g->M * nt, full, b, y0, y1);
-                    if (full < nc) {
-                        /* a last odd output column */
-                        float t0[2], t1[2];
-
-                        output_row(mt + full, g->M * nt, 1, b, t0, t1);
-                        y0[2 * full] = t0[0];
-                        if (oh + 1 < g->OH)
-                            y1[2 * full] = t1[0];
-                    }
-                }
-        }
+void nn_wino_image(const nn_wino *g, const float *x, const float *bias,
+                   float *y, float *scratch)
+{
+    nn_wino_image_part(g, x, bias, y, scratch, 0, nn_wino_blocks(g), 0,
+                       g->M, NULL);
 }
 
 /* ---- the weight gradient: F(3x3, 2x2) ---------------------------------------
