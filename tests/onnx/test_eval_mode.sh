@@ -6,8 +6,9 @@
 # trains from a run file on cpu and ipumodel; then, against torch's module
 # holding popc's weights directory in eval():
 #   - one step updates every running mean and variance as PyTorch does;
-#   - the file [train] export_onnx writes, run by `popc infer`, gives
-#     torch's eval() logits within 1e-4;
+#   - the file [train] export_onnx writes has BatchNormalization with
+#     training_mode 0 and Dropout without training_mode, and run by
+#     `popc infer` gives torch's eval() logits within 1e-4;
 #   - `popc infer` on the run's model INI gives torch's eval() classes;
 #   - the test accuracy of `popc train`'s evaluation is torch's;
 #   - sample 0 gives the same output whatever the rest of its batch,
@@ -95,6 +96,11 @@ for backend in cpu ipumodel; do
         pass "$backend: $(tr '\n' ';' <"$tmp/check.txt")"
     else
         fail "$backend: $(tr '\n' ';' <"$tmp/check.txt")"
+    fi
+    if $PY "$GEN" exported "$d/exported.onnx" >"$tmp/check.txt" 2>&1; then
+        pass "$backend: $(cat "$tmp/check.txt")"
+    else
+        fail "$backend: $(tail -3 "$tmp/check.txt")"
     fi
     # the exported file in eval mode: a sample is its own
     for b in a b; do

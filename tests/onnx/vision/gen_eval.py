@@ -22,6 +22,10 @@ Usage (needs python3-torch and python3-torchvision):
       (popc's run of its exported file) within 1e-4, its classes must be
       PRED (`popc infer` on the run's model INI), its accuracy ACC (the
       evaluation of `popc train`).
+  gen_eval.py exported FILE
+      the file [train] export_onnx wrote: every BatchNormalization has
+      training_mode 0 and one output, no Dropout has a training_mode input,
+      and onnx.checker accepts it.
   gen_eval.py batch A B TOL
       row 0 of the outputs A and B (batch_a and batch_b) within TOL;
       prints the largest difference.
@@ -155,6 +159,32 @@ def evaluate(out, weights, logits, pred, acc):
         sys.exit("FAIL: popc's eval-mode results differ from torch's eval()")
 
 
+def exported(path):
+    """The file export_onnx wrote is an eval() export: what
+    torch.onnx.export writes for model.eval() (onnx.checker accepts it)."""
+    import onnx
+    m = onnx.load(path)
+    onnx.checker.check_model(m)
+    bad = []
+    n_bn = n_drop = 0
+    for n in m.graph.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a)
+                 for a in n.attribute}
+        if n.op_type == "BatchNormalization":
+            n_bn += 1
+            if attrs.get("training_mode", 0) != 0 or len(n.output) != 1:
+                bad.append(n.name)
+        elif n.op_type == "Dropout":
+            n_drop += 1
+            if len(n.input) > 2 and n.input[2]:
+                bad.append(n.name)
+    print("%s: %d BatchNormalization with training_mode 0 and one output, "
+          "%d Dropout without training_mode" % (os.path.basename(path),
+                                                n_bn - len(bad), n_drop))
+    if bad or n_bn < 50 or n_drop < 1:
+        sys.exit("FAIL: training-mode nodes in the export: %s" % bad)
+
+
 def batch(a, b, tol):
     ra, rb = np.load(a)[0], np.load(b)[0]
     d = float(np.abs(ra - rb).max())
@@ -172,6 +202,8 @@ if __name__ == "__main__":
         running(sys.argv[2], sys.argv[3])
     elif cmd == "eval":
         evaluate(*sys.argv[2:7])
+    elif cmd == "exported":
+        exported(sys.argv[2])
     elif cmd == "batch":
         batch(*sys.argv[2:5])
     else:
