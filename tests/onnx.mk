@@ -22,7 +22,8 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
     %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh \
-    %reldir%/onnx/test_flow.sh %reldir%/onnx/test_eval_mode.sh
+    %reldir%/onnx/test_flow.sh %reldir%/onnx/test_eval_mode.sh \
+    %reldir%/onnx/test_batch2.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/test_flow.sh \
     %reldir%/onnx/flow/gen_flow.py \
@@ -55,6 +56,7 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/seqtrain/x.npy %reldir%/onnx/seqtrain/y.npy \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/vision/gen_vision.py \
     %reldir%/onnx/test_eval_mode.sh %reldir%/onnx/vision/gen_eval.py \
+    %reldir%/onnx/test_batch2.sh %reldir%/onnx/vision/gen_batch2.py \
     %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
     %reldir%/onnx/test_train_run.sh %reldir%/onnx/train/gen_train.py \
     %reldir%/onnx/train/mlp.onnx %reldir%/onnx/train/x.npy \
