@@ -165,7 +165,7 @@ def exported(path):
     import onnx
     m = onnx.load(path)
     onnx.checker.check_model(m)
-    bad = []
+    bad_bn, bad_drop = [], []
     n_bn = n_drop = 0
     for n in m.graph.node:
         attrs = {a.name: onnx.helper.get_attribute_value(a)
@@ -173,16 +173,18 @@ def exported(path):
         if n.op_type == "BatchNormalization":
             n_bn += 1
             if attrs.get("training_mode", 0) != 0 or len(n.output) != 1:
-                bad.append(n.name)
+                bad_bn.append(n.name)
         elif n.op_type == "Dropout":
             n_drop += 1
             if len(n.input) > 2 and n.input[2]:
-                bad.append(n.name)
-    print("%s: %d BatchNormalization with training_mode 0 and one output, "
-          "%d Dropout without training_mode" % (os.path.basename(path),
-                                                n_bn - len(bad), n_drop))
-    if bad or n_bn < 50 or n_drop < 1:
-        sys.exit("FAIL: training-mode nodes in the export: %s" % bad)
+                bad_drop.append(n.name)
+    print("%s: %d of %d BatchNormalization with training_mode 0 and one "
+          "output, %d of %d Dropout without training_mode"
+          % (os.path.basename(path), n_bn - len(bad_bn), n_bn,
+             n_drop - len(bad_drop), n_drop))
+    if bad_bn or bad_drop or n_bn < 50 or n_drop < 1:
+        sys.exit("FAIL: training-mode nodes in the export: %s"
+                 % (bad_bn + bad_drop))
 
 
 def batch(a, b, tol):
