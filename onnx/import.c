@@ -279,6 +279,26 @@ static popc_status training_batchnorm(popco_importer *im, popco_node *n,
     return popco_attrs_add_int(&n->attrs, "training_mode", 1);
 }
 
+/* eval_mode: PyTorch's model.eval(). BatchNormalization (opset 15 form by
+** now) normalises with its running statistics and gives Y only, so
+** batchnorm_updates adds no update; Dropout (opset 13 form: data, ratio,
+** training_mode) loses its training_mode input, whose default is false,
+** so any runtime reading an exported graph passes the input through. */
+static popc_status eval_mode_node(const popco_importer *im, popco_node *n,
+                                  int *n_out)
+{
+    if (!im->opt->eval_mode || strcmp(n->domain, POPC_DOMAIN_ONNX) != 0)
+        return POPC_OK;
+    if (strcmp(n->op, "BatchNormalization") == 0) {
+        popco_attrs_remove(&n->attrs, "training_mode");
+        *n_out = 1;
+        return popco_attrs_add_int(&n->attrs, "training_mode", 0);
+    }
+    if (strcmp(n->op, "Dropout") == 0 && n->n_inputs > 2)
+        n->n_inputs = 2;
+    return POPC_OK;
+}
+
 /* A training BatchNormalization's new running statistics are written
 ** back into its mean and variance initializers after each step, as
 ** PyTorch updates the module's buffers. */
@@ -482,7 +502,8 @@ static popc_status import_node(popco_importer *im,
     }
     if (unsupported->n)
         goto done; /* only listing from here on */
-    if ((st = training_batchnorm(im, &n, opset, &n_out)) != POPC_OK)
+    if ((st = training_batchnorm(im, &n, opset, &n_out)) != POPC_OK ||
+        (st = eval_mode_node(im, &n, &n_out)) != POPC_OK)
         goto done;
     if ((st = popco_try_fold(im, &n, def, n_out, outs, &folded)) != POPC_OK) {
         st = popc_set_error(st, "%s: %s: %s", im->file, where,

@@ -111,7 +111,7 @@ static popc_status pick_output(const char *path, const Onnx__GraphProto *gp,
 }
 
 static popc_status read_for_run(const char *path, int64_t batch_size,
-                                const char *output_name,
+                                int training, const char *output_name,
                                 const popc_run_annotation *annotations,
                                 int n_annotations, popc_graph **out,
                                 int *output)
@@ -159,6 +159,7 @@ static popc_status read_for_run(const char *path, int64_t batch_size,
         o.shape_names = names;
         o.shapes = &shape;
         o.no_outputs = 1;
+        o.eval_mode = !training;
         o.n_annotations = n_annotations;
         o.annotations = annot;
         if ((st = popc_onnx_import_file(path, &o, out)) == POPC_OK &&

@@ -843,9 +843,9 @@ static popc_status add_layer(const popc_run *r, popc_graph *g,
 
 /* The graph of [model] onnx and the value its loss reads, checked
 ** against [model] input. */
-static popc_status read_model_file(const popc_run *r, int64_t batch_size,
-                                   const int64_t *dims, popc_graph **g,
-                                   int *v)
+static popc_status read_model_file(const popc_run *r, int training,
+                                   int64_t batch_size, const int64_t *dims,
+                                   popc_graph **g, int *v)
 {
     const popc_run_model_format *fmt;
     popc_view in;
@@ -856,7 +856,8 @@ static popc_status read_model_file(const popc_run *r, int64_t batch_size,
     if ((st = popci_run_need_format(r, "model", "onnx", &fmt)) != POPC_OK)
         return st;
     /* a setting the file does not fit (EINVAL) is the run's to fix */
-    if ((st = fmt->read(r->model_file, batch_size, r->model_output,
+    if ((st = fmt->read(r->model_file, batch_size, training,
+                        r->model_output,
                         r->annots, r->n_annots, g, v)) != POPC_OK)
         return popc_set_error(st == POPC_EINVAL ? POPC_ECONFIG : st, "%s: %s",
                               popci_run_where(r, "model", "onnx", where,
@@ -945,7 +946,7 @@ popc_status popc_run_build_graph(const popc_run *r, int training,
     dims[0] = batch_size;
     memcpy(dims + 1, r->input, (size_t)r->input_rank * sizeof *dims);
     if (r->model_file) {
-        if ((st = read_model_file(r, batch_size, dims, &g, &v)) ||
+        if ((st = read_model_file(r, training, batch_size, dims, &g, &v)) ||
             (st = popc_layers_new(g, r->model_seed, &B)))
             goto fail;
         /* the loss goes where the output it reads is computed, as a

@@ -4,8 +4,9 @@
 ** refused), unbound symbolic dimensions, values nothing defines, every
 ** unsupported op listed at once, old opset forms upgraded (Reshape-1,
 ** Slice-1, Pad-2, Softmax-11 on a middle axis) with values checked by
-** hand, trainable initializers, annotations by node-name prefix, and a
-** TensorProto file round trip. Fixtures: tests/data/onnx/gen_fixtures.py.
+** hand, trainable initializers, annotations by node-name prefix, eval
+** mode (PyTorch's model.eval() of a training export), and a TensorProto
+** file round trip. Fixtures: tests/data/onnx/gen_fixtures.py.
 */
 #include "config.h"
 
@@ -483,6 +484,103 @@ START_TEST(vendor_domain_served_by_a_plugin)
 }
 END_TEST
 
+/* eval_mode is PyTorch's model.eval() on a training export (BatchNorm2d,
+** then Dropout(0.5) with training_mode true): the running statistics
+** normalise and Dropout passes through, so each sample's output is its
+** own; by default the node keeps ONNX's meaning (batch statistics). The
+** eval graph exports as torch exports model.eval(): training_mode 0, Y
+** only, Dropout without training_mode. Values derived by hand in double. */
+static popc_graph *import_bn(int eval_mode)
+{
+    popc_onnx_import_options o;
+    popc_graph *g = NULL;
+
+    popc_onnx_import_options_init(&o);
+    o.trainable = 1; /* the statistics are initializers, so updatable */
+    o.eval_mode = eval_mode;
+    OK(popc_onnx_import_file(data("bn_dropout_train.onnx"), &o, &g));
+    return g;
+}
+
+static int node_of(const popc_graph *g, const char *op)
+{
+    for (int n = 0; n < popc_graph_n_nodes(g); n++)
+        if (strcmp(popc_graph_node_op(g, n), op) == 0)
+            return n;
+    ck_abort_msg("no %s node", op);
+    return -1;
+}
+
+START_TEST(eval_mode_is_model_eval)
+{
+    static const double scale[2] = {2, 0.5}, bias[2] = {1, -1};
+    static const double rmean[2] = {0.5, -2}, rvar[2] = {4, 0.25};
+    const int64_t d[4] = {3, 2, 1, 2};
+    popc_graph *train = import_bn(0), *eval = import_bn(1), *back = NULL;
+    popc_tensor *yt = run_iota(train, d, 4), *ye = run_iota(eval, d, 4);
+    popc_tensor *yb = NULL;
+    char dir[] = "/tmp/popc-eval-XXXXXX", path[64];
+    popc_attrs a;
+    int bn;
+
+    for (int c = 0; c < 2; c++) {
+        double mean = 0, var = 0;
+
+        /* x = 0..11: channel c holds n * 4 + c * 2 + w */
+        for (int n = 0; n < 3; n++)
+            for (int w = 0; w < 2; w++)
+                mean += (n * 4 + c * 2 + w) / 6.0;
+        for (int n = 0; n < 3; n++)
+            for (int w = 0; w < 2; w++)
+                var += pow(n * 4 + c * 2 + w - mean, 2) / 6.0;
+        for (int n = 0; n < 3; n++)
+            for (int w = 0; w < 2; w++) {
+                int64_t i = n * 4 + c * 2 + w;
+                double x = (double)i;
+                double want_eval = (x - rmean[c]) / sqrt(rvar[c] + 1e-5) *
+                                       scale[c] + bias[c];
+                double want_batch = (x - mean) / sqrt(var + 1e-5) *
+                                        scale[c] + bias[c];
+
+                ck_assert_msg(fabs(elem(ye, i) - want_eval) < 1e-5,
+                              "eval y[%lld] = %g, want %g", (long long)i,
+                              elem(ye, i), want_eval);
+                ck_assert_msg(fabs(elem(yt, i) - want_batch) < 1e-5,
+                              "training-mode y[%lld] = %g, want %g",
+                              (long long)i, elem(yt, i), want_batch);
+            }
+    }
+    /* no running-statistic updates in the eval graph */
+    ck_assert_int_gt(popc_graph_n_updates(train), 0);
+    ck_assert_int_eq(popc_graph_n_updates(eval), 0);
+    bn = node_of(eval, "BatchNormalization");
+    a = popc_graph_node_attrs(eval, bn);
+    ck_assert_int_eq(popc_attr_int(&a, "training_mode", -1), 0);
+    ck_assert_int_eq(popc_graph_node_n_outputs(eval, bn), 1);
+    ck_assert_int_eq(popc_graph_node_n_inputs(eval,
+                                              node_of(eval, "Dropout")), 2);
+    /* exported and read back with default options: still eval */
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/eval.onnx", dir);
+    OK(popc_onnx_export_graph(eval, path));
+    OK(popc_onnx_import_file(path, NULL, &back));
+    yb = run_iota(back, d, 4);
+    ck_assert(popc_tensor_equal(yb, ye));
+    a = popc_graph_node_attrs(back, node_of(back, "BatchNormalization"));
+    ck_assert_int_eq(popc_attr_int(&a, "training_mode", -1), 0);
+    ck_assert_int_eq(popc_graph_node_n_inputs(back,
+                                              node_of(back, "Dropout")), 2);
+    unlink(path);
+    rmdir(dir);
+    popc_tensor_free(yt);
+    popc_tensor_free(ye);
+    popc_tensor_free(yb);
+    popc_graph_free(train);
+    popc_graph_free(eval);
+    popc_graph_free(back);
+}
+END_TEST
+
 static Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -500,6 +598,7 @@ static Suite *onnx_suite(void)
     tcase_add_test(tc, annotations_by_node_name_prefix);
     tcase_add_test(tc, imported_model_pipelined_and_replicated);
     tcase_add_test(tc, vendor_domain_served_by_a_plugin);
+    tcase_add_test(tc, eval_mode_is_model_eval);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -1003,10 +1003,10 @@ END_TEST
 ** annotations, in file order ("*" is every node), and [model] labels
 ** names the labels input. */
 static popc_run_annotation seen[4];
-static int n_seen = -1;
+static int n_seen = -1, seen_training = -1;
 
 static popc_status fake_read(const char *path, int64_t batch_size,
-                             const char *output_name,
+                             int training, const char *output_name,
                              const popc_run_annotation *annotations,
                              int n_annotations, popc_graph **out, int *output)
 {
@@ -1019,6 +1019,7 @@ static popc_status fake_read(const char *path, int64_t batch_size,
     (void)path;
     (void)output_name;
     n_seen = n_annotations;
+    seen_training = training;
     for (int i = 0; i < n_annotations && i < 4; i++)
         seen[i] = annotations[i];
     if ((st = popc_graph_new("fake", &g)) ||
@@ -1058,6 +1059,7 @@ START_TEST(nodes_sections_reach_the_model_reader)
 
     OK(popc_run_register_model_format(&fake));
     OK(popc_run_build_graph(r, 1, 8, &g));
+    ck_assert_int_eq(seen_training, 1);
     ck_assert_int_eq(n_seen, 2);
     ck_assert_str_eq(seen[0].prefix, "");
     ck_assert_int_eq(seen[0].annot.ipu, 0);
@@ -1079,6 +1081,10 @@ START_TEST(nodes_sections_reach_the_model_reader)
     ck_assert_int_eq(popc_graph_node_annotations(
                          g, popc_graph_n_nodes(g) - 1).ipu,
                      -1); /* the fake read annotated nothing itself */
+    popc_graph_free(g);
+    /* evaluation, inference and export read the file in eval mode */
+    OK(popc_run_build_graph(r, 0, 8, &g));
+    ck_assert_int_eq(seen_training, 0);
     popc_graph_free(g);
     popc_run_free(r);
 }

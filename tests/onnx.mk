@@ -22,7 +22,8 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
     %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh \
-    %reldir%/onnx/test_flow.sh
+    %reldir%/onnx/test_flow.sh %reldir%/onnx/test_eval_mode.sh \
+    %reldir%/onnx/test_batch2.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/test_flow.sh \
     %reldir%/onnx/flow/gen_flow.py \
@@ -54,6 +55,8 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/seqtrain/gru.onnx %reldir%/onnx/seqtrain/gru_losses.txt \
     %reldir%/onnx/seqtrain/x.npy %reldir%/onnx/seqtrain/y.npy \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/vision/gen_vision.py \
+    %reldir%/onnx/test_eval_mode.sh %reldir%/onnx/vision/gen_eval.py \
+    %reldir%/onnx/test_batch2.sh %reldir%/onnx/vision/gen_batch2.py \
     %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
     %reldir%/onnx/test_train_run.sh %reldir%/onnx/train/gen_train.py \
     %reldir%/onnx/train/mlp.onnx %reldir%/onnx/train/x.npy \
@@ -92,6 +95,7 @@ EXTRA_DIST += %reldir%/data/onnx/gen_fixtures.py \
     %reldir%/data/onnx/seq_output.onnx \
     %reldir%/data/onnx/seq_runtime_pos.onnx \
     %reldir%/data/onnx/seq_bad_pos.onnx \
+    %reldir%/data/onnx/bn_dropout_train.onnx \
     %reldir%/data/onnx/bfloat16_typed.pb \
     %reldir%/data/onnx/bool_raw.pb \
     %reldir%/data/onnx/bool_typed.pb \

@@ -67,6 +67,19 @@ typedef struct popc_onnx_import_options {
     /* 1: add no graph outputs; the caller picks values by name
     ** (popc_graph_find_value) and adds its own, e.g. a loss. */
     int no_outputs;
+    /* (since 0.3.0) 1: PyTorch's model.eval() for a model exported for
+    ** training (TrainingMode.TRAINING): every BatchNormalization
+    ** normalises with its running statistics (training_mode 0, the
+    ** running mean and variance outputs left out, so they are never
+    ** updated) and every Dropout passes its input through (its
+    ** training_mode input is left out: false). Use it for inference and
+    ** export; an exported eval-mode graph is what torch.onnx.export
+    ** writes for model.eval(). 0 (the default) keeps ONNX's meaning of
+    ** each node: a BatchNormalization with training_mode 1 normalises
+    ** with the statistics of its batch even in an inference model, as
+    ** PopTorch's inferenceModel of a model left in train() does. A
+    ** training model normalises with batch statistics either way. */
+    int eval_mode;
 } popc_onnx_import_options;
 
 /* Defaults: constants, the global registry, nothing bound or frozen.

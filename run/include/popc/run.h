@@ -91,8 +91,9 @@ POPC_API const char *popc_run_value(const popc_run *r, const char *section,
 
 /* The model as a new graph, for micro-batches of batch_size samples:
 ** input "x" float32 [batch_size, input...]. Inference: one output, the
-** last layer's [batch_size, classes] (logits). Training: a second input
-** "labels" int32 [batch_size] and the loss as the only output. Weights
+** last layer's [batch_size, classes] (logits); a model file is read in
+** eval mode (PyTorch's model.eval(), see read below). Training: a second
+** input "labels" int32 [batch_size] and the loss as the only output. Weights
 ** are initialised from [model] seed. Returns POPC_OK, POPC_EINVAL
 ** (batch_size < 1), POPC_ECONFIG when the layers do not fit together
 ** (message names the layer section and the shapes) or a model file does
@@ -140,7 +141,11 @@ POPC_API int64_t popc_run_batch_size(const popc_run *r);
 **          data input bound to batch_size on dimension 0, initializers
 **          trainable, the annotations applied by node-name prefix;
 **          *output the value the loss reads: output_name, or the file's
-**          only output when output_name is NULL.
+**          only output when output_name is NULL. training is 1 for the
+**          graph that trains and 0 for evaluation, inference and export,
+**          which get the graph in eval mode (PyTorch's model.eval():
+**          BatchNormalization on its running statistics, Dropout passing
+**          its input through; since 0.3.0).
 **   write: model m's graph with its current weights to path. */
 /* PopTorch's annotations for the nodes of a model file whose name starts
 ** with prefix ("" matches every node): a [nodes PREFIX] section. Later
@@ -152,7 +157,7 @@ typedef struct popc_run_annotation {
 
 typedef struct popc_run_model_format {
     const char *key; /* the [model] key: "onnx" */
-    popc_status (*read)(const char *path, int64_t batch_size,
+    popc_status (*read)(const char *path, int64_t batch_size, int training,
                         const char *output_name,
                         const popc_run_annotation *annotations,
                         int n_annotations, popc_graph **out, int *output);

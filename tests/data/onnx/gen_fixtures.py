@@ -159,3 +159,26 @@ model("seq_bad_pos", [
     helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
     helper.make_node("SequenceAt", ["s", "five"], ["y"], name="at")],
     [x23], [y], [i64("five", 5)])
+
+# PyTorch's training export of BatchNorm2d then Dropout(0.5) (opset 13:
+# BatchNormalization with its five training outputs, Dropout's ratio and
+# training_mode as Constant nodes), x [3, 2, 1, 2]: eval_mode imports it
+# as model.eval() would run it
+x3212 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 1, 2])
+f32 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32),
+                                              name)
+model("bn_dropout_train", [
+    helper.make_node("BatchNormalization",
+                     ["x", "bn.weight", "bn.bias", "bn.running_mean",
+                      "bn.running_var"],
+                     ["bn_y", "rm", "rv", "saved_mean", "saved_var"],
+                     name="bn", epsilon=1e-5, momentum=0.9),
+    helper.make_node("Constant", [], ["ratio"],
+                     value=numpy_helper.from_array(np.array(0.5, np.float32))),
+    helper.make_node("Constant", [], ["training"],
+                     value=numpy_helper.from_array(np.array(True))),
+    helper.make_node("Dropout", ["bn_y", "ratio", "training"], ["y", "mask"],
+                     name="drop")],
+    [x3212], [y], [f32("bn.weight", [2.0, 0.5]), f32("bn.bias", [1.0, -1.0]),
+                   f32("bn.running_mean", [0.5, -2.0]),
+                   f32("bn.running_var", [4.0, 0.25])])
