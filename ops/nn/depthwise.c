@@ -66,12 +66,61 @@ static void taps_of(const nn_window *w, tap *taps)
         taps[kj] = tap_at(w, kj);
 }
 
+/* Adds the taps of kernel row ki (input row xr) to output row yr, one
+** column at a time in kj order: the edges, where some taps fall outside
+** the input. */
+static void taps_at(const nn_window *w, const tap *taps, const float *xr,
+                    const float *kr, float *yr, int64_t o0, int64_t o1)
+{
+    for (int64_t o = o0; o < o1; o++)
+        for (int64_t kj = 0; kj < w->kw; kj++)
+            if (o >= taps[kj].lo && o < taps[kj].hi)
+                yr[o] += kr[kj] * xr[o * w->sw + taps[kj].off];
+}
+
+/* Three taps per output column where all three exist (3-wide kernels,
+** MobileNet's), in one sweep of the row instead of three; each element
+** still adds them in kj order. */
+static void row3(const nn_window *w, const tap *taps, const float *restrict xr,
+                 const float *kr, float *restrict yr)
+{
+    int64_t lo = taps[0].lo, hi = taps[0].hi;
+    float k0 = kr[0], k1 = kr[1], k2 = kr[2];
+    const float *x0 = xr + taps[0].off, *x1 = xr + taps[1].off;
+    const float *x2 = xr + taps[2].off;
+
+    for (int kj = 1; kj < 3; kj++) {
+        lo = taps[kj].lo > lo ? taps[kj].lo : lo;
+        hi = taps[kj].hi < hi ? taps[kj].hi : hi;
+    }
+    if (hi < lo)
+        hi = lo;
+    taps_at(w, taps, xr, kr, yr, 0, lo);
+    if (w->sw == 1)
+        for (int64_t o = lo; o < hi; o++) {
+            yr[o] += k0 * x0[o];
+            yr[o] += k1 * x1[o];
+            yr[o] += k2 * x2[o];
+        }
+    else if (w->sw == 2)
+        for (int64_t o = lo; o < hi; o++) {
+            yr[o] += k0 * x0[2 * o];
+            yr[o] += k1 * x1[2 * o];
+            yr[o] += k2 * x2[2 * o];
+        }
+    else
+        taps_at(w, taps, xr, kr, yr, lo, hi);
+    taps_at(w, taps, xr, kr, yr, hi, w->OW);
+}
+
 /* y (one output plane) from x (its input plane) and the kernel k, row by
 ** row: each output row takes all its taps while it is in L1 (a
-** tap-by-tap sweep of the whole plane would stream it kh * kw times).
-** Every element still sums its taps in (ki, kj) order, then the bias. */
+** tap-by-tap sweep of the whole plane would stream it kh * kw times),
+** then the bias and the fused epilogue (epi, may be NULL). Every element
+** sums its taps in (ki, kj) order, then adds the bias. */
 static void plane_forward(const nn_window *w, const tap *taps, const float *x,
-                          const float *k, const float *bias, float *y)
+                          const float *k, const float *bias,
+                          const nn_epilogue *epi, float *y)
 {
     for (int64_t oh = 0; oh < w->OH; oh++) {
         float *restrict yr = y + oh * w->OW;
@@ -82,6 +131,10 @@ static void plane_forward(const nn_window *w, const tap *taps, const float *x,
 
             if (ih < 0)
                 continue;
+            if (w->kw == 3) {
+                row3(w, taps, x + ih * w->W, k + ki * 3, yr);
+                continue;
+            }
             for (int64_t kj = 0; kj < w->kw; kj++) {
                 float kv = k[ki * w->kw + kj];
                 tap t = taps[kj];
@@ -101,6 +154,7 @@ static void plane_forward(const nn_window *w, const tap *taps, const float *x,
         if (bias)
             for (int64_t q = 0; q < w->OW; q++)
                 yr[q] += *bias;
+        nn_epilogue_apply(epi, yr, w->OW);
     }
 }
 
@@ -169,8 +223,7 @@ popc_status nn_dw_forward(const popc_kernel_ctx *kc, const conv_p *p,
         int64_t c = u % p->M;
 
         plane_forward(&p->w, taps, x + u * p->HW, wt + c * p->KK,
-                      bias ? bias + c : NULL, y + u * p->P);
-        nn_epilogue_apply(p->epi, y + u * p->P, p->P);
+                      bias ? bias + c : NULL, p->epi, y + u * p->P);
     }
     return POPC_OK;
 }
