@@ -17,6 +17,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/epilogue.c \
     %reldir%/nn/epilogue.h \
     %reldir%/nn/fused.c \
+    %reldir%/nn/attention.c \
     %reldir%/nn/half_partials.c \
     %reldir%/nn/half_partials.h \
     core/graph/half_simd.c \

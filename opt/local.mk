@@ -12,6 +12,7 @@ libpopc_la_SOURCES += \
     %reldir%/pass_transpose.c \
     %reldir%/pass_gelu.c \
     %reldir%/pass_layernorm.c \
+    %reldir%/pass_attention.c \
     %reldir%/pass_fuse.c
 
 pkginclude_HEADERS += %reldir%/include/popc/optimize.h

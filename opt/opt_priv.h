@@ -42,6 +42,7 @@ popc_status opt_drop_identities(opt_ctx *c, int *rewrites);
 popc_status opt_cancel_transposes(opt_ctx *c, int *rewrites);
 popc_status opt_recognise_gelu(opt_ctx *c, int *rewrites);
 popc_status opt_recognise_layernorm(opt_ctx *c, int *rewrites);
+popc_status opt_recognise_attention(opt_ctx *c, int *rewrites);
 popc_status opt_fuse_contractions(opt_ctx *c, int *rewrites);
 
 /* ---- the sweep (opt_ctx.c) ---------------------------------------------- */

@@ -16,6 +16,7 @@ static const opt_pass passes[] = {
     {"transposes and reshapes", 1, 0, opt_cancel_transposes},
     {"GELU recognition", 2, 0, opt_recognise_gelu},
     {"LayerNorm recognition", 2, 0, opt_recognise_layernorm},
+    {"attention recognition", 2, 1, opt_recognise_attention},
     {"Conv, Gemm and MatMul fusion", 2, 1, opt_fuse_contractions},
     /* folding again: a BatchNorm folded into a constant weight */
     {"constant folding", 1, 0, opt_fold_constants},

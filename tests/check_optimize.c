@@ -392,6 +392,43 @@ START_TEST(gelu_and_layernorm_are_recognised)
 }
 END_TEST
 
+/* nn.MultiheadAttention's core as exported: the scale on Q (Div) or on
+** the scores (Mul by a constant on either side) */
+START_TEST(attention_is_recognised)
+{
+    int64_t qd[3] = {B, 6, 8}, kd[3] = {B, 8, 5}, vd[3] = {B, 5, 4};
+    popc_tensor *in = random_tensor(qd, 3, 4.0f);
+
+    for (int on_scores = 0; on_scores < 2; on_scores++) {
+        int x;
+        popc_graph *g = graph_with_input(qd, 3, &x), *o;
+        popc_attr ax = popc_attr_make_int("axis", -1);
+        int kt = constant(g, kd, 3, 2.0f), v = constant(g, vd, 3, 1.0f);
+        int sc, p;
+
+        if (on_scores) {
+            sc = op2(g, "Mul", scalar(g, 0.35f), op2(g, "MatMul", x, kt));
+        } else {
+            sc = op2(g, "MatMul", op2(g, "Div", x, scalar(g, 2.828427f)),
+                     kt);
+        }
+        p = op(g, NULL, "Softmax", &sc, 1, &ax, 1);
+        ASSERT_OK(popc_graph_add_output(g, op2(g, "MatMul", p, v)));
+        o = optimized(g, 2, 0, NULL);
+        ck_assert_int_eq(popc_graph_n_nodes(o), 1);
+        ck_assert_int_eq(count(o, "Attention"), 1);
+        same_outputs(g, in, 1e-5);
+        popc_graph_free(o);
+        /* training keeps the ops autodiff knows */
+        o = optimized(g, 2, 1, NULL);
+        ck_assert_int_eq(count(o, "Attention"), 0);
+        popc_graph_free(o);
+        popc_graph_free(g);
+    }
+    popc_tensor_free(in);
+}
+END_TEST
+
 /* conv (stride, pads, groups as given) + residual + activation */
 static popc_graph *conv_block(int64_t c, int64_t group, int64_t stride,
                               const char *act, int *x)
@@ -569,6 +606,7 @@ int main(void)
     tcase_add_test(tc, batchnorm_folds_into_gemm);
     tcase_add_test(tc, transposes_and_reshapes_cancel);
     tcase_add_test(tc, gelu_and_layernorm_are_recognised);
+    tcase_add_test(tc, attention_is_recognised);
     tcase_add_test(tc, conv_fuses_with_residual_and_activation);
     tcase_add_test(tc, matmul_and_gemm_fuse_with_bias_and_activation);
     tcase_add_test(tc, fusions_leave_training_and_marked_nodes_alone);

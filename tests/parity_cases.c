@@ -474,6 +474,20 @@ static void b_fused_conv(bld *b)
     pc_output(b, node(b, "popc", "FusedConv", in, 4, a, 3));
 }
 
+/* popc::Attention over 4 x 2 heads: 40 query rows (two blocks, one
+** short) against 24 keys */
+static void b_attention(bld *b)
+{
+    int64_t qd[4] = {B, 2, 40, 16}, kd[4] = {B, 2, 16, 24};
+    int64_t vd[4] = {B, 2, 24, 8};
+    int in[3] = {input(b, POPC_DTYPE_F32, qd, 4, -1.0, 1.0),
+                 input(b, POPC_DTYPE_F32, kd, 4, -1.0, 1.0),
+                 input(b, POPC_DTYPE_F32, vd, 4, -1.0, 1.0)};
+    popc_attr a = popc_attr_make_float("scale", 0.25);
+
+    pc_output(b, node(b, "popc", "Attention", in, 3, &a, 1));
+}
+
 static void b_fused_matmul(bld *b)
 {
     int64_t ad[3] = {B, 7, 24}, md[2] = {10, 24}, yd[3] = {B, 7, 10};
@@ -1279,6 +1293,7 @@ const pcase pc_cases[] = {
     {"sum", b_sum, 1},
     {"fused_conv", b_fused_conv, 0},
     {"fused_matmul", b_fused_matmul, 0},
+    {"attention", b_attention, 0},
     {"gelu_tanh", b_gelu_tanh, 1},
     {"leaky_relu", b_leaky, 1},
     {"clip", b_clip, 1},

@@ -131,6 +131,13 @@ static inline float exp_nonpositive(float x)
 
 /* One contiguous row (inner == 1): each loop vectorizes, the maximum
 ** notes a NaN apart, and the sum runs in eight double lanes. */
+static void sm_row(const float *x, float *y, int64_t n, int mode);
+
+void nn_softmax_row(const float *x, float *y, int64_t n)
+{
+    sm_row(x, y, n, SM_SOFTMAX);
+}
+
 static void sm_row(const float *x, float *y, int64_t n, int mode)
 {
     float mx = -INFINITY, r;

@@ -10,15 +10,17 @@
 **      transposes and reshapes that cancel or chain;
 **   2  extended: also the GELU and LayerNorm that torch.onnx.export
 **      writes as small ops recognised as one op (Gelu,
-**      LayerNormalization), and Conv, Gemm and MatMul fused with their
+**      LayerNormalization), nn.MultiheadAttention's scaled dot-product
+**      attention as one popc::Attention, and Conv, Gemm and MatMul fused
+**      with their
 **      bias, a residual Add and an activation (Relu, Clip/ReLU6,
 **      LeakyRelu, Sigmoid, Tanh, GELU, SiLU) into popc::FusedConv and
 **      popc::FusedMatMul.
 ** A training graph gets the passes whose results autodiff can
 ** differentiate: folding of constants, copies, transposes and reshapes,
 ** and the GELU and LayerNorm recognition. BatchNormalization folding
-** (training normalises by the batch) and the fusions (the fused ops have
-** no gradient) apply to inference only. Only constants are folded: weights (initializers) keep their
+** (training normalises by the batch), attention recognition and the
+** fusions (the fused ops have no gradient) apply to inference only. Only constants are folded: weights (initializers) keep their
 ** names and stay updatable (popc_model_set_weight, copyWeightsToDevice).
 ** Every rewrite keeps the graph's outputs within the float tolerance
 ** docs/optimizer.md states. Since 0.4.0; conventions (ownership, status
