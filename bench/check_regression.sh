@@ -1,7 +1,9 @@
 #!/bin/sh
 # check_regression.sh - rerun bench_models.sh and compare each popc/PyTorch
-# ratio with the one recorded in bench/ratios.txt; any more than 10% below
-# its record is flagged and the exit status is 1. Ratios rather than rates,
+# ratio with the one recorded in bench/ratios.txt, then bench_infer.sh and
+# each popc/ONNX Runtime inference ratio (ResNet-18, MobileNetV2 and the
+# transformer encoder at batch 1 and 16 or 8) with bench/ratios_ort.txt;
+# any more than 10% below its record is flagged and the exit status is 1. Ratios rather than rates,
 # because both sides run in the same session on the same machine; still,
 # these machines are noisy, so this is not part of CI: run it by hand on a
 # quiet machine before and after a change that touches a hot path.
@@ -10,6 +12,7 @@
 #                             [bench_models.sh options...]
 #
 # --tolerance F   flag ratios below (1 - F) x the record (default 0.10)
+# --no-ort        skip the ONNX Runtime part
 # Other options go to bench_models.sh (--models, --modes, --repeat, ...);
 # without any, it runs as the record was made (--sweep --repeat 3
 # --epochs 3).
@@ -21,8 +24,10 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tol=0.10
 pass=
+ort=1
 while [ $# -gt 0 ]; do
     case "$1" in
+    --no-ort) ort=0 ;;
     --tolerance)
         [ $# -ge 2 ] || { echo "check_regression.sh: --tolerance needs a value" >&2; exit 2; }
         tol=$2
@@ -49,6 +54,7 @@ ratios="$here/ratios.txt"
 out=$(mktemp "${TMPDIR:-/tmp}/check_regression.XXXXXX")
 trap 'rm -f "$out"' EXIT INT TERM
 
+status=0
 # shellcheck disable=SC2086 # $pass is a word list of options
 "$here/bench_models.sh" $pass | tee "$out"
 echo
@@ -78,4 +84,26 @@ awk -v tol="$tol" '
             exit 1
         }
         print "no ratio more than " 100 * tol "% below its record"
-    }' "$ratios" "$out"
+    }' "$ratios" "$out" || status=1
+[ "$ort" = 1 ] || exit $status
+# the inference anchor: popc (optimizationLevel 2) / ONNX Runtime speed
+"$here/bench_infer.sh" --levels 2 | tee "$out"
+echo
+echo "ratios against $here/ratios_ort.txt:"
+awk -v tol="$tol" '
+    NR == FNR {
+        if ($0 ~ /^#/ || NF < 3) next
+        want[$1 " " $2] = $3
+        next
+    }
+    $3 == "popc-L2" {
+        key = $1 " " $2
+        if (!(key in want)) next
+        now = $5 + 0
+        bad = now < (1 - tol) * want[key]
+        printf "%-24s now %5.2f  recorded %5.2f  %s\n", key, now, want[key],
+               bad ? "REGRESSED" : "ok"
+        if (bad) flagged++
+    }
+    END { if (flagged) exit 1 }' "$here/ratios_ort.txt" "$out" || status=1
+exit $status

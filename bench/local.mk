@@ -43,5 +43,5 @@ noinst_PROGRAMS += %reldir%/bench_infer
 %canon_reldir%_bench_infer_CPPFLAGS = $(AM_CPPFLAGS) \
     -I$(top_srcdir)/onnx/include
 %canon_reldir%_bench_infer_LDADD = libpopc-onnx.la libpopc.la
-EXTRA_DIST += %reldir%/bench_infer.sh %reldir%/ort_infer.js \
+EXTRA_DIST += %reldir%/bench_infer.sh %reldir%/ort_infer.js %reldir%/ratios_ort.txt \
     %reldir%/infer_models.py

@@ -254,3 +254,40 @@ int opt_exported(const opt_ctx *c, int v)
             return 1;
     return 0;
 }
+
+int opt_other_operand(const opt_ctx *c, int n, int v)
+{
+    int a = opt_input(c, n, 0), b = opt_input(c, n, 1);
+
+    return a == v ? b : b == v ? a : -1;
+}
+
+int opt_reader_with(const opt_ctx *c, int v, const char *op, int skip)
+{
+    for (int n = 0; n < c->n_nodes; n++) {
+        if (n == skip || !opt_is(c, n, op))
+            continue;
+        for (int i = 0; i < popc_graph_node_n_inputs(c->g, n); i++)
+            if (popc_graph_node_input(c->g, n, i) == v)
+                return n;
+    }
+    return -1;
+}
+
+popc_status opt_each(opt_ctx *c, const char *domain, const char *op,
+                     popc_status (*try_at)(opt_ctx *c, int n, int *done),
+                     int *rewrites)
+{
+    popc_status st;
+
+    for (int n = 0; n < c->n_nodes; n++) {
+        int done = 0;
+
+        if (!opt_is_in(c, n, domain, op))
+            continue;
+        if ((st = try_at(c, n, &done)) != POPC_OK)
+            return st;
+        *rewrites += done;
+    }
+    return POPC_OK;
+}

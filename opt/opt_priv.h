@@ -68,6 +68,15 @@ const popc_tensor *opt_constant(const opt_ctx *c, int v);
 /* v is a float32 constant holding one value (any shape of one element):
 ** *out receives it. */
 int opt_scalar(const opt_ctx *c, int v, float *out);
+/* The operand of binary node n that is not v (-1 when v is not one). */
+int opt_other_operand(const opt_ctx *c, int n, int v);
+/* A node other than `skip` with op `op` that reads v, or -1. */
+int opt_reader_with(const opt_ctx *c, int v, const char *op, int skip);
+/* try_at on every live node of (domain, op) in id order; *rewrites counts
+** the nodes where it set *done. */
+popc_status opt_each(opt_ctx *c, const char *domain, const char *op,
+                     popc_status (*try_at)(opt_ctx *c, int n, int *done),
+                     int *rewrites);
 /* Node n's input i, or -1 when absent. */
 int opt_input(const opt_ctx *c, int n, int i);
 int opt_output(const opt_ctx *c, int n, int i);

@@ -110,18 +110,7 @@ static popc_status try_attention(opt_ctx *c, int sm, int *done)
 
 popc_status opt_recognise_attention(opt_ctx *c, int *rewrites)
 {
-    popc_status st;
-
     if (!opt_has_op(c, "popc", "Attention"))
         return POPC_OK;
-    for (int n = 0; n < c->n_nodes; n++) {
-        int done = 0;
-
-        if (!opt_is(c, n, "Softmax"))
-            continue;
-        if ((st = try_attention(c, n, &done)) != POPC_OK)
-            return st;
-        *rewrites += done;
-    }
-    return POPC_OK;
+    return opt_each(c, "ai.onnx", "Softmax", try_attention, rewrites);
 }

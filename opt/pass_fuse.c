@@ -34,27 +34,6 @@ static void add_name(const opt_ctx *c, chain *ch, int n)
              len ? "+" : "", popc_graph_node_name(c->g, n));
 }
 
-/* The node other than `skip` reading v with op `op`, or -1. */
-static int reader_with(const opt_ctx *c, int v, const char *op, int skip)
-{
-    for (int n = 0; n < c->n_nodes; n++) {
-        if (n == skip || !opt_is(c, n, op))
-            continue;
-        for (int i = 0; i < popc_graph_node_n_inputs(c->g, n); i++)
-            if (popc_graph_node_input(c->g, n, i) == v)
-                return n;
-    }
-    return -1;
-}
-
-/* The Add n's operand that is not v, or -1 when v is not an operand. */
-static int other_operand(const opt_ctx *c, int n, int v)
-{
-    int a = opt_input(c, n, 0), b = opt_input(c, n, 1);
-
-    return a == v ? b : b == v ? a : -1;
-}
-
 /* Extend ch by an Add reading `cur` alone: the bias (1-D of n_cols) when
 ** want_bias, else the residual (cur's shape). */
 static int take_add(const opt_ctx *c, chain *ch, int *cur, int want_bias,
@@ -64,7 +43,7 @@ static int take_add(const opt_ctx *c, chain *ch, int *cur, int want_bias,
     popc_view cv = popc_graph_value_info(c->g, *cur), ov;
 
     if (n < 0 || !opt_is(c, n, "Add") || !opt_same_place(c, ch->head, n) ||
-        (other = other_operand(c, n, *cur)) < 0 || other == *cur)
+        (other = opt_other_operand(c, n, *cur)) < 0 || other == *cur)
         return 0;
     ov = popc_graph_value_info(c->g, other);
     if (want_bias ? !(ov.dtype == POPC_DTYPE_F32 && ov.rank == 1 &&
@@ -135,14 +114,14 @@ static void take_activation(const opt_ctx *c, chain *ch, int cur)
     }
     /* SiLU: cur read by Sigmoid(cur) and by Mul(cur, that) alone */
     if (c->uses[cur] == 2) {
-        int sg = reader_with(c, cur, "Sigmoid", -1), s, mul;
+        int sg = opt_reader_with(c, cur, "Sigmoid", -1), s, mul;
 
         if (sg < 0 || !opt_same_place(c, ch->head, sg))
             return;
         s = opt_output(c, sg, 0);
         mul = opt_sole_reader(c, s);
         if (mul < 0 || !opt_is(c, mul, "Mul") ||
-            other_operand(c, mul, s) != cur ||
+            opt_other_operand(c, mul, s) != cur ||
             !opt_same_place(c, ch->head, mul))
             return;
         ch->act = "SiLU";

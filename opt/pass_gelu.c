@@ -15,14 +15,6 @@ static int near(float v, double want)
     return fabs((double)v - want) <= 1e-6 * fabs(want);
 }
 
-/* The operand of binary node n that is not v (-1 when v is not one). */
-static int other(const opt_ctx *c, int n, int v)
-{
-    int a = opt_input(c, n, 0), b = opt_input(c, n, 1);
-
-    return a == v ? b : b == v ? a : -1;
-}
-
 /* Node `next` reads only value v of node n, and has op `op`. */
 static int next_is(const opt_ctx *c, int v, const char *op, int *next)
 {
@@ -38,12 +30,13 @@ static popc_status try_gelu(opt_ctx *c, int div, int *done)
     if (!opt_scalar(c, opt_input(c, div, 1), &k) || !near(k, sqrt(2.0)) ||
         !next_is(c, opt_output(c, div, 0), "Erf", &erf) ||
         !next_is(c, opt_output(c, erf, 0), "Add", &add) ||
-        (one = other(c, add, opt_output(c, erf, 0))) < 0 ||
+        (one = opt_other_operand(c, add, opt_output(c, erf, 0))) < 0 ||
         !opt_scalar(c, one, &f) || f != 1.0f ||
         !next_is(c, opt_output(c, add, 0), "Mul", &mul) ||
-        other(c, mul, opt_output(c, add, 0)) != x ||
+        opt_other_operand(c, mul, opt_output(c, add, 0)) != x ||
         !next_is(c, opt_output(c, mul, 0), "Mul", &half) ||
-        !opt_scalar(c, other(c, half, opt_output(c, mul, 0)), &f) ||
+        !opt_scalar(c, opt_other_operand(c, half, opt_output(c, mul, 0)),
+                    &f) ||
         f != 0.5f || !opt_same_place(c, div, half))
         return POPC_OK;
     popc_node_desc d = {.size = sizeof d, .op = "Gelu", .inputs = &x,
@@ -56,18 +49,7 @@ static popc_status try_gelu(opt_ctx *c, int div, int *done)
 
 popc_status opt_recognise_gelu(opt_ctx *c, int *rewrites)
 {
-    popc_status st;
-
     if (!opt_has_op(c, "ai.onnx", "Gelu"))
         return POPC_OK;
-    for (int n = 0; n < c->n_nodes; n++) {
-        int done = 0;
-
-        if (!opt_is(c, n, "Div"))
-            continue;
-        if ((st = try_gelu(c, n, &done)) != POPC_OK)
-            return st;
-        *rewrites += done;
-    }
-    return POPC_OK;
+    return opt_each(c, "ai.onnx", "Div", try_gelu, rewrites);
 }

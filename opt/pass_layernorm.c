@@ -14,13 +14,6 @@
 
 #include "opt/opt_priv.h"
 
-static int other(const opt_ctx *c, int n, int v)
-{
-    int a = opt_input(c, n, 0), b = opt_input(c, n, 1);
-
-    return a == v ? b : b == v ? a : -1;
-}
-
 /* ReduceMean over the last axis only, keeping it. */
 static int mean_last(const opt_ctx *c, int n)
 {
@@ -38,16 +31,7 @@ static int mean_last(const opt_ctx *c, int n)
 /* The reader of v other than `skip` with op `op`, among exactly two. */
 static int second_reader(const opt_ctx *c, int v, int skip, const char *op)
 {
-    if (c->uses[v] != 2)
-        return -1;
-    for (int n = 0; n < c->n_nodes; n++) {
-        if (n == skip || !opt_is(c, n, op))
-            continue;
-        for (int i = 0; i < popc_graph_node_n_inputs(c->g, n); i++)
-            if (popc_graph_node_input(c->g, n, i) == v)
-                return n;
-    }
-    return -1;
+    return c->uses[v] == 2 ? opt_reader_with(c, v, op, skip) : -1;
 }
 
 static int sole(const opt_ctx *c, int v, const char *op)
@@ -88,7 +72,8 @@ static popc_status try_layernorm(opt_ctx *c, int mean, int *done)
         (mean2 = sole(c, opt_output(c, pw, 0), "ReduceMean")) < 0 ||
         !mean_last(c, mean2) ||
         (add = sole(c, opt_output(c, mean2, 0), "Add")) < 0 ||
-        !opt_scalar(c, other(c, add, opt_output(c, mean2, 0)), &eps) ||
+        !opt_scalar(c, opt_other_operand(c, add, opt_output(c, mean2, 0)),
+                    &eps) ||
         (sq = sole(c, opt_output(c, add, 0), "Sqrt")) < 0 ||
         opt_input(c, div, 1) != opt_output(c, sq, 0))
         return POPC_OK;
@@ -102,13 +87,15 @@ static popc_status try_layernorm(opt_ctx *c, int mean, int *done)
     last = div;
     y = opt_output(c, div, 0);
     if ((mul = sole(c, y, "Mul")) >= 0 &&
-        vector_of(c, other(c, mul, y), xv.dims[xv.rank - 1])) {
-        gamma = other(c, mul, y);
+        vector_of(c, opt_other_operand(c, mul, y),
+                  xv.dims[xv.rank - 1])) {
+        gamma = opt_other_operand(c, mul, y);
         nodes[nn++] = last = mul;
         y = opt_output(c, mul, 0);
         if ((badd = sole(c, y, "Add")) >= 0 &&
-            vector_of(c, other(c, badd, y), xv.dims[xv.rank - 1])) {
-            beta = other(c, badd, y);
+            vector_of(c, opt_other_operand(c, badd, y),
+                      xv.dims[xv.rank - 1])) {
+            beta = opt_other_operand(c, badd, y);
             nodes[nn++] = last = badd;
         }
     }
@@ -143,18 +130,7 @@ static popc_status try_layernorm(opt_ctx *c, int mean, int *done)
 
 popc_status opt_recognise_layernorm(opt_ctx *c, int *rewrites)
 {
-    popc_status st;
-
     if (!opt_has_op(c, "ai.onnx", "LayerNormalization"))
         return POPC_OK;
-    for (int n = 0; n < c->n_nodes; n++) {
-        int done = 0;
-
-        if (!opt_is(c, n, "ReduceMean"))
-            continue;
-        if ((st = try_layernorm(c, n, &done)) != POPC_OK)
-            return st;
-        *rewrites += done;
-    }
-    return POPC_OK;
+    return opt_each(c, "ai.onnx", "ReduceMean", try_layernorm, rewrites);
 }

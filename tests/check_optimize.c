@@ -166,7 +166,7 @@ static void setup(void)
     rng_state = 7;
 }
 
-/* ---- level 1 ------------------------------------------------------------- */
+/* ---- level 1 ------------------------------------------------------------ */
 
 START_TEST(constants_fold)
 {
@@ -343,7 +343,7 @@ START_TEST(transposes_and_reshapes_cancel)
 }
 END_TEST
 
-/* ---- level 2 ------------------------------------------------------------- */
+/* ---- level 2 ------------------------------------------------------------ */
 
 /* torch.onnx.export's GELU and LayerNorm, as exported before opset 17 */
 static int torch_gelu(popc_graph *g, int x)

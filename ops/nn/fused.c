@@ -45,7 +45,7 @@ static popc_status check_same(const char *op, const char *node,
                                 op, node, what, opsu_dims(&in[i], sa));
 }
 
-/* ---- FusedConv ------------------------------------------------------------ */
+/* ---- FusedConv ----------------------------------------------------------- */
 
 static popc_status fconv_params(const char *node, const popc_view *in,
                                 int n_in, const popc_attrs *attrs, conv_p *p,
@@ -144,7 +144,7 @@ static popc_status fconv_cost(const popc_infer_ctx *ic, popc_cost *c)
     return POPC_OK;
 }
 
-/* ---- FusedMatMul ---------------------------------------------------------- */
+/* ---- FusedMatMul --------------------------------------------------------- */
 
 typedef struct fmm_p {
     int64_t M, N, K;      /* rows of A (its leading dims), columns, depth */
@@ -237,15 +237,9 @@ static popc_status fmm_forward(const popc_kernel_ctx *kc)
     nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
     opsu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
-        int64_t r0 = 0, r1 = p.M, c0 = 0, c1 = p.N;
+        int64_t r0, r1, c0, c1;
 
-        if (t.by_cols) {
-            c0 = u * t.blk;
-            c1 = c0 + t.blk < p.N ? c0 + t.blk : p.N;
-        } else {
-            r0 = u * t.blk;
-            r1 = r0 + t.blk < p.M ? r0 + t.blk : p.M;
-        }
+        nn_tile_bounds(&t, u, p.M, p.N, &r0, &r1, &c0, &c1);
         nn_sgemm_tile(&t, u, 0, p.tb, p.M, p.N, p.K, p.alpha, A, p.K, W,
                       p.tb ? p.K : p.N, 0.0f, Y, p.N);
         for (int64_t i = r0; i < r1; i++) {

@@ -601,15 +601,9 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
     for (int64_t u = lo; u < hi; u++) {
         if (Cin) {
             /* beta * C broadcast into this tile, then accumulate */
-            int64_t r0 = 0, r1 = p.M, c0 = 0, c1 = p.N;
+            int64_t r0, r1, c0, c1;
 
-            if (t.by_cols) {
-                c0 = u * t.blk;
-                c1 = c0 + t.blk < p.N ? c0 + t.blk : p.N;
-            } else {
-                r0 = u * t.blk;
-                r1 = r0 + t.blk < p.M ? r0 + t.blk : p.M;
-            }
+            nn_tile_bounds(&t, u, p.M, p.N, &r0, &r1, &c0, &c1);
             beta_c(&p, Cin, Y, r0, r1, c0, c1);
         }
         nn_sgemm_tile(&t, u, p.ta, p.tb, p.M, p.N, p.K, p.alpha, A,

@@ -70,6 +70,11 @@ enum { NN_TILE_AUTO = -1, NN_TILE_ROWS = 0, NN_TILE_COLS = 1 };
 void nn_tiles_plan(int64_t batch, int64_t M, int64_t N, int64_t K,
                    int64_t target, int64_t min_blk, int cut, nn_tiles *t);
 
+/* The rows [r0, r1) and columns [c0, c1) of an M x N product that tile
+** `tile` covers. */
+void nn_tile_bounds(const nn_tiles *t, int64_t tile, int64_t M, int64_t N,
+                    int64_t *r0, int64_t *r1, int64_t *c0, int64_t *c1);
+
 /* C[tile] = alpha * op(A) op(B) + beta * C[tile] for tile t (row-major,
 ** cblas conventions; lda/ldb/ldc as for the whole product). */
 void nn_sgemm_tile(const nn_tiles *t, int64_t tile, int trans_a, int trans_b,

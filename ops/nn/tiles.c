@@ -46,6 +46,24 @@ void nn_tiles_plan(int64_t batch, int64_t M, int64_t N, int64_t K,
     t->n = (dim + blk - 1) / blk;
 }
 
+void nn_tile_bounds(const nn_tiles *t, int64_t tile, int64_t M, int64_t N,
+                    int64_t *r0, int64_t *r1, int64_t *c0, int64_t *c1)
+{
+    int64_t lo = tile * t->blk;
+
+    *r0 = 0;
+    *r1 = M;
+    *c0 = 0;
+    *c1 = N;
+    if (t->by_cols) {
+        *c0 = lo;
+        *c1 = lo + t->blk < N ? lo + t->blk : N;
+    } else {
+        *r0 = lo;
+        *r1 = lo + t->blk < M ? lo + t->blk : M;
+    }
+}
+
 void nn_sgemm_tile(const nn_tiles *t, int64_t tile, int trans_a, int trans_b,
                    int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta,

@@ -20,7 +20,8 @@
 ** differentiate: folding of constants, copies, transposes and reshapes,
 ** and the GELU and LayerNorm recognition. BatchNormalization folding
 ** (training normalises by the batch), attention recognition and the
-** fusions (the fused ops have no gradient) apply to inference only. Only constants are folded: weights (initializers) keep their
+** fusions (the fused ops have no gradient) apply to inference only.
+** Only constants are folded: weights (initializers) keep their
 ** names and stay updatable (popc_model_set_weight, copyWeightsToDevice).
 ** Every rewrite keeps the graph's outputs within the float tolerance
 ** docs/optimizer.md states. Since 0.4.0; conventions (ownership, status
