@@ -22,9 +22,12 @@ AM_TESTS_ENVIRONMENT += \
 check_PROGRAMS += %reldir%/dist_train
 %canon_reldir%_dist_train_SOURCES = %reldir%/dist_train.c
 %canon_reldir%_dist_train_LDADD = libpopc.la
-EXTRA_DIST += %reldir%/test_distributed.sh
+EXTRA_DIST += %reldir%/test_distributed.sh %reldir%/test_distributed_batches.sh
 if HAVE_MPI
 TESTS += %reldir%/test_distributed.sh
+# the README's promise through popc train: N ranks x R replicas == one
+# process with N x R replicas, bit for bit
+TESTS += %reldir%/test_distributed_batches.sh
 AM_TESTS_ENVIRONMENT += \
     DIST_TRAIN='$(abs_top_builddir)/tests/dist_train'; export DIST_TRAIN; \
     MPIRUN='$(MPIRUN)'; export MPIRUN;
