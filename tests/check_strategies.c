@@ -415,10 +415,20 @@ START_TEST(auto_stages_and_depth)
     cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL, 0, 0};
     popc_graph *g = make_graph(&s);
     popc_model *m = training_model(g, &inc);
-    /* SameAsIpu, A on IPU 0, B on 1, C back on 0: three forward stages */
+    /* A on IPU 0, B on 1, C back on 0: SameAsIpu gives stage ids 0, 1, 0
+    ** and refuses them; AutoIncrement gives stages 1, 2, 3 on IPUs 0, 1, 0:
+    ** three forward stages */
     spec back = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
-    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL, 0, 0};
-    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL, 0, 0};
+    cfg same = {"cpu", 1, 8, 1, NULL, NULL, NULL, 0, 0};
+    cfg same_di = {"cpu", 8, 1, 1, NULL, NULL, NULL, 0, 0};
+    cfg ga4 = {"cpu", 1, 4, 1, NULL, "AutoIncrement", NULL, 0, 0};
+    cfg ga5 = {"cpu", 1, 5, 1, NULL, "AutoIncrement", NULL, 0, 0};
+    cfg di2 = {"cpu", 2, 1, 1, NULL, "AutoIncrement", NULL, 0, 0};
+    const char *went_back =
+        "poptorch.AutoStage.SameAsIpu gives block C (IPU 0) stage id 0, "
+        "but it reads 'Relu_3:0' from block B in the later stage 1: with "
+        "SameAsIpu the stage ids must not go back along the model; use "
+        "AutoStage.AutoIncrement or explicit stages to return to an IPU";
     /* two blocks on one IPU merge */
     spec merged = {1, {"A", "B", "C"}, {0, 0, 1}, 0, 0};
     cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL, 0, 0};
@@ -436,6 +446,19 @@ START_TEST(auto_stages_and_depth)
     popc_graph_free(g);
 
     g = make_graph(&back);
+    m = training_model(g, &same);
+    ck_assert_int_eq(try_run(m, 8), POPC_EINVAL);
+    ck_assert_str_eq(popc_last_error(), went_back);
+    popc_model_free(m);
+    m = inference_model(g, &same_di);
+    ck_assert_int_eq(try_run(m, 8), POPC_EINVAL);
+    ck_assert_str_eq(popc_last_error(), went_back);
+    popc_model_free(m);
+    m = training_model(g, &ga5);
+    OK(try_run(m, 5));
+    ck_assert_int_eq(info_of(m).pipeline_stages, 3);
+    ck_assert_int_eq(info_of(m).n_ipus, 2);
+    popc_model_free(m);
     m = training_model(g, &ga4);
     expect(try_run(m, 4), POPC_EINVAL, "number of pipeline stages (5) when "
            "using poptorch.PipelinedExecution. Please note that a model "

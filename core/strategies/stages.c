@@ -121,6 +121,51 @@ static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
     return st;
 }
 
+/* A pipeline runs stage s of a micro-batch before stage s + 1: a node
+** cannot read what a later stage computes. Under SameAsIpu the stage is
+** the IPU, so blocks on IPUs 0, 1, 0 give stage ids 0, 1, 0 and the third
+** block would read the second's result in an earlier stage; PopTorch
+** numbers such a model that way and it cannot be pipelined (semantics
+** §6). AutoIncrement and explicit stages can return to an IPU. */
+static popc_status check_stage_order(const popc_graph *g,
+                                     const popci_strategy *s)
+{
+    if (s->kind != POPC_EXEC_PIPELINED)
+        return POPC_OK;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const popci_node *x = &g->nodes[k];
+
+        for (int j = 0; j < x->n_inputs; j++) {
+            int v = x->inputs[j], p;
+            const popci_node *from;
+
+            if (v < 0 || (p = g->values[v].producer) < 0)
+                continue;
+            from = &g->nodes[p];
+            if (from->annot.stage <= x->annot.stage)
+                continue;
+            if (s->auto_stage == POPC_AUTOSTAGE_SAME_AS_IPU &&
+                x->annot.block && from->annot.block)
+                return popc_set_error(
+                    POPC_EINVAL, "poptorch.AutoStage.SameAsIpu gives block "
+                    "%s (IPU %d) stage id %d, but it reads '%s' from block "
+                    "%s in the later stage %d: with SameAsIpu the stage ids "
+                    "must not go back along the model; use "
+                    "AutoStage.AutoIncrement or explicit stages to return "
+                    "to an IPU", x->annot.block, x->annot.ipu,
+                    x->annot.stage, g->values[v].name, from->annot.block,
+                    from->annot.stage);
+            return popc_set_error(
+                POPC_EINVAL, "node '%s' is in pipeline stage %d but reads "
+                "'%s', which node '%s' computes in the later stage %d; a "
+                "stage may only use values of itself and earlier stages",
+                x->name, x->annot.stage, g->values[v].name, from->name,
+                from->annot.stage);
+        }
+    }
+    return POPC_OK;
+}
+
 /* ---- phases ------------------------------------------------------------- */
 
 static popc_status check_liveness(const popci_strategy *s)
@@ -227,7 +272,8 @@ popc_status popci_stages_resolve(popc_graph *g, const popci_strategy *s)
     popc_status st;
 
     if ((st = check_liveness(s)) != POPC_OK ||
-        (st = resolve_stages(g, s)) != POPC_OK)
+        (st = resolve_stages(g, s)) != POPC_OK ||
+        (st = check_stage_order(g, s)) != POPC_OK)
         return st;
     if (popci_strategy_phased(s))
         return resolve_phases(g, s);
