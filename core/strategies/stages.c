@@ -297,6 +297,31 @@ int popci_plan_execution_phases(const popci_plan *p)
     return max + 1 + (s->separate_backward ? 1 : 0);
 }
 
+int popci_plan_execution_phase_ids(const popci_plan *p, int *ids, int max)
+{
+    int n = 0;
+
+    if (!popci_strategy_phased(&p->strategy))
+        return 0;
+    for (int k = 0; k < p->pub.n_forward; k++) {
+        int e = effective_phase(&p->strategy, p->nodes[k].phase), at = n;
+
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= e) {
+                at = i;
+                break;
+            }
+        if (at < n && ids[at] == e)
+            continue;
+        if (n == max)
+            return -1;
+        memmove(ids + at + 1, ids + at, sizeof *ids * (size_t)(n - at));
+        ids[at] = e;
+        n++;
+    }
+    return n;
+}
+
 int popci_plan_pipeline_stages(const popci_plan *p)
 {
     int f = p->pub.n_forward > 0 ? 1 : 0;
