@@ -1045,6 +1045,52 @@ START_TEST(anchor_errors)
 }
 END_TEST
 
+/* Counts the log lines saying the strategy switched to Running. */
+static void count_switches(int level, const char *msg, void *user)
+{
+    (void)level;
+    if (strstr(msg, "accum_type is float16: using Training."
+                    "meanAccumulationAndReplicationReductionStrategy = "
+                    "Running"))
+        ++*(int *)user;
+}
+
+/* R2.3's exception: SGD with combined accumulators (use_combined_accum)
+** has no separate gradient accumulator, so accum_type float16 neither
+** switches an explicit Post strategy to Running (no warning; by hand the
+** mean gradient stays the float32 Post mean 35000 and the first step's
+** velocity is that gradient, so w = -lr x 35000) nor is refused after the
+** compile. A plain float16 SGD does switch, with a warning since Post was
+** set. A model compiled with float16 accumulation already runs Running:
+** another float16 optimizer is accepted after the compile. */
+START_TEST(half_accumulation_rule_exceptions)
+{
+    popc_model *m = half_model("cpu", "Post", 0, 0.9);
+    popc_optimizer *combined = sgd(1e-4, 0.9, 1.0);
+    popc_optimizer *half = sgd(1e-4, 0.0, 1.0);
+    int switches = 0;
+
+    popc_log_set_callback(count_switches, &switches);
+    OK(popc_optimizer_set(combined, "use_combined_accum", 1));
+    OK(popc_optimizer_set(combined, "accum_type", 1));
+    OK(popc_model_set_optimizer(m, combined));
+    ck_assert_float_eq_tol(half_step(m), -1e-4f * 35000.0f, 1e-6f);
+    ck_assert_int_eq(switches, 0);
+    OK(popc_model_set_optimizer(m, combined));
+    popc_model_free(m);
+
+    m = half_model("cpu", "Post", 1, 0.0);
+    ck_assert_float_eq_tol(half_step(m), -1e-4f * 35008.0f, 1e-6f);
+    ck_assert_int_eq(switches, 1);
+    popc_log_set_callback(NULL, NULL);
+    OK(popc_optimizer_set(half, "accum_type", 1));
+    OK(popc_model_set_optimizer(m, half));
+    popc_model_free(m);
+    popc_optimizer_free(combined);
+    popc_optimizer_free(half);
+}
+END_TEST
+
 /* R2.3 after compile: PopTorch's ValueError text. */
 START_TEST(half_accumulation_after_compile)
 {
@@ -1093,6 +1139,7 @@ int main(void)
     tcase_add_test(tc, half_accumulation_ipumodel);
     tcase_add_test(tc, half_storage_in_the_memory_report);
     tcase_add_test(tc, half_accumulation_after_compile);
+    tcase_add_test(tc, half_accumulation_rule_exceptions);
     tcase_add_test(tc, synthetic_data_replaces_host_io);
     tcase_add_test(tc, anchor_tensors);
     tcase_add_test(tc, anchor_errors);
