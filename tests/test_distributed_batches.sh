@@ -7,7 +7,9 @@
 # gradient accumulation 2, rows left over at every epoch end) trains for
 # 2 epochs as 1 process x 4 replicas, 2 ranks x 2 (popc launch) and
 # 4 ranks x 1 (plain mpirun), on cpu and ipumodel; every weight file must
-# be byte for byte the same. A negative control: PopTorch's contiguous
+# be byte for byte the same. So must a CNN with BatchNorm under the Sum
+# reduction with asynchronous loading (1 x 4 against 2 x 2, ipumodel),
+# running statistics included. A negative control: PopTorch's contiguous
 # blocks (distributed_batches = blocks) read other batches, and the
 # comparison sees it.
 #
@@ -108,6 +110,70 @@ for backend in cpu ipumodel; do
             fail "$backend: $ranks ranks x $r replicas train other weights than 1 process x 4"
     done
 done
+
+# every .npy of two weights folders byte for byte equal (and as many)
+same_dirs() {
+    [ "$(ls "$1" | wc -l)" -eq "$(ls "$2" | wc -l)" ] || return 1
+    for f in "$1"/*.npy; do
+        cmp -s "$f" "$2/$(basename "$f")" || return 1
+    done
+}
+
+# a CNN with BatchNorm (its running statistics follow global replica 0),
+# PopTorch's Sum reduction and batches prepared on worker threads, on the
+# default backend
+cat >cnn.ini <<INI
+[options]
+backend = ipumodel
+Training.gradientAccumulation = 2
+Training.accumulationAndReplicationReductionType = Sum
+[data]
+train = train-images-idx3-ubyte
+train_labels = train-labels-idx1-ubyte
+batch_size = 4
+shuffle = true
+seed = 9
+mode = async
+workers = 2
+[optimizer]
+name = sgd
+lr = 0.01
+momentum = 0.9
+[train]
+epochs = 1
+[model]
+input = 1, 8, 8
+classes = 4
+layers = conv, bn, relu, flatten, fc
+[layer conv]
+type = conv2d
+out_channels = 4
+kernel = 3
+padding = 1
+[layer bn]
+type = batchnorm2d
+[layer fc]
+type = linear
+out_features = 4
+INI
+cnn() {
+    name=$1 ranks=$2 replicas=$3
+    set -- train cnn.ini --quiet --set options.replicationFactor="$replicas" \
+        --set train.weights="$name.weights" --set train.model="$name.ini"
+    case $ranks in
+    1) "$POPC" "$@" ;;
+    *) mpi -np "$ranks" "$POPC" "$@" ;;
+    esac >"$name.out" 2>"$name.err"
+}
+if cnn cnn1 1 4 && cnn cnn2 2 2; then
+    [ -e cnn1.weights/bn.running_mean.npy ] &&
+        same_dirs cnn1.weights cnn2.weights &&
+        pass "CNN with BatchNorm, Sum, async loading: 2 ranks x 2 == 1 process x 4, bit for bit (running statistics included)" ||
+        fail "CNN with BatchNorm: 2 ranks x 2 train other weights than 1 process x 4"
+else
+    fail "CNN with BatchNorm: a run failed"
+    head -5 cnn1.err cnn2.err
+fi
 
 # negative control: PopTorch's blocks give each rank other rows, so the
 # comparison above can see a difference
