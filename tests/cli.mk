@@ -13,6 +13,10 @@ EXTRA_DIST += %reldir%/test_cli.sh
 # the manual pages: groff -man -ww, every command and run-file section
 TESTS += %reldir%/test_man.sh
 EXTRA_DIST += %reldir%/test_man.sh
+
+# AutoStage SameAsIpu refuses a run file whose stage ids go back
+TESTS += %reldir%/test_stage_order_cli.sh
+EXTRA_DIST += %reldir%/test_stage_order_cli.sh
 AM_TESTS_ENVIRONMENT += \
     POPC='$(abs_top_builddir)/tools/popc'; export POPC; \
     MAKE_IDX='$(abs_top_builddir)/tests/make_idx'; export MAKE_IDX;
