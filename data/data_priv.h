@@ -59,6 +59,13 @@ typedef struct popci_sampler {
     int shuffle;
     int drop_last;
     int distributed;      /* more than one process */
+    /* global batches (popc_loader_config.global_batches): this process
+    ** takes its replicas' rows of each global batch of n_processes x
+    ** batch rows, laid out as chunks of n_processes x run rows */
+    int global;
+    int process_id, n_processes;
+    int64_t run;          /* rows of this process per chunk: replicas x
+                          ** micro-batch */
     /* position of the next batch */
     int64_t epoch;
     int64_t index;
@@ -67,12 +74,15 @@ typedef struct popci_sampler {
     int64_t *perm;        /* n_total rows, when shuffling */
 } popci_sampler;
 
-/* process_id in [0, n_processes). POPC_EINVAL (share smaller than one
-** batch with drop_last, no rows), POPC_ENOMEM. */
+/* process_id in [0, n_processes). chunks: 0 for PopTorch's contiguous
+** blocks, else global batches of chunks (deviceIterations x
+** gradientAccumulation) runs of replicas x micro-batch rows per process.
+** POPC_EINVAL (share smaller than one batch with drop_last, no rows,
+** global batches that do not divide), POPC_ENOMEM. */
 popc_status popci_sampler_init(popci_sampler *s, int64_t n_total,
                                int64_t batch, int shuffle, uint64_t seed,
                                int drop_last, int process_id,
-                               int n_processes);
+                               int n_processes, int64_t chunks);
 void popci_sampler_clear(popci_sampler *s);
 
 /* The next batch: writes its rows to idx (batch entries), *n (0 at the end

@@ -13,6 +13,14 @@
 ** and the rows left over are alternated in on every other epoch when
 ** shuffling; without drop_last the rows are spread as evenly as possible,
 ** so the shares are disjoint and cover the dataset.
+**
+** Global batches (popc's option) cut the order as one process with every
+** replica would: batch i of the epoch is rows [i G, (i + 1) G) of the
+** order, G = n_processes x batch, and each process takes the rows of its
+** own replicas in the host layout [deviceIterations][gradientAccumulation]
+** [replica][micro-batch]. N processes then read exactly the batches of
+** one process with all N x R replicas; nothing alternates, as nothing
+** does in one process.
 */
 #include "config.h"
 
@@ -60,7 +68,7 @@ static void draw_permutation(popci_sampler *s)
 popc_status popci_sampler_init(popci_sampler *s, int64_t n_total,
                                int64_t batch, int shuffle, uint64_t seed,
                                int drop_last, int process_id,
-                               int n_processes)
+                               int n_processes, int64_t chunks)
 {
     memset(s, 0, sizeof *s);
     s->perm_epoch = -1;
@@ -79,7 +87,24 @@ popc_status popci_sampler_init(popci_sampler *s, int64_t n_total,
                               "for %d processes (Distributed."
                               "configureProcessId)",
                               process_id, n_processes - 1, n_processes);
-    if (n_processes > 1 && drop_last) {
+    if (n_processes > 1 && chunks > 0) {
+        int64_t global = batch * n_processes;
+
+        s->global = 1;
+        s->process_id = process_id;
+        s->n_processes = n_processes;
+        s->run = batch / chunks;
+        if (!drop_last && n_total % global != 0)
+            return popc_set_error(
+                POPC_EINVAL,
+                "data loader: global batches with drop_last = false need "
+                "the dataset's %lld samples to be a multiple of the global "
+                "batch, %lld (combined batch %lld x %d processes); set "
+                "drop_last or change the batch size",
+                (long long)n_total, (long long)global, (long long)batch,
+                n_processes);
+        s->share = batch * (n_total / global);
+    } else if (n_processes > 1 && drop_last) {
         int64_t per = batch * (n_total / (batch * n_processes));
 
         s->share = per;
@@ -140,6 +165,20 @@ popc_status popci_sampler_next(popci_sampler *s, int64_t *idx, int64_t *n,
     if (s->shuffle && s->perm_epoch != s->epoch)
         draw_permutation(s);
     first = s->index * s->batch;
+    if (s->global) {
+        /* batches are whole here: the share is a multiple of them */
+        int64_t base = s->index * s->batch * s->n_processes;
+
+        for (int64_t i = 0; i < s->batch; i++) {
+            int64_t at = base + ((i / s->run) * s->n_processes +
+                                 s->process_id) * s->run + i % s->run;
+
+            idx[i] = s->perm ? s->perm[at] : at;
+        }
+        *n = s->batch;
+        s->index++;
+        return POPC_OK;
+    }
     count = s->n_samples - first < s->batch ? s->n_samples - first
                                             : s->batch;
     start = s->offset + first;

@@ -68,6 +68,14 @@ static popc_status combined_batch(const popc_options *opts, int64_t batch,
     return POPC_OK;
 }
 
+/* Runs of replica rows in a combined batch: deviceIterations x
+** gradientAccumulation (the host layout puts the replicas inside them). */
+static int64_t chunks_of(const popc_options *opts)
+{
+    return option_int(opts, "deviceIterations", 1) *
+           option_int(opts, "Training.gradientAccumulation", 1);
+}
+
 static popc_status check_config(const popc_loader_config *c, int64_t combined)
 {
     if (c->batch_size < 1)
@@ -137,7 +145,9 @@ popc_status popc_dataloader_new(popc_dataset *ds, const popc_options *opts,
     dl->combined = combined;
     if ((st = popci_sampler_init(&dl->sampler, popc_dataset_size(ds),
                                  combined, cfg->shuffle, cfg->seed,
-                                 cfg->drop_last, (int)pid, (int)n_proc)) !=
+                                 cfg->drop_last, (int)pid, (int)n_proc,
+                                 cfg->global_batches ? chunks_of(opts)
+                                                     : 0)) !=
         POPC_OK)
         goto fail;
     if (cfg->pad_last && cfg->drop_last) {

@@ -7,7 +7,10 @@
 **   "model":   {name (the graph's), model_name (NAME), ipus_reserved (all
 **               replicas' IPUs, rounded up by autoRoundNumIPUs),
 **               execution_phases (PopTorch's count for phased plans; 0
-**               otherwise), training,
+**               otherwise), execution_phase_ids (PopTorch's ids of the
+**               forward phases, ascending: phase x 4 with
+**               OffChipAfterEachPhase, x 2 with OffChipAfterFwdNoOverlap;
+**               empty when not phased), training,
 **               backend,
 **               replicas, ipus_per_replica,
 **               stages, phases, pipelined, device_iterations,
@@ -231,6 +234,15 @@ static void put_model(popci_sb *sb, const popci_profile *p,
     popci_sb_printf(sb, ", \"ipus_reserved\": %lld, "
                     "\"execution_phases\": %d", (long long)m->reserved_ipus,
                     popci_plan_execution_phases(pl));
+    {
+        int ids[1024], n = popci_plan_execution_phase_ids(pl, ids, 1024);
+
+        popci_sb_printf(sb, ", \"execution_phase_ids\": [");
+        for (int i = 0; i < n; i++)
+            popci_sb_printf(sb, "%s%d", i ? ", " : "", ids[i]);
+        popci_sb_printf(sb, "]%s", n < 0 ? ", \"execution_phase_ids_"
+                                           "truncated\": true" : "");
+    }
     popci_sb_printf(sb, ", \"training\": %s, \"backend\": ",
                     m->training ? "true" : "false");
     str(sb, e->be->name);

@@ -5,6 +5,11 @@
 ** so the compiled inference model can run it (only the real rows count).
 ** "mean = auto" normalises with the train split's statistics, for the
 ** test split too.
+**
+** With several processes, each reads its replicas' rows of the global
+** batches one process with every replica would read ("distributed_batches
+** = global", the default), so N ranks train bit for bit like one process;
+** "blocks" is PopTorch's contiguous block per process.
 */
 #include "config.h"
 
@@ -27,7 +32,7 @@ static const char *const data_keys[] = {
     "drop_last",   "mode",          "workers",
     "buffer_size", "load_indefinitely", "early_preload",
     "rebatched_worker_size", "mean", "std",
-    "limit",       "test_limit",    NULL};
+    "limit",       "test_limit",    "distributed_batches", NULL};
 
 enum { FMT_AUTO, FMT_IDX, FMT_NPY, FMT_CSV };
 
@@ -148,6 +153,9 @@ popc_status popci_run_parse_data(popc_run *r)
     static const char *const formats[] = {"auto", "idx", "npy", "csv", NULL};
     static const char *const modes[] = {"sync", "async", "async_rebatched",
                                         NULL};
+    /* global first: index 0 is the default */
+    static const char *const splits[] = {"global", "blocks", NULL};
+    int split = 0;
     const char *label_column = NULL;
     int64_t seed = 0;
     int mode = 0;
@@ -190,8 +198,12 @@ popc_status popci_run_parse_data(popc_run *r)
         (st = popci_config_get_int(SRC("limit"), "data", "limit", 0, 1,
                                    INT64_MAX, &r->limit)) ||
         (st = popci_config_get_int(SRC("test_limit"), "data", "test_limit", 0,
-                                   1, INT64_MAX, &r->test_limit)))
+                                   1, INT64_MAX, &r->test_limit)) ||
+        (st = popci_config_get_enum(SRC("distributed_batches"), "data",
+                                    "distributed_batches", splits, 0,
+                                    &split)))
         return st;
+    r->global_batches = split == 0;
     r->seed = (uint64_t)seed;
     r->mode = (popc_loader_mode)mode;
     if ((st = async_only(r, "workers", mode != 0)) ||
@@ -333,6 +345,7 @@ popc_status popc_run_new_loader(const popc_run *r, popc_split split,
         cfg.shuffle = r->shuffle;
         cfg.seed = r->seed;
         cfg.drop_last = r->drop_last;
+        cfg.global_batches = r->global_batches;
         return popc_dataloader_new(ds, r->opts, &cfg, out);
     }
     cfg.drop_last = 0;

@@ -676,7 +676,7 @@ popc_status popci_run_write_model_ini(const popc_run *r, const char *path,
         "train", "train_labels", "test", "test_labels", "mean", "std",
         "shuffle", "seed", "drop_last", "limit", "test_limit", "mode",
         "workers", "buffer_size", "load_indefinitely", "early_preload",
-        "rebatched_worker_size", NULL};
+        "rebatched_worker_size", "distributed_batches", NULL};
     static const char *const model_skip[] = {"onnx", NULL};
     char *test = NULL, *test_labels = NULL, *weights = NULL, *onnx = NULL;
     sbuf b = {0};

@@ -109,6 +109,7 @@ struct popc_run {
     int shuffle;
     uint64_t seed;
     int drop_last;
+    int global_batches;       /* distributed_batches = global */
     popc_loader_mode mode;
     int64_t workers, buffer_size, rebatched_worker_size;
     int load_indefinitely, early_preload;

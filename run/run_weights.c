@@ -35,6 +35,7 @@
 #include "core/alloc_priv.h"
 #include "core/atomic_file_priv.h"
 #include "core/options/config_priv.h"
+#include "core/runtime/model_state_priv.h"
 #include "run/run_priv.h"
 
 #define STATE_VERSION 1
@@ -361,7 +362,10 @@ static popc_status stage_optimizer(popc_model *m, const char *dir,
         tensor_file(dir, name, file, sizeof file);
         if ((st = popc_npy_load(file, &s->t[i])) != POPC_OK)
             return st;
-        if ((st = popc_model_get_optimizer_state(m, name, &cur)) != POPC_OK)
+        /* the model may not be compiled yet: its state is then held for
+        ** the compile, and the files must fit what it will start from */
+        if ((st = popci_model_peek_optimizer_state(m, name, &cur)) !=
+            POPC_OK)
             return popc_set_error(st, "%s: %s", file, popc_last_error());
         st = check_like(file, name, s->t[i], cur);
         popc_tensor_free(cur);

@@ -978,6 +978,98 @@ START_TEST(distributed_shuffle_uses_every_row)
 }
 END_TEST
 
+/* A loader of process `id` of `procs` with R replicas (R = 4 / procs),
+** 2 device iterations, gradient accumulation 2 and micro-batch 2. */
+static popc_dataloader *global_loader(popc_dataset *ds, int id, int procs,
+                                      int global, int drop)
+{
+    popc_options *o = process(id, procs);
+    popc_loader_config c;
+    popc_dataloader *dl;
+
+    OK(popc_options_set_int(o, "replicationFactor", 4 / procs));
+    OK(popc_options_set_int(o, "deviceIterations", 2));
+    OK(popc_options_set_int(o, "Training.gradientAccumulation", 2));
+    popc_loader_config_init(&c);
+    c.batch_size = 2;
+    c.shuffle = 1;
+    c.seed = 5;
+    c.drop_last = drop;
+    c.global_batches = global;
+    dl = loader(ds, o, &c);
+    popc_options_free(o);
+    return dl;
+}
+
+/* Global batches: with N processes of 4 / N replicas, the rows process k
+** gets at row i of a combined batch are, in one process with 4 replicas,
+** at row (i / run) x N x run + k x run + i % run (run = replicas x
+** micro-batch): the host layout [deviceIterations][gradientAccumulation]
+** [replica][micro-batch]. Three shuffled epochs of 100 rows (3 global
+** batches of 32, 4 rows dropped). */
+START_TEST(distributed_global_batches)
+{
+    popc_dataset *ds = rows(100);
+    popc_dataloader *one = global_loader(ds, 0, 1, 1, 1);
+    static int32_t ref[512], got[4][512];
+    int64_t n_ref = record(one, 3, ref);
+
+    ck_assert_int_eq(n_ref, 3 * (3 * 32 + 1));
+    popc_dataloader_free(one);
+    for (int procs = 2; procs <= 4; procs *= 2) {
+        int64_t run = 2 * (4 / procs), combined = 32 / procs;
+
+        for (int k = 0; k < procs; k++) {
+            popc_dataloader *dl = global_loader(ds, k, procs, 1, 1);
+
+            ck_assert_int_eq(popc_dataloader_len(dl), 3);
+            ck_assert_int_eq(record(dl, 3, got[k]), 3 * (3 * combined + 1));
+            popc_dataloader_free(dl);
+        }
+        for (int64_t e = 0; e < 3; e++)
+            for (int64_t b = 0; b < 3; b++)
+                for (int k = 0; k < procs; k++)
+                    for (int64_t i = 0; i < combined; i++) {
+                        int64_t at = (i / run) * procs * run + k * run +
+                                     i % run;
+
+                        ck_assert_int_eq(
+                            got[k][e * (3 * combined + 1) + b * combined + i],
+                            ref[e * 97 + b * 32 + at]);
+                    }
+    }
+    /* PopTorch's blocks read other batches: process 0's first batch is
+    ** the start of the order, not the rows of its replicas */
+    {
+        popc_dataloader *dl = global_loader(ds, 1, 2, 0, 1);
+
+        ck_assert_int_eq(record(dl, 1, got[0]), 3 * 16 + 1);
+        ck_assert_int_ne(got[0][0], ref[4]);
+        popc_dataloader_free(dl);
+    }
+    /* without drop_last the dataset must hold whole global batches */
+    {
+        popc_dataloader *dl = NULL;
+        popc_options *o = process(0, 2);
+        popc_loader_config c;
+
+        OK(popc_options_set_int(o, "replicationFactor", 2));
+        popc_loader_config_init(&c);
+        c.batch_size = 2;
+        c.drop_last = 0;
+        c.global_batches = 1;
+        ck_assert_int_eq(popc_dataloader_new(ds, o, &c, &dl), POPC_EINVAL);
+        ck_assert_str_eq(popc_last_error(),
+                         "data loader: global batches with drop_last = false "
+                         "need the dataset's 100 samples to be a multiple of "
+                         "the global batch, 8 (combined batch 4 x 2 "
+                         "processes); set drop_last or change the batch size");
+        popc_options_free(o);
+    }
+    popc_dataset_free(ds);
+}
+END_TEST
+
 /* Reading the position mid-run and restoring it in a fresh loader gives
 ** the same remaining batches, in both modes. */
 START_TEST(position_resumes_exactly)
@@ -1064,6 +1156,7 @@ static Suite *data_suite(void)
     tcase_add_test(load, async_settings_validated);
     tcase_add_test(load, distributed_shares);
     tcase_add_test(load, distributed_shuffle_uses_every_row);
+    tcase_add_test(load, distributed_global_batches);
     tcase_add_test(load, position_resumes_exactly);
     tcase_set_timeout(load, 60);
     suite_add_tcase(s, load);

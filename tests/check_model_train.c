@@ -381,6 +381,76 @@ START_TEST(set_optimizer_lr_without_recompile)
 }
 END_TEST
 
+/* R4.6: the optimizer state does not exist before the model is compiled
+** (PopTorch's state_dict has ipu_state None); a value set before the
+** compile is held and the compile starts from it; after a destroy the
+** state stays readable. The held velocity is checked by hand: after one
+** update (step 1), SGD with momentum 0.9 and dampening 0 takes
+** v = 0.9 v0 + g, w = w0 - lr v, so a held v0 of 1 moves every weight by
+** lr x 0.9 more than a fresh model, whose velocity starts at g. */
+START_TEST(optimizer_state_exists_from_compile)
+{
+    popc_options *o = options(1, 1, 1, NULL, NULL);
+    popc_optimizer *opt = sgd(0.1, 0.9, 1.0);
+    popc_model *held = train_model(o, opt), *plain = train_model(o, opt);
+    const char *name = "fc2.bias/momentum_buffer";
+    popc_tensor *v = NULL, *ones = NULL;
+    const popc_tensor *wh = NULL, *wp = NULL;
+    float *f;
+
+    ck_assert_int_eq(popc_model_get_optimizer_state(held, name, &v),
+                     POPC_ESTATE);
+    ck_assert_str_eq(popc_last_error(),
+                     "optimizer state 'fc2.bias/momentum_buffer': the model "
+                     "has not been compiled, and the optimizer state does "
+                     "not exist before the compile; compile or run the model "
+                     "first (a state set before, as by a resume, is held and "
+                     "loaded at the compile)");
+    ck_assert_ptr_null(v);
+    /* the velocity has the weight's shape */
+    OK(popc_model_get_weight(held, "fc2.bias", &wh));
+    OK(popc_tensor_clone(wh, &ones));
+    wh = NULL;
+    f = popc_tensor_data(ones);
+    for (int64_t i = 0; i < popc_tensor_numel(ones); i++)
+        f[i] = 1.0f;
+    OK(popc_model_set_optimizer_state(held, name, ones));
+    /* one update already taken: the velocity is used, not started anew */
+    {
+        int64_t one = 1;
+        popc_tensor *t = NULL;
+
+        OK(popc_tensor_new(POPC_DTYPE_I64, NULL, 0, &t));
+        memcpy(popc_tensor_data(t), &one, sizeof one);
+        OK(popc_model_set_optimizer_state(held, "fc2.bias/step", t));
+        popc_tensor_free(t);
+    }
+    /* held, still not readable */
+    ck_assert_int_eq(popc_model_get_optimizer_state(held, name, &v),
+                     POPC_ESTATE);
+    popc_tensor_free(step(held, 0, 4));
+    popc_tensor_free(step(plain, 0, 4));
+    OK(popc_model_get_weight(held, "fc2.bias", &wh));
+    OK(popc_model_get_weight(plain, "fc2.bias", &wp));
+    for (int64_t i = 0; i < popc_tensor_numel(wh); i++)
+        ck_assert_float_eq_tol(((const float *)popc_tensor_cdata(wp))[i] -
+                                   ((const float *)popc_tensor_cdata(wh))[i],
+                               0.1f * 0.9f, 1e-6f);
+    /* compiled: the state exists, and a destroy keeps it */
+    OK(popc_model_get_optimizer_state(held, name, &v));
+    popc_tensor_free(v);
+    v = NULL;
+    OK(popc_model_destroy(held));
+    OK(popc_model_get_optimizer_state(held, name, &v));
+    popc_tensor_free(v);
+    popc_tensor_free(ones);
+    popc_model_free(held);
+    popc_model_free(plain);
+    popc_optimizer_free(opt);
+    popc_options_free(o);
+}
+END_TEST
+
 /* Weights and optimizer state saved after 2 steps and loaded into a new
 ** model continue exactly like the uninterrupted run. */
 START_TEST(optimizer_state_checkpoint)
@@ -975,6 +1045,52 @@ START_TEST(anchor_errors)
 }
 END_TEST
 
+/* Counts the log lines saying the strategy switched to Running. */
+static void count_switches(int level, const char *msg, void *user)
+{
+    (void)level;
+    if (strstr(msg, "accum_type is float16: using Training."
+                    "meanAccumulationAndReplicationReductionStrategy = "
+                    "Running"))
+        ++*(int *)user;
+}
+
+/* R2.3's exception: SGD with combined accumulators (use_combined_accum)
+** has no separate gradient accumulator, so accum_type float16 neither
+** switches an explicit Post strategy to Running (no warning; by hand the
+** mean gradient stays the float32 Post mean 35000 and the first step's
+** velocity is that gradient, so w = -lr x 35000) nor is refused after the
+** compile. A plain float16 SGD does switch, with a warning since Post was
+** set. A model compiled with float16 accumulation already runs Running:
+** another float16 optimizer is accepted after the compile. */
+START_TEST(half_accumulation_rule_exceptions)
+{
+    popc_model *m = half_model("cpu", "Post", 0, 0.9);
+    popc_optimizer *combined = sgd(1e-4, 0.9, 1.0);
+    popc_optimizer *half = sgd(1e-4, 0.0, 1.0);
+    int switches = 0;
+
+    popc_log_set_callback(count_switches, &switches);
+    OK(popc_optimizer_set(combined, "use_combined_accum", 1));
+    OK(popc_optimizer_set(combined, "accum_type", 1));
+    OK(popc_model_set_optimizer(m, combined));
+    ck_assert_float_eq_tol(half_step(m), -1e-4f * 35000.0f, 1e-6f);
+    ck_assert_int_eq(switches, 0);
+    OK(popc_model_set_optimizer(m, combined));
+    popc_model_free(m);
+
+    m = half_model("cpu", "Post", 1, 0.0);
+    ck_assert_float_eq_tol(half_step(m), -1e-4f * 35008.0f, 1e-6f);
+    ck_assert_int_eq(switches, 1);
+    popc_log_set_callback(NULL, NULL);
+    OK(popc_optimizer_set(half, "accum_type", 1));
+    OK(popc_model_set_optimizer(m, half));
+    popc_model_free(m);
+    popc_optimizer_free(combined);
+    popc_optimizer_free(half);
+}
+END_TEST
+
 /* R2.3 after compile: PopTorch's ValueError text. */
 START_TEST(half_accumulation_after_compile)
 {
@@ -1011,6 +1127,7 @@ int main(void)
     tcase_add_test(tc, variable_loss_scaling_changes);
     tcase_add_test(tc, set_optimizer_lr_without_recompile);
     tcase_add_test(tc, optimizer_state_checkpoint);
+    tcase_add_test(tc, optimizer_state_exists_from_compile);
     tcase_add_test(tc, destroy_keeps_training);
     tcase_add_test(tc, inference_shares_training_weights);
     tcase_add_test(tc, batchnorm_running_statistics);
@@ -1022,6 +1139,7 @@ int main(void)
     tcase_add_test(tc, half_accumulation_ipumodel);
     tcase_add_test(tc, half_storage_in_the_memory_report);
     tcase_add_test(tc, half_accumulation_after_compile);
+    tcase_add_test(tc, half_accumulation_rule_exceptions);
     tcase_add_test(tc, synthetic_data_replaces_host_io);
     tcase_add_test(tc, anchor_tensors);
     tcase_add_test(tc, anchor_errors);

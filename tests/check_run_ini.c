@@ -943,6 +943,34 @@ START_TEST(checkpoint_load_api)
     OK(popc_weights_save(m, w));
     snprintf(cmd, sizeof cmd, "%s/weights", tmp("ck.ckpt"));
     same_weights(cmd, w);
+    /* R4.6: before the compile the optimizer state does not exist; the
+    ** resume holds it, and the compile starts from it */
+    ck_assert_int_eq(popc_model_get_optimizer_state(m, "fc1.weight/step",
+                                                    &adam), POPC_ESTATE);
+    ck_assert_str_eq(popc_last_error(),
+                     "optimizer state 'fc1.weight/step': the model has not "
+                     "been compiled, and the optimizer state does not exist "
+                     "before the compile; compile or run the model first (a "
+                     "state set before, as by a resume, is held and loaded "
+                     "at the compile)");
+    ck_assert_int_eq(popc_model_steps(m), 7);
+    {
+        int64_t xd[2] = {8, 64}, yd[1] = {8};
+        popc_tensor *in[2] = {NULL, NULL}, *saved = NULL;
+
+        OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &in[0]));
+        OK(popc_tensor_new(POPC_DTYPE_I32, yd, 1, &in[1]));
+        OK(popc_model_compile(m, in, 2));
+        popc_tensor_free(in[0]);
+        popc_tensor_free(in[1]);
+        snprintf(cmd, sizeof cmd, "%s/optimizer/fc1.weight%%2Fexp_avg.npy",
+                 tmp("ck.ckpt"));
+        OK(popc_npy_load(cmd, &saved));
+        OK(popc_model_get_optimizer_state(m, "fc1.weight/exp_avg", &adam));
+        ck_assert(popc_tensor_equal(adam, saved));
+        popc_tensor_free(adam);
+        popc_tensor_free(saved);
+    }
     OK(popc_model_get_optimizer_state(m, "fc1.weight/step", &adam));
     ck_assert_int_eq(((const int64_t *)popc_tensor_data(adam))[0], 7);
     popc_tensor_free(adam);

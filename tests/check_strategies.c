@@ -415,10 +415,20 @@ START_TEST(auto_stages_and_depth)
     cfg inc = {"cpu", 1, 2, 1, NULL, "AutoIncrement", NULL, 0, 0};
     popc_graph *g = make_graph(&s);
     popc_model *m = training_model(g, &inc);
-    /* SameAsIpu, A on IPU 0, B on 1, C back on 0: three forward stages */
+    /* A on IPU 0, B on 1, C back on 0: SameAsIpu gives stage ids 0, 1, 0
+    ** and refuses them; AutoIncrement gives stages 1, 2, 3 on IPUs 0, 1, 0:
+    ** three forward stages */
     spec back = {1, {"A", "B", "C"}, {0, 1, 0}, 0, 0};
-    cfg ga4 = {"cpu", 1, 4, 1, NULL, NULL, NULL, 0, 0};
-    cfg di2 = {"cpu", 2, 1, 1, NULL, NULL, NULL, 0, 0};
+    cfg same = {"cpu", 1, 8, 1, NULL, NULL, NULL, 0, 0};
+    cfg same_di = {"cpu", 8, 1, 1, NULL, NULL, NULL, 0, 0};
+    cfg ga4 = {"cpu", 1, 4, 1, NULL, "AutoIncrement", NULL, 0, 0};
+    cfg ga5 = {"cpu", 1, 5, 1, NULL, "AutoIncrement", NULL, 0, 0};
+    cfg di2 = {"cpu", 2, 1, 1, NULL, "AutoIncrement", NULL, 0, 0};
+    const char *went_back =
+        "poptorch.AutoStage.SameAsIpu gives block C (IPU 0) stage id 0, "
+        "but it reads 'Relu_3:0' from block B in the later stage 1: with "
+        "SameAsIpu the stage ids must not go back along the model; use "
+        "AutoStage.AutoIncrement or explicit stages to return to an IPU";
     /* two blocks on one IPU merge */
     spec merged = {1, {"A", "B", "C"}, {0, 0, 1}, 0, 0};
     cfg inc3 = {"cpu", 1, 3, 1, NULL, "AutoIncrement", NULL, 0, 0};
@@ -436,6 +446,19 @@ START_TEST(auto_stages_and_depth)
     popc_graph_free(g);
 
     g = make_graph(&back);
+    m = training_model(g, &same);
+    ck_assert_int_eq(try_run(m, 8), POPC_EINVAL);
+    ck_assert_str_eq(popc_last_error(), went_back);
+    popc_model_free(m);
+    m = inference_model(g, &same_di);
+    ck_assert_int_eq(try_run(m, 8), POPC_EINVAL);
+    ck_assert_str_eq(popc_last_error(), went_back);
+    popc_model_free(m);
+    m = training_model(g, &ga5);
+    OK(try_run(m, 5));
+    ck_assert_int_eq(info_of(m).pipeline_stages, 3);
+    ck_assert_int_eq(info_of(m).n_ipus, 2);
+    popc_model_free(m);
     m = training_model(g, &ga4);
     expect(try_run(m, 4), POPC_EINVAL, "number of pipeline stages (5) when "
            "using poptorch.PipelinedExecution. Please note that a model "
@@ -750,7 +773,18 @@ static long long ipumodel_activations(popc_graph *g, const char *liveness)
 }
 
 /* profile.json's model.execution_phases for the phased graph under c. */
+static int execution_phases_ids(popc_graph *g, const cfg *c, char *ids,
+                                size_t size);
+
 static int execution_phases(popc_graph *g, const cfg *c)
+{
+    return execution_phases_ids(g, c, NULL, 0);
+}
+
+/* The model's execution_phases in profile.json; ids (when not NULL)
+** receives its execution_phase_ids list, brackets included. */
+static int execution_phases_ids(popc_graph *g, const cfg *c, char *ids,
+                                size_t size)
 {
     char dir[] = "/tmp/popc_phases_XXXXXX", path[256], buf[8192];
     popc_options *o = options(c);
@@ -776,6 +810,16 @@ static int execution_phases(popc_graph *g, const cfg *c)
     snprintf(path, sizeof path, "%s/training", dir);
     rmdir(path);
     rmdir(dir);
+    if (ids) {
+        const char *list = strstr(buf, "\"execution_phase_ids\": ["), *end;
+
+        ck_assert(list != NULL);
+        list += strlen("\"execution_phase_ids\": ");
+        ck_assert((end = strchr(list, ']')) != NULL);
+        ck_assert((size_t)(end - list) + 2 <= size);
+        memcpy(ids, list, (size_t)(end - list) + 1);
+        ids[end - list + 1] = '\0';
+    }
     ck_assert((at = strstr(buf, "\"execution_phases\": ")) != NULL);
     return atoi(at + strlen("\"execution_phases\": "));
 }
@@ -799,6 +843,53 @@ START_TEST(execution_phase_count)
     ck_assert_int_eq(execution_phases(g, &c), 2 * 2 + 1 + 3);
     c.liveness = "OffChipAfterEachPhase";
     ck_assert_int_eq(execution_phases(g, &c), 2 * 4 + 1 + 3);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* PopTorch's phase ids (semantics §6), derived by hand for the graph of
+** phases 0, 1, 2 (IPUs 0, 1, 0): serial execution numbers them phase x 4
+** with OffChipAfterEachPhase (0, 4, 8), x 2 with OffChipAfterFwdNoOverlap
+** (0, 2, 4), else as given; the count is the largest id + 1, + 3 when
+** tensors leave the chip, else + 1 for a separate backward phase. Parallel
+** execution (two IPU groups) keeps the ids, so even phases sit on even
+** IPUs, counts the same way, and refuses the x 2 and x 4 livenesses
+** (phased_errors). Not phased: no ids, no count. */
+START_TEST(execution_phase_ids)
+{
+    popc_graph *g = phased_graph(1, 0);
+    cfg c = {"cpu", 1, 1, 1, "SerialPhasedExecution", NULL, NULL, 0, 0};
+    cfg pipe = {"cpu", 1, 1, 1, "ShardedExecution", NULL, NULL, 0, 0};
+    char ids[256];
+
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 3);
+    ck_assert_str_eq(ids, "[0, 1, 2]");
+    c.liveness = "OffChipAfterFwdNoOverlap";
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 4 + 1 + 3);
+    ck_assert_str_eq(ids, "[0, 2, 4]");
+    c.liveness = "OffChipAfterEachPhase";
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 8 + 1 + 3);
+    ck_assert_str_eq(ids, "[0, 4, 8]");
+    /* the separate backward phase adds nothing once tensors go off chip */
+    c.separate_backward = 1;
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 8 + 1 + 3);
+    /* parallel */
+    c.strategy = "ParallelPhasedExecution";
+    c.liveness = NULL;
+    c.separate_backward = 0;
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 3);
+    ck_assert_str_eq(ids, "[0, 1, 2]");
+    c.separate_backward = 1;
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 3 + 1);
+    c.separate_backward = 0;
+    c.liveness = "OffChipAfterFwd";
+    ck_assert_int_eq(execution_phases_ids(g, &c, ids, sizeof ids), 3 + 3);
+    ck_assert_str_eq(ids, "[0, 1, 2]");
+    popc_graph_free(g);
+    /* sharded execution has stages, not phases */
+    g = phased_graph(1, 0);
+    ck_assert_int_eq(execution_phases_ids(g, &pipe, ids, sizeof ids), 0);
+    ck_assert_str_eq(ids, "[]");
     popc_graph_free(g);
 }
 END_TEST
@@ -1357,6 +1448,7 @@ int main(void)
     tcase_add_test(run_tc, phased_on_ipumodel);
     tcase_add_test(run_tc, phased_activation_locations);
     tcase_add_test(run_tc, execution_phase_count);
+    tcase_add_test(run_tc, execution_phase_ids);
     tcase_add_test(run_tc, recomputation_cpu);
     tcase_add_test(run_tc, recomputation_ipumodel);
     tcase_add_test(run_tc, recomputation_pipelined);

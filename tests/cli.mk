@@ -13,6 +13,10 @@ EXTRA_DIST += %reldir%/test_cli.sh
 # the manual pages: groff -man -ww, every command and run-file section
 TESTS += %reldir%/test_man.sh
 EXTRA_DIST += %reldir%/test_man.sh
+
+# AutoStage SameAsIpu refuses a run file whose stage ids go back
+TESTS += %reldir%/test_stage_order_cli.sh
+EXTRA_DIST += %reldir%/test_stage_order_cli.sh
 AM_TESTS_ENVIRONMENT += \
     POPC='$(abs_top_builddir)/tools/popc'; export POPC; \
     MAKE_IDX='$(abs_top_builddir)/tests/make_idx'; export MAKE_IDX;
@@ -22,9 +26,12 @@ AM_TESTS_ENVIRONMENT += \
 check_PROGRAMS += %reldir%/dist_train
 %canon_reldir%_dist_train_SOURCES = %reldir%/dist_train.c
 %canon_reldir%_dist_train_LDADD = libpopc.la
-EXTRA_DIST += %reldir%/test_distributed.sh
+EXTRA_DIST += %reldir%/test_distributed.sh %reldir%/test_distributed_batches.sh
 if HAVE_MPI
 TESTS += %reldir%/test_distributed.sh
+# the README's promise through popc train: N ranks x R replicas == one
+# process with N x R replicas, bit for bit
+TESTS += %reldir%/test_distributed_batches.sh
 AM_TESTS_ENVIRONMENT += \
     DIST_TRAIN='$(abs_top_builddir)/tests/dist_train'; export DIST_TRAIN; \
     MPIRUN='$(MPIRUN)'; export MPIRUN;

@@ -708,6 +708,7 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         m->exec = NULL;
         goto fail;
     }
+    m->state_exists = m->training;
     m->compile_time = popci_exec_now() - t0;
     popci_hooks_compile_end(&cs, m, 1);
     free(micro);

@@ -25,6 +25,9 @@ struct popc_model {
     popc_options *opts;          /* owned, frozen */
     popc_optimizer *optimizer;   /* training: owned */
     popci_optstate *state;       /* training: created on first need */
+    int state_exists;            /* compiled once: the state can be read
+                                    (before, a set value is held for the
+                                    compile; semantics §4) */
     popci_exec *exec;            /* NULL until compiled, after destroy */
 
     int n_inputs;                /* compiled input signature */

@@ -11,6 +11,7 @@
 #include "popc/log.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/model_priv.h"
+#include "core/runtime/model_state_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/strategies/strategy_priv.h"
 
@@ -345,6 +346,27 @@ const char *popc_model_optimizer_state_name(popc_model *m, int i)
     return popci_optstate_name(m->state, i);
 }
 
+/* The state as it stands (initial values, or what a resume set and holds
+** for the compile), whether or not the model was compiled. */
+popc_status popci_model_peek_optimizer_state(popc_model *m, const char *name,
+                                             popc_tensor **out)
+{
+    int i;
+    popc_status st;
+
+    if (!out)
+        return popc_set_error(POPC_EINVAL, "optimizer state: out is NULL");
+    *out = NULL;
+    if ((st = need_state(m)) != POPC_OK)
+        return st;
+    if ((i = find_state(m, name)) < 0)
+        return popc_set_error(POPC_ENOTFOUND, "optimizer state '%s' does not "
+                              "exist; names are \"<weight>/<state>\" and "
+                              "\"<weight>/step\" (popc_model_optimizer_state_"
+                              "name lists them)", name ? name : "(null)");
+    return popci_optstate_get(m->state, i, out);
+}
+
 popc_status popc_model_get_optimizer_state(popc_model *m, const char *name,
                                            popc_tensor **out)
 {
@@ -356,6 +378,15 @@ popc_status popc_model_get_optimizer_state(popc_model *m, const char *name,
     *out = NULL;
     if ((st = need_state(m)) != POPC_OK)
         return st;
+    /* R4.6: PopTorch's optimizer state_dict has ipu_state None until the
+    ** model is compiled; a value set before then is held, not readable */
+    if (!m->state_exists)
+        return popc_set_error(POPC_ESTATE, "optimizer state '%s': the model "
+                              "has not been compiled, and the optimizer "
+                              "state does not exist before the compile; "
+                              "compile or run the model first (a state set "
+                              "before, as by a resume, is held and loaded "
+                              "at the compile)", name ? name : "(null)");
     if ((i = find_state(m, name)) < 0)
         return popc_set_error(POPC_ENOTFOUND, "optimizer state '%s' does not "
                               "exist; names are \"<weight>/<state>\" and "

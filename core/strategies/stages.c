@@ -83,13 +83,20 @@ static popc_status auto_stage(stage_map *m, const char *id, int *stage)
     return POPC_OK;
 }
 
+static popc_status check_stage_order(const popc_graph *g,
+                                     const popci_strategy *s,
+                                     const char *from_ipu);
+
 static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
 {
     int incr = s->auto_stage == POPC_AUTOSTAGE_AUTO_INCREMENT;
     int phased = popci_strategy_phased(s);
     stage_map map = {NULL, 0, 0};
+    char *from_ipu = popci_calloc((size_t)g->n_nodes + 1, 1);
     popc_status st = POPC_OK;
 
+    if (!from_ipu)
+        return oom();
     for (int k = 0; k < g->n_nodes && st == POPC_OK; k++) {
         popci_annot *a = &g->nodes[k].annot;
         int stage = 0, ipu = 0;
@@ -101,6 +108,7 @@ static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
             /* before any block (phased: stages come with the phases) */
             ipu = a->ipu >= 0 ? a->ipu : 0;
             stage = incr && !phased ? 0 : ipu;
+            from_ipu[k] = !incr;
         } else if (incr) {
             if ((st = auto_stage(&map, a->block, &stage)) != POPC_OK)
                 break;
@@ -113,12 +121,74 @@ static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
                 break;
             }
             stage = ipu = a->ipu;
+            from_ipu[k] = 1;
         }
         a->stage = stage;
         a->ipu = ipu;
     }
+    if (st == POPC_OK)
+        st = check_stage_order(g, s, from_ipu);
     free(map.ids);
+    free(from_ipu);
     return st;
+}
+
+/* Who a node is in messages: its block, else its name. */
+static void who(const popci_node *x, char *buf, size_t size)
+{
+    if (x->annot.block)
+        snprintf(buf, size, "block %s", x->annot.block);
+    else
+        snprintf(buf, size, "node '%s'", x->name);
+}
+
+/* A pipeline runs stage s of a micro-batch before stage s + 1: a node
+** cannot read what a later stage computes. Under SameAsIpu the stage is
+** the IPU, so blocks on IPUs 0, 1, 0 give stage ids 0, 1, 0 and the third
+** block would read the second's result in an earlier stage; PopTorch
+** numbers such a model that way and it cannot be pipelined (semantics
+** §6). AutoIncrement and explicit stages can return to an IPU. from_ipu
+** marks the nodes whose stage SameAsIpu took from their IPU. */
+static popc_status check_stage_order(const popc_graph *g,
+                                     const popci_strategy *s,
+                                     const char *from_ipu)
+{
+    if (s->kind != POPC_EXEC_PIPELINED)
+        return POPC_OK;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const popci_node *x = &g->nodes[k];
+
+        for (int j = 0; j < x->n_inputs; j++) {
+            int v = x->inputs[j], p;
+            const popci_node *from;
+            char a[300], b[300];
+
+            if (v < 0 || (p = g->values[v].producer) < 0)
+                continue;
+            from = &g->nodes[p];
+            if (from->annot.stage <= x->annot.stage)
+                continue;
+            if (from_ipu[k] && from_ipu[p]) {
+                who(x, a, sizeof a);
+                who(from, b, sizeof b);
+                return popc_set_error(
+                    POPC_EINVAL, "poptorch.AutoStage.SameAsIpu gives %s "
+                    "(IPU %d) stage id %d, but it reads '%s' from %s in the "
+                    "later stage %d: with SameAsIpu the stage ids must not "
+                    "go back along the model; use AutoStage.AutoIncrement "
+                    "or explicit stages to return to an IPU", a,
+                    x->annot.ipu, x->annot.stage, g->values[v].name, b,
+                    from->annot.stage);
+            }
+            return popc_set_error(
+                POPC_EINVAL, "node '%s' is in pipeline stage %d but reads "
+                "'%s', which node '%s' computes in the later stage %d; a "
+                "stage may only use values of itself and earlier stages",
+                x->name, x->annot.stage, g->values[v].name, from->name,
+                from->annot.stage);
+        }
+    }
+    return POPC_OK;
 }
 
 /* ---- phases ------------------------------------------------------------- */
@@ -249,6 +319,31 @@ int popci_plan_execution_phases(const popci_plan *p)
     if (s->liveness != POPC_LIVENESS_ALWAYS_LIVE)
         return max + 1 + 3;
     return max + 1 + (s->separate_backward ? 1 : 0);
+}
+
+int popci_plan_execution_phase_ids(const popci_plan *p, int *ids, int max)
+{
+    int n = 0;
+
+    if (!popci_strategy_phased(&p->strategy))
+        return 0;
+    for (int k = 0; k < p->pub.n_forward; k++) {
+        int e = effective_phase(&p->strategy, p->nodes[k].phase), at = n;
+
+        for (int i = 0; i < n; i++)
+            if (ids[i] >= e) {
+                at = i;
+                break;
+            }
+        if (at < n && ids[at] == e)
+            continue;
+        if (n == max)
+            return -1;
+        memmove(ids + at + 1, ids + at, sizeof *ids * (size_t)(n - at));
+        ids[at] = e;
+        n++;
+    }
+    return n;
 }
 
 int popci_plan_pipeline_stages(const popci_plan *p)

@@ -48,6 +48,12 @@ int popci_plan_pipeline_stages(const popci_plan *p);
 ** + 1 for a separate backward phase. */
 int popci_plan_execution_phases(const popci_plan *p);
 
+/* The execution phase ids PopTorch gives the forward phases of a phased
+** plan (phase x 4 with OffChipAfterEachPhase, x 2 with
+** OffChipAfterFwdNoOverlap, else the phase), ascending and distinct, into
+** ids[0..max); the count, 0 when not phased, -1 when more than max. */
+int popci_plan_execution_phase_ids(const popci_plan *p, int *ids, int max);
+
 /* Recomputation (training). When the forward graph (nodes [0, n_fwd)) has
 ** checkpoints (popc::RecomputationCheckpoint nodes or nodes annotated
 ** recompute > 0), backward nodes stop reading forward activations that

@@ -26,7 +26,12 @@
 ** F = 1 + the number of IPU changes in op order forward stages (consecutive
 ** stages on one IPU merge; coming back to an IPU adds a stage), and
 ** training needs gradientAccumulation >= 2F - 1, inference
-** deviceIterations >= F. ShardedExecution runs the stages one after the
+** deviceIterations >= F. A node may not read a value computed in a later
+** stage: with SameAsIpu, blocks on IPUs 0, 1, 0 have stage ids 0, 1, 0
+** and fail with POPC_EINVAL "poptorch.AutoStage.SameAsIpu gives block C
+** (IPU 0) stage id 0, but it reads '...' from block B in the later stage
+** 1: ..." (return to an IPU with AutoIncrement or explicit stages).
+** ShardedExecution runs the stages one after the
 ** other on their IPUs, with no such constraint. The phased strategies run
 ** the phases of popc_graph_set_stages (or of phase annotations) in order,
 ** forward phases ascending and the backward pass descending (a node

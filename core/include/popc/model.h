@@ -186,9 +186,13 @@ POPC_API POPC_NODISCARD popc_status popc_model_set_optimizer(popc_model *m,
 /* Optimizer state (training), for checkpoints: named tensors
 ** "<weight>/<state>" (float32, the weight's shape; e.g.
 ** "fc1.weight/exp_avg") and "<weight>/step" (int64 scalar: updates applied
-** to that weight). The state is created on first use (zeros, or the
-** optimizer's initial values) and survives popc_model_destroy and
-** recompiles.
+** to that weight). As in PopTorch, the state does not exist before the
+** model is compiled: popc_model_get_optimizer_state fails with
+** POPC_ESTATE until the first compile (or run). A state set before the
+** compile (a resume, popc_checkpoint_load) is held, and the compile starts
+** from it; the rest start at zeros or the optimizer's initial values.
+** From the compile on, the state survives popc_model_destroy and
+** recompiles. The names are the optimizer's and are listed at any time.
 ** popc_model_n_optimizer_states: the count; 0 for NULL m, an inference
 ** model, or when the state cannot be created. Since 0.1.0. Not
 ** thread-safe on one model (it may create the state). */
@@ -200,11 +204,14 @@ POPC_API const char *popc_model_optimizer_state_name(popc_model *m, int i);
 /* A new tensor with the state's value in *out, owned by the caller, who
 ** frees it with popc_tensor_free(). Since 0.1.0. Not thread-safe on one
 ** model. POPC_OK, POPC_EINVAL (m or out NULL), POPC_ESTATE (inference
-** model), POPC_ENOTFOUND (unknown name), POPC_ENOMEM. */
+** model, or a model never compiled: "... the optimizer state does not
+** exist before the compile ..."), POPC_ENOTFOUND (unknown name),
+** POPC_ENOMEM. */
 POPC_API POPC_NODISCARD popc_status popc_model_get_optimizer_state(
     popc_model *m, const char *name, popc_tensor **out);
 /* Set a state from t (copied: float32 with the state's element count, or
-** one int64 or int32 for "<weight>/step"). Since 0.1.0. Not thread-safe
+** one int64 or int32 for "<weight>/step"); before the compile the value
+** is held for it. Since 0.1.0. Not thread-safe
 ** on one model. POPC_OK, POPC_EINVAL (m or t NULL, wrong dtype or size),
 ** POPC_ESTATE (inference model), POPC_ENOTFOUND (unknown name),
 ** POPC_ENOMEM. */

@@ -206,6 +206,18 @@ typedef struct popc_loader_config {
                                ** rows repeating its last sample (batch.n
                                ** counts the real rows), so a compiled model
                                ** can run it; default 0 */
+    int global_batches;        /* popc: with more than one process
+                               ** (auto_distributed_partitioning), each
+                               ** process takes its replicas' rows of the
+                               ** global batch that one process with all
+                               ** N x R replicas would read (host layout
+                               ** [deviceIterations][gradientAccumulation]
+                               ** [replica][micro-batch]), so N processes
+                               ** train bit for bit like one; no rows
+                               ** alternate between epochs. With drop_last
+                               ** 0 the dataset must hold whole global
+                               ** batches. Default 0: PopTorch's contiguous
+                               ** block per process (_SubDataset). */
 } popc_loader_config;
 
 /* Set *cfg to the defaults above. Thread-safe (writes *cfg only).
