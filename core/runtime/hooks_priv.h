@@ -54,8 +54,8 @@ typedef struct popci_model_hooks {
     void (*run_end)(popc_model *m, void **data, double t0);
     /* m is being freed: release *data. */
     void (*model_free)(popc_model *m, void **data);
-    /* Planning, after the input shapes are bound and before stages and
-    ** autodiff: may rewrite g (the plan's own copy) at optimizationLevel
+    /* Planning, after the input shapes are bound and the pipeline stages
+    ** resolved, before autodiff: may rewrite g (the plan's own copy) at optimizationLevel
     ** level; values named in keep[0..n_keep) (anchors) must survive. */
     popc_status (*rewrite_graph)(popc_graph *g, int level, int training,
                                  const char *const *keep, int n_keep);

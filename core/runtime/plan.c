@@ -926,12 +926,15 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             goto fail;
         if ((st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
             goto fail;
+        if ((st = popci_stages_resolve(p->graph, &p->strategy)) != POPC_OK)
+            goto fail;
+        /* after the stages are resolved: a rewritten node takes its
+        ** first node's resolved stage, IPU and phase, and the numbering
+        ** of automatic stages never sees the new node ids */
         if (cfg->rewrite && cfg->opt_level > 0 &&
             ((st = cfg->rewrite(p->graph, cfg->opt_level, cfg->training,
                                 cfg->anchors, cfg->n_anchors)) != POPC_OK ||
              (st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK))
-            goto fail;
-        if ((st = popci_stages_resolve(p->graph, &p->strategy)) != POPC_OK)
             goto fail;
         n_fwd = popc_graph_n_nodes(p->graph);
         if (cfg->training &&

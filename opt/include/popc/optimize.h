@@ -2,7 +2,8 @@
 **
 ** A model's compile runs them on its own copy of the graph at the
 ** optimizationLevel option (popc options), after the input shapes are
-** bound and before autodiff, stages and the memory plan; C programs may
+** bound and the pipeline stages resolved, before autodiff and the memory
+** plan; C programs may
 ** also run them on a graph of their own. The levels follow ONNX Runtime's:
 **   0  nothing;
 **   1  basic: constant folding, BatchNormalization folded into the Conv
