@@ -276,6 +276,10 @@ class PoplarExecutor:
             self._popc = self._make_model(graph)
         finally:
             _lib.core.popc_graph_free(graph)
+        # the export saw the buffers its own trace run had updated
+        # (BatchNorm's running statistics): the module's, restored since,
+        # are the ones to start from
+        self._copy_to_popc(self._buffers)
         self._link()
         return inputs
 
@@ -352,8 +356,15 @@ class PoplarExecutor:
     def copyWeightsToDevice(self):
         if self._popc is None:
             return
+        self._copy_to_popc(dict(self._params, **self._buffers))
+        if _lib.core.popc_model_is_compiled(self._popc.handle):
+            _check(_lib.core.popc_model_copy_weights_to_device(
+                self._popc.handle))
+        self._dirty = False
+
+    def _copy_to_popc(self, named):
+        """The host values of named tensors into popc's host weights."""
         h = self._popc.handle
-        named = dict(self._params, **self._buffers)
         for i in range(_lib.core.popc_model_n_tensors(h)):
             name = _lib.core.popc_model_tensor_name(h, i).decode()
             source = named.get(name)
@@ -362,9 +373,6 @@ class PoplarExecutor:
             t = _lib.to_popc(source.detach().cpu().numpy())
             _check(_lib.core.popc_model_set_weight(h, _lib.b(name),
                                                    t.handle))
-        if _lib.core.popc_model_is_compiled(h):
-            _check(_lib.core.popc_model_copy_weights_to_device(h))
-        self._dirty = False
 
     def load_state_dict(self, state_dict, strict=True):
         """poptorch's load_state_dict: into the module, then the device."""
