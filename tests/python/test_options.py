@@ -1,0 +1,158 @@
+"""poptorch.Options on popc's options: every category's setters reach
+popc's option table, calls chain, typos and bad values raise PopTorch's
+errors, options freeze when a model uses them, and the batching options
+change what a model computes."""
+import copy
+import unittest
+
+import torch
+
+import popc.poptorch as poptorch
+from common import cpu_options, main, Classifier, MLP
+
+
+class Options(unittest.TestCase):
+    def test_every_category_reaches_popc(self):
+        o = poptorch.Options()
+        o.deviceIterations(4).replicationFactor(2).outputMode(
+            poptorch.OutputMode.EveryN, 2)
+        o.Training.gradientAccumulation(3).accumulationAndReplicationReductionType(
+            poptorch.ReductionType.Sum)
+        o.Precision.setPartialsType(torch.half)
+        o.TensorLocations.numIOTiles(32)
+        o.TensorLocations.setWeightLocation(
+            poptorch.TensorLocationSettings().useOnChipStorage(False))
+        o.Distributed.configureProcessId(1, 2)
+        o.Jit.traceModel(False)
+        o.setExecutionStrategy(poptorch.ShardedExecution())
+        o.setAvailableMemoryProportion({"IPU0": 0.5})
+        o.anchorTensor("h", "fc1/Gemm_output")
+        d = o.toDict()
+        expect = {"deviceIterations": "4", "replicationFactor": "2",
+                  "outputMode": "EveryN", "outputReturnPeriod": "2",
+                  "Training.gradientAccumulation": "3",
+                  "Training.accumulationAndReplicationReductionType": "Sum",
+                  "Precision.setPartialsType": "half",
+                  "TensorLocations.numIOTiles": "32",
+                  "TensorLocations.setWeightLocation.useOnChipStorage":
+                      "false",
+                  "Distributed.processId": "1",
+                  "Distributed.numProcesses": "2",
+                  "Jit.traceModel": "false",
+                  "setExecutionStrategy": "ShardedExecution",
+                  "setAvailableMemoryProportion": "IPU0=0.5",
+                  "anchorTensor": "h=fc1/Gemm_output"}
+        for name, value in expect.items():
+            self.assertEqual(d[name], value, name)
+        self.assertEqual(o.device_iterations, 4)
+        self.assertEqual(o.Training.gradient_accumulation, 3)
+        self.assertEqual(o.output_mode, poptorch.OutputMode.EveryN)
+
+    def test_typos_list_the_valid_names(self):
+        o = poptorch.Options()
+        with self.assertRaises(AttributeError) as cm:
+            o.deviceIteration(2)
+        msg = str(cm.exception)
+        self.assertIn("'Options' object has no attribute 'deviceIteration'",
+                      msg)
+        self.assertIn("deviceIterations", msg)
+        self.assertIn("replicationFactor", msg)
+        with self.assertRaises(AttributeError) as cm:
+            o.Training.gradientAcumulation(2)
+        self.assertIn("'_TrainingOptions' object has no attribute "
+                      "'gradientAcumulation'", str(cm.exception))
+        self.assertIn("gradientAccumulation", str(cm.exception))
+        for category in ("Precision", "TensorLocations", "Distributed",
+                         "Jit"):
+            with self.assertRaises(AttributeError):
+                getattr(getattr(o, category), "nonsense")
+
+    def test_bad_values_raise_popc_texts(self):
+        o = poptorch.Options()
+        with self.assertRaises(ValueError) as cm:
+            o.deviceIterations(0)
+        self.assertIn("must be >= 1", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            o.TensorLocations.numIOTiles(33)
+        self.assertIn("numIOTiles must be an even number between 32 and "
+                      "192", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            o.Jit.traceModel(True)
+        self.assertIn("no longer supported", str(cm.exception))
+
+    def test_options_freeze_and_clone(self):
+        o = cpu_options()
+        pm = poptorch.inferenceModel(MLP(), options=o)
+        with self.assertRaises(AttributeError) as cm:
+            o.deviceIterations(2)
+        self.assertIn("Can't modify frozen Options", str(cm.exception))
+        c = o.clone()
+        c.deviceIterations(2)
+        self.assertEqual(c.device_iterations, 2)
+        self.assertIs(pm.options, o)
+
+    def test_load_from_file(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+            f.write("deviceIterations(5)\n# a comment\n"
+                    "Training.gradientAccumulation(2)\n")
+            f.flush()
+            o = poptorch.Options().loadFromFile(f.name)
+        self.assertEqual(o.device_iterations, 5)
+        self.assertEqual(o.Training.gradient_accumulation, 2)
+
+    def test_inference_gradient_accumulation_is_refused(self):
+        o = cpu_options()
+        o.Training.gradientAccumulation(2)
+        pm = poptorch.inferenceModel(MLP(), options=o)
+        with self.assertRaises(poptorch.Error) as cm:
+            pm(torch.randn(4, 6))
+        self.assertIn("gradientAccumulation to 1", str(cm.exception))
+
+    def test_output_modes_shape_the_outputs(self):
+        torch.manual_seed(0)
+        model = MLP()
+        x = torch.randn(12, 6)
+        with torch.no_grad():
+            expected = model(x)
+        o = cpu_options().deviceIterations(3)
+        out = poptorch.inferenceModel(model, options=o)(x)
+        self.assertEqual(tuple(out.shape), (12, 3))
+        self.assertLessEqual(float((out - expected).abs().max()), 1e-6)
+        o = cpu_options().deviceIterations(3).outputMode(
+            poptorch.OutputMode.Final)
+        out = poptorch.inferenceModel(model, options=o)(x)
+        self.assertEqual(tuple(out.shape), (4, 3))
+        self.assertLessEqual(float((out - expected[8:]).abs().max()), 1e-6)
+        with self.assertRaises(poptorch.Error) as cm:
+            poptorch.inferenceModel(model, options=cpu_options().
+                                    deviceIterations(5))(x)
+        self.assertIn("Invalid batch dimension", str(cm.exception))
+
+    def test_gradient_accumulation_matches_pytorch(self):
+        torch.manual_seed(0)
+        model = Classifier()
+        reference = copy.deepcopy(model)
+        o = cpu_options()
+        o.deviceIterations(2).Training.gradientAccumulation(2)
+        pm = poptorch.trainingModel(model, options=o,
+                                    optimizer=torch.optim.SGD(
+                                        model.parameters(), lr=0.1))
+        x = torch.randn(16, 6)
+        y = torch.randint(0, 3, (16,))
+        pm(x, y)
+        opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+        for step in range(2):       # 2 device iterations of 2 x 4 rows
+            opt.zero_grad()
+            for micro in range(2):
+                rows = slice(step * 8 + micro * 4, step * 8 + micro * 4 + 4)
+                _, loss = reference(x[rows], y[rows])
+                (loss / 2).backward()   # Mean over accumulation steps
+            opt.step()
+        for name, value in model.state_dict().items():
+            diff = (value - reference.state_dict()[name]).abs().max()
+            self.assertLessEqual(float(diff), 1e-6, name)
+
+
+if __name__ == "__main__":
+    main()
