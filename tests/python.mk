@@ -12,3 +12,5 @@ POPC_PYTHON_TESTS = %reldir%/python/test_tutorial.py \
 TESTS += $(POPC_PYTHON_TESTS)
 EXTRA_DIST += $(POPC_PYTHON_TESTS) %reldir%/python/run.sh \
     %reldir%/python/common.py
+# the custom-op test loads the cube example plugin
+%reldir%/python/test_helpers.log: $(extend_oot_plugins)

@@ -34,9 +34,10 @@ LOG_TRACE, LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERR, LOG_OFF = range(6)
 
 
 class Error(RuntimeError):
-    """A popc call failed; .status is popc's code, the text its message."""
+    """A popc call failed (poptorch.Error): the text is popc's message,
+    .status popc's code (None when Python raised it)."""
 
-    def __init__(self, status, message):
+    def __init__(self, message, status=None):
         super().__init__(message)
         self.status = status
 
@@ -212,7 +213,7 @@ def check(status, exc=None):
         message = last_error()
         if exc is not None:
             raise exc(message)
-        raise Error(status, message)
+        raise Error(message, status)
 
 
 def log(level, text):

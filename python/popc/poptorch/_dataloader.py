@@ -34,6 +34,14 @@ class DataLoader(torch.utils.data.DataLoader):
         if isinstance(dataset, torch.utils.data.IterableDataset):
             raise ValueError("popc.poptorch.DataLoader: iterable datasets "
                              "are not supported yet")
+        if rebatched_worker_size is not None:
+            raise ValueError("popc.poptorch.DataLoader: rebatched_worker_size "
+                             "is not supported yet")
+        if options.Distributed.num_processes > 1:
+            raise ValueError("popc.poptorch.DataLoader: distributed runs "
+                             "(Distributed.numProcesses > 1) are not "
+                             "supported yet from Python; use popc launch "
+                             "with a run file (docs/distributed.md)")
         if not isinstance(mode, DataLoaderMode):
             raise ValueError("mode must be a poptorch.DataLoaderMode")
         self._combined_batch_size = batch_size * _combined(options)

@@ -1,8 +1,6 @@
-"""PopTorch's exception classes."""
-
-
-class Error(RuntimeError):
-    """poptorch.Error: an error of the engine (popc's message)."""
+"""PopTorch's exception classes. poptorch.Error is the binding's error of
+a failed popc call, so every engine error is one."""
+from .._lib import Error
 
 
 class RecoverableError(Error):

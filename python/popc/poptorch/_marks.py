@@ -14,6 +14,7 @@ import ctypes
 import torch
 
 from .. import _lib
+from ._errors import Error
 
 _PREFIX = "__popc_mark_"
 _marks = []
@@ -120,7 +121,7 @@ def apply(graph, stages):
                     _core.popc_graph_node_op(graph, node) in (b"MatMul",
                                                               b"Gemm"):
                 _lib.check(_core.popc_serialize_matmul_node(
-                    graph, node, m.mode, m.factor, int(m.keep_precision)))
+                    graph, node, m.mode, m.factor, int(m.keep_precision)), Error)
                 changed += 1
             elif isinstance(m, AvailableMemory) and \
                     _core.popc_graph_node_op(graph, node) == b"Identity":
@@ -140,13 +141,13 @@ def apply(graph, stages):
             setattr(a, field, index)
             if ipu is not None:
                 a.ipu = ipu
-        _lib.check(_core.popc_graph_set_node_annotations(graph, node,
-                                                          ctypes.byref(a)))
+        _lib.check(_core.popc_graph_set_node_annotations(
+            graph, node, ctypes.byref(a)), Error)
         changed += 1
     for node, proportion in memory.items():
         a = _core.popc_graph_node_annotations(graph, node)
         a.available_memory = proportion
-        _lib.check(_core.popc_graph_set_node_annotations(graph, node,
-                                                          ctypes.byref(a)))
+        _lib.check(_core.popc_graph_set_node_annotations(
+            graph, node, ctypes.byref(a)), Error)
         changed += 1
     return changed

@@ -1,0 +1,147 @@
+"""PopTorch's op helpers through popc.poptorch, each exported as a popc op
+or annotation and run by popc (cpu backend), against PyTorch."""
+import ctypes
+import os
+import tempfile
+import unittest
+
+import torch
+
+import popc.poptorch as poptorch
+from popc import _lib
+from common import cpu_options, main
+from test_training import LogLines
+
+
+def graph_nodes(pm):
+    g = _lib.core.popc_model_graph(pm._popc.handle)
+    return [(_lib.core.popc_graph_node_name(g, n).decode(),
+             _lib.core.popc_graph_node_op(g, n).decode(),
+             _lib.core.popc_graph_node_annotations(g, n))
+            for n in range(_lib.core.popc_graph_n_nodes(g))]
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+class Helpers(unittest.TestCase):
+    def infer(self, fn, *xs):
+        model = Fn(fn)
+        pm = poptorch.inferenceModel(model, options=cpu_options())
+        out = pm(*xs)
+        with torch.no_grad():
+            expected = model(*xs)
+        return pm, out, expected
+
+    def test_ipu_print_tensor_logs(self):
+        x = torch.randn(2, 4)
+        with LogLines() as log:
+            pm, out, expected = self.infer(
+                lambda m, x: poptorch.ipu_print_tensor(m.fc(x), "hidden") * 2,
+                x)
+        self.assertTrue(torch.allclose(out, expected, atol=1e-6))
+        self.assertGreaterEqual(log.count("hidden"), 1, log.lines[-5:])
+        self.assertIn("IpuPrintTensor", [op for _, op, _ in graph_nodes(pm)])
+
+    def test_nop_and_checkpoint(self):
+        x = torch.randn(2, 4)
+        pm, out, expected = self.infer(
+            lambda m, x: poptorch.recomputationCheckpoint(
+                poptorch.nop(m.fc(x))) + 1, x)
+        self.assertTrue(torch.allclose(out, expected, atol=1e-6))
+        ops = [op for _, op, _ in graph_nodes(pm)]
+        self.assertIn("Nop", ops)
+        self.assertIn("RecomputationCheckpoint", ops)
+
+    def test_set_available_memory_annotates_the_producer(self):
+        x = torch.randn(2, 4)
+        pm, out, expected = self.infer(
+            lambda m, x: poptorch.set_available_memory(m.fc(x), 0.3), x)
+        self.assertTrue(torch.allclose(out, expected, atol=1e-6))
+        gemm = [a for name, op, a in graph_nodes(pm) if op == "Gemm"]
+        self.assertEqual(len(gemm), 1)
+        self.assertAlmostEqual(gemm[0].available_memory, 0.3)
+        with self.assertRaises(ValueError):
+            poptorch.set_available_memory(x, 1.5)
+
+    def test_serialized_matmul(self):
+        a, b = torch.randn(4, 6), torch.randn(6, 8)
+        pm, out, expected = self.infer(
+            lambda m, a, b: poptorch.serializedMatMul(
+                a, b, poptorch.MatMulSerializationMode.OutputChannels, 4),
+            a, b)
+        self.assertTrue(torch.allclose(out, expected, atol=1e-5))
+        # the product carries popc's serialization (exported as attributes)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.onnx")
+            _lib.onnx.popc_onnx_export_model.argtypes = [ctypes.c_void_p,
+                                                         ctypes.c_char_p]
+            _lib.check(_lib.onnx.popc_onnx_export_model(pm._popc.handle,
+                                                        path.encode()))
+            with open(path, "rb") as f:
+                exported = f.read()
+        self.assertIn(b"serialization_mode", exported)
+        self.assertIn(b"output_channels", exported)
+        with self.assertRaises(poptorch.Error) as cm:
+            self.infer(lambda m, a, b: poptorch.serializedMatMul(
+                a, b, poptorch.MatMulSerializationMode.OutputChannels, 3),
+                a, b)
+        self.assertIn("factor", str(cm.exception))
+
+    def test_dynamic_slice_with_run_time_start(self):
+        x = torch.arange(24.0).reshape(6, 4)
+        model = Fn(lambda m, x, s: poptorch.dynamic_slice(x, 0, s, 3, 1))
+        pm = poptorch.inferenceModel(model, options=cpu_options())
+        for start, rows in ((1, [1, 2, 3]), (4, [4, 5, 0]), (9, [0, 1, 2])):
+            out = pm(x, torch.tensor([start], dtype=torch.int32))
+            self.assertTrue(torch.equal(out, x[rows]), (start, out))
+
+    def test_custom_op_from_a_plugin(self):
+        plugins = os.path.join(os.environ["POPC_BUILDDIR"], "tests", "oot",
+                               ".libs")
+        if not os.path.exists(os.path.join(plugins, "cube.so")):
+            self.fail("tests/oot/cube.la is not built (make check builds "
+                      "it)")
+        opts = cpu_options().pluginPath(plugins)
+
+        def cube(m, x, bias):
+            out = poptorch.custom_op([x, bias], "Cube", "com.acme", 1,
+                                     example_outputs=[x, x])
+            return out[0], out[1]
+
+        x, bias = torch.randn(3, 4), torch.randn(4)
+        pm = poptorch.inferenceModel(Fn(cube), options=opts)
+        y, z = pm(x, bias)
+        self.assertTrue(torch.allclose(z, x ** 3, atol=1e-5))
+        self.assertTrue(torch.allclose(y, x ** 3 + bias, atol=1e-5))
+
+    def test_name_scope(self):
+        def fn(m, x):
+            with poptorch.NameScope("head"):
+                return m.fc(x)
+        pm, _, _ = self.infer(fn, torch.randn(2, 4))
+        self.assertTrue(any(n.startswith("/head/") for n, _, _ in
+                            graph_nodes(pm)))
+
+    def test_refused_helpers_say_so(self):
+        with self.assertRaises(NotImplementedError) as cm:
+            poptorch.for_loop(3, lambda x: x, [torch.zeros(1)])
+        self.assertIn("not supported yet", str(cm.exception))
+        for call in (lambda: poptorch.MultiConv(),
+                     lambda: poptorch.CPU(None, "id"),
+                     lambda: poptorch.ctc_beam_search_decoder(None, None),
+                     lambda: poptorch.set_overlap_for_input(None, None),
+                     lambda: poptorch.set_overlap_for_output(None, None)):
+            with self.assertRaises(NotImplementedError):
+                call()
+
+
+if __name__ == "__main__":
+    main()
