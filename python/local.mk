@@ -1,6 +1,9 @@
 # python/ - the Python package popc (popc.poptorch: PopTorch's Python API
 # over libpopc through ctypes; docs/python.md). Installed under pythondir.
 EXTRA_DIST += %reldir%/popc/_paths.py.in
+# its chapter, and the Fashion-MNIST example written against it
+dist_popcdoc_DATA += docs/python.md
+dist_examples_DATA += examples/fashion_mnist.py
 
 if HAVE_PYTHON
 popcpydir = $(pythondir)/popc

@@ -8,7 +8,7 @@ POPC_PYTHON_TESTS = %reldir%/python/test_tutorial.py \
     %reldir%/python/test_training.py %reldir%/python/test_options.py \
     %reldir%/python/test_optim.py %reldir%/python/test_lifecycle.py \
     %reldir%/python/test_blocks.py %reldir%/python/test_helpers.py \
-    %reldir%/python/test_dataloader.py
+    %reldir%/python/test_dataloader.py %reldir%/python/test_example.py
 TESTS += $(POPC_PYTHON_TESTS)
 EXTRA_DIST += $(POPC_PYTHON_TESTS) %reldir%/python/run.sh \
     %reldir%/python/common.py
