@@ -236,6 +236,32 @@ class Training(unittest.TestCase):
         self.assertFalse(torch.equal(out, out2))
         self.assertLessEqual(float((out2 - expected2).abs().max()), 1e-6)
 
+    def test_inference_compiled_first_follows_training(self):
+        torch.manual_seed(0)
+        model = Classifier()
+        xs, ys = data(3, 8)
+        inference = poptorch.inferenceModel(model, options=cpu_options())
+        before, _ = inference(xs[2], ys[2])
+        pm = poptorch.trainingModel(model, options=cpu_options(),
+                                    optimizer=torch.optim.SGD(
+                                        model.parameters(), lr=0.1))
+        pm(xs[0], ys[0])
+        pm(xs[1], ys[1])
+        after, _ = inference(xs[2], ys[2])
+        with torch.no_grad():
+            expected, _ = model(xs[2], ys[2])
+        self.assertFalse(torch.equal(before, after))
+        self.assertLessEqual(float((after - expected).abs().max()), 1e-6)
+
+    def test_frozen_parameter_is_refused(self):
+        model = Classifier()
+        model.model.fc1.weight.requires_grad_(False)
+        pm = poptorch.trainingModel(model, options=cpu_options())
+        with self.assertRaises(poptorch.Error) as cm:
+            pm(torch.randn(4, 6), torch.randint(0, 3, (4,)))
+        self.assertIn("model.fc1.weight", str(cm.exception))
+        self.assertIn("requires_grad=False", str(cm.exception))
+
 
 if __name__ == "__main__":
     main()

@@ -162,7 +162,7 @@ class PoplarExecutor:
         # they were, as PopTorch's tracing does
         saved = {n: b.detach().clone() for n, b in self._buffers.items()}
         rng = torch.get_rng_state()
-        was_training = model.training
+        modes = [(m, m.training) for m in model.modules()]
         leaves = []
         spec = []
 
@@ -195,7 +195,8 @@ class PoplarExecutor:
                 for n, b in self._buffers.items():
                     b.copy_(saved[n])
             torch.set_rng_state(rng)
-            model.train(was_training)
+            for m, mode in modes:
+                m.training = mode
         del leaves
         self._out_spec = spec[0] if spec else None
         return buf.getvalue()
@@ -220,7 +221,7 @@ class PoplarExecutor:
                 continue
             name = core.popc_graph_value_name(graph, v).decode()
             p = self._params.get(name)
-            if p is None:
+            if p is None and self._training:
                 raise Error(
                     "popc.poptorch: the traced graph has a floating-point "
                     "constant '%s' that is not a parameter of the module; "
@@ -246,18 +247,22 @@ class PoplarExecutor:
         return _Model(out.value)
 
     def _link(self):
-        """An inference model reads its user model's training weights."""
-        if self._training or self._model is None:
-            partners = [e for e in _INFERENCE_OF.get(self._model, [])
-                        if e._popc is not None] if self._training else []
-            for inf in partners:
-                _check(_lib.core.popc_model_share_weights(
-                    inf._popc.handle, self._popc.handle))
+        """Inference models read the training model of the same module
+        (popc_model_share_weights), whichever compiled first."""
+        if self._model is None:
             return
-        train = _TRAINING_OF.get(self._model)
-        _INFERENCE_OF.setdefault(self._model, []).append(self)
-        if train is not None and train._popc is not None:
-            _check(_lib.core.popc_model_share_weights(self._popc.handle,
+        if self._training:
+            pairs = [(inf, self) for inf in _INFERENCE_OF.get(self._model,
+                                                              ())
+                     if inf._popc is not None]
+        else:
+            _INFERENCE_OF.setdefault(self._model, weakref.WeakSet()).add(
+                self)
+            train = _TRAINING_OF.get(self._model)
+            pairs = [(self, train)] if train is not None and \
+                train._popc is not None else []
+        for inf, train in pairs:
+            _check(_lib.core.popc_model_share_weights(inf._popc.handle,
                                                       train._popc.handle))
 
     def _build(self, args, kwargs):
