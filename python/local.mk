@@ -20,7 +20,7 @@ poptorchpy_PYTHON = %reldir%/popc/poptorch/__init__.py \
 # where make install puts libpopc, for the installed package to load
 %reldir%/popc/_paths.py: $(srcdir)/%reldir%/popc/_paths.py.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && \
-	sed -e 's|@libdir@|$(libdir)|' -e 's|@SOVERSION@|$(POPC_SOVERSION)|' \
+	sed -e 's|POPC_LIBDIR|$(libdir)|' -e 's|POPC_SOVERSION|$(POPC_SOVERSION)|' \
 	    $(srcdir)/%reldir%/popc/_paths.py.in >$@.tmp && mv $@.tmp $@
 CLEANFILES += %reldir%/popc/_paths.py
 endif

@@ -11,6 +11,6 @@ POPC_PYTHON_TESTS = %reldir%/python/test_tutorial.py \
     %reldir%/python/test_dataloader.py %reldir%/python/test_example.py
 TESTS += $(POPC_PYTHON_TESTS)
 EXTRA_DIST += $(POPC_PYTHON_TESTS) %reldir%/python/run.sh \
-    %reldir%/python/common.py
+    %reldir%/python/common.py %reldir%/python/installed.py
 # the custom-op test loads the cube example plugin
 %reldir%/python/test_helpers.log: $(extend_oot_plugins)
