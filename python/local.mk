@@ -15,7 +15,8 @@ poptorchpy_PYTHON = %reldir%/popc/poptorch/__init__.py \
     %reldir%/popc/poptorch/_errors.py %reldir%/popc/poptorch/_executor.py \
     %reldir%/popc/poptorch/_marks.py %reldir%/popc/poptorch/_ops.py \
     %reldir%/popc/poptorch/_options.py %reldir%/popc/poptorch/_sync.py \
-    %reldir%/popc/poptorch/enums.py %reldir%/popc/poptorch/optim.py
+    %reldir%/popc/poptorch/enums.py %reldir%/popc/poptorch/optim.py \
+    %reldir%/popc/poptorch/profiling.py
 
 # where make install puts libpopc, for the installed package to load
 %reldir%/popc/_paths.py: $(srcdir)/%reldir%/popc/_paths.py.in Makefile

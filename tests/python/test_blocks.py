@@ -120,6 +120,31 @@ class Blocks(unittest.TestCase):
         pm = self.train_pipelined(WithFunction(), opts)
         self.assertEqual(gemms(placement(pm))["fc2"][:2], ("F", 1))
 
+    def test_serial_phased_execution(self):
+        class WithBlocks(TwoStage):
+            def forward(self, x, target):
+                with poptorch.Block("A", ipu_id=0):
+                    h = torch.relu(self.fc1(x))
+                with poptorch.Block("B", ipu_id=0):
+                    out = self.fc2(h)
+                return out, torch.nn.functional.cross_entropy(out, target)
+
+        opts = cpu_options()
+        opts.Training.gradientAccumulation(3)
+        opts.setExecutionStrategy(poptorch.SerialPhasedExecution(
+            poptorch.Phase("A"), poptorch.Phase("B")))
+        self.assertEqual(opts.toDict()["setExecutionStrategy"],
+                         "SerialPhasedExecution")
+        pm = self.train_pipelined(WithBlocks(), opts)
+        g = _lib.core.popc_model_graph(pm._popc.handle)
+        phases = {}
+        for n in range(_lib.core.popc_graph_n_nodes(g)):
+            name = _lib.core.popc_graph_node_name(g, n).decode()
+            if name.endswith("Gemm"):
+                a = _lib.core.popc_graph_node_annotations(g, n)
+                phases[name.split("/")[-2]] = a.phase
+        self.assertEqual(phases, {"fc1": 0, "fc2": 1})
+
     def test_marks_only_while_tracing(self):
         before = len(_marks._marks)
         with poptorch.Block("eager"):

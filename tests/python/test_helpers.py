@@ -130,6 +130,13 @@ class Helpers(unittest.TestCase):
         self.assertTrue(any(n.startswith("/head/") for n, _, _ in
                             graph_nodes(pm)))
 
+    def test_is_running_on_ipu_while_traced(self):
+        x = torch.randn(2, 4)
+        pm, out, expected = self.infer(
+            lambda m, x: x * (2 if poptorch.isRunningOnIpu() else 3), x)
+        self.assertTrue(torch.equal(out, x * 2))
+        self.assertTrue(torch.equal(expected, x * 3))
+
     def test_refused_helpers_say_so(self):
         with self.assertRaises(NotImplementedError) as cm:
             poptorch.for_loop(3, lambda x: x, [torch.zeros(1)])

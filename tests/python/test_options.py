@@ -153,6 +153,31 @@ class Options(unittest.TestCase):
             diff = (value - reference.state_dict()[name]).abs().max()
             self.assertLessEqual(float(diff), 1e-6, name)
 
+    def test_module_level_helpers(self):
+        o = poptorch.Options()
+        self.assertTrue(o.defaultOutputMode())
+        o.outputMode(poptorch.OutputMode.All)
+        self.assertFalse(o.defaultOutputMode())
+        self.assertIsInstance(o.Training, poptorch.options._TrainingOptions)
+        self.assertIsInstance(o.Precision,
+                              poptorch.options._PrecisionOptions)
+        self.assertIsInstance(o.TensorLocations,
+                              poptorch.options._TensorLocationOptions)
+        self.assertIsInstance(o.Distributed,
+                              poptorch.options._DistributedOptions)
+        self.assertIsInstance(o.Jit, poptorch.options._JitOptions)
+        from popc import _lib
+        level = _lib.core.popc_log_level()
+        poptorch.setLogLevel("ERR")
+        self.assertEqual(_lib.core.popc_log_level(), _lib.LOG_ERR)
+        with self.assertRaises(ValueError):
+            poptorch.setLogLevel("LOUD")
+        _lib.core.popc_log_set_level(level)
+        self.assertFalse(poptorch.ipuHardwareIsAvailable())
+        self.assertEqual(poptorch.ipuHardwareVersion(), 2)
+        with self.assertRaises(NotImplementedError):
+            poptorch.profiling.Channel("x")
+
 
 if __name__ == "__main__":
     main()

@@ -28,6 +28,8 @@ from ._ops import (identity_loss, ipu_print_tensor, nop,
                    NameScope, ctc_beam_search_decoder, set_overlap_for_input,
                    set_overlap_for_output, MultiConv, CPU)
 from . import optim
+from . import _options as options
+from . import profiling
 
 __version__ = "3.3.0+popc"
 

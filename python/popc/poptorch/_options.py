@@ -37,7 +37,8 @@ _EXTRA_METHODS = {
                         "setOptimizerLocation", "setAccumulatorLocation"],
     "Training": ["setMeanAccumulationAndReplicationReductionStrategy"],
 }
-_PYTHON_METHODS = {"": ["clone", "loadFromFile", "toDict", "setLogLevel"]}
+_PYTHON_METHODS = {"": ["clone", "loadFromFile", "toDict", "setLogLevel",
+                        "defaultOutputMode"]}
 
 
 def _table_names():
@@ -174,6 +175,18 @@ class _DistributedOptions(_Category):
         return self._owner._get_int("Distributed.processId")
 
 
+class _PrecisionOptions(_Category):
+    pass
+
+
+class _TensorLocationOptions(_Category):
+    pass
+
+
+class _JitOptions(_Category):
+    pass
+
+
 class Options(_Category):
     """PopTorch's Options (see the module's doc)."""
 
@@ -186,10 +199,12 @@ class Options(_Category):
         object.__setattr__(self, "_handle", _handle)
         object.__setattr__(self, "_strategy", None)
         kinds = {"Training": _TrainingOptions,
-                 "Distributed": _DistributedOptions}
+                 "Distributed": _DistributedOptions,
+                 "Precision": _PrecisionOptions,
+                 "TensorLocations": _TensorLocationOptions,
+                 "Jit": _JitOptions}
         for cat in _CATEGORIES:
-            object.__setattr__(self, cat, kinds.get(cat, _Category)(self,
-                                                                    cat))
+            object.__setattr__(self, cat, kinds[cat](self, cat))
 
     def __del__(self):
         h = self.__dict__.get("_handle")
@@ -280,6 +295,11 @@ class Options(_Category):
                                              len(buf)):
                 out[name.decode()] = buf.value.decode()
         return out
+
+    def defaultOutputMode(self):
+        """True while outputMode is Default (All for inference, Final for
+        training)."""
+        return self._get_int("outputMode") == enums.OutputMode.Default
 
     def setLogLevel(self, level):
         from . import setLogLevel
