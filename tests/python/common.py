@@ -1,7 +1,5 @@
 """Shared pieces of the popc.poptorch tests: the cpu backend, small
 models, and a check that counts."""
-import os
-import sys
 import unittest
 
 import torch

@@ -3,7 +3,6 @@ plugins, against PyTorch's training (cpu backend): every type, parameter
 groups, loss scaling, max_grad_norm, setOptimizer without a recompile,
 and the refusals."""
 import copy
-import ctypes
 import unittest
 
 import torch

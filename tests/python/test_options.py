@@ -16,7 +16,8 @@ class Options(unittest.TestCase):
         o = poptorch.Options()
         o.deviceIterations(4).replicationFactor(2).outputMode(
             poptorch.OutputMode.EveryN, 2)
-        o.Training.gradientAccumulation(3).accumulationAndReplicationReductionType(
+        o.Training.gradientAccumulation(3)
+        o.Training.accumulationAndReplicationReductionType(
             poptorch.ReductionType.Sum)
         o.Precision.setPartialsType(torch.half)
         o.TensorLocations.numIOTiles(32)

@@ -8,7 +8,7 @@ import torch
 import popc.poptorch as poptorch
 
 
-# ---- the two pieces the tutorial leaves to the reader ------------------------
+# ---- the two pieces the tutorial leaves to the reader -----------------------
 class ExampleDataset(torch.utils.data.Dataset):
     """Samples of `shape` whose first element's sign and size give the
     label (two classes)."""
@@ -41,7 +41,7 @@ class ExampleModel(torch.nn.Module):
 
 torch.manual_seed(0)
 
-# ---- 3.1 Preparing your data (PopTorch) --------------------------------------
+# ---- 3.1 Preparing your data (PopTorch) -------------------------------------
 # Set up the PyTorch DataLoader to load that much data at each iteration
 opts = poptorch.Options()
 opts.deviceIterations(10)
@@ -53,7 +53,7 @@ training_data = poptorch.DataLoader(options=opts,
                                     drop_last=True)
 
 
-# ---- 3.2.1 Training ------------------------------------------------------------
+# ---- 3.2.1 Training ---------------------------------------------------------
 class ExampleModelWithLoss(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -76,7 +76,7 @@ poptorch_model = poptorch.trainingModel(model,
                                         options=opts,
                                         optimizer=optimizer)
 
-# ---- 3.3 The training loop, with 3.5's setOptimizer ------------------------
+# ---- 3.3 The training loop, with 3.5's setOptimizer -------------------------
 losses = []
 momentum_loss = None
 switched = False
@@ -115,7 +115,7 @@ check(last < first / 4, "the loss falls: %.4f -> %.4f" % (first, last))
 check(switched, "the smoothed loss fell below 0.1 and setOptimizer took "
       "the new AdamW")
 
-# ---- 3.4 Multiple/custom losses (syntax completed: colon, `output`) --------
+# ---- 3.4 Multiple/custom losses (syntax completed: colon, `output`) ---------
 
 
 def custom_loss(output, target):

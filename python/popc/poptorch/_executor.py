@@ -16,7 +16,6 @@ import os
 import warnings
 import weakref
 
-import numpy as np
 import torch
 
 from .. import _lib
@@ -163,7 +162,6 @@ class PoplarExecutor:
         saved = {n: b.detach().clone() for n, b in self._buffers.items()}
         rng = torch.get_rng_state()
         modes = [(m, m.training) for m in model.modules()]
-        leaves = []
         spec = []
 
         def hook(module, args, output):
@@ -197,7 +195,6 @@ class PoplarExecutor:
             torch.set_rng_state(rng)
             for m, mode in modes:
                 m.training = mode
-        del leaves
         self._out_spec = spec[0] if spec else None
         return buf.getvalue()
 

@@ -105,7 +105,8 @@ for _n, (_r, _a) in _sigs.items():
 def apply(graph, stages):
     """Annotate graph's nodes from the marks in their names; stages maps
     a block's user id to ("stage" or "phase", index, ipu or None) when
-    the execution strategy lists stages or phases. Returns the number of nodes annotated."""
+    the execution strategy lists stages or phases. Returns the number of
+    nodes annotated."""
     n_nodes = _core.popc_graph_n_nodes(graph)
     current = None
     changed = 0
@@ -121,7 +122,8 @@ def apply(graph, stages):
                     _core.popc_graph_node_op(graph, node) in (b"MatMul",
                                                               b"Gemm"):
                 _lib.check(_core.popc_serialize_matmul_node(
-                    graph, node, m.mode, m.factor, int(m.keep_precision)), Error)
+                    graph, node, m.mode, m.factor, int(m.keep_precision)),
+                    Error)
                 changed += 1
             elif isinstance(m, AvailableMemory) and \
                     _core.popc_graph_node_op(graph, node) == b"Identity":
