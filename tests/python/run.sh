@@ -24,7 +24,7 @@ case "$runtimes" in
     exit 77 ;;
 ?*)
     LD_PRELOAD="$runtimes"
-    ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
     export LD_PRELOAD ASAN_OPTIONS ;;
 esac
 exec "$PY" "$1"
