@@ -49,6 +49,88 @@ class Options(unittest.TestCase):
         self.assertEqual(o.Training.gradient_accumulation, 3)
         self.assertEqual(o.output_mode, poptorch.OutputMode.EveryN)
 
+    def test_each_setter_of_the_reference(self):
+        """Every Options method of PopTorch's API reference, called as a
+        user calls it, sets popc's option."""
+        P = poptorch
+        calls = [
+            (lambda o: o.autoRoundNumIPUs(True), "autoRoundNumIPUs", "true"),
+            (lambda o: o.broadcastBuffers(False), "broadcastBuffers",
+             "false"),
+            (lambda o: o.connectionType(P.ConnectionType.OnDemand),
+             "connectionType", "OnDemand"),
+            (lambda o: o.disableModuleNamescope(), "disableModuleNamescope",
+             "true"),
+            (lambda o: o.enableExecutableCaching("/tmp/cache"),
+             "enableExecutableCaching", "/tmp/cache"),
+            (lambda o: o.enableProfiling("/tmp/prof"), "enableProfiling",
+             "/tmp/prof"),
+            (lambda o: o.enableStableNorm(True), "enableStableNorm", "true"),
+            (lambda o: o.enableSyntheticData(True), "enableSyntheticData",
+             "true"),
+            (lambda o: o.inputReplicaGrouping(
+                1, P.CommGroupType.Orthogonal), "inputReplicaGrouping.type",
+             "Orthogonal"),
+            (lambda o: o.logCycleCount(True), "logCycleCount", "true"),
+            (lambda o: o.logDir("/tmp/logs"), "logDir", "/tmp/logs"),
+            (lambda o: o.maxRepeatLogs(7), "maxRepeatLogs", "7"),
+            (lambda o: o.modelName("m"), "modelName", "m"),
+            (lambda o: o.randomSeed(42), "randomSeed", "42"),
+            (lambda o: o.relaxOptimizerAttributesChecks(),
+             "relaxOptimizerAttributesChecks", "true"),
+            (lambda o: o.sourceLocationExcludes(["a", "b"]),
+             "sourceLocationExcludes", "a,b"),
+            (lambda o: o.appendToLocationExcludes("c"),
+             "sourceLocationExcludes", "c"),
+            (lambda o: o.syncPattern(P.SyncPattern.SinglePipeline),
+             "syncPattern", "SinglePipeline"),
+            (lambda o: o.useIpuId(3), "useIpuId", "3"),
+            (lambda o: o.useIpuModel(True), "useIpuModel", "true"),
+            (lambda o: o.useOfflineIpuTarget(21), "useOfflineIpuTarget",
+             "21"),
+            (lambda o: o.Distributed.disable(), "Distributed.numProcesses",
+             "1"),
+            (lambda o: o.Distributed.setEnvVarNames("N", "I"), None, None),
+            (lambda o: o.Precision.enableFloatingPointExceptions(True),
+             "Precision.enableFloatingPointExceptions", "true"),
+            (lambda o: o.Precision.enableStochasticRounding(True),
+             "Precision.enableStochasticRounding", "true"),
+            (lambda o: o.Precision.halfFloatCasting(
+                P.HalfFloatCastingBehavior.HalfUpcastToFloat),
+             "Precision.halfFloatCasting", "HalfUpcastToFloat"),
+            (lambda o: o.Precision.runningStatisticsAlwaysFloat(False),
+             "Precision.runningStatisticsAlwaysFloat", "false"),
+            (lambda o: o.TensorLocations.setActivationLocation(
+                P.TensorLocationSettings().minElementsForOffChip(64)),
+             "TensorLocations.setActivationLocation.minElementsForOffChip",
+             "64"),
+            (lambda o: o.TensorLocations.setOptimizerLocation(
+                P.TensorLocationSettings().useIOTilesToLoad()),
+             "TensorLocations.setOptimizerLocation.useIOTilesToLoad",
+             "true"),
+            (lambda o: o.TensorLocations.setAccumulatorLocation(
+                P.TensorLocationSettings().useReplicatedTensorSharding()
+                .minElementsForReplicatedTensorSharding(8)),
+             "TensorLocations.setAccumulatorLocation."
+             "minElementsForReplicatedTensorSharding", "8"),
+            (lambda o: o.Training.setAutomaticLossScaling(True),
+             "Training.setAutomaticLossScaling", "true"),
+            (lambda o: o.Training.setConvolutionDithering(True),
+             "Training.setConvolutionDithering", "true"),
+            (lambda o: o.Training.
+             setMeanAccumulationAndReplicationReductionStrategy(
+                 P.MeanReductionStrategy.Running),
+             "Training.meanAccumulationAndReplicationReductionStrategy",
+             "Running"),
+        ]
+        for call, key, value in calls:
+            o = poptorch.Options()
+            self.assertIs(call(o) is None, False, key)
+            if key is not None:
+                self.assertEqual(o.toDict()[key], value, key)
+        with self.assertRaises(AttributeError):
+            poptorch.TensorLocationSettings().useOffChip()
+
     def test_typos_list_the_valid_names(self):
         o = poptorch.Options()
         with self.assertRaises(AttributeError) as cm:

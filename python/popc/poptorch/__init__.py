@@ -15,7 +15,7 @@ from .enums import (OutputMode, ConnectionType, ReductionType,
                     MeanReductionStrategy, SyncPattern, AutoStage, Liveness,
                     CommGroupType, VariableRetrievalMode, DataLoaderMode,
                     SharingStrategy, OverlapMode, MatMulSerializationMode,
-                    MultiConvPlanType)
+                    MultiConvPlanType, HalfFloatCastingBehavior)
 from ._options import Options, TensorLocationSettings
 from ._executor import PoplarExecutor, trainingModel, inferenceModel, load
 from ._dataloader import DataLoader, AsynchronousDataAccessor

@@ -88,3 +88,9 @@ class MatMulSerializationMode(enum.Enum):
 class MultiConvPlanType(enum.IntEnum):
     Parallel = 0
     Serial = 1
+
+
+class HalfFloatCastingBehavior(enum.IntEnum):
+    FloatDowncastToHalf = 0
+    HalfUpcastToFloat = 1
+    Default = 2
