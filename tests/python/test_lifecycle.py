@@ -78,6 +78,45 @@ class Lifecycle(unittest.TestCase):
                 poptorch.load(os.path.join(d, "missing.popc"))
             self.assertIn("missing.popc", str(cm.exception))
 
+    def test_load_executable(self):
+        torch.manual_seed(0)
+        model = Classifier()
+        x, y = torch.randn(4, 6), torch.randint(0, 3, (4,))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trained.popc")
+            tm = poptorch.trainingModel(model, options=cpu_options())
+            tm(x, y)
+            tm.save(path)
+            saved = model.model.fc1.weight.detach().clone()
+            _, expected = tm(x, y)
+            other = poptorch.trainingModel(Classifier(),
+                                           options=cpu_options())
+            with self.assertRaises(poptorch.Error):
+                other.loadExecutable(path)     # not traced yet
+            other.compile(x, y)
+            other.loadExecutable(path)
+            _, loss = other(x, y)
+            self.assertEqual(float(loss), float(expected))
+            # the module reads the weights the file brought, trained once
+            # more by that run
+            self.assertTrue(torch.equal(other.model.model.fc1.weight,
+                                        model.model.fc1.weight))
+            self.assertFalse(torch.equal(other.model.model.fc1.weight,
+                                         saved))
+
+    def test_anchored_tensor(self):
+        torch.manual_seed(0)
+        model = MLP()
+        opts = cpu_options()
+        opts.anchorTensor("hidden", "/fc1/Gemm_output_0")
+        pm = poptorch.inferenceModel(model, options=opts)
+        x = torch.randn(4, 6)
+        pm(x)
+        with torch.no_grad():
+            expected = model.fc1(x)
+        got = pm.getAnchoredTensor("hidden")
+        self.assertLessEqual(float((got - expected).abs().max()), 1e-6)
+
     def test_options_must_be_options(self):
         with self.assertRaises(TypeError) as cm:
             poptorch.inferenceModel(MLP(), options={"deviceIterations": 2})
