@@ -116,9 +116,9 @@ if [ -n "${POPC_PYTHON:-}" ]; then
     [ -n "$paths" ] || fail "the staged install has no Python package"
     echo "== the Python package in ${paths%/popc/_paths.py}"
     final_libdir=${libdir#"$tmp/stage"}
+    rc=0
     POPC_PACKAGE_DIR=${paths%/popc/_paths.py} \
     POPC_LIBRARY_DIR=$libdir POPC_PLUGIN_PATH="$plugindir" \
-    rc=0
     POPC_FINAL_LIBDIR=$final_libdir \
         sh "$srcdir/tests/python/run.sh" "$srcdir/tests/python/installed.py" ||
         rc=$?
