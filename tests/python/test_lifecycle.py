@@ -43,8 +43,16 @@ class Lifecycle(unittest.TestCase):
         self.assertTrue(pm.isCompiled())
         self.assertLess(float(loss3), float(loss2))
         self.assertIn("model.fc1.weight", pm.getTensorNames())
-        total = pm.getLatency()
-        self.assertGreater(total[0], 0.0)
+        for latency in (pm.getLatency(), pm.getComputeLatency(),
+                        pm.getHostIpuLatency(), pm.getIpuHostLatency()):
+            low, high, mean = latency
+            self.assertTrue(0.0 <= low <= mean <= high, latency)
+        self.assertGreater(pm.getLatency()[0], 0.0)
+        counters = pm.getPerfCounters()
+        self.assertEqual(len(counters["input"]), 2, "one list per input")
+        self.assertEqual(len(counters["output"]), 2, "one per output")
+        self.assertLessEqual(counters["input"][0][0],
+                             counters["output_complete"][0][0])
 
     def test_compile_and_export_then_load(self):
         torch.manual_seed(0)
@@ -122,12 +130,23 @@ class Lifecycle(unittest.TestCase):
             poptorch.inferenceModel(MLP(), options={"deviceIterations": 2})
         self.assertIn("Expected poptorch.Options", str(cm.exception))
 
+    def test_cycle_count(self):
+        x = torch.randn(4, 6)
+        pm = poptorch.inferenceModel(MLP(), options=poptorch.Options())
+        pm(x)
+        with self.assertRaises(poptorch.Error) as cm:
+            pm.cycleCount()
+        self.assertIn("Cycle count logging is disabled", str(cm.exception))
+        opts = poptorch.Options().logCycleCount(True)
+        pm = poptorch.inferenceModel(MLP(), options=opts)
+        pm(x)
+        self.assertGreater(pm.cycleCount(), 0)
+
     def test_refused_apis_say_so(self):
         pm = poptorch.inferenceModel(MLP(), options=cpu_options())
-        for call in (pm.getPerfCounters, pm.cycleCount):
-            with self.assertRaises(NotImplementedError) as cm:
-                call()
-            self.assertIn("not supported yet", str(cm.exception))
+        with self.assertRaises(NotImplementedError) as cm:
+            pm.rng_state
+        self.assertIn("not supported yet", str(cm.exception))
 
 
 if __name__ == "__main__":

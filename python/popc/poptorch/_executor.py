@@ -37,6 +37,17 @@ def _check(status, exc=Error):
         _raise(status, exc)
 
 
+class _Latency(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_double), ("max", ctypes.c_double),
+                ("mean", ctypes.c_double)]
+
+
+class _PerfCounters(ctypes.Structure):
+    _fields_ = [("n_iterations", ctypes.c_int64),
+                ("micro_batches", ctypes.c_int64), ("replicas", ctypes.c_int),
+                ("times", ctypes.POINTER(ctypes.c_double) * 6)]
+
+
 class _Model:
     """Owns a popc_model handle."""
 
@@ -463,35 +474,55 @@ class PoplarExecutor:
         self._dirty = self._training
 
     # ---- queries ----------------------------------------------------------
+    def _latency(self, name):
+        out = _Latency()
+        fn = getattr(_lib.core, name)
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Latency)]
+        _check(fn(self._handle_or_none(), ctypes.byref(out)))
+        return (out.min, out.max, out.mean)
+
     def getLatency(self):
-        total = ctypes.c_double()
-        _lib.core.popc_model_latency(self._handle_or_none(), None, None,
-                                     ctypes.byref(total))
-        return (total.value, total.value, total.value)
+        """(min, max, mean) seconds of the last run's iterations, input
+        to output complete."""
+        return self._latency("popc_model_get_latency")
 
     def getComputeLatency(self):
-        compute = ctypes.c_double()
-        _lib.core.popc_model_latency(self._handle_or_none(), None,
-                                     ctypes.byref(compute), None)
-        return (compute.value, compute.value, compute.value)
+        return self._latency("popc_model_get_compute_latency")
 
     def getHostIpuLatency(self):
-        host = ctypes.c_double()
-        _lib.core.popc_model_latency(self._handle_or_none(),
-                                     ctypes.byref(host), None, None)
-        return (host.value, host.value, host.value)
+        return self._latency("popc_model_get_host_ipu_latency")
 
-    getIpuHostLatency = getHostIpuLatency
+    def getIpuHostLatency(self):
+        return self._latency("popc_model_get_ipu_host_latency")
 
     def getPerfCounters(self):
-        raise NotImplementedError(
-            "popc.poptorch: getPerfCounters is not supported yet: use "
-            "getLatency, getComputeLatency and getHostIpuLatency")
+        """PopTorch's counters of the last run: for each event, one list
+        of times (seconds from the run's start) per input or output tensor
+        (one for the compute events), one time per iteration."""
+        c = _PerfCounters()
+        fn = _lib.core.popc_model_get_perf_counters
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_PerfCounters)]
+        _check(fn(self._handle_or_none(), ctypes.byref(c)))
+        g = _lib.core.popc_model_graph(self._popc.handle)
+        n_in = _lib.core.popc_graph_n_inputs(g)
+        n_out = _lib.core.popc_graph_n_outputs(g)
+        names = ("input", "input_complete", "compute", "compute_complete",
+                 "output", "output_complete")
+        out = {}
+        for i, name in enumerate(names):
+            times = [c.times[i][k] for k in range(c.n_iterations)]
+            copies = n_in if i < 2 else n_out if i > 3 else 1
+            out[name] = [list(times) for _ in range(copies)]
+        return out
 
     def cycleCount(self):
-        raise NotImplementedError(
-            "popc.poptorch: cycleCount is not supported yet: set "
-            "Options.logCycleCount(True) to log the IPU model's estimates")
+        """Estimated device cycles of the last run (Options.logCycleCount
+        must be on; the ipumodel backend estimates them)."""
+        cycles = ctypes.c_double()
+        fn = _lib.core.popc_model_cycle_count
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)]
+        _check(fn(self._handle_or_none(), ctypes.byref(cycles)))
+        return int(cycles.value)
 
     def getTensorNames(self):
         if self._popc is None:
