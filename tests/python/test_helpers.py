@@ -137,13 +137,32 @@ class Helpers(unittest.TestCase):
         self.assertTrue(torch.equal(out, x * 2))
         self.assertTrue(torch.equal(expected, x * 3))
 
+    def test_ctc_beam_search_decoder(self):
+        # one sample whose best path is plain: 1, blank, 2, 2 -> [1, 2]
+        p = torch.full((4, 1, 3), 0.05)
+        for t, c in enumerate([1, 0, 2, 2]):
+            p[t, 0, c] = 0.9
+        log_probs = torch.log(p / p.sum(2, keepdim=True))
+
+        def decode(m, probs, lengths):
+            return tuple(poptorch.ctc_beam_search_decoder(
+                probs, lengths, beam_width=5, top_paths=2))
+
+        pm = poptorch.inferenceModel(Fn(decode), options=cpu_options())
+        probs, lengths, paths = pm(log_probs, torch.tensor([4]))
+        self.assertEqual(tuple(paths.shape), (1, 2, 4))
+        self.assertEqual(int(lengths[0, 0]), 2)
+        self.assertEqual(paths[0, 0, :2].tolist(), [1, 2])
+        self.assertGreater(float(probs[0, 0]), float(probs[0, 1]))
+        with self.assertRaises(NotImplementedError):
+            poptorch.ctc_beam_search_decoder(log_probs, torch.tensor([4]))
+
     def test_refused_helpers_say_so(self):
         with self.assertRaises(NotImplementedError) as cm:
             poptorch.for_loop(3, lambda x: x, [torch.zeros(1)])
         self.assertIn("not supported yet", str(cm.exception))
         for call in (lambda: poptorch.MultiConv(),
                      lambda: poptorch.CPU(None, "id"),
-                     lambda: poptorch.ctc_beam_search_decoder(None, None),
                      lambda: poptorch.set_overlap_for_input(None, None),
                      lambda: poptorch.set_overlap_for_output(None, None)):
             with self.assertRaises(NotImplementedError):

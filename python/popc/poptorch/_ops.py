@@ -282,9 +282,38 @@ def _refused(name, why):
     return refused
 
 
-ctc_beam_search_decoder = _refused(
-    "ctc_beam_search_decoder", "use popc_ctc_beam_search_decoder from C "
-    "(popc/helpers.h)")
+class _CTCBeamSearch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, probs, lengths, blank, beam_width, top_paths):
+        # only shapes matter here: popc's op computes the values
+        steps, batch = probs.shape[0], probs.shape[1]
+        return (torch.zeros(batch, top_paths),
+                torch.zeros(batch, top_paths, dtype=torch.int32),
+                torch.zeros(batch, top_paths, steps, dtype=torch.int32))
+
+    @staticmethod
+    def symbolic(g, probs, lengths, blank, beam_width, top_paths):
+        return _popc_op(g, "CTCBeamSearchDecoder", probs, lengths,
+                        blank_i=blank, beam_width_i=beam_width,
+                        top_paths_i=top_paths, outputs=3)
+
+
+def ctc_beam_search_decoder(probs, lengths, blank=0, beam_width=100,
+                            top_paths=1):
+    """poptorch.ctc_beam_search_decoder: popc::CTCBeamSearchDecoder (CTC
+    prefix beam search) on log probabilities [T, B, C]; returns the paths'
+    log probabilities [B, top_paths], lengths [B, top_paths] and paths
+    [B, top_paths, T]. It runs in a popc model only."""
+    if not _tracing():
+        raise NotImplementedError(
+            "popc.poptorch.ctc_beam_search_decoder runs inside a popc model "
+            "only (call it in the forward of an inferenceModel)")
+    if not 1 <= top_paths <= beam_width:
+        raise ValueError("ctc_beam_search_decoder: top_paths must be in "
+                         "1..beam_width (%d), got %d" % (beam_width,
+                                                         top_paths))
+    return list(_CTCBeamSearch.apply(probs, lengths, int(blank),
+                                     int(beam_width), int(top_paths)))
 set_overlap_for_input = _refused(
     "set_overlap_for_input", "use popc_set_overlap_for_input from C "
     "(popc/helpers.h)")
