@@ -157,14 +157,40 @@ class Helpers(unittest.TestCase):
         with self.assertRaises(NotImplementedError):
             poptorch.ctc_beam_search_decoder(log_probs, torch.tensor([4]))
 
+    def test_overlapped_host_io(self):
+        def fn(m, x):
+            x = poptorch.set_overlap_for_input(
+                x, poptorch.OverlapMode.OverlapAccumulationLoop)
+            return poptorch.set_overlap_for_output(
+                m.fc(x), poptorch.OverlapMode.OverlapDeviceIterationLoop)
+
+        torch.manual_seed(0)
+        model = Fn(fn)
+        x = torch.randn(8, 4)
+        with torch.no_grad():
+            expected = model(x)
+        opts = poptorch.Options().deviceIterations(2)
+        opts.setExecutionStrategy(poptorch.ShardedExecution())
+        opts.TensorLocations.numIOTiles(32)
+        opts.outputMode(poptorch.OutputMode.All)
+        pm = poptorch.inferenceModel(model, options=opts)
+        out = pm(x)
+        self.assertLessEqual(float((out - expected).abs().max()), 1e-6)
+        marks = sorted(op for _, op, a in graph_nodes(pm))
+        self.assertGreaterEqual(marks.count("Identity"), 2)
+        # PopTorch's conditions: not pipelined
+        pm = poptorch.inferenceModel(Fn(fn), options=poptorch.Options())
+        with self.assertRaises(poptorch.Error) as cm:
+            pm(x)
+        self.assertIn("overlap", str(cm.exception).lower())
+
     def test_refused_helpers_say_so(self):
         with self.assertRaises(NotImplementedError) as cm:
             poptorch.for_loop(3, lambda x: x, [torch.zeros(1)])
         self.assertIn("not supported yet", str(cm.exception))
         for call in (lambda: poptorch.MultiConv(),
                      lambda: poptorch.CPU(None, "id"),
-                     lambda: poptorch.set_overlap_for_input(None, None),
-                     lambda: poptorch.set_overlap_for_output(None, None)):
+                     ):
             with self.assertRaises(NotImplementedError):
                 call()
 

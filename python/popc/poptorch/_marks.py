@@ -35,6 +35,16 @@ class SerializedMatMul:
         self.keep_precision = keep_precision
 
 
+class Overlap:
+    """set_overlap_for_input / _output: the marked Identity becomes popc's
+    overlapped host copy (attribute __overlap_input or __overlap_output,
+    popc/attrs.h)."""
+
+    def __init__(self, attr, mode):
+        self.attr = attr
+        self.mode = mode
+
+
 class AvailableMemory:
     def __init__(self, proportion):
         self.proportion = proportion
@@ -78,8 +88,21 @@ def _marks_of(name):
     return out
 
 
+class _Attr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int),
+                ("i", ctypes.c_int64), ("f", ctypes.c_double),
+                ("s", ctypes.c_char_p), ("n", ctypes.c_int64),
+                ("ints", ctypes.c_void_p), ("floats", ctypes.c_void_p),
+                ("strings", ctypes.c_void_p), ("tensor", ctypes.c_void_p),
+                ("graph", ctypes.c_void_p)]
+
+
+_ATTR_INT = 1
 _core = _lib.core
 _sigs = {
+    "popc_graph_set_node_attr": (ctypes.c_int, [ctypes.c_void_p,
+                                                ctypes.c_int,
+                                                ctypes.POINTER(_Attr)]),
     "popc_graph_n_nodes": (ctypes.c_int, [ctypes.c_void_p]),
     "popc_graph_node_name": (ctypes.c_char_p, [ctypes.c_void_p,
                                                ctypes.c_int]),
@@ -124,6 +147,12 @@ def apply(graph, stages):
                 _lib.check(_core.popc_serialize_matmul_node(
                     graph, node, m.mode, m.factor, int(m.keep_precision)),
                     Error)
+                changed += 1
+            elif isinstance(m, Overlap) and \
+                    _core.popc_graph_node_op(graph, node) == b"Identity":
+                attr = _Attr(name=m.attr.encode(), type=_ATTR_INT, i=m.mode)
+                _lib.check(_core.popc_graph_set_node_attr(
+                    graph, node, ctypes.byref(attr)), Error)
                 changed += 1
             elif isinstance(m, AvailableMemory) and \
                     _core.popc_graph_node_op(graph, node) == b"Identity":

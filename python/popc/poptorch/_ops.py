@@ -274,14 +274,6 @@ class NameScope:
         return False
 
 
-def _refused(name, why):
-    def refused(*args, **kwargs):
-        raise NotImplementedError("popc.poptorch.%s is not supported yet: "
-                                  "%s" % (name, why))
-    refused.__name__ = name
-    return refused
-
-
 class _CTCBeamSearch(torch.autograd.Function):
     @staticmethod
     def forward(ctx, probs, lengths, blank, beam_width, top_paths):
@@ -314,12 +306,44 @@ def ctc_beam_search_decoder(probs, lengths, blank=0, beam_width=100,
                                                          top_paths))
     return list(_CTCBeamSearch.apply(probs, lengths, int(blank),
                                      int(beam_width), int(top_paths)))
-set_overlap_for_input = _refused(
-    "set_overlap_for_input", "use popc_set_overlap_for_input from C "
-    "(popc/helpers.h)")
-set_overlap_for_output = _refused(
-    "set_overlap_for_output", "use popc_set_overlap_for_output from C "
-    "(popc/helpers.h)")
+
+
+_OVERLAP_MODES = {"no_overlap": 0, "overlap_accumulation_loop": 1,
+                  "overlap_device_iteration_loop": 2}
+
+
+def _overlap(tensors, mode, attr, who):
+    from .enums import OverlapMode
+    if not isinstance(mode, OverlapMode):
+        raise ValueError("%s: mode must be a poptorch.OverlapMode, got %r" %
+                         (who, mode))
+    if not _tracing() or mode == OverlapMode.NoOverlap:
+        return tensors
+    if isinstance(tensors, torch.Tensor):
+        with _marks.scope(_marks.Overlap(attr, _OVERLAP_MODES[mode.value])):
+            return _Marked.apply(tensors, 0)
+    if isinstance(tensors, (list, tuple)):
+        return type(tensors)(_overlap(t, mode, attr, who) for t in tensors)
+    if isinstance(tensors, dict):
+        return {k: _overlap(v, mode, attr, who) for k, v in tensors.items()}
+    raise ValueError("%s: expected tensors in tuples, lists or dicts, got "
+                     "%s" % (who, type(tensors).__name__))
+
+
+def set_overlap_for_input(input_tensors, mode):
+    """poptorch.set_overlap_for_input: the host copies of these inputs
+    overlap compute (popc's __overlap_input Identity); compiling needs
+    ShardedExecution, numIOTiles and outputMode All or Sum, as in
+    PopTorch."""
+    return _overlap(input_tensors, mode, "__overlap_input",
+                    "set_overlap_for_input")
+
+
+def set_overlap_for_output(output_tensors, mode):
+    """poptorch.set_overlap_for_output: the copies of these outputs to the
+    host overlap compute."""
+    return _overlap(output_tensors, mode, "__overlap_output",
+                    "set_overlap_for_output")
 
 
 class MultiConv:
