@@ -9,6 +9,7 @@ import torch
 
 import popc.poptorch as poptorch
 from popc import _lib
+from popc.poptorch import _marks
 from common import cpu_options, main
 from test_training import LogLines
 
@@ -19,6 +20,25 @@ def graph_nodes(pm):
              _lib.core.popc_graph_node_op(g, n).decode(),
              _lib.core.popc_graph_node_annotations(g, n))
             for n in range(_lib.core.popc_graph_n_nodes(g))]
+
+
+class _Attrs(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int),
+                ("items", ctypes.POINTER(_marks._Attr))]
+
+
+def node_attrs(pm, node):
+    """{name: int, float or str value} of a node of the model's graph."""
+    fn = _lib.core.popc_graph_node_attrs
+    fn.restype = _Attrs
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    a = fn(_lib.core.popc_model_graph(pm._popc.handle), node)
+    out = {}
+    for i in range(a.n):
+        x = a.items[i]
+        out[x.name.decode()] = {1: x.i, 2: x.f}.get(
+            x.type, x.s.decode() if x.s else None)
+    return out
 
 
 class Fn(torch.nn.Module):
@@ -184,13 +204,44 @@ class Helpers(unittest.TestCase):
             pm(x)
         self.assertIn("overlap", str(cm.exception).lower())
 
+    def test_multi_conv(self):
+        class Two(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Conv2d(2, 4, 3)
+                self.b = torch.nn.Conv2d(2, 4, 3)
+
+            def forward(self, x, u):
+                with poptorch.MultiConv().availableMemoryProportions(
+                        [0.2, 0.4]).perConvReservedTiles(20):
+                    y = self.a(x)
+                    v = self.b(u)
+                return y + v
+
+        torch.manual_seed(0)
+        model = Two()
+        x, u = torch.randn(2, 2, 6, 6), torch.randn(2, 2, 6, 6)
+        with torch.no_grad():
+            expected = model(x, u)
+        pm = poptorch.inferenceModel(model, options=poptorch.Options())
+        out = pm(x, u)
+        self.assertLessEqual(float((out - expected).abs().max()), 1e-5)
+        convs = [a for _, op, a in graph_nodes(pm) if op == "Conv"]
+        self.assertEqual(sorted(round(a.available_memory, 3)
+                                for a in convs), [0.2, 0.4])
+        attrs = [node_attrs(pm, n) for n, (_, op, _) in
+                 enumerate(graph_nodes(pm)) if op == "Conv"]
+        self.assertEqual([a["__multiconv"] for a in attrs], [1, 1])
+        self.assertEqual([a["__multiconv_reserved_tiles"] for a in attrs],
+                         [20, 20])
+        with self.assertRaises(ValueError):
+            poptorch.MultiConv().cycleBackOff(2.0)
+
     def test_refused_helpers_say_so(self):
         with self.assertRaises(NotImplementedError) as cm:
             poptorch.for_loop(3, lambda x: x, [torch.zeros(1)])
         self.assertIn("not supported yet", str(cm.exception))
-        for call in (lambda: poptorch.MultiConv(),
-                     lambda: poptorch.CPU(None, "id"),
-                     ):
+        for call in (lambda: poptorch.CPU(None, "id"),):
             with self.assertRaises(NotImplementedError):
                 call()
 

@@ -45,6 +45,15 @@ class Overlap:
         self.mode = mode
 
 
+class MultiConv:
+    """The convolutions of one `with poptorch.MultiConv()` scope and its
+    settings (popc/attrs.h's __multiconv attributes)."""
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.convs = []
+
+
 class AvailableMemory:
     def __init__(self, proportion):
         self.proportion = proportion
@@ -125,6 +134,36 @@ for _n, (_r, _a) in _sigs.items():
     getattr(_core, _n).argtypes = _a
 
 
+_ATTR_FLOAT, _ATTR_STRING = 2, 3
+
+
+def _set(graph, node, name, value):
+    if isinstance(value, float):
+        attr = _Attr(name=name.encode(), type=_ATTR_FLOAT, f=value)
+    elif isinstance(value, str):
+        attr = _Attr(name=name.encode(), type=_ATTR_STRING,
+                     s=value.encode())
+    else:
+        attr = _Attr(name=name.encode(), type=_ATTR_INT, i=int(value))
+    _lib.check(_core.popc_graph_set_node_attr(graph, node,
+                                              ctypes.byref(attr)), Error)
+
+
+def _multiconv(graph, node, i, group, s, memory):
+    def each(value):
+        return value[i] if isinstance(value, (list, tuple)) else value
+    _set(graph, node, "__multiconv", group)
+    _set(graph, node, "__multiconv_plan", s["plan"])
+    _set(graph, node, "__multiconv_reserved_tiles", s["reserved"])
+    _set(graph, node, "__multiconv_cycle_back_off", float(s["back_off"]))
+    if s["dithering"] is not None:
+        _set(graph, node, "__conv_dithering", int(bool(each(s["dithering"]))))
+    if s["partials"] is not None:
+        _set(graph, node, "partials_type", each(s["partials"]))
+    if s["memory"] is not None:
+        memory[node] = float(each(s["memory"]))
+
+
 def apply(graph, stages):
     """Annotate graph's nodes from the marks in their names; stages maps
     a block's user id to ("stage" or "phase", index, ipu or None) when
@@ -160,6 +199,9 @@ def apply(graph, stages):
                 producer = _core.popc_graph_value_producer(graph, value)
                 if producer >= 0:
                     memory[producer] = m.proportion
+            if isinstance(m, MultiConv) and \
+                    _core.popc_graph_node_op(graph, node) == b"Conv":
+                m.convs.append(node)
         if current is None:
             continue
         a = _core.popc_graph_node_annotations(graph, node)
@@ -175,6 +217,13 @@ def apply(graph, stages):
         _lib.check(_core.popc_graph_set_node_annotations(
             graph, node, ctypes.byref(a)), Error)
         changed += 1
+    group = 0
+    for m in _marks:
+        if isinstance(m, MultiConv) and m.convs:
+            group += 1
+            for i, node in enumerate(m.convs):
+                _multiconv(graph, node, i, group, m.settings, memory)
+                changed += 1
     for node, proportion in memory.items():
         a = _core.popc_graph_node_annotations(graph, node)
         a.available_memory = proportion

@@ -347,10 +347,77 @@ def set_overlap_for_output(output_tensors, mode):
 
 
 class MultiConv:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "popc.poptorch.MultiConv is not supported yet: use "
-            "popc_multiconv_begin from C (popc/helpers.h)")
+    """poptorch.MultiConv: the convolutions traced in the scope are planned
+    together (popc's multi-convolution attributes: the IPU model runs a
+    parallel plan's convolutions at once on disjoint tiles); settings
+    chain and apply to all or, as lists, to each convolution in order."""
+
+    def __init__(self):
+        self._settings = {"plan": 0, "reserved": 50, "back_off": 0.1,
+                          "dithering": None, "partials": None,
+                          "memory": None}
+        self._pushed = False
+
+    def _lists(self, value, check, what):
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if not check(v):
+                raise ValueError("MultiConv.%s: invalid value %r" %
+                                 (what, v))
+        return list(value) if isinstance(value, (list, tuple)) else value
+
+    def availableMemoryProportions(self, value):
+        self._settings["memory"] = self._lists(
+            value, lambda v: 0.0 < float(v) < 1.0,
+            "availableMemoryProportions")
+        return self
+
+    def partialsTypes(self, value):
+        names = {torch.float: "float", torch.float32: "float",
+                 torch.half: "half", torch.float16: "half"}
+        self._lists(value, lambda v: v in names, "partialsTypes")
+        self._settings["partials"] = [names[v] for v in value] if \
+            isinstance(value, (list, tuple)) else names[value]
+        return self
+
+    def enableConvDithering(self, value):
+        self._settings["dithering"] = self._lists(
+            value, lambda v: isinstance(v, bool), "enableConvDithering")
+        return self
+
+    def planType(self, value):
+        from .enums import MultiConvPlanType
+        if not isinstance(value, MultiConvPlanType):
+            raise ValueError("MultiConv.planType: expected a "
+                             "poptorch.MultiConvPlanType, got %r" % (value,))
+        self._settings["plan"] = int(value)
+        return self
+
+    def perConvReservedTiles(self, value):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError("MultiConv.perConvReservedTiles: a number of "
+                             "tiles >= 0, got %r" % (value,))
+        self._settings["reserved"] = value
+        return self
+
+    def cycleBackOff(self, value):
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError("MultiConv.cycleBackOff: a number between 0 "
+                             "and 1, got %r" % (value,))
+        self._settings["back_off"] = float(value)
+        return self
+
+    def __enter__(self):
+        if self._settings["dithering"] and self._settings["plan"] == 0:
+            raise ValueError("MultiConv: convolution dithering needs "
+                             "planType(poptorch.MultiConvPlanType.Serial) "
+                             "(not supported yet with the parallel plan)")
+        self._pushed = _marks.push(_marks.MultiConv(dict(self._settings)))
+        return self
+
+    def __exit__(self, *exc):
+        if self._pushed:
+            _marks.pop()
+        return False
 
 
 class CPU:
