@@ -253,15 +253,36 @@ class Training(unittest.TestCase):
         self.assertFalse(torch.equal(before, after))
         self.assertLessEqual(float((after - expected).abs().max()), 1e-6)
 
-    def test_frozen_parameter_is_refused(self):
+    def test_frozen_parameters_keep_their_values(self):
+        for make in (lambda m: torch.optim.SGD(m.parameters(), lr=0.1,
+                                               momentum=0.9,
+                                               weight_decay=0.01),
+                     lambda m: torch.optim.AdamW(m.parameters(), lr=0.01)):
+            torch.manual_seed(0)
+            model = Classifier()
+            for p in model.model.fc1.parameters():
+                p.requires_grad_(False)
+            reference = copy.deepcopy(model)
+            xs, ys = data(5, 8)
+            expected = torch_losses(reference, make(reference), xs, ys)
+            frozen = model.model.fc1.weight.detach().clone()
+            pm = poptorch.trainingModel(model, options=cpu_options(),
+                                        optimizer=make(model))
+            got = [float(pm(x, y)[1]) for x, y in zip(xs, ys)]
+            self.assertLessEqual(max(abs(a - b) for a, b in
+                                     zip(got, expected)), 1e-5)
+            self.assertTrue(torch.equal(model.model.fc1.weight, frozen))
+            diff = (model.model.fc2.weight -
+                    reference.model.fc2.weight).abs().max()
+            self.assertLessEqual(float(diff), 1e-5, "fc2 trains as torch's")
         model = Classifier()
         model.model.fc1.weight.requires_grad_(False)
-        pm = poptorch.trainingModel(model, options=cpu_options())
-        with self.assertRaises(poptorch.Error) as cm:
-            pm(torch.randn(4, 6), torch.randint(0, 3, (4,)))
-        self.assertIn("model.fc1.weight", str(cm.exception))
-        self.assertIn("requires_grad=False", str(cm.exception))
-
+        with self.assertRaises(ValueError) as cm:
+            poptorch.trainingModel(model, options=cpu_options(),
+                                   optimizer=poptorch.optim.SGD(
+                                       model.parameters(), lr=0.1,
+                                       max_grad_norm=1.0))
+        self.assertIn("max_grad_norm", str(cm.exception))
 
 if __name__ == "__main__":
     main()

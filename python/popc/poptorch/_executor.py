@@ -222,7 +222,8 @@ class PoplarExecutor:
         return g.value
 
     def _check_weights(self, graph):
-        """Every trainable initializer is a parameter that requires grad."""
+        """Every trainable initializer of a training graph is a parameter
+        (frozen ones keep their values: optim.convert)."""
         core = _lib.core
         for v in range(core.popc_graph_n_values(graph)):
             if not core.popc_graph_value_trainable(graph, v):
@@ -235,12 +236,6 @@ class PoplarExecutor:
                     "constant '%s' that is not a parameter of the module; "
                     "popc would train it. Make it a buffer "
                     "(register_buffer) or a parameter" % name)
-            if self._training and not p.requires_grad:
-                raise Error(
-                    "popc.poptorch: parameter '%s' has requires_grad=False; "
-                    "frozen parameters are not supported yet (popc trains "
-                    "every floating-point parameter of the traced graph)" %
-                    name)
 
     def _make_model(self, graph):
         out = ctypes.c_void_p()
@@ -403,7 +398,10 @@ class PoplarExecutor:
     def setOptimizer(self, optimizer):
         if not self._training:
             raise Error("popc.poptorch: setOptimizer needs a training model")
-        converted = optim.convert(optimizer, getattr(self, "_names_of", {}))
+        frozen = [n for n, p in getattr(self, "_params", {}).items()
+                  if not p.requires_grad]
+        converted = optim.convert(optimizer, getattr(self, "_names_of", {}),
+                                  frozen)
         if self._popc is not None:
             _check(_lib.core.popc_model_set_optimizer(self._popc.handle,
                                                       converted.handle),

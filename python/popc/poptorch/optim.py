@@ -316,9 +316,12 @@ class Converted:
             self.handle = None
 
 
-def convert(optimizer, names_of):
+def convert(optimizer, names_of, frozen=()):
     """popc's optimizer for a torch or poptorch optimizer; names_of maps a
-    parameter tensor (by id) to its state_dict name."""
+    parameter tensor (by id) to its state_dict name. The parameters named
+    in frozen (requires_grad=False) get a group of their own with lr 0:
+    every popc update is scaled by lr, so they keep their values, as
+    torch.optim leaves a parameter without a gradient alone."""
     kind = _popc_type(optimizer)
     groups = optimizer.param_groups
     for g in groups:
@@ -361,13 +364,28 @@ def convert(optimizer, names_of):
             continue
         put(0, key, value, key == "loss_scaling" and
             _variable(optimizer, key, value))
+    frozen = set(frozen)
+    if frozen and math.isfinite(float(getattr(optimizer, "max_grad_norm",
+                                              math.inf))):
+        raise ValueError("popc.poptorch: max_grad_norm with parameters that "
+                         "have requires_grad=False is not supported yet "
+                         "(popc would count their gradients in the norm)")
+    if frozen:
+        index = ctypes.c_int(-1)
+        _lib.check(_lib.core.popc_optimizer_add_group(
+            out.handle, _lib.b(",".join(sorted(frozen))),
+            ctypes.byref(index)), ValueError)
+        put(index.value, "lr", 0.0, False)
     for i, g in enumerate(groups[1:], start=1):
         names = []
         for p in g["params"]:
             if id(p) not in names_of:
                 raise ValueError("optimizer group %d holds a tensor that is "
                                  "not a parameter of the model" % i)
-            names.append(names_of[id(p)])
+            if names_of[id(p)] not in frozen:
+                names.append(names_of[id(p)])
+        if not names:
+            continue
         index = ctypes.c_int(-1)
         _lib.check(_lib.core.popc_optimizer_add_group(
             out.handle, _lib.b(",".join(names)), ctypes.byref(index)),
