@@ -109,6 +109,7 @@ _SIGNATURES = {
         "popc_last_error": (S, []),
         "popc_status_name": (S, [I]),
         "popc_log": (None, [I, S, S]),
+        "popc_set_error": (I, [I, S, S]),
         "popc_log_level": (I, []),
         "popc_log_set_level": (None, [I]),
         "popc_tensor_from_data": (I, [I, ctypes.POINTER(ctypes.c_int64), I,
@@ -234,6 +235,25 @@ class Tensor:
         if self.handle:
             core.popc_tensor_unref(self.handle)
             self.handle = None
+
+
+def dtype_of(numpy_dtype):
+    """popc's dtype for a NumPy dtype."""
+    if np.dtype(numpy_dtype) not in _DTYPE_OF:
+        raise TypeError("popc: no popc dtype for %s" % numpy_dtype)
+    return _DTYPE_OF[np.dtype(numpy_dtype)]
+
+
+def view_array(view):
+    """A NumPy array over a popc_view's data (no copy; valid while the
+    view's owner keeps it)."""
+    shape = tuple(view.dims[i] for i in range(view.rank))
+    dt = np.dtype(_NUMPY_OF[view.dtype])
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if n == 0:
+        return np.zeros(shape, dt)
+    buf = (ctypes.c_char * n).from_address(view.data)
+    return np.frombuffer(buf, dt).reshape(shape)
 
 
 def to_popc(array):

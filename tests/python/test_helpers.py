@@ -237,13 +237,61 @@ class Helpers(unittest.TestCase):
         with self.assertRaises(ValueError):
             poptorch.MultiConv().cycleBackOff(2.0)
 
+    def test_cpu_op(self):
+        calls = []
+
+        class Model(torch.nn.Module):     # the API reference's example
+            def __init__(self):
+                super().__init__()
+                self.cpu = poptorch.CPU(self.myCpuOp, "MyCPUOp")
+
+            def myCpuOp(self, x):
+                calls.append(tuple(x.shape))
+                return x * 2.0
+
+            def forward(self, x):
+                out = self.cpu(x)
+                out = self.cpu(out)
+                out = self.cpu(out)
+                return out
+
+        x = torch.randn(6, 3)
+        opts = poptorch.Options().deviceIterations(2)
+        pm = poptorch.inferenceModel(Model(), options=opts)
+        out = pm(x)
+        self.assertTrue(torch.allclose(out, x * 8.0))
+        # 3 calls while tracing, then 3 per micro-batch of 3 rows, 2 of them
+        self.assertEqual(calls[3:], [(3, 3)] * 6)
+
+        # an exception in the function stops the run with its text
+        state = {"fail": False}
+
+        def flaky(t):
+            if state["fail"]:
+                raise RuntimeError("no host today")
+            return t * 2.0
+
+        pm = poptorch.inferenceModel(
+            Fn(lambda m, x: poptorch.CPU(flaky, "Flaky")(x)),
+            options=cpu_options())
+        self.assertTrue(torch.allclose(pm(x), x * 2.0))
+        state["fail"] = True
+        with self.assertRaises(poptorch.Error) as cm:
+            pm(x)
+        self.assertIn("no host today", str(cm.exception))
+        self.assertIn("Flaky", str(cm.exception))
+        train = poptorch.trainingModel(
+            Fn(lambda m, x: poptorch.identity_loss(
+                poptorch.CPU(lambda t: t * 2.0, "T")(m.fc(x)), "sum")),
+            options=cpu_options())
+        with self.assertRaises(poptorch.Error) as cm:
+            train(torch.randn(2, 4))
+        self.assertIn("inference", str(cm.exception))
+
     def test_refused_helpers_say_so(self):
         with self.assertRaises(NotImplementedError) as cm:
             poptorch.for_loop(3, lambda x: x, [torch.zeros(1)])
         self.assertIn("not supported yet", str(cm.exception))
-        for call in (lambda: poptorch.CPU(None, "id"),):
-            with self.assertRaises(NotImplementedError):
-                call()
 
 
 if __name__ == "__main__":

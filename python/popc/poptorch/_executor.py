@@ -48,6 +48,14 @@ class _PerfCounters(ctypes.Structure):
                 ("times", ctypes.POINTER(ctypes.c_double) * 6)]
 
 
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                             ctypes.POINTER(_lib.View), ctypes.c_int,
+                             ctypes.POINTER(_lib.View), ctypes.c_int)
+_lib.core.popc_model_register_callback.argtypes = [
+    ctypes.c_void_p, ctypes.c_char_p, _CALLBACK, ctypes.c_void_p]
+_lib.core.popc_model_register_callback.restype = ctypes.c_int
+
+
 class _Model:
     """Owns a popc_model handle."""
 
@@ -181,6 +189,7 @@ class PoplarExecutor:
         handle = model.register_forward_hook(hook)
         _marks.reset()
         _ops.used_domains.clear()
+        _ops.cpu_ops.clear()
         for name, fn in _ops.LOSS_SYMBOLICS.items():
             torch.onnx.register_custom_op_symbolic(name, fn, 9)
         buf = io.BytesIO()
@@ -207,6 +216,7 @@ class PoplarExecutor:
             for m, mode in modes:
                 m.training = mode
         self._out_spec = spec[0] if spec else None
+        self._cpu_ops = dict(_ops.cpu_ops)
         return buf.getvalue()
 
     def _import(self, data):
@@ -284,12 +294,42 @@ class PoplarExecutor:
             self._popc = self._make_model(graph)
         finally:
             _lib.core.popc_graph_free(graph)
+        self._register_cpu_ops()
         # the export saw the buffers its own trace run had updated
         # (BatchNorm's running statistics): the module's, restored since,
         # are the ones to start from
         self._copy_to_popc(self._buffers)
         self._link()
         return inputs
+
+    def _register_cpu_ops(self):
+        """The callbacks of poptorch.CPU ops, called by popc on the host
+        for every micro-batch."""
+        self._callbacks = []
+        for op_id, fn in self._cpu_ops.items():
+            def call(user, ins, n_in, outs, n_out, fn=fn, op_id=op_id):
+                try:
+                    args = [torch.from_numpy(_lib.view_array(ins[i]).copy())
+                            for i in range(n_in)]
+                    with torch.no_grad():
+                        res = fn(*args)
+                    res = [res] if isinstance(res, torch.Tensor) else res
+                    if len(res) != n_out:
+                        raise ValueError("returned %d tensors, traced %d" %
+                                         (len(res), n_out))
+                    for i, r in enumerate(res):
+                        dst = _lib.view_array(outs[i])
+                        dst[...] = r.detach().numpy().reshape(dst.shape)
+                    return _lib.OK
+                except Exception as e:  # the run stops with the reason
+                    return _lib.core.popc_set_error(
+                        _lib.ECALLBACK, b"%s",
+                        _lib.b("poptorch.CPU op '%s' failed: %s: %s" %
+                               (op_id, type(e).__name__, e)))
+            cb = _CALLBACK(call)
+            self._callbacks.append(cb)
+            _check(_lib.core.popc_model_register_callback(
+                self._popc.handle, _lib.b(op_id), cb, None))
 
     def _popc_inputs(self, inputs):
         tensors = [_lib.to_popc(t.detach().cpu().numpy()) for _, t in inputs]

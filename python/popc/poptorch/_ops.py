@@ -420,11 +420,65 @@ class MultiConv:
         return False
 
 
+# the CPU ops of the trace in progress, by ID (the executor registers
+# their callbacks with the model it makes)
+cpu_ops = {}
+
+
+class _HostOp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, spec, *inputs):
+        # shapes only: popc calls the function when the model runs
+        return tuple(torch.zeros(shape, dtype=dtype)
+                     for shape, dtype in spec["outputs"])
+
+    @staticmethod
+    def symbolic(g, spec, *inputs):
+        return _popc_op(g, "HostOp", *inputs, id_s=spec["id"],
+                        output_dtypes_i=spec["dtypes"],
+                        output_shapes_i=spec["shapes"],
+                        batch_i=spec["batch"],
+                        outputs=len(spec["outputs"]))
+
+
 class CPU:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "popc.poptorch.CPU is not supported yet: CPU ops need a host "
-            "callback registered from C (popc/custom.h)")
+    """poptorch.CPU: layer_to_call runs on the host in the middle of an
+    inference model (popc::HostOp calling back into Python for every
+    micro-batch). CPU ops are only supported in inference graphs."""
+
+    def __init__(self, layer_to_call, ID):
+        if not isinstance(ID, str) or not ID or not ID.isprintable():
+            raise ValueError("poptorch.CPU: ID must be a non-empty printable "
+                             "string, got %r" % (ID,))
+        self.layer_to_call = layer_to_call
+        self.ID = ID
+
+    def __call__(self, *args):
+        if not _tracing():
+            return self.layer_to_call(*args)
+        from .. import _lib
+        # run it once for the outputs' shapes; what it traces is dead code
+        # the export removes
+        with torch.no_grad():
+            out = self.layer_to_call(*args)
+        single = isinstance(out, torch.Tensor)
+        outs = [out] if single else list(out)
+        # while tracing, sizes are traced tensors: plain ints here
+        shapes = []
+        for t in outs:
+            shapes += [t.dim()] + [int(d) for d in t.shape]
+        # no tensors in spec: the tracer would look for them in its trace
+        spec = {"id": self.ID,
+                "outputs": [(tuple(int(d) for d in t.shape), t.dtype)
+                            for t in outs],
+                "dtypes": [_lib.dtype_of(t.detach().numpy().dtype)
+                           for t in outs],
+                "shapes": shapes,
+                "batch": int(args[0].shape[0]) if args and
+                isinstance(args[0], torch.Tensor) and args[0].dim() else -1}
+        cpu_ops[self.ID] = self.layer_to_call
+        result = _HostOp.apply(spec, *args)
+        return result[0] if single else list(result)
 
 
 # torch's losses that ONNX has no loss op for: exported as popc's loss ops
