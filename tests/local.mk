@@ -21,6 +21,7 @@ include %reldir%/strategies.mk
 include %reldir%/parity.mk
 include %reldir%/onnx.mk
 include %reldir%/faults.mk
+include %reldir%/python.mk
 
 # helpers the shell tests source, and the C tests' shared assertions
 EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \

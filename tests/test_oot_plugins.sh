@@ -5,7 +5,8 @@
 # and pkg-config only, no libpopc), loaded through POPC_PLUGIN_PATH, and
 # used for training and inference by a program compiled against the
 # staged headers and libpopc (tests/oot_plugins.c, which also checks the
-# gradients by finite differences).
+# gradients by finite differences); then the installed Python package
+# (tests/python/installed.py).
 #
 # Run by `make check` from the build tree (POPC_BUILDDIR, POPC_SRCDIR,
 # POPC_CC and POPC_MAKE come from tests/local.mk and tests/extend.mk).
@@ -106,4 +107,23 @@ echo "== running with POPC_PLUGIN_PATH=$plugindir:$tmp/myplugins"
 POPC_PLUGIN_PATH="$plugindir:$tmp/myplugins" \
     LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$tmp/oot_plugins" || fail "tests/oot_plugins.c"
+
+# 5. The Python package where make install put it (docs/python.md): it
+#    names the final libdir, and with the staged libraries and plugins it
+#    runs a model as PyTorch does.
+paths=$(find "$tmp/stage" -path '*/popc/_paths.py' | head -n 1)
+if [ -n "${POPC_PYTHON:-}" ]; then
+    [ -n "$paths" ] || fail "the staged install has no Python package"
+    echo "== the Python package in ${paths%/popc/_paths.py}"
+    final_libdir=${libdir#"$tmp/stage"}
+    rc=0
+    POPC_PACKAGE_DIR=${paths%/popc/_paths.py} \
+    POPC_LIBRARY_DIR=$libdir POPC_PLUGIN_PATH="$plugindir" \
+    POPC_FINAL_LIBDIR=$final_libdir \
+        sh "$srcdir/tests/python/run.sh" "$srcdir/tests/python/installed.py" ||
+        rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "the installed Python package"
+else
+    echo "(configured without Python: no package to check)"
+fi
 echo "PASS: out-of-tree plugins built, loaded, trained and checked"
