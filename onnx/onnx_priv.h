@@ -1,6 +1,8 @@
 /* onnx_priv.h - shared internals of the ONNX layer (libpopc-onnx).
 **
 ** proto.c     reading files and unpacking messages, with size checks
+** wire.c      the wire format walked without recursion; limits checked
+** lean.c      unpacking without copying the weights
 ** tensor.c    TensorProto <-> popc_tensor (every dtype, raw and typed
 **             fields, external data)
 ** history.c   the version history of every ai.onnx op (generated)
@@ -18,6 +20,7 @@
 
 #include "popc/model.h"
 #include "popc/onnx.h"
+#include "popc/limits.h"
 #include "popc/plugin.h"
 #include "onnx.pb-c.h"
 
@@ -39,6 +42,23 @@ void popco_unmap(popco_map *m);
 /* Unpack with protobuf-c; POPC_EIO "<name>: not a valid ONNX ... file". */
 popc_status popco_unpack_model(const void *data, size_t size,
                                const char *name, Onnx__ModelProto **out);
+
+/* ---- wire.c -------------------------------------------------------------- */
+
+/* One varint at *at (< end); -1 when malformed. */
+int popco_wire_varint(const uint8_t *p, size_t end, size_t *at, uint64_t *v);
+/* One field starting at *at: its number, wire type, and for wire type 2
+** the payload [*payload, *payload + *len). *at moves past it; -1 when
+** malformed (groups included). */
+int popco_wire_field(const uint8_t *p, size_t end, size_t *at,
+                     uint32_t *field, int *wire, size_t *payload, size_t *len);
+/* Walks an encoded message of type desc without recursing and refuses it
+** (naming file and the limit) when it exceeds a limit of popc/limits.h:
+** message depth, subgraph nesting, messages, nodes, string bytes,
+** attribute list values. Call before any protobuf-c unpack. */
+popc_status popco_wire_check(const void *data, size_t size,
+                             const ProtobufCMessageDescriptor *desc,
+                             const char *file);
 
 /* ---- lean.c -------------------------------------------------------------- */
 
