@@ -99,6 +99,9 @@ typedef struct popco_tensor_src {
     const char *file;      /* for messages */
     const char *base_dir;
     int raw_is_mapped;     /* raw_data points into a file mapping (lean.c) */
+    int64_t *bytes_made;   /* tensor bytes made from this file so far,
+                           ** checked against POPC_LIMIT_INITIALIZER_BYTES;
+                           ** NULL: each tensor alone */
 } popco_tensor_src;
 
 /* A new popc tensor from a TensorProto; what names the tensor in errors. */
@@ -199,6 +202,7 @@ typedef struct popco_importer {
     const struct popco_importer *parent; /* importing a subgraph: the outer
                                          ** graph's importer; else NULL */
     popco_seqs *seqs;          /* this graph's sequences; NULL: none yet */
+    int64_t tensor_bytes;      /* src.bytes_made of the top importer */
 } popco_importer;
 
 /* ---- sequence.c -------------------------------------------------------- */
