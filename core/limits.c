@@ -23,7 +23,7 @@ static const struct {
     [POPC_LIMIT_ATTRIBUTE_ELEMENTS] = {"POPC_MAX_ATTRIBUTE_ELEMENTS",
                                        (int64_t)1 << 24},
     [POPC_LIMIT_STRING_BYTES] = {"POPC_MAX_STRING_BYTES", (int64_t)1 << 20},
-    [POPC_LIMIT_LOOP_TRIPS] = {"POPC_MAX_LOOP_TRIPS", (int64_t)1 << 24},
+    [POPC_LIMIT_LOOP_TRIPS] = {"POPC_MAX_LOOP_TRIPS", (int64_t)1 << 20},
     [POPC_LIMIT_UNROLLED_STEPS] = {"POPC_MAX_UNROLLED_STEPS", 4096},
 };
 

@@ -34,7 +34,7 @@ typedef enum popc_limit {
                                       constant tensors: 32 GiB */
     POPC_LIMIT_ATTRIBUTE_ELEMENTS, /* values of one attribute list: 16777216 */
     POPC_LIMIT_STRING_BYTES,       /* bytes of one name or string: 1 MiB */
-    POPC_LIMIT_LOOP_TRIPS,         /* iterations of one Loop run: 16777216 */
+    POPC_LIMIT_LOOP_TRIPS,         /* iterations of one Loop run: 1048576 */
     POPC_LIMIT_UNROLLED_STEPS,     /* steps of a Loop or Scan unrolled into
                                       its gradient: 4096 */
     POPC_LIMIT_COUNT

@@ -1,0 +1,110 @@
+#!/bin/sh
+# test_hostile.sh - hostile but well-formed files (tests/hostile/gen_onnx.py,
+# and the options, JSON, .npy and gzip IDX inputs tests/hostile/hostile.c
+# writes) give a clean error naming the file and the limit, or the correct
+# result: through `popc infer` (exit status 2, the limits raised by their
+# POPC_MAX_* variables) and in process (popc_limit_set), once with the
+# default stack, once with a 1 MiB stack (ulimit -s 1024), and on 4
+# threads at once. CI runs it under ASan/UBSan and ThreadSanitizer too.
+POPC="$POPC_BUILDDIR/tools/popc"
+CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
+HOSTILE="$POPC_BUILDDIR/tests/hostile/hostile"
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 99
+. "$POPC_SRCDIR/tests/testlib.sh"
+H="$tmp/h"
+python3 "$POPC_SRCDIR/tests/hostile/gen_onnx.py" "$H" || exit 99
+
+# refused NAME FILE TEXT [VAR=VALUE...]: popc infer exits 2 naming FILE
+# and TEXT
+refused() {
+    what=$1 file=$2 text=$3
+    shift 3
+    expect 2 "$what" env "$@" "$POPC" infer "$H/$file" -o "out/$file"
+    contains err.txt "$H/$file: " "$what: the error names the file"
+    contains err.txt "$text" "$what: the error says why"
+}
+
+# correct NAME MODEL [VAR=VALUE...]: popc infer writes y.npy equal to the
+# generator's hand-computed MODEL.y.npy
+correct() {
+    what=$1 model=$2
+    shift 2
+    expect 0 "$what" env "$@" "$POPC" infer "$H/$model.onnx" \
+        -o "out/$model" --backend cpu
+    if "$CLOSE" "out/$model/y.npy" "$H/$model.y.npy" 0 >diff.txt 2>&1; then
+        pass "$what: y is right ($(cat diff.txt))"
+    else
+        fail "$what: y differs: $(cat diff.txt)"
+    fi
+}
+
+cli_cases() {
+    refused "If nested 3000 deep" if_3000.onnx \
+        "subgraphs (If, Loop or Scan bodies) nested too deep: 33, over popc's limit of 32 (POPC_MAX_NESTING)"
+    refused "If nested 40 deep" if_40.onnx "POPC_MAX_NESTING=N"
+    correct "If nested 40 deep, POPC_MAX_NESTING=64" if_40 POPC_MAX_NESTING=64
+    refused "GRAPHS nested 3000 deep" graphs_3000.onnx "(POPC_MAX_NESTING)"
+    refused "type nested 100000 deep" type_100000.onnx \
+        "over popc's limit of 128 (POPC_MAX_MESSAGE_DEPTH)"
+    correct "2000-node chain" chain_2000
+    correct "20000 initializers on a 20000-node chain" chain_20000
+    refused "2000-node chain, POPC_MAX_NODES=1000" chain_2000.onnx \
+        "too many nodes: 1001, over popc's limit of 1000 (POPC_MAX_NODES)" \
+        POPC_MAX_NODES=1000
+    refused "POPC_MAX_NESTING=abc" if_40.onnx \
+        "POPC_MAX_NESTING='abc' is not a positive integer, so the default applies" \
+        POPC_MAX_NESTING=abc
+    refused "POPC_MAX_MESSAGES=1000" chain_2000.onnx "(POPC_MAX_MESSAGES)" \
+        POPC_MAX_MESSAGES=1000
+    refused "POPC_MAX_INITIALIZER_BYTES=1000" chain_20000.onnx \
+        "(POPC_MAX_INITIALIZER_BYTES)" POPC_MAX_INITIALIZER_BYTES=1000
+    refused "POPC_MAX_ATTRIBUTE_ELEMENTS=100" attr_200.onnx \
+        "an attribute list with too many values: 200" \
+        POPC_MAX_ATTRIBUTE_ELEMENTS=100
+    correct "100 KiB names" names_100k
+    refused "2 MiB name" name_2m.onnx "(POPC_MAX_STRING_BYTES)"
+    refused "dims claiming 2^40 values" dims_huge.onnx \
+        "initializer 'big': 4398046511104"
+    refused "cycle" cycle.onnx "reads 'b'"
+    refused "external data through a symlinked folder" ext_link_dir.onnx \
+        "through a symbolic link"
+    refused "external data at /dev/zero" ext_devzero.onnx \
+        "leaves the model's folder"
+    correct "external data inside the folder" ext_ok
+    correct "Loop of 10 trips" loop_10
+    refused "Loop that never stops, POPC_MAX_LOOP_TRIPS=1000" \
+        loop_forever.onnx "still running after 1000 iterations" \
+        POPC_MAX_LOOP_TRIPS=1000
+    refused "Loop with 2^40 scan values" loop_scan_huge.onnx \
+        "M = 1099511627776 iterations, over popc's limit of 1048576 (POPC_MAX_LOOP_TRIPS)"
+}
+
+cli_cases
+if "$HOSTILE" "$H" 4 >hostile.txt 2>&1; then
+    pass "in process, 4 threads: $(grep -c '^ok' hostile.txt) checks"
+else
+    fail "in process"
+fi
+cat hostile.txt
+
+# The same with a 1 MiB stack: nothing recurses once per level of input.
+# (The stack limit is set in a subshell, for popc and hostile only.)
+if (ulimit -s 1024 && "$HOSTILE" "$H" >small.txt 2>&1); then
+    pass "in process, 1 MiB stack: $(grep -c '^ok' small.txt) checks"
+else
+    fail "in process, 1 MiB stack"
+    grep -v '^ok' small.txt | head -20
+fi
+for f in if_3000 graphs_3000 type_100000 name_2m chain_20000; do
+    (ulimit -s 1024 && "$POPC" infer "$H/$f.onnx" -o "small/$f" \
+        --backend cpu >small.out 2>small.err)
+    rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ]; then
+        pass "1 MiB stack: popc infer $f.onnx exits $rc"
+    else
+        fail "1 MiB stack: popc infer $f.onnx exits $rc: $(head -c 300 small.err)"
+    fi
+done
+finish
