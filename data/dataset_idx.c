@@ -57,11 +57,12 @@ static int type_size(int type)
     }
 }
 
-/* Read exactly n bytes; POPC_EIO naming the file when it ends early
-** (before: bytes of the same block read already, for the message). */
+/* Read exactly n bytes; POPC_EIO naming the file when it ends early.
+** The n bytes may be a part of a block of whole bytes, before of which
+** were read already (for the message; whole 0: the block is n bytes). */
 static popc_status read_exact(idx_file *f, void *buf, size_t n,
                               const char *what, int64_t *got_total,
-                              size_t before)
+                              size_t before, size_t whole)
 {
     unsigned char *p = buf;
     size_t done = 0;
@@ -87,7 +88,7 @@ static popc_status read_exact(idx_file *f, void *buf, size_t n,
                 POPC_EIO,
                 "%s: truncated: the %s needs %zu bytes but the file ends "
                 "after %zu%s; the file is incomplete (download it again)",
-                f->path, what, before + n, before + done,
+                f->path, what, whole ? whole : n, before + done,
                 zerr == Z_BUF_ERROR ? " (compressed stream cut short)" : "");
         }
         done += (size_t)r;
@@ -131,7 +132,7 @@ static popc_status open_idx(const char *path, idx_file *f)
         return popc_set_error(POPC_EIO, "%s: cannot open: %s", path,
                               errno ? strerror(errno) : "out of memory");
     gzbuffer(f->gz, 1u << 17);
-    if ((st = read_exact(f, magic, 4, "IDX magic", NULL, 0)) != POPC_OK)
+    if ((st = read_exact(f, magic, 4, "IDX magic", NULL, 0, 0)) != POPC_OK)
         return st;
     if (magic[0] != 0 || magic[1] != 0 || !type_name(magic[2]) ||
         magic[3] < 1 || magic[3] > IDX_MAX_DIMS)
@@ -146,7 +147,7 @@ static popc_status open_idx(const char *path, idx_file *f)
     f->elem_size = type_size(f->type);
     f->ndims = magic[3];
     if ((st = read_exact(f, raw, (size_t)f->ndims * 4, "dimension list",
-                         NULL, 0)) != POPC_OK)
+                         NULL, 0, 0)) != POPC_OK)
         return st;
     f->count = 1;
     for (int i = 0; i < f->ndims; i++) {
@@ -188,7 +189,7 @@ static popc_status read_payload(idx_file *f, unsigned char **out)
         size_t want = cap - have;
 
         st = read_exact(f, buf + have, want, "data declared by the header",
-                        NULL, have);
+                        NULL, have, bytes);
         if (st != POPC_OK) {
             free(buf);
             return st;

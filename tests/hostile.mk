@@ -12,4 +12,5 @@ check_PROGRAMS += %reldir%/hostile/hostile
 
 TESTS += %reldir%/hostile/test_hostile.sh
 EXTRA_DIST += %reldir%/hostile/test_hostile.sh \
-    %reldir%/hostile/gen_onnx.py %reldir%/hostile/protowire.py
+    %reldir%/hostile/gen_onnx.py %reldir%/hostile/protowire.py \
+    %reldir%/hostile/gen_exe.py

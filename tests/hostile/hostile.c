@@ -1,9 +1,9 @@
 /* hostile.c - popc's readers on hostile but well-formed input, in process.
 **
 ** Usage: hostile DIR [THREADS]
-** DIR holds gen_onnx.py's files. Each case reads one input (an ONNX file
-** of DIR, or an options file, JSON text, .npy or gzip IDX file written
-** here) and must end in the error it names (a substring) or succeed.
+** DIR holds gen_onnx.py's and gen_exe.py's files. Each case reads one
+** input (an ONNX file or executable of DIR, or an options file, JSON
+** text, .npy or gzip IDX file written here) and must end in the error it names (a substring) or succeed.
 ** The cases that change a limit (popc_limit_set) run first, one by one;
 ** then every default-limit case runs on THREADS threads at once (the
 ** readers are documented thread-safe; tests/hostile/test_hostile.sh runs
@@ -45,6 +45,31 @@ static popc_status onnx_file(const hcase *c)
     snprintf(path, sizeof path, "%s/%s", dir, c->arg);
     st = popc_onnx_import_file(path, NULL, &g);
     popc_graph_free(g);
+    return st;
+}
+
+/* An executable of DIR (gen_exe.py): loaded (the cpu backend) and, for
+** good measure, described. */
+static popc_status exe_file(const hcase *c)
+{
+    char path[4096], *text = NULL;
+    popc_options *edit = NULL;
+    popc_model *m = NULL;
+    popc_status st;
+
+    snprintf(path, sizeof path, "%s/%s", dir, c->arg);
+    if ((st = popc_options_new(&edit)) != POPC_OK ||
+        (st = popc_options_set(edit, "backend", "cpu")) != POPC_OK) {
+        popc_options_free(edit);
+        return st;
+    }
+    st = popc_load(path, edit, &m);
+    popc_model_free(m);
+    popc_options_free(edit);
+    if (st == POPC_OK) {
+        st = popc_executable_describe(path, &text);
+        free(text);
+    }
     return st;
 }
 
@@ -102,6 +127,12 @@ static popc_status options_text(const hcase *c)
     free(text);
     if ((st = popc_options_new(&o)) == POPC_OK)
         st = popc_options_load_file(o, path);
+    /* the chain sets one setting 200000 times */
+    if (st == POPC_OK &&
+        popc_options_get_bool(o, "TensorLocations.setActivationLocation."
+                                 "useOnChipStorage") != 1)
+        st = popc_set_error(POPC_EINTERNAL, "%s: useOnChipStorage is not "
+                            "True after the chain", path);
     popc_options_free(o);
     unlink(path);
     return st;
@@ -225,6 +256,9 @@ static const hcase cases[] = {
     {"type nested 100000 deep, depth limit raised to 1000", onnx_file,
      "type_100000.onnx", "nested too deep: 1001, over popc's limit of 1000",
      POPC_LIMIT_MESSAGE_DEPTH, 1000},
+    {"executable of 2000 nodes, node limit 1000", exe_file,
+     "exe_nodes_2000.popc", "a graph has more nodes than popc's limit "
+     "(POPC_MAX_NODES", POPC_LIMIT_NODES, 1000},
     /* default limits: also run on several threads at once */
     {"If nested 3000 deep", onnx_file, "if_3000.onnx",
      "if_3000.onnx: subgraphs (If, Loop or Scan bodies) nested too deep: "
@@ -272,6 +306,16 @@ static const hcase cases[] = {
      "is not a byte count", NO_LIMIT},
     {"external data inside the folder", onnx_file, "ext_ok.onnx", NULL,
      NO_LIMIT},
+    {"executable, graph nested 3000 deep", exe_file, "exe_nest_3000.popc",
+     "subgraphs are nested deeper than popc's limit (POPC_MAX_NESTING",
+     NO_LIMIT},
+    {"executable, 2^32-1 values claimed", exe_file,
+     "exe_values_claim.popc", "a count is larger than the data that follows",
+     NO_LIMIT},
+    {"executable, 4 GiB name claimed", exe_file, "exe_name_claim.popc",
+     "a string length is out of range", NO_LIMIT},
+    {"executable reassembled unchanged", exe_file, "exe_same.popc", NULL,
+     NO_LIMIT},
     {"options file nested 100000 deep", options_text, "brackets",
      "too many nested brackets", NO_LIMIT},
     {"options file with a 200000-call method chain", options_text, "chain",
@@ -281,7 +325,7 @@ static const hcase cases[] = {
     {".npy claiming 2^40 values", npy_claim, "", "claim.npy", NO_LIMIT},
     {"gzip IDX of 8 MiB of zeros", idx_gzip, "honest", NULL, NO_LIMIT},
     {"gzip IDX claiming 64 MiB, holding 64 KiB", idx_gzip, "bomb",
-     "the file ends after", NO_LIMIT},
+     "needs 67108864 bytes but the file ends after 65536", NO_LIMIT},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

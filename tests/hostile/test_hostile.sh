@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_hostile.sh - hostile but well-formed files (tests/hostile/gen_onnx.py,
-# and the options, JSON, .npy and gzip IDX inputs tests/hostile/hostile.c
-# writes) give a clean error naming the file and the limit, or the correct
+# tests/hostile/gen_exe.py, and the options, JSON, .npy and gzip IDX
+# inputs tests/hostile/hostile.c writes) give a clean error naming the file and the limit, or the correct
 # result: through `popc infer` (exit status 2, the limits raised by their
 # POPC_MAX_* variables) and in process (popc_limit_set), once with the
 # default stack, once with a 1 MiB stack (ulimit -s 1024), and on 4
@@ -15,6 +15,22 @@ cd "$tmp" || exit 99
 . "$POPC_SRCDIR/tests/testlib.sh"
 H="$tmp/h"
 python3 "$POPC_SRCDIR/tests/hostile/gen_onnx.py" "$H" || exit 99
+# executables: a real one (popc compile), its graph section replaced
+cat >run.ini <<'EOF'
+[options]
+backend = cpu
+[data]
+batch_size = 2
+[model]
+input = 4
+classes = 2
+layers = fc
+[layer fc]
+type = linear
+out_features = 2
+EOF
+"$POPC" compile run.ini -o tiny.popc >/dev/null &&
+    python3 "$POPC_SRCDIR/tests/hostile/gen_exe.py" tiny.popc "$H" || exit 99
 
 # refused NAME FILE TEXT [VAR=VALUE...]: popc infer exits 2 naming FILE
 # and TEXT
@@ -81,7 +97,22 @@ cli_cases() {
         "M = 1099511627776 iterations, over popc's limit of 1048576 (POPC_MAX_LOOP_TRIPS)"
 }
 
+exe_cases() {
+    expect 1 "executable nested 3000 deep" "$POPC" run "$H/exe_nest_3000.popc" -o out/e
+    contains err.txt "exe_nest_3000.popc': section 'GRPH', at byte 2739: subgraphs are nested deeper than popc's limit (POPC_MAX_NESTING" \
+        "executable nested 3000 deep: the error names the file and the limit"
+    expect 1 "executable of 2000 nodes, POPC_MAX_NODES=1000" \
+        env POPC_MAX_NODES=1000 "$POPC" run "$H/exe_nodes_2000.popc" -o out/e
+    contains err.txt "a graph has more nodes than popc's limit (POPC_MAX_NODES" \
+        "executable of 2000 nodes: the error names the limit"
+    expect 1 "executable claiming 2^32-1 values" "$POPC" run "$H/exe_values_claim.popc" -o out/e
+    contains err.txt "a count is larger than the data that follows" \
+        "executable claiming 2^32-1 values: the error says why"
+    expect 0 "executable reassembled unchanged runs" "$POPC" run "$H/exe_same.popc" -o out/same
+}
+
 cli_cases
+exe_cases
 if "$HOSTILE" "$H" 4 >hostile.txt 2>&1; then
     pass "in process, 4 threads: $(grep -c '^ok' hostile.txt) checks"
 else
@@ -97,14 +128,18 @@ else
     fail "in process, 1 MiB stack"
     grep -v '^ok' small.txt | head -20
 fi
-for f in if_3000 graphs_3000 type_100000 name_2m chain_20000; do
-    (ulimit -s 1024 && "$POPC" infer "$H/$f.onnx" -o "small/$f" \
-        --backend cpu >small.out 2>small.err)
+for f in if_3000.onnx graphs_3000.onnx type_100000.onnx name_2m.onnx \
+    chain_20000.onnx exe_nest_3000.popc; do
+    case $f in
+    *.onnx) set -- infer "$H/$f" --backend cpu ;;
+    *) set -- run "$H/$f" ;;
+    esac
+    (ulimit -s 1024 && "$POPC" "$@" -o "small/$f" >small.out 2>small.err)
     rc=$?
-    if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ]; then
-        pass "1 MiB stack: popc infer $f.onnx exits $rc"
+    if [ "$rc" -le 2 ]; then
+        pass "1 MiB stack: popc $1 $f exits $rc"
     else
-        fail "1 MiB stack: popc infer $f.onnx exits $rc: $(head -c 300 small.err)"
+        fail "1 MiB stack: popc $1 $f exits $rc: $(head -c 300 small.err)"
     fi
 done
 finish
