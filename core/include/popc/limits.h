@@ -42,8 +42,8 @@ typedef enum popc_limit {
 
 /* The value of a limit in force: the one set by popc_limit_set, else the
 ** environment variable popc_limit_env names when it holds a positive
-** integer, else the default; -1 for an unknown limit. Thread-safe. Since
-** 0.3.0. */
+** integer, else the default; -1 for an unknown limit. Thread-safe.
+** Since 0.3.0. */
 POPC_API int64_t popc_limit_get(popc_limit which);
 /* Sets a limit for the whole process (value > 0), or with value 0 goes
 ** back to the environment variable or the default. POPC_EINVAL for an
@@ -60,8 +60,8 @@ POPC_API const char *popc_limit_env(popc_limit which);
 ** Since 0.3.0. */
 POPC_API popc_status popc_limit_error(popc_limit which, const char *file,
                                       const char *what, int64_t found);
-/* The limit's default, -1 for an unknown limit. Thread-safe. Since
-** 0.3.0. */
+/* The limit's default, -1 for an unknown limit. Thread-safe.
+** Since 0.3.0. */
 POPC_API int64_t popc_limit_default(popc_limit which);
 
 #ifdef __cplusplus
