@@ -37,10 +37,11 @@ def consts(**values):
     return b
 
 
-def nested_if(levels, field='g'):
+def nested_if(levels, field='g', cond_input=False):
     """If inside the then_branch of If, levels deep; the innermost adds one
     to x (so y = 3 when it runs). field 'graphs' nests through the
-    GRAPHS list form instead of the single graph."""
+    GRAPHS list form instead of the single graph. With cond_input the
+    condition is the graph input k, so the Ifs stay in the graph."""
     g = ld(Graph.node, node('Add', ['x', 'one'], ['y'])) + out_y()
     for k in range(levels):
         els = ld(Graph.node, node('Identity', ['x'], ['y'])) + out_y()
@@ -52,6 +53,13 @@ def nested_if(levels, field='g'):
         g = ld(Graph.node, node('If', ['c'], ['y'],
                                 then + attr_graph('else_branch', els))) + \
             out_y()
+    if cond_input:  # not constant: the importer cannot fold the Ifs away
+        g = ld(Graph.node, node('Identity', ['k'], ['c'])) + g
+        g += ld(Graph.input, value_info('k', tensor_type(Tensor.BOOL, [])))
+        return model(g + ld(Graph.initializer, tensor('x', [1],
+                                                      floats=[2.0])) +
+                     ld(Graph.initializer, tensor('one', [1],
+                                                  floats=[1.0])))
     return model(g + consts())
 
 
@@ -133,6 +141,7 @@ def main():
     w('if_3000.onnx', nested_if(3000))
     w('if_40.onnx', nested_if(40))
     w('if_40.y.npy', npy_f32([3.0], [1]))
+    w('if_40_input.onnx', nested_if(40, cond_input=True))
     w('graphs_3000.onnx', nested_if(3000, 'graphs'))
     w('type_100000.onnx', deep_type(100000))
     # long chains, many nodes, many small initializers

@@ -36,6 +36,14 @@ typedef struct hcase {
 
 /* ---- inputs -------------------------------------------------------------- */
 
+/* A file of tmp named after the thread, so that threads do not share. */
+static void temp_path(char *out, size_t size, const char *name)
+{
+    snprintf(out, size, "%s/%lx.%s", tmp, (unsigned long)pthread_self(),
+             name);
+}
+
+
 static popc_status onnx_file(const hcase *c)
 {
     char path[4096];
@@ -45,6 +53,30 @@ static popc_status onnx_file(const hcase *c)
     snprintf(path, sizeof path, "%s/%s", dir, c->arg);
     st = popc_onnx_import_file(path, NULL, &g);
     popc_graph_free(g);
+    return st;
+}
+
+/* if_40_input.onnx imported with the nesting limit raised (the case sets 64),
+** written back and read again; then writing it is refused once the
+** limit is back at its default, as the exporter recurses per level. */
+static popc_status onnx_export_nested(const hcase *c)
+{
+    char path[4096], out[4200];
+    popc_graph *g = NULL, *again = NULL;
+    popc_status st;
+
+    snprintf(path, sizeof path, "%s/%s", dir, c->arg);
+    temp_path(out, sizeof out, "nested.onnx");
+    if ((st = popc_onnx_import_file(path, NULL, &g)) == POPC_OK &&
+        (st = popc_onnx_export_graph(g, out)) == POPC_OK &&
+        (st = popc_onnx_import_file(out, NULL, &again)) == POPC_OK) {
+        (void)popc_limit_set(POPC_LIMIT_NESTING, 0);
+        st = popc_onnx_export_graph(g, out);
+        (void)popc_limit_set(c->limit, c->value);
+    }
+    popc_graph_free(again);
+    popc_graph_free(g);
+    unlink(out);
     return st;
 }
 
@@ -97,13 +129,6 @@ static int write_file(const char *path, const void *data, size_t n)
     if (f && fclose(f) != 0)
         ok = 0;
     return ok ? 0 : -1;
-}
-
-/* A file of tmp named after the thread, so that threads do not share. */
-static void temp_path(char *out, size_t size, const char *name)
-{
-    snprintf(out, size, "%s/%lx.%s", tmp, (unsigned long)pthread_self(),
-             name);
 }
 
 static popc_status options_text(const hcase *c)
@@ -242,6 +267,10 @@ static const hcase cases[] = {
     /* limits changed for one case: run alone */
     {"If nested 40 deep, POPC_MAX_NESTING raised to 64", onnx_file,
      "if_40.onnx", NULL, POPC_LIMIT_NESTING, 64},
+    {"If nested 40 deep written back, then refused at limit 32",
+     onnx_export_nested, "if_40_input.onnx",
+     "nested.onnx: subgraphs (If, Loop or Scan bodies) nested too deep to "
+     "write: 33, over popc's limit of 32", POPC_LIMIT_NESTING, 64},
     {"2000-node chain, node limit 1000", onnx_file, "chain_2000.onnx",
      "too many nodes: 1001, over popc's limit of 1000 (POPC_MAX_NODES)",
      POPC_LIMIT_NODES, 1000},
