@@ -73,10 +73,12 @@ def deep_type(levels):
     return model(g + consts())
 
 
-def add_chain(n, initializers=False, name_len=0):
+def add_chain(n, initializers=False, name_len=0, x_input=False):
     """y = x + 1 + 1 ... (n Add nodes): with initializers, each step adds
     its own initializer w<k> = 1/1024 instead of one. name_len pads every
-    value name to that many bytes."""
+    value name to that many bytes. x is the constant 2, which the importer
+    folds the whole chain into; with x_input it is the graph input x, and
+    the chain stays n nodes through every pass."""
     pad = 'v' * name_len
     g = b''
     prev = 'x'
@@ -87,6 +89,10 @@ def add_chain(n, initializers=False, name_len=0):
         if initializers:
             g += ld(Graph.initializer, tensor(w, [1], floats=[1 / 1024]))
         prev = out
+    if x_input:
+        return model(g + out_y() +
+                     ld(Graph.input, value_info('x', tensor_type(F, [1]))) +
+                     ld(Graph.initializer, tensor('one', [1], floats=[1.0])))
     return model(g + out_y() + consts())
 
 
@@ -149,6 +155,9 @@ def main():
     w('chain_20000.y.npy', npy_f32([2.0 + 20000 / 1024], [1]))
     w('chain_2000.onnx', add_chain(2000))
     w('chain_2000.y.npy', npy_f32([2002.0], [1]))
+    w('chain_input_20000.onnx', add_chain(20000, x_input=True))
+    w('chain_input_20000.x.npy', npy_f32([0.5], [1]))
+    w('chain_input_20000.y.npy', npy_f32([20000.5], [1]))
     # long names: 100 KiB names work, a 2 MiB one is refused
     w('names_100k.onnx', add_chain(3, name_len=100 * 1024))
     w('names_100k.y.npy', npy_f32([5.0], [1]))
