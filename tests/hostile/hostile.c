@@ -56,6 +56,43 @@ static popc_status onnx_file(const hcase *c)
     return st;
 }
 
+/* A chain that stays whole (x is an input): autodiff, shape inference,
+** scheduling and the reference evaluation over its 20000 nodes, with
+** y = x + 20000 and dy/dx = 1 checked at x = 0.5. */
+static popc_status chain_passes(const hcase *c)
+{
+    char path[4096];
+    popc_graph *g = NULL;
+    popc_tensor *x = NULL, *out[2] = {NULL, NULL};
+    int64_t one = 1;
+    int wrt, values[2];
+    popc_status st;
+
+    snprintf(path, sizeof path, "%s/%s", dir, c->arg);
+    if ((st = popc_onnx_import_file(path, NULL, &g)) != POPC_OK)
+        return st;
+    wrt = popc_graph_find_value(g, "x");
+    values[0] = popc_graph_find_value(g, "y");
+    if ((st = popc_graph_gradients(g, values[0], &wrt, 1, 1.0,
+                                   &values[1])) == POPC_OK &&
+        (st = popc_tensor_new(POPC_DTYPE_F32, &one, 1, &x)) == POPC_OK) {
+        *(float *)popc_tensor_data(x) = 0.5f;
+        st = popc_graph_eval(g, &x, 1, values, 2, out, 1, 0);
+    }
+    if (st == POPC_OK &&
+        (*(const float *)popc_tensor_data(out[0]) != 20000.5f ||
+         *(const float *)popc_tensor_data(out[1]) != 1.0f))
+        st = popc_set_error(POPC_EINTERNAL, "%s: y = %g, dy/dx = %g; want "
+                            "20000.5 and 1", path,
+                            *(const float *)popc_tensor_data(out[0]),
+                            *(const float *)popc_tensor_data(out[1]));
+    popc_tensor_unref(out[0]);
+    popc_tensor_unref(out[1]);
+    popc_tensor_unref(x);
+    popc_graph_free(g);
+    return st;
+}
+
 /* if_40_input.onnx imported with the nesting limit raised (the case sets 64),
 ** written back and read again; then writing it is refused once the
 ** limit is back at its default, as the exporter recurses per level. */
@@ -301,6 +338,8 @@ static const hcase cases[] = {
      "(POPC_MAX_MESSAGE_DEPTH)", NO_LIMIT},
     {"20000-node chain of 20000 initializers", onnx_file,
      "chain_20000.onnx", NULL, NO_LIMIT},
+    {"20000-node chain: autodiff, inference, schedule, evaluation",
+     chain_passes, "chain_input_20000.onnx", NULL, NO_LIMIT},
     {"100 KiB names", onnx_file, "names_100k.onnx", NULL, NO_LIMIT},
     {"2 MiB name", onnx_file, "name_2m.onnx",
      "in bytes: 2097153, over popc's limit of 1048576 "

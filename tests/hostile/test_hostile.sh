@@ -42,13 +42,15 @@ refused() {
     contains err.txt "$text" "$what: the error says why"
 }
 
-# correct NAME MODEL [VAR=VALUE...]: popc infer writes y.npy equal to the
-# generator's hand-computed MODEL.y.npy
+# correct NAME MODEL [VAR=VALUE...]: popc infer (with input x from
+# MODEL.x.npy when there is one) writes y.npy equal to the generator's
+# hand-computed MODEL.y.npy
 correct() {
     what=$1 model=$2
     shift 2
-    expect 0 "$what" env "$@" "$POPC" infer "$H/$model.onnx" \
-        -o "out/$model" --backend cpu
+    set -- "$@" "$POPC" infer "$H/$model.onnx" -o "out/$model" --backend cpu
+    [ -f "$H/$model.x.npy" ] && set -- "$@" -i "x=$H/$model.x.npy"
+    expect 0 "$what" env "$@"
     if "$CLOSE" "out/$model/y.npy" "$H/$model.y.npy" 0 >diff.txt 2>&1; then
         pass "$what: y is right ($(cat diff.txt))"
     else
@@ -66,6 +68,7 @@ cli_cases() {
         "over popc's limit of 128 (POPC_MAX_MESSAGE_DEPTH)"
     correct "2000-node chain" chain_2000
     correct "20000 initializers on a 20000-node chain" chain_20000
+    correct "20000-node chain kept whole (x is an input)" chain_input_20000
     refused "2000-node chain, POPC_MAX_NODES=1000" chain_2000.onnx \
         "too many nodes: 1001, over popc's limit of 1000 (POPC_MAX_NODES)" \
         POPC_MAX_NODES=1000
@@ -129,8 +132,10 @@ else
     grep -v '^ok' small.txt | head -20
 fi
 for f in if_3000.onnx graphs_3000.onnx type_100000.onnx name_2m.onnx \
-    chain_20000.onnx exe_nest_3000.popc; do
+    chain_20000.onnx chain_input_20000.onnx exe_nest_3000.popc; do
     case $f in
+    chain_input*) set -- infer "$H/$f" --backend cpu \
+        -i "x=$H/${f%.onnx}.x.npy" ;;
     *.onnx) set -- infer "$H/$f" --backend cpu ;;
     *) set -- run "$H/$f" ;;
     esac
