@@ -150,8 +150,14 @@ static popc_status step(checker *c, const uint8_t *p)
     if (popco_wire_field(p, f->end, &f->at, &field, &wire, &payload,
                          &len) != 0)
         return malformed(c);
-    if (!(fd = protobuf_c_message_descriptor_get_field(f->desc, field)))
-        return POPC_OK; /* unknown fields are kept as bytes: no nesting */
+    if (!(fd = protobuf_c_message_descriptor_get_field(f->desc, field))) {
+        /* kept by protobuf-c as bytes: no nesting, but an allocation */
+        if (++c->messages > c->max_messages)
+            return popc_limit_error(POPC_LIMIT_MESSAGES, c->file,
+                                    "too many protobuf messages, strings "
+                                    "and unknown fields", c->messages);
+        return POPC_OK;
+    }
     if (f->desc == &onnx__attribute_proto__descriptor &&
         fd->label == PROTOBUF_C_LABEL_REPEATED) {
         f->list_values += wire == 2 && fd->type != PROTOBUF_C_TYPE_MESSAGE &&
@@ -178,8 +184,8 @@ static popc_status step(checker *c, const uint8_t *p)
         /* each one becomes an allocation of its own */
         if (++c->messages > c->max_messages)
             return popc_limit_error(POPC_LIMIT_MESSAGES, c->file,
-                                    "too many protobuf messages and "
-                                    "strings", c->messages);
+                                    "too many protobuf messages, strings "
+                                    "and unknown fields", c->messages);
     }
     if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
         const ProtobufCMessageDescriptor *d = fd->descriptor;

@@ -162,6 +162,10 @@ def main():
     w('names_100k.onnx', add_chain(3, name_len=100 * 1024))
     w('names_100k.y.npy', npy_f32([5.0], [1]))
     w('name_2m.onnx', add_chain(2, name_len=2 << 20))
+    # 100000 unknown fields (each a 3-byte varint field 1000 = 0): kept
+    # by protobuf-c, one allocation each
+    w('unknown_fields.onnx', add_chain(1) + vint(1000, 0) * 100000)
+    w('unknown_fields.y.npy', npy_f32([3.0], [1]))
     # counts and dims that claim more data than the file holds
     w('dims_huge.onnx', two_node(node('Add', ['x', 'big'], ['t']),
                                  node('Identity', ['t'], ['y']),

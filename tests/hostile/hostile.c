@@ -313,6 +313,9 @@ static const hcase cases[] = {
      POPC_LIMIT_NODES, 1000},
     {"2000-node chain, message limit 1000", onnx_file, "chain_2000.onnx",
      "(POPC_MAX_MESSAGES)", POPC_LIMIT_MESSAGES, 1000},
+    {"100000 unknown fields, message limit 1000", onnx_file,
+     "unknown_fields.onnx", "too many protobuf messages, strings and "
+     "unknown fields: 1001", POPC_LIMIT_MESSAGES, 1000},
     {"attribute of 200 values, limit 100", onnx_file, "attr_200.onnx",
      "an attribute list with too many values: 200",
      POPC_LIMIT_ATTRIBUTE_ELEMENTS, 100},
@@ -341,6 +344,8 @@ static const hcase cases[] = {
     {"20000-node chain: autodiff, inference, schedule, evaluation",
      chain_passes, "chain_input_20000.onnx", NULL, NO_LIMIT},
     {"100 KiB names", onnx_file, "names_100k.onnx", NULL, NO_LIMIT},
+    {"100000 unknown fields", onnx_file, "unknown_fields.onnx", NULL,
+     NO_LIMIT},
     {"2 MiB name", onnx_file, "name_2m.onnx",
      "in bytes: 2097153, over popc's limit of 1048576 "
      "(POPC_MAX_STRING_BYTES)", NO_LIMIT},

@@ -83,6 +83,10 @@ cli_cases() {
         "an attribute list with too many values: 200" \
         POPC_MAX_ATTRIBUTE_ELEMENTS=100
     correct "100 KiB names" names_100k
+    correct "100000 unknown fields" unknown_fields
+    refused "100000 unknown fields, POPC_MAX_MESSAGES=1000" \
+        unknown_fields.onnx "unknown fields: 1001, over popc's limit of 1000" \
+        POPC_MAX_MESSAGES=1000
     refused "2 MiB name" name_2m.onnx "(POPC_MAX_STRING_BYTES)"
     refused "dims claiming 2^40 values" dims_huge.onnx \
         "initializer 'big': 4398046511104"

@@ -27,7 +27,8 @@ typedef enum popc_limit {
                                       Scan bodies), in any file: 32 */
     POPC_LIMIT_MESSAGE_DEPTH,      /* protobuf messages inside messages in
                                       an ONNX file (types nest too): 128 */
-    POPC_LIMIT_MESSAGES,           /* protobuf messages in an ONNX file:
+    POPC_LIMIT_MESSAGES,           /* protobuf messages, repeated strings
+                                      and unknown fields in an ONNX file:
                                       16777216 */
     POPC_LIMIT_NODES,              /* nodes of a model, all graphs: 1000000 */
     POPC_LIMIT_INITIALIZER_BYTES,  /* bytes of one model's initializers and
