@@ -293,21 +293,6 @@ popc_status popco_tensor_from_proto(const Onnx__TensorProto *tp,
         dims[d] = tp->dims[d];
     }
     nbytes = (size_t)numel * esize;
-    {
-        int64_t made = (src->bytes_made ? *src->bytes_made : 0) +
-                       (int64_t)nbytes;
-
-        if (made > popc_limit_get(POPC_LIMIT_INITIALIZER_BYTES)) {
-            char why[300];
-
-            snprintf(why, sizeof why, "bytes of initializers and constants, "
-                     "up to and including %.200s", what);
-            return popc_limit_error(POPC_LIMIT_INITIALIZER_BYTES, src->file,
-                                    why, made);
-        }
-        if (src->bytes_made)
-            *src->bytes_made = made;
-    }
     external = tp->has_data_location &&
                tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     /* compare the claim with the data before allocating */
@@ -323,6 +308,22 @@ popc_status popco_tensor_from_proto(const Onnx__TensorProto *tp,
                                   popco_onnx_type_name(tp->data_type), have);
     } else if ((st = read_external(tp, src, what, NULL, nbytes)) != POPC_OK) {
         return st;
+    }
+    /* the data is there (in the file or beside it): may popc hold it? */
+    {
+        int64_t made = (src->bytes_made ? *src->bytes_made : 0) +
+                       (int64_t)nbytes;
+
+        if (made > popc_limit_get(POPC_LIMIT_INITIALIZER_BYTES)) {
+            char why[300];
+
+            snprintf(why, sizeof why, "bytes of initializers and constants, "
+                     "up to and including %.200s", what);
+            return popc_limit_error(POPC_LIMIT_INITIALIZER_BYTES, src->file,
+                                    why, made);
+        }
+        if (src->bytes_made)
+            *src->bytes_made = made;
     }
     if ((st = popc_tensor_new(dt, dims, (int)tp->n_dims, &t)) != POPC_OK)
         return popc_set_error(st, "%s: %s: %s", src->file, what,
