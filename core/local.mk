@@ -4,7 +4,8 @@ libpopc_la_SOURCES = \
     %reldir%/error.c \
     %reldir%/version.c \
     %reldir%/host.c %reldir%/host_priv.h \
-    %reldir%/log.c
+    %reldir%/log.c \
+    %reldir%/limits.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)
 libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(ZLIB_LIBS) -lm
 libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
@@ -14,6 +15,7 @@ pkginclude_HEADERS += \
     %reldir%/include/popc/status.h \
     %reldir%/include/popc/file.h \
     %reldir%/include/popc/fault.h \
+    %reldir%/include/popc/limits.h \
     %reldir%/include/popc/types.h \
     %reldir%/include/popc/tensor.h \
     %reldir%/include/popc/log.h \

@@ -57,9 +57,12 @@ static int type_size(int type)
     }
 }
 
-/* Read exactly n bytes; POPC_EIO naming the file when it ends early. */
+/* Read exactly n bytes; POPC_EIO naming the file when it ends early.
+** The n bytes may be a part of a block of whole bytes, before of which
+** were read already (for the message; whole 0: the block is n bytes). */
 static popc_status read_exact(idx_file *f, void *buf, size_t n,
-                              const char *what, int64_t *got_total)
+                              const char *what, int64_t *got_total,
+                              size_t before, size_t whole)
 {
     unsigned char *p = buf;
     size_t done = 0;
@@ -85,7 +88,7 @@ static popc_status read_exact(idx_file *f, void *buf, size_t n,
                 POPC_EIO,
                 "%s: truncated: the %s needs %zu bytes but the file ends "
                 "after %zu%s; the file is incomplete (download it again)",
-                f->path, what, n, done,
+                f->path, what, whole ? whole : n, before + done,
                 zerr == Z_BUF_ERROR ? " (compressed stream cut short)" : "");
         }
         done += (size_t)r;
@@ -129,7 +132,7 @@ static popc_status open_idx(const char *path, idx_file *f)
         return popc_set_error(POPC_EIO, "%s: cannot open: %s", path,
                               errno ? strerror(errno) : "out of memory");
     gzbuffer(f->gz, 1u << 17);
-    if ((st = read_exact(f, magic, 4, "IDX magic", NULL)) != POPC_OK)
+    if ((st = read_exact(f, magic, 4, "IDX magic", NULL, 0, 0)) != POPC_OK)
         return st;
     if (magic[0] != 0 || magic[1] != 0 || !type_name(magic[2]) ||
         magic[3] < 1 || magic[3] > IDX_MAX_DIMS)
@@ -144,7 +147,7 @@ static popc_status open_idx(const char *path, idx_file *f)
     f->elem_size = type_size(f->type);
     f->ndims = magic[3];
     if ((st = read_exact(f, raw, (size_t)f->ndims * 4, "dimension list",
-                         NULL)) != POPC_OK)
+                         NULL, 0, 0)) != POPC_OK)
         return st;
     f->count = 1;
     for (int i = 0; i < f->ndims; i++) {
@@ -168,22 +171,54 @@ static popc_status open_idx(const char *path, idx_file *f)
     return check_claim(f);
 }
 
-/* The whole element block, then a check that nothing follows it. */
-static popc_status read_payload(idx_file *f, void *buf)
+/* The whole element block into *out (popci_malloc'ed), then a check that
+** nothing follows it. A gzip file may claim up to 1032 times its size
+** (check_claim) yet hold far less: its buffer grows with the bytes that
+** actually arrive, so a small file that claims a gigabyte costs what it
+** holds before its short read is reported, not the gigabyte. */
+static popc_status read_payload(idx_file *f, unsigned char **out)
 {
-    size_t bytes = (size_t)f->count * (size_t)f->elem_size;
-    unsigned char extra;
+    size_t bytes = (size_t)f->count * (size_t)f->elem_size, have = 0;
+    size_t cap = gzdirect(f->gz) || bytes < ((size_t)1 << 24)
+                     ? bytes
+                     : (size_t)1 << 24;
+    unsigned char *buf = popci_malloc(cap + 1), extra;
     popc_status st;
 
-    if ((st = read_exact(f, buf, bytes, "data declared by the header",
-                         NULL)) != POPC_OK)
-        return st;
-    if (gzread(f->gz, &extra, 1) == 1)
+    while (buf && have < bytes) {
+        size_t want = cap - have;
+
+        st = read_exact(f, buf + have, want, "data declared by the header",
+                        NULL, have, bytes);
+        if (st != POPC_OK) {
+            free(buf);
+            return st;
+        }
+        have += want;
+        if (have < bytes) {
+            unsigned char *grown;
+
+            cap = bytes - cap > cap ? 2 * cap : bytes;
+            if (!(grown = popci_realloc(buf, cap + 1))) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = grown;
+            }
+        }
+    }
+    if (!buf)
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory for %zu "
+                              "bytes of data", f->path, bytes);
+    if (gzread(f->gz, &extra, 1) == 1) {
+        free(buf);
         return popc_set_error(POPC_EIO,
                               "%s: extra data after the %zu bytes declared "
                               "by the IDX header; the file is corrupt or "
                               "not the file you meant",
                               f->path, bytes);
+    }
+    *out = buf;
     return POPC_OK;
 }
 
@@ -243,12 +278,7 @@ static popc_status read_images(const char *path, int64_t *n, int *rank,
                             path, (long long)f.dims[0]);
         goto done;
     }
-    if (!(raw = popci_malloc((size_t)f.count * (size_t)f.elem_size + 1))) {
-        st = popc_set_error(POPC_ENOMEM, "%s: out of memory for %lld values",
-                            path, (long long)f.count);
-        goto done;
-    }
-    if ((st = read_payload(&f, raw)) != POPC_OK)
+    if ((st = read_payload(&f, &raw)) != POPC_OK)
         goto done;
     *n = f.dims[0];
     *rank = f.ndims - 1;
@@ -298,14 +328,12 @@ static popc_status read_labels(const char *path, int64_t *n, int32_t **out)
                             path, type_name(f.type));
         goto done;
     }
-    raw = popci_malloc((size_t)f.count * (size_t)f.elem_size + 1);
-    lab = popci_malloc((size_t)f.count * sizeof *lab + 1);
-    if (!raw || !lab) {
+    if ((st = read_payload(&f, &raw)) != POPC_OK)
+        goto done;
+    if (!(lab = popci_malloc((size_t)f.count * sizeof *lab + 1))) {
         st = popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
         goto done;
     }
-    if ((st = read_payload(&f, raw)) != POPC_OK)
-        goto done;
     for (int64_t i = 0; i < f.count; i++)
         lab[i] = (int32_t)element(&f, raw, i);
     *n = f.count;

@@ -149,6 +149,13 @@ popc_status popci_exe_bad(const popci_exe *x, uint32_t tag,
     char t[5];
 
     tag_text(tag, t);
+    /* a limit is not malformation: the file may be fine, only too big
+    ** for the limits in force (popc/limits.h) */
+    if (r->why && strstr(r->why, "popc's limit"))
+        return popc_set_error(POPC_EUNSUPPORTED, "executable '%s': section "
+                              "'%s', at byte %zu: %s; if the file is "
+                              "trusted, raise the limit", x->path, t,
+                              r->pos, r->why);
     return popc_set_error(POPC_EIO, "executable '%s': section '%s' is "
                           "malformed at byte %zu (%s); the file was not "
                           "written by this popc", x->path, t, r->pos,

@@ -36,7 +36,8 @@ check_PROGRAMS += %reldir%/replay_npy %reldir%/replay_idx \
 
 TESTS += %reldir%/test_replay.sh
 EXTRA_DIST += %reldir%/test_replay.sh %reldir%/corpus %reldir%/regressions \
-    %reldir%/README.md %reldir%/make_folder_seeds.py
+    %reldir%/README.md %reldir%/make_folder_seeds.py %reldir%/onnx.dict \
+    %reldir%/gen_onnx_dict.py
 
 # The fuzzers themselves: libFuzzer's main, built on request only.
 EXTRA_PROGRAMS = %reldir%/fuzz_npy %reldir%/fuzz_idx %reldir%/fuzz_csv \

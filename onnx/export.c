@@ -509,6 +509,30 @@ static popc_status domain_imports(arena *a, const popc_graph *g,
     return POPC_OK;
 }
 
+/* The functions above recurse once per level of subgraph; a graph nested
+** deeper than a file may be (POPC_MAX_NESTING) is refused first, by a
+** walk that itself stops at the limit. protobuf-c packs recursively too. */
+static popc_status check_nesting(const popc_graph *g, int depth,
+                                 const char *path)
+{
+    popc_status st;
+
+    if (depth > popc_limit_get(POPC_LIMIT_NESTING))
+        return popc_limit_error(POPC_LIMIT_NESTING, path, "subgraphs (If, "
+                                "Loop or Scan bodies) nested too deep to "
+                                "write", depth);
+    for (int n = 0; n < popc_graph_n_nodes(g); n++) {
+        popc_attrs at = popc_graph_node_attrs(g, n);
+
+        for (int k = 0; k < at.n; k++)
+            if (at.items[k].type == POPC_ATTR_GRAPH && at.items[k].graph &&
+                (st = check_nesting(at.items[k].graph, depth + 1, path)) !=
+                    POPC_OK)
+                return st;
+    }
+    return POPC_OK;
+}
+
 static popc_status build(arena *a, const popc_graph *g,
                          const popc_tensor *const *weights,
                          const char *path, Onnx__ModelProto *mp)
@@ -522,7 +546,8 @@ static popc_status build(arena *a, const popc_graph *g,
 
     if (!ops)
         return oom(path);
-    if ((st = onnx_opset(g, &opset)) != POPC_OK ||
+    if ((st = check_nesting(g, 0, path)) != POPC_OK ||
+        (st = onnx_opset(g, &opset)) != POPC_OK ||
         (st = graph_proto(&x, &gp)) != POPC_OK ||
         (st = domain_imports(a, g, mp, ops, cap, path)) != POPC_OK)
         return st;

@@ -719,6 +719,7 @@ static popc_status import_data(const void *data, size_t size,
     im.file = name ? name : "<memory>";
     im.src.file = im.file;
     im.src.base_dir = base_dir;
+    im.src.bytes_made = &im.tensor_bytes;
     im.opt = opts_or_default(opt, &defaults);
     if (im.opt->registry)
         im.reg = im.opt->registry;

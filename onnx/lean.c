@@ -12,7 +12,10 @@
 ** so the weights are held about once.
 **
 ** Anything unusual in the wire format (groups, a graph given twice) makes
-** the walk give up, and the file is unpacked the usual way.
+** the walk give up, and the file is unpacked the usual way. Before either,
+** the whole file is checked against popc's limits (wire.c), so that
+** neither this walk nor protobuf-c's recursive unpack sees a file nested
+** deeper, or holding more, than popc accepts.
 */
 #include "config.h"
 
@@ -62,60 +65,6 @@ static int put_varint(buf *b, uint64_t v)
     return put(b, tmp, n);
 }
 
-/* One varint at *at (< end); -1 when malformed. */
-static int get_varint(const uint8_t *p, size_t end, size_t *at, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*at >= end)
-            return -1;
-        *v |= (uint64_t)(p[*at] & 0x7f) << shift;
-        if (!(p[(*at)++] & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
-/* One field starting at *at: its number, wire type, and for wire type 2
-** the payload [*payload, *payload + *len). *at moves past it. */
-static int next_field(const uint8_t *p, size_t end, size_t *at,
-                      uint32_t *field, int *wire, size_t *payload,
-                      size_t *len)
-{
-    uint64_t key, v;
-
-    if (get_varint(p, end, at, &key) != 0 || (key >> 3) == 0 ||
-        (key >> 3) > 0x1fffffff)
-        return -1;
-    *field = (uint32_t)(key >> 3);
-    *wire = (int)(key & 7);
-    *payload = *at;
-    *len = 0;
-    switch (*wire) {
-    case 0:
-        return get_varint(p, end, at, &v);
-    case 1:
-        if (end - *at < 8)
-            return -1;
-        *at += 8;
-        return 0;
-    case 2:
-        if (get_varint(p, end, at, &v) != 0 || v > end - *at)
-            return -1;
-        *payload = *at;
-        *len = (size_t)v;
-        *at += (size_t)v;
-        return 0;
-    case 5:
-        if (end - *at < 4)
-            return -1;
-        *at += 4;
-        return 0;
-    default:
-        return -1; /* groups: not in onnx.proto */
-    }
-}
-
 typedef struct walk {
     const uint8_t *p;
     popco_raw_ref *refs;
@@ -155,7 +104,7 @@ static int copy_fields(walk *w, size_t from, size_t end, buf *out,
         uint32_t field;
         int wire;
 
-        if (next_field(w->p, end, &at, &field, &wire, &payload, &len) != 0)
+        if (popco_wire_field(w->p, end, &at, &field, &wire, &payload, &len) != 0)
             return -1;
         if (wire == 2 && field == dropped_field) {
             /* the last raw_data of a message wins, as in protobuf */
@@ -213,7 +162,7 @@ static int skeleton(walk *w, size_t size, buf *out)
         uint32_t field;
         int wire;
 
-        if (next_field(w->p, size, &at, &field, &wire, &payload, &len) != 0)
+        if (popco_wire_field(w->p, size, &at, &field, &wire, &payload, &len) != 0)
             return -1;
         graphs += field == MODEL_GRAPH;
     }
@@ -237,6 +186,10 @@ popc_status popco_unpack_model_lean(const void *data, size_t size,
     popc_status st;
 
     *refs = NULL;
+    if (size && (st = popco_wire_check(data, size,
+                                       &onnx__model_proto__descriptor,
+                                       name)) != POPC_OK)
+        return st;
     if (size == 0 || skeleton(&w, size, &skel) != 0)
         goto plain;
     st = popco_unpack_model(skel.p ? skel.p : (const uint8_t *)"", skel.len,

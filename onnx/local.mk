@@ -6,6 +6,7 @@ libpopc_onnx_la_SOURCES = \
     %reldir%/onnx_priv.h \
     %reldir%/proto.c \
     %reldir%/lean.c \
+    %reldir%/wire.c \
     %reldir%/run_format.c \
     %reldir%/tensor.c \
     %reldir%/history.c \

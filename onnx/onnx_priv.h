@@ -1,6 +1,8 @@
 /* onnx_priv.h - shared internals of the ONNX layer (libpopc-onnx).
 **
 ** proto.c     reading files and unpacking messages, with size checks
+** wire.c      the wire format walked without recursion; limits checked
+** lean.c      unpacking without copying the weights
 ** tensor.c    TensorProto <-> popc_tensor (every dtype, raw and typed
 **             fields, external data)
 ** history.c   the version history of every ai.onnx op (generated)
@@ -18,6 +20,7 @@
 
 #include "popc/model.h"
 #include "popc/onnx.h"
+#include "popc/limits.h"
 #include "popc/plugin.h"
 #include "onnx.pb-c.h"
 
@@ -39,6 +42,23 @@ void popco_unmap(popco_map *m);
 /* Unpack with protobuf-c; POPC_EIO "<name>: not a valid ONNX ... file". */
 popc_status popco_unpack_model(const void *data, size_t size,
                                const char *name, Onnx__ModelProto **out);
+
+/* ---- wire.c -------------------------------------------------------------- */
+
+/* One varint at *at (< end); -1 when malformed. */
+int popco_wire_varint(const uint8_t *p, size_t end, size_t *at, uint64_t *v);
+/* One field starting at *at: its number, wire type, and for wire type 2
+** the payload [*payload, *payload + *len). *at moves past it; -1 when
+** malformed (groups included). */
+int popco_wire_field(const uint8_t *p, size_t end, size_t *at,
+                     uint32_t *field, int *wire, size_t *payload, size_t *len);
+/* Walks an encoded message of type desc without recursing and refuses it
+** (naming file and the limit) when it exceeds a limit of popc/limits.h:
+** message depth, subgraph nesting, messages, nodes, string bytes,
+** attribute list values. Call before any protobuf-c unpack. */
+popc_status popco_wire_check(const void *data, size_t size,
+                             const ProtobufCMessageDescriptor *desc,
+                             const char *file);
 
 /* ---- lean.c -------------------------------------------------------------- */
 
@@ -79,6 +99,9 @@ typedef struct popco_tensor_src {
     const char *file;      /* for messages */
     const char *base_dir;
     int raw_is_mapped;     /* raw_data points into a file mapping (lean.c) */
+    int64_t *bytes_made;   /* tensor bytes made from this file so far,
+                           ** checked against POPC_LIMIT_INITIALIZER_BYTES;
+                           ** NULL: each tensor alone */
 } popco_tensor_src;
 
 /* A new popc tensor from a TensorProto; what names the tensor in errors. */
@@ -179,6 +202,7 @@ typedef struct popco_importer {
     const struct popco_importer *parent; /* importing a subgraph: the outer
                                          ** graph's importer; else NULL */
     popco_seqs *seqs;          /* this graph's sequences; NULL: none yet */
+    int64_t tensor_bytes;      /* src.bytes_made of the top importer */
 } popco_importer;
 
 /* ---- sequence.c -------------------------------------------------------- */

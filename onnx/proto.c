@@ -1,5 +1,6 @@
-/* proto.c - files and messages: a model file is mapped read-only and
-** unpacked with protobuf-c, which checks every length against the buffer. */
+/* proto.c - files and messages: a model file is mapped read-only, checked
+** against popc's limits (wire.c) and unpacked with protobuf-c, which
+** checks every length against the buffer. */
 #include "config.h"
 
 #include <errno.h>
@@ -58,10 +59,15 @@ void popco_unmap(popco_map *m)
 popc_status popco_unpack_model(const void *data, size_t size,
                                const char *name, Onnx__ModelProto **out)
 {
+    popc_status st;
+
     *out = NULL;
     if (size == 0)
         return popc_set_error(POPC_EIO, "%s: empty file, not an ONNX model",
                               name);
+    if ((st = popco_wire_check(data, size, &onnx__model_proto__descriptor,
+                               name)) != POPC_OK)
+        return st;
     *out = onnx__model_proto__unpack(NULL, size, data);
     if (!*out)
         return popc_set_error(POPC_EIO, "%s: not a valid ONNX model "
@@ -79,6 +85,12 @@ popc_status popco_unpack_model(const void *data, size_t size,
 popc_status popco_unpack_tensor(const void *data, size_t size,
                                 const char *name, Onnx__TensorProto **out)
 {
+    popc_status st;
+
+    *out = NULL;
+    if ((st = popco_wire_check(data, size, &onnx__tensor_proto__descriptor,
+                               name)) != POPC_OK)
+        return st;
     *out = onnx__tensor_proto__unpack(NULL, size, data);
     if (!*out)
         return popc_set_error(POPC_EIO, "%s: not a valid ONNX TensorProto "

@@ -88,14 +88,16 @@ static int defined_in(const Onnx__GraphProto *gp, const char *name)
 }
 
 /* Names gp reads (its nodes and nested bodies) that it does not define. */
-static popc_status free_names(const Onnx__GraphProto *gp, int depth,
-                              names *out)
+static popc_status free_names(const char *file, const Onnx__GraphProto *gp,
+                              int depth, names *out)
 {
     popc_status st;
 
-    if (depth > 32)
-        return popc_set_error(POPC_EUNSUPPORTED, "subgraphs nested more "
-                              "than 32 deep");
+    /* the wire check (wire.c) refused deeper files already; this keeps
+    ** the recursion bounded for any ModelProto handed in */
+    if (depth >= popc_limit_get(POPC_LIMIT_NESTING))
+        return popc_limit_error(POPC_LIMIT_NESTING, file, "subgraphs (If, Loop or "
+                                "Scan bodies) nested too deep", depth + 1);
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *np = gp->node[i];
 
@@ -114,7 +116,7 @@ static popc_status free_names(const Onnx__GraphProto *gp, int depth,
                 ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ||
                 !ap->g)
                 continue;
-            st = free_names(ap->g, depth + 1, &inner);
+            st = free_names(file, ap->g, depth + 1, &inner);
             for (int k = 0; st == POPC_OK && k < inner.n; k++)
                 if (!defined_in(gp, inner.v[k]))
                     st = names_add(out, inner.v[k]);
@@ -309,7 +311,7 @@ popc_status popco_import_subgraphs(popco_importer *im,
 
         if (ap->has_type &&
             ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH && ap->g)
-            st = free_names(ap->g, 0, &captures);
+            st = free_names(im->file, ap->g, 0, &captures);
     }
     for (int c = 0; st == POPC_OK && c < captures.n; c++)
         if (popc_graph_find_value(im->g, captures.v[c]) < 0)

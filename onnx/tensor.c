@@ -87,6 +87,28 @@ static int safe_location(const char *loc)
     return 1;
 }
 
+/* A folder on the way to the data may be a symlink to anywhere
+** (weights/ -> /etc): the resolved path must still lie under the
+** resolved folder. */
+static popc_status inside_folder(const popco_tensor_src *src,
+                                 const char *what, const char *path)
+{
+    char *dir = realpath(src->base_dir, NULL), *file = realpath(path, NULL);
+    size_t n = dir ? strlen(dir) : 0;
+    int inside = dir && file && strncmp(dir, file, n) == 0 &&
+                 (file[n] == '/' || (n == 1 && dir[0] == '/'));
+    int missing = !file;
+
+    free(dir);
+    free(file);
+    if (inside || missing) /* a missing file is open's error to name */
+        return POPC_OK;
+    return popc_set_error(POPC_EIO, "%s: %s: external data '%s' leads out "
+                          "of the model's folder through a symbolic link; "
+                          "copy the data into the folder",
+                          src->file, what, path);
+}
+
 /* dst NULL: only check that the data is there (before allocating). */
 static popc_status read_external(const Onnx__TensorProto *tp,
                                  const popco_tensor_src *src,
@@ -98,6 +120,7 @@ static popc_status read_external(const Onnx__TensorProto *tp,
     struct stat sb;
     void *map;
     size_t page, start, span;
+    popc_status st;
     int fd;
 
     for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -144,6 +167,8 @@ static popc_status read_external(const Onnx__TensorProto *tp,
         sizeof path)
         return popc_set_error(POPC_EIO, "%s: %s: external data path too "
                               "long", src->file, what);
+    if ((st = inside_folder(src, what, path)) != POPC_OK)
+        return st;
     if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
         return popc_set_error(POPC_EIO, "%s: %s: cannot open external data "
                               "'%s': %s", src->file, what, path,
@@ -284,6 +309,22 @@ popc_status popco_tensor_from_proto(const Onnx__TensorProto *tp,
     } else if ((st = read_external(tp, src, what, NULL, nbytes)) != POPC_OK) {
         return st;
     }
+    /* the data is there (in the file or beside it): may popc hold it? */
+    {
+        int64_t made = (src->bytes_made ? *src->bytes_made : 0) +
+                       (int64_t)nbytes;
+
+        if (made > popc_limit_get(POPC_LIMIT_INITIALIZER_BYTES)) {
+            char why[300];
+
+            snprintf(why, sizeof why, "bytes of initializers and constants, "
+                     "up to and including %.200s", what);
+            return popc_limit_error(POPC_LIMIT_INITIALIZER_BYTES, src->file,
+                                    why, made);
+        }
+        if (src->bytes_made)
+            *src->bytes_made = made;
+    }
     if ((st = popc_tensor_new(dt, dims, (int)tp->n_dims, &t)) != POPC_OK)
         return popc_set_error(st, "%s: %s: %s", src->file, what,
                               popc_last_error());
@@ -340,7 +381,7 @@ popc_status popc_onnx_read_tensor(const char *path, popc_tensor **out,
 {
     popco_map m;
     Onnx__TensorProto *tp = NULL;
-    popco_tensor_src src = {path, NULL, 0};
+    popco_tensor_src src = {path, NULL, 0, NULL};
     char *dir = NULL, *slash;
     popc_status st;
 

@@ -26,8 +26,9 @@ EXTRA_DIST += %reldir%/data/npy %reldir%/ref/gen_npy_fixtures.py
 
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_tensor %reldir%/check_npy \
-    %reldir%/check_log
-TESTS += %reldir%/check_tensor %reldir%/check_npy %reldir%/check_log
+    %reldir%/check_log %reldir%/check_limits
+TESTS += %reldir%/check_tensor %reldir%/check_npy %reldir%/check_log \
+    %reldir%/check_limits
 if ENABLE_SHARED
 check_PROGRAMS += %reldir%/check_registry
 TESTS += %reldir%/check_registry
@@ -51,6 +52,10 @@ endif
 %canon_reldir%_check_log_SOURCES = %reldir%/check_log.c
 %canon_reldir%_check_log_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_log_LDADD = libpopc.la $(CHECK_LIBS)
+
+%canon_reldir%_check_limits_SOURCES = %reldir%/check_limits.c
+%canon_reldir%_check_limits_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_limits_LDADD = libpopc.la $(CHECK_LIBS)
 
 %canon_reldir%_check_registry_SOURCES = %reldir%/check_registry.c
 %canon_reldir%_check_registry_CPPFLAGS = $(AM_CPPFLAGS) \

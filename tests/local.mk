@@ -20,6 +20,7 @@ include %reldir%/profile.mk
 include %reldir%/strategies.mk
 include %reldir%/parity.mk
 include %reldir%/onnx.mk
+include %reldir%/hostile.mk
 include %reldir%/faults.mk
 include %reldir%/python.mk
 

@@ -53,9 +53,6 @@ typedef struct popci_rbuf {
     int depth;                 /* subgraph nesting of the current read */
 } popci_rbuf;
 
-/* Deepest nesting of subgraph attributes a reader accepts. */
-#define POPCI_MAX_SUBGRAPH_DEPTH 32
-
 const void *popci_r_bytes(popci_rbuf *r, size_t n); /* NULL when bad */
 unsigned popci_r_u8(popci_rbuf *r);
 uint32_t popci_r_u32(popci_rbuf *r);

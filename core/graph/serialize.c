@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/alloc_priv.h"
+#include "popc/limits.h"
 #include "core/graph/bytes_priv.h"
 #include "core/graph/graph_priv.h"
 
@@ -292,8 +293,9 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
         popc_status st;
 
         /* Subgraphs nest; a crafted file must not recurse without bound. */
-        if (r->depth >= POPCI_MAX_SUBGRAPH_DEPTH) {
-            popci_r_fail(r, "subgraphs are nested too deeply");
+        if (r->depth >= popc_limit_get(POPC_LIMIT_NESTING)) {
+            popci_r_fail(r, "subgraphs are nested deeper than popc's limit "
+                         "(POPC_MAX_NESTING, default 32)");
             return POPC_OK;
         }
         r->depth++;
@@ -476,6 +478,9 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
             goto fail;
     }
     cnt = popci_r_count(r, 40);
+    if (cnt > popc_limit_get(POPC_LIMIT_NODES))
+        popci_r_fail(r, "a graph has more nodes than popc's limit "
+                     "(POPC_MAX_NODES, default 1000000)");
     if (r->bad)
         goto malformed;
     if ((st = POPCI_GROW(g, nodes, cap_nodes, (int)cnt + 1)) != POPC_OK)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "popc/limits.h"
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
 
@@ -75,7 +76,10 @@ static void collect(const popc_graph *g, popci_sb *sb, int *n, int depth)
                 popci_sb_printf(sb, "%snode '%s' (%s::%s)", *n > 1 ? ", " : "",
                                 x->name, x->domain, x->op);
         }
-        for (int a = 0; a < x->n_attrs && depth < 32; a++)
+        /* graphs read from files nest no deeper than the limit; this
+        ** bounds the recursion for graphs a program built */
+        for (int a = 0; a < x->n_attrs &&
+                        depth < popc_limit_get(POPC_LIMIT_NESTING); a++)
             if (x->attrs[a].type == POPC_ATTR_GRAPH && x->attrs[a].graph)
                 collect(x->attrs[a].graph, sb, n, depth + 1);
     }

@@ -21,20 +21,34 @@
 
 /* ---- values ----------------------------------------------------------------- */
 
-void popci_val_clear(popci_val *v)
+/* Items nest at most MAX_DEPTH deep (the parsers' bound), so recursing
+** on them is bounded; a chain of method calls (a().b().c()...) is as long
+** as the line, so it is freed in a loop. */
+static void val_clear_one(popci_val *v)
 {
-    if (!v)
-        return;
     for (int i = 0; i < v->n; i++)
         popci_val_clear(&v->items[i]);
     free(v->items);
     free(v->s);
     free(v->kw);
-    if (v->next) {
-        popci_val_clear(v->next);
-        free(v->next);
-    }
+}
+
+void popci_val_clear(popci_val *v)
+{
+    popci_val *m;
+
+    if (!v)
+        return;
+    m = v->next;
+    val_clear_one(v);
     memset(v, 0, sizeof *v);
+    while (m) {
+        popci_val *next = m->next;
+
+        val_clear_one(m);
+        free(m);
+        m = next;
+    }
 }
 
 const char *popci_val_describe(const popci_val *v, char *buf, size_t size)

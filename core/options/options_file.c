@@ -50,6 +50,15 @@ static void skip_space(parser *ps)
         ps->p++;
 }
 
+/* An error quotes its line, as Python's traceback does, but only its
+** first SHOWN bytes: a line can be megabytes long. */
+#define SHOWN 160
+
+static const char *cut(const char *line)
+{
+    return strlen(line) > SHOWN ? " ..." : "";
+}
+
 static int syntax(parser *ps, const char *fmt, const char *arg)
 {
     if (!ps->err[0]) {
@@ -503,8 +512,9 @@ static popc_status read_statements(const char *path, stmt **out, int *count)
         ps.text = ps.p = code;
         if (!parse_statement(&ps, &sts[n - 1].call)) {
             st = popc_set_error(POPC_ECONFIG, "SyntaxError at line %d of "
-                                "%s: %s\n> options.%s", kept,
-                                base_name(path), ps.err, sts[n - 1].line);
+                                "%s: %s\n> options.%.*s%s", kept,
+                                base_name(path), ps.err, SHOWN,
+                                sts[n - 1].line, cut(sts[n - 1].line));
             break;
         }
     }
@@ -542,8 +552,9 @@ static popc_status apply_statement(popc_options *o, const stmt *s,
         return POPC_OK;
     if (st == POPC_EUNSUPPORTED)
         kind = "UnsupportedError";
-    return popc_set_error(st, "%s at line %d of %s: %s\n> options.%s", kind,
-                          s->n, base_name(path), popc_last_error(), s->line);
+    return popc_set_error(st, "%s at line %d of %s: %s\n> options.%.*s%s",
+                          kind, s->n, base_name(path), popc_last_error(),
+                          SHOWN, s->line, cut(s->line));
 }
 
 popc_status popc_options_load_file(popc_options *o, const char *path)

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "popc/limits.h"
 #include "popc/plugin.h"
 
 extern const popc_host *flow_host;

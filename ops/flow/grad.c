@@ -21,7 +21,6 @@
 
 #include "ops/flow/flow_priv.h"
 
-#define MAX_STEPS 4096
 
 static int can_differentiate(const popc_host *h)
 {
@@ -237,11 +236,16 @@ static popc_status unroll_begin(popc_grad_ctx *gc, const char *op,
     popc_status st;
 
     memset(u, 0, sizeof *u);
-    if (steps < 0 || steps > MAX_STEPS)
+    if (steps < 0 || steps > popc_limit_get(POPC_LIMIT_UNROLLED_STEPS))
         return gc->host->set_error(POPC_EUNSUPPORTED, "%s '%s': its "
                                    "gradient unrolls %lld steps; popc "
-                                   "unrolls up to %d", op, gc->node_name,
-                                   (long long)steps, MAX_STEPS);
+                                   "unrolls up to %lld "
+                                   "(POPC_MAX_UNROLLED_STEPS; raise it with "
+                                   "POPC_MAX_UNROLLED_STEPS=N in the "
+                                   "environment, or popc_limit_set)", op,
+                                   gc->node_name, (long long)steps,
+                                   (long long)popc_limit_get(
+                                       POPC_LIMIT_UNROLLED_STEPS));
     if ((st = gc->host->graph_signature(body, &u->n_body_in, NULL,
                                         &u->n_body_out, NULL, 0)) != POPC_OK)
         return st;

@@ -86,6 +86,19 @@ static popc_status loop_infer(popc_infer_ctx *ic)
                                    ic->node_name);
     st = loop_check(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                     ic->n_outputs, body, &ls);
+    if (st == POPC_OK && ls.n_scan &&
+        ls.trips > popc_limit_get(POPC_LIMIT_LOOP_TRIPS))
+        st = ic->host->set_error(POPC_EUNSUPPORTED, "Loop '%s': M = %lld "
+                                 "iterations, over popc's limit of %lld "
+                                 "(POPC_MAX_LOOP_TRIPS), and its scan "
+                                 "outputs would hold one value per "
+                                 "iteration; raise the limit "
+                                 "(POPC_MAX_LOOP_TRIPS=N in the "
+                                 "environment, or popc_limit_set) if the "
+                                 "model is trusted", ic->node_name,
+                                 (long long)ls.trips,
+                                 (long long)popc_limit_get(
+                                     POPC_LIMIT_LOOP_TRIPS));
     if (st == POPC_OK && ls.n_scan && ls.trips < 0)
         st = ic->host->set_error(POPC_EUNSUPPORTED, "Loop '%s': it has %d "
                                  "scan output%s, whose length is the trip "
@@ -133,6 +146,7 @@ static popc_status iterate(const popc_kernel_ctx *kc, loop_run *r)
     int64_t limit = present(kc->inputs, kc->n_inputs, 0)
                         ? *(const int64_t *)kc->inputs[0].data
                         : -1;
+    int64_t max_trips = popc_limit_get(POPC_LIMIT_LOOP_TRIPS);
     int cur = 0;
     popc_status st;
 
@@ -151,6 +165,18 @@ static popc_status iterate(const popc_kernel_ctx *kc, loop_run *r)
     r->out[0] = r->body.out[0];
     r->out[0].data = &r->cond_out;
     for (r->iter = 0; r->cond && (limit < 0 || r->iter < limit); r->iter++) {
+        /* a condition that never turns false, or an M of 2^62, would run
+        ** forever: M = INT64_MAX is common in exported while loops, so
+        ** the iterations are counted, not M */
+        if (r->iter >= max_trips)
+            return kc->host->set_error(POPC_EUNSUPPORTED, "Loop '%s': "
+                                       "still running after %lld "
+                                       "iterations, popc's limit "
+                                       "(POPC_MAX_LOOP_TRIPS); raise it "
+                                       "(POPC_MAX_LOOP_TRIPS=N in the "
+                                       "environment, or popc_limit_set) if "
+                                       "the model is meant to run longer",
+                                       kc->node_name, (long long)max_trips);
         for (int i = 0; i < N; i++) {
             r->in[2 + i] = r->carried[cur][i];
             r->out[1 + i] = r->carried[!cur][i];

@@ -102,5 +102,10 @@ for backend in cpu ipumodel; do
         fail "$backend: losses through the Loop differ: $(cat diff.txt)"
     fi
 done
+# the gradient unrolls the Loop's 2 steps: a limit of 1 refuses it
+expect 1 "POPC_MAX_UNROLLED_STEPS=1 refuses the 2-step gradient" \
+    env POPC_MAX_UNROLLED_STEPS=1 "$POPC" train train.ini --quiet
+contains err.txt "Loop 'twice': its gradient unrolls 2 steps; popc unrolls up to 1 (POPC_MAX_UNROLLED_STEPS" \
+    "the error names the node, the steps and the limit"
 
 finish

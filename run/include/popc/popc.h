@@ -5,6 +5,7 @@
 
 #include "popc/status.h"
 #include "popc/file.h"
+#include "popc/limits.h"
 #include "popc/types.h"
 #include "popc/tensor.h"
 #include "popc/log.h"
