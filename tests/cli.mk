@@ -10,6 +10,10 @@ check_PROGRAMS += %reldir%/make_idx
 TESTS += %reldir%/test_cli.sh
 EXTRA_DIST += %reldir%/test_cli.sh
 
+# bad values exit 2 and list what is valid; file errors name the file
+TESTS += %reldir%/test_cli_errors.sh
+EXTRA_DIST += %reldir%/test_cli_errors.sh
+
 # the manual pages: groff -man -ww, every command and run-file section
 TESTS += %reldir%/test_man.sh
 EXTRA_DIST += %reldir%/test_man.sh

@@ -24,4 +24,5 @@ include %reldir%/faults.mk
 
 # helpers the shell tests source, and the C tests' shared assertions
 EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \
+    %reldir%/release_tarball.sh \
     %reldir%/harness/assert.h
