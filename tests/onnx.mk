@@ -63,6 +63,10 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/seqtrain/lstm.onnx %reldir%/onnx/seqtrain/lstm_losses.txt \
     %reldir%/onnx/seqtrain/gru.onnx %reldir%/onnx/seqtrain/gru_losses.txt \
     %reldir%/onnx/seqtrain/x.npy %reldir%/onnx/seqtrain/y.npy \
+    %reldir%/onnx/seqtrain/gen_tokens.py %reldir%/onnx/seqtrain/tokens.onnx \
+    %reldir%/onnx/seqtrain/tokens_i32.onnx \
+    %reldir%/onnx/seqtrain/tokens_losses.txt \
+    %reldir%/onnx/seqtrain/tokens_x.npy %reldir%/onnx/seqtrain/tokens_x32.npy \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/vision/gen_vision.py \
     %reldir%/onnx/test_infer_cli.sh %reldir%/onnx/test_export.sh \
     %reldir%/onnx/test_train_run.sh %reldir%/onnx/train/gen_train.py \
