@@ -351,6 +351,7 @@ int cmd_infer_onnx(int argc, char **argv)
     popc_graph *g = NULL;
     popc_options *opts = NULL;
     popc_model *m = NULL;
+    time_t started = time(NULL);
     popc_status st;
 
     if ((rc = parse(argc, argv, &a)) != EXIT_OK) {
@@ -425,7 +426,8 @@ int cmd_infer_onnx(int argc, char **argv)
         rc = cli_fail(st);
         goto done;
     }
-    rc = write_outputs(a.out_dir, g, out, n_out);
+    if ((rc = write_outputs(a.out_dir, g, out, n_out)) == EXIT_OK)
+        cli_print_profiles(opts, started);
 done:
     for (int i = 0; i < n_out && out; i++)
         popc_tensor_free(out[i]);
