@@ -3,9 +3,11 @@
 # user gets it: `make dist` in BUILDDIR, then, in the unpacked tarball,
 # scripts/main-job (configure, build, install into its build/inst, train)
 # cut to one epoch of 6,400 images. A file missing from the tarball fails
-# the build or the run. Also checks that every document of docs/ was
-# installed under share/doc/popc. .ci/run calls it after the plain build
-# (one count).
+# the build or the run. Then, against that real install (no staging, no
+# POPC_PLUGIN_PATH), README.md's "Using popc from C" as written, with
+# PKG_CONFIG_PATH set as it says for a prefix of one's own. Also checks
+# that every document of docs/ was installed under share/doc/popc.
+# .ci/run calls it after the plain build (one count).
 set -u
 b=${1:?usage: release_tarball.sh BUILDDIR}
 b=$(cd "$b" && pwd)
@@ -35,6 +37,21 @@ grep -q "test accuracy" "$tmp/out.txt" || {
     tail -20 "$tmp/out.txt" "$tmp/err.txt"
     exit 1
 }
+# README.md's C section against the install, as a user runs it
+. "$src/tests/testlib.sh"
+mkdir -p "$tmp/hello"
+(
+    cd "$tmp/hello" || exit 1
+    md_c_programs "$tree/README.md" . >/dev/null
+    md_section_sh "$tree/README.md" "## Using popc from C" >commands.sh
+    unset POPC_PLUGIN_PATH
+    PKG_CONFIG_PATH="$tree/build/inst/lib/pkgconfig" sh -e commands.sh
+) >"$tmp/hello.out" 2>&1 && grep -qE '^[0-9]+\.[0-9]{4}( [0-9.]+){3}$' \
+    "$tmp/hello.out" || {
+    echo "FAIL: README.md's \"Using popc from C\" against the install:"
+    tail -20 "$tmp/hello.out"
+    exit 1
+}
 missing=
 for f in "$src"/docs/*.md "$src"/docs/*.png; do
     [ -f "$tree/build/inst/share/doc/popc/$(basename "$f")" ] ||
@@ -45,5 +62,5 @@ done
     exit 1
 }
 echo "PASS: the tarball of make dist configures, builds, installs (with" \
-    "every document of docs/) and runs the main job:" \
+    "every document of docs/), runs README's C program and the main job:" \
     "$(grep "test accuracy" "$tmp/out.txt" | tail -1)"

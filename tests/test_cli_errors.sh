@@ -79,6 +79,13 @@ contains err.txt "nothere.npy" "missing input file named"
 expect 1 "missing data file" "$POPC" train run.ini \
     --set data.train=nothere-images
 contains err.txt "nothere-images" "missing data file named"
+expect 1 "weights folder that cannot be made" "$POPC" train run.ini \
+    --set train.weights=no/such/dir/w
+contains err.txt "no/such/dir/w: cannot create it" \
+    "the weights folder is named as given"
+expect 1 "--json file that cannot be written" "$POPC" train run.ini \
+    --json no/such/dir/t.json
+contains err.txt "no/such/dir/t.json" "the --json file is named"
 cat >infer.ini <<'INI'
 [options]
 backend = cpu

@@ -75,29 +75,11 @@ esac
 
 # ---- every complete C program of the documents ---------------------------------
 
-# blocks FILE DIR: each ```c block of FILE with an #include into DIR/NAME.c
-blocks() {
-    awk -v dir="$2" '
-        /^```c$/ { inside = 1; text = ""; next }
-        /^```/ && inside {
-            inside = 0
-            if (text ~ /#include/ &&
-                match(text, /^\/\* [A-Za-z0-9_.-]+\.c - /)) {
-                name = substr(text, 4, RLENGTH - 6)
-                printf "%s", text > (dir "/" name)
-                close(dir "/" name)
-                print name
-            }
-            next
-        }
-        inside { text = text $0 "\n" }' "$1"
-}
-
 mkdir -p snippets
 for doc in "$srcdir/README.md" "$srcdir"/docs/*.md; do
     rel=${doc#"$srcdir"/}
     mkdir -p "snippets/$rel.d"
-    for name in $(blocks "$doc" "snippets/$rel.d"); do
+    for name in $(md_c_programs "$doc" "snippets/$rel.d"); do
         src="snippets/$rel.d/$name"
         libs=popc
         grep -q '<popc/onnx.h>' "$src" && libs=popc-onnx
@@ -123,18 +105,9 @@ done
 
 # ---- the sections run as written ------------------------------------------------
 
-# section_sh FILE HEADING: the first ```sh block after the heading
-section_sh() {
-    awk -v h="$2" '
-        $0 == h { found = 1; next }
-        found && /^```sh$/ { inside = 1; next }
-        inside && /^```/ { exit }
-        inside { print }' "$1"
-}
-
 mkdir -p readme && cd readme || exit 99
-blocks "$srcdir/README.md" . >/dev/null
-section_sh "$srcdir/README.md" "## Using popc from C" >commands.sh
+md_c_programs "$srcdir/README.md" . >/dev/null
+md_section_sh "$srcdir/README.md" "## Using popc from C" >commands.sh
 grep -q "hello.c" commands.sh || fail "README.md: no commands for hello.c"
 if sh -e commands.sh >out.txt 2>err.txt; then
     pass "README.md's \"Using popc from C\" compiles, links and runs as written"
@@ -148,10 +121,10 @@ fi
 cd .. || exit 99
 
 mkdir -p onnx && cd onnx || exit 99
-blocks "$srcdir/docs/onnx.md" . >/dev/null
+md_c_programs "$srcdir/docs/onnx.md" . >/dev/null
 cp "$srcdir/tests/onnx/models/small_cnn.onnx" model.onnx
 cp "$srcdir/tests/onnx/models/small_cnn.input.npy" x.npy
-section_sh "$srcdir/docs/onnx.md" "## From C" >commands.sh
+md_section_sh "$srcdir/docs/onnx.md" "## From C" >commands.sh
 if sh -e commands.sh >out.txt 2>err.txt; then
     pass "docs/onnx.md's \"From C\" compiles, links and runs as written"
 else

@@ -265,7 +265,8 @@ static int check_inputs(const onnx_args *a, const popc_graph *g,
     return EXIT_OK;
 }
 
-/* An import error about a bound input is about its file: name it. */
+/* An import error about a bound input's shape is about its file: name
+** it. */
 static int fail_import(const onnx_args *a, popc_status st)
 {
     const char *msg = popc_last_error();
@@ -274,10 +275,9 @@ static int fail_import(const onnx_args *a, popc_status st)
         char quoted[300];
 
         snprintf(quoted, sizeof quoted, "input '%s'", a->in_names[i]);
-        if (strstr(msg, quoted)) {
-            cli_error("infer: -i %s=%s: %s (the file's shape or dtype does "
-                      "not fit the input)", a->in_names[i], a->in_files[i],
-                      msg);
+        if (strstr(msg, quoted) && strstr(msg, "bound shape")) {
+            cli_error("infer: -i %s=%s: %s (the file's shape does not fit "
+                      "the input)", a->in_names[i], a->in_files[i], msg);
             return st == POPC_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
         }
     }

@@ -169,8 +169,9 @@ POPC_API POPC_NODISCARD popc_status popc_npy_load(const char *path,
     popc_tensor **out);
 /* The same, keeping every dtype as the file has it: <f8 is float64. For
 ** callers that feed a file to a graph input of the file's own type (popc
-** infer MODEL.onnx -i NAME=FILE.npy). Statuses as popc_npy_load.
-** Thread-safe. Since 0.3.0. */
+** infer MODEL.onnx -i NAME=FILE.npy). The caller owns *out (NULL on
+** failure). POPC_OK, POPC_EIO, POPC_EUNSUPPORTED, POPC_EINVAL,
+** POPC_ENOMEM, as popc_npy_load. Thread-safe. Since 0.3.0. */
 POPC_API POPC_NODISCARD popc_status popc_npy_load_exact(const char *path,
     popc_tensor **out);
 /* Writes t as a .npy 1.0 file to a temporary name renamed into place, so
