@@ -51,6 +51,13 @@ contains err.txt "Unknown attribute betas1" "unknown optimizer key named"
 contains err.txt "did you mean 'beta1'?" "unknown optimizer key: did you mean"
 contains err.txt "allowed values: ['lr'" "unknown optimizer key: valid keys"
 
+expect 2 "misspelt option" "$POPC" train run.ini \
+    --set options.deviceIteration=2
+contains err.txt "did you mean 'deviceIterations'" "misspelt option: did you mean"
+expect 2 "misspelt [data] key" "$POPC" train run.ini --set data.batch_sz=4
+contains err.txt "did you mean 'batch_size'" "misspelt key: did you mean"
+contains err.txt "valid keys:" "misspelt key: the valid keys are listed"
+
 # ---- popc infer MODEL.onnx -i NAME=FILE.npy ------------------------------------
 
 expect 2 "wrong input name" "$POPC" infer "$M/small_cnn.onnx" \
