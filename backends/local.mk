@@ -2,7 +2,7 @@
 
 # cpu: the reference interpreter (the oracle for the other backends)
 backends_LTLIBRARIES += %reldir%/cpu.la
-%canon_reldir%_cpu_la_SOURCES = %reldir%/cpu/cpu.c
+%canon_reldir%_cpu_la_SOURCES = %reldir%/cpu/cpu.c %reldir%/common/fpx.h
 %canon_reldir%_cpu_la_LDFLAGS = $(POPC_MODULE_FLAGS)
 %canon_reldir%_cpu_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 %canon_reldir%_cpu_la_LIBADD = $(BLAS_LIBS) -lpthread
@@ -11,7 +11,8 @@ backends_LTLIBRARIES += %reldir%/cpu.la
 # each other, so both modules compile these sources)
 IPUM_COMMON_SOURCES = %reldir%/common/tilemap.c %reldir%/common/tilemap.h \
     %reldir%/common/report.c %reldir%/common/devices.c \
-    %reldir%/common/multiconv.c %reldir%/ipumodel/cost.c
+    %reldir%/common/multiconv.c %reldir%/common/fpx.h \
+    %reldir%/ipumodel/cost.c
 
 # ipumodel: threaded IPU model (worker pool, tile memory, cycle estimates)
 backends_LTLIBRARIES += %reldir%/ipumodel.la

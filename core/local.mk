@@ -4,7 +4,7 @@ libpopc_la_SOURCES = \
     %reldir%/error.c \
     %reldir%/version.c \
     %reldir%/host.c %reldir%/host_priv.h \
-    %reldir%/log.c \
+    %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)
 libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(ZLIB_LIBS) -lm
@@ -35,3 +35,6 @@ include %reldir%/runtime.mk
 include %reldir%/extend.mk
 include %reldir%/strategies.mk
 include %reldir%/dist.mk
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

@@ -185,9 +185,10 @@ corrupt:
                           "(...)}): \"%.80s\"", path, text);
 }
 
-/* Maps a descr to a dtype; *wide is set for <f8 (read as float32). */
+/* Maps a descr to a dtype; *wide is set for <f8 when it is read as
+** float32 (keep_f64 0), else <f8 is float64. */
 static popc_status descr_dtype(const char *descr, const char *path,
-                               popc_dtype *dt, int *wide)
+                               int keep_f64, popc_dtype *dt, int *wide)
 {
     static const struct {
         const char *descr;
@@ -209,8 +210,8 @@ static popc_status descr_dtype(const char *descr, const char *path,
             return POPC_OK;
         }
     if (strcmp(descr, "<f8") == 0) {
-        *dt = POPC_DTYPE_F32;
-        *wide = 1;
+        *dt = keep_f64 ? POPC_DTYPE_F64 : POPC_DTYPE_F32;
+        *wide = !keep_f64;
         return POPC_OK;
     }
     if (descr[0] == '>' && strcmp(descr + 1, "u1") != 0 &&
@@ -229,7 +230,7 @@ static popc_status descr_dtype(const char *descr, const char *path,
     }
     return popc_set_error(POPC_EUNSUPPORTED, "%s: dtype '%s' is not "
                           "supported; use float32 (<f4), float16 (<f2), "
-                          "float64 (<f8, read as float32), int8 (|i1), int16 "
+                          "float64 (<f8), int8 (|i1), int16 "
                           "(<i2), int32 (<i4), int64 (<i8), uint8 (|u1), "
                           "uint16 (<u2), uint32 (<u4), uint64 (<u8) or bool "
                           "(|b1)", path, descr);
@@ -285,7 +286,7 @@ static popc_status read_f64(FILE *f, float *dst, int64_t n, const char *path)
     return POPC_OK;
 }
 
-popc_status popc_npy_load(const char *path, popc_tensor **out)
+static popc_status load(const char *path, int keep_f64, popc_tensor **out)
 {
     unsigned char pre[10];
     uint32_t hlen;
@@ -348,7 +349,7 @@ popc_status popc_npy_load(const char *path, popc_tensor **out)
     }
     if ((st = parse_header(text, &h, path)) != POPC_OK)
         goto fail;
-    if ((st = descr_dtype(h.descr, path, &dt, &wide)) != POPC_OK)
+    if ((st = descr_dtype(h.descr, path, keep_f64, &dt, &wide)) != POPC_OK)
         goto fail;
     if (h.fortran && h.rank > 1) {
         st = popc_set_error(POPC_EUNSUPPORTED, "%s: Fortran-order arrays are "
@@ -400,6 +401,16 @@ fail:
     if (f)
         fclose(f);
     return st;
+}
+
+popc_status popc_npy_load(const char *path, popc_tensor **out)
+{
+    return load(path, 0, out);
+}
+
+popc_status popc_npy_load_exact(const char *path, popc_tensor **out)
+{
+    return load(path, 1, out);
 }
 
 /* ---- saving -------------------------------------------------------------- */

@@ -889,6 +889,21 @@ const popc_backend_def *popc_registry_find_backend(const popc_registry *r,
     return d;
 }
 
+void popci_registry_backend_names(const popc_registry *r, char *buf,
+                                  size_t size)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    read_lock(r);
+    for (int i = 0; i < r->n_backends && off + 1 < size; i++)
+        off += (size_t)snprintf(buf + off, size - off, "%s'%s'",
+                                i ? ", " : "", r->backends[i]->def.name);
+    unlock(r);
+    if (!buf[0])
+        snprintf(buf, size, "none");
+}
+
 const popc_backend_def *popc_registry_best_backend(const popc_registry *r,
                                                    unsigned need,
                                                    unsigned refuse)

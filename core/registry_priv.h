@@ -103,6 +103,11 @@ popc_status popci_registry_attach(popc_registry *r,
 /* Whether handle already belongs to one of r's plugins. */
 int popci_registry_has_handle(const popc_registry *r, void *handle);
 
+/* The names of r's backends, "'cpu', 'ipumodel'" ("none" when there is
+** none), into buf (cut short to fit). For messages about an unknown one. */
+void popci_registry_backend_names(const popc_registry *r, char *buf,
+                                  size_t size);
+
 /* Appends popc_last_error() to the problems list and logs it at WARN. */
 void popci_registry_problem(popc_registry *r);
 

@@ -14,8 +14,8 @@
 /* ---- datasets ----------------------------------------------------------- */
 
 /* A dataset over data already in memory. Takes ownership of features
-** (malloc'd, n x numel(dims) elements of storage: POPC_DTYPE_U8 or
-** POPC_DTYPE_F32) and labels (malloc'd n int32, may be NULL), also on
+** (malloc'd, n x numel(dims) elements of storage: POPC_DTYPE_U8,
+** POPC_DTYPE_F32, or POPC_DTYPE_I32/I64 for ids) and labels (malloc'd n int32, may be NULL), also on
 ** failure. source is copied. */
 popc_status popci_dataset_new(const char *source, int64_t n,
                               const int64_t *dims, int rank,
@@ -29,6 +29,15 @@ popc_status popci_dataset_from_tensors(const char *features_name,
                                        const popc_tensor *features,
                                        const popc_tensor *labels,
                                        popc_dataset **out);
+
+/* Whether ds holds int32 or int64 features (kept as they are). */
+int popci_dataset_is_integer(const popc_dataset *ds);
+
+/* popc_dataset_gather for integer features: rows copied unchanged into
+** features (n x sample_numel of popc_dataset_feature_dtype). */
+popc_status popci_dataset_gather_ids(const popc_dataset *ds,
+                                     const int64_t *indices, int64_t n,
+                                     void *features, int32_t *labels);
 
 /* "a + b", or "a" when b is NULL, into a malloc'd string (NULL: no memory). */
 char *popci_dataset_source_name(const char *a, const char *b);

@@ -224,8 +224,8 @@ popc_status popci_batch_alloc(const popc_dataset *ds, int64_t n,
     *labels = NULL;
     dims[0] = n;
     memcpy(dims + 1, shape, (size_t)rank * sizeof *shape);
-    if ((st = popc_tensor_new(POPC_DTYPE_F32, dims, rank + 1, features)) !=
-        POPC_OK)
+    if ((st = popc_tensor_new(popc_dataset_feature_dtype(ds), dims, rank + 1,
+                              features)) != POPC_OK)
         return st;
     if (popc_dataset_has_labels(ds) &&
         (st = popc_tensor_new(POPC_DTYPE_I32, dims, 1, labels)) != POPC_OK) {
@@ -251,11 +251,19 @@ popc_status popci_batch_fill(const popc_dataset *ds, const int64_t *idx,
                              popc_tensor *features, popc_tensor *labels)
 {
     int64_t numel = popc_dataset_sample_numel(ds);
-    float *f = popc_tensor_data(features);
     int32_t *l = labels ? popc_tensor_data(labels) : NULL;
 
+    if (popci_dataset_is_integer(ds))
+        return popci_dataset_gather_ids(
+            ds, idx + first, last - first,
+            (char *)popc_tensor_data(features) +
+                (size_t)(first * numel) *
+                    popc_dtype_size(popc_dataset_feature_dtype(ds)),
+            l ? l + first : NULL);
     return popc_dataset_gather(ds, idx + first, last - first,
-                               f + first * numel, l ? l + first : NULL);
+                               (float *)popc_tensor_data(features) +
+                                   first * numel,
+                               l ? l + first : NULL);
 }
 
 popc_status popc_dataloader_next(popc_dataloader *dl, popc_batch *batch)

@@ -5,11 +5,14 @@
 ** stay one byte a value) and converted to float32 only when a batch is
 ** gathered, with torchvision's arithmetic: x / 255 for uint8, then
 ** (x - mean) / std. So a dataset costs its file size in memory, and the
-** conversion is one pass over the batch.
+** conversion is one pass over the batch. int32 and int64 features (token
+** ids) are the exception: their batches keep the integers, unchanged,
+** for a model whose input is an integer (an embedding's indices).
 */
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +27,7 @@ struct popc_dataset {
     int rank;
     int64_t dims[POPC_MAX_RANK];
     int64_t numel;          /* elements per sample */
-    popc_dtype storage;     /* POPC_DTYPE_U8 or POPC_DTYPE_F32 */
+    popc_dtype storage;     /* POPC_DTYPE_U8, F32, or I32/I64 (ids) */
     void *data;
     int32_t *labels;        /* NULL: unlabelled */
     int n_classes;          /* declared; 0: not declared */
@@ -102,7 +105,96 @@ popc_status popci_dataset_new(const char *source, int64_t n,
     return POPC_OK;
 }
 
+/* Feature i of the whole set as a number (float32 and integer storage). */
+static double value_at(const popc_dataset *ds, int64_t i)
+{
+    switch (ds->storage) {
+    case POPC_DTYPE_I32: return ((const int32_t *)ds->data)[i];
+    case POPC_DTYPE_I64: return (double)((const int64_t *)ds->data)[i];
+    case POPC_DTYPE_U8: return ((const uint8_t *)ds->data)[i];
+    default: return ((const float *)ds->data)[i];
+    }
+}
+
+int popci_dataset_is_integer(const popc_dataset *ds)
+{
+    return ds->storage == POPC_DTYPE_I32 || ds->storage == POPC_DTYPE_I64;
+}
+
+popc_status popci_dataset_gather_ids(const popc_dataset *ds,
+                                     const int64_t *indices, int64_t n,
+                                     void *features, int32_t *labels)
+{
+    size_t row_bytes = (size_t)ds->numel * popc_dtype_size(ds->storage);
+
+    for (int64_t r = 0; r < n; r++) {
+        int64_t row = indices[r];
+
+        if (row < 0 || row >= ds->n)
+            return popc_set_error(POPC_EINVAL,
+                                  "%s: sample index %lld is outside 0..%lld",
+                                  ds->source, (long long)row,
+                                  (long long)ds->n - 1);
+        memcpy((char *)features + (size_t)r * row_bytes,
+               (const char *)ds->data + (size_t)row * row_bytes, row_bytes);
+        if (labels)
+            labels[r] = ds->labels ? ds->labels[row] : 0;
+    }
+    return POPC_OK;
+}
+
 /* ---- public API --------------------------------------------------------- */
+
+popc_dtype popc_dataset_feature_dtype(const popc_dataset *ds)
+{
+    return popci_dataset_is_integer(ds) ? ds->storage : POPC_DTYPE_F32;
+}
+
+popc_status popc_dataset_cast_features(popc_dataset *ds, popc_dtype dtype)
+{
+    int64_t total = ds->n * ds->numel;
+    void *data;
+
+    if (dtype == popc_dataset_feature_dtype(ds))
+        return POPC_OK;
+    if (dtype != POPC_DTYPE_F32 && dtype != POPC_DTYPE_I32 &&
+        dtype != POPC_DTYPE_I64)
+        return popc_set_error(POPC_EINVAL, "%s: features can be float32, "
+                              "int32 or int64, not %s", ds->source,
+                              popc_dtype_name(dtype));
+    if (!popci_dataset_is_integer(ds))
+        return popc_set_error(POPC_EINVAL, "%s: features are float32 (or "
+                              "scaled uint8), not integers: they cannot "
+                              "become %s; save the ids as an integer array "
+                              "(np.int64)", ds->source,
+                              popc_dtype_name(dtype));
+    if (!(data = popci_malloc((size_t)total * popc_dtype_size(dtype))))
+        return popc_set_error(POPC_ENOMEM, "%s: out of memory", ds->source);
+    for (int64_t i = 0; i < total; i++) {
+        int64_t v = ds->storage == POPC_DTYPE_I32
+                        ? ((const int32_t *)ds->data)[i]
+                        : ((const int64_t *)ds->data)[i];
+
+        if (dtype == POPC_DTYPE_I32 && (v < INT32_MIN || v > INT32_MAX)) {
+            free(data);
+            return popc_set_error(POPC_EINVAL, "%s: feature %lld of sample "
+                                  "%lld is %lld, outside int32; the model "
+                                  "needs int32 ids", ds->source,
+                                  (long long)(i % ds->numel),
+                                  (long long)(i / ds->numel), (long long)v);
+        }
+        if (dtype == POPC_DTYPE_F32)
+            ((float *)data)[i] = (float)v;
+        else if (dtype == POPC_DTYPE_I32)
+            ((int32_t *)data)[i] = (int32_t)v;
+        else
+            ((int64_t *)data)[i] = v;
+    }
+    free(ds->data);
+    ds->data = data;
+    ds->storage = dtype;
+    return POPC_OK;
+}
 
 void popc_dataset_free(popc_dataset *ds)
 {
@@ -164,11 +256,16 @@ popc_status popci_dataset_from_tensors(const char *features_name,
                                              ld[0])) != POPC_OK)
             return st;
     }
-    if (popc_tensor_dtype(features) == POPC_DTYPE_U8) {
-        storage = POPC_DTYPE_U8;
-        if (!(data = popci_malloc((size_t)numel)))
+    if (popc_tensor_dtype(features) == POPC_DTYPE_U8 ||
+        popc_tensor_dtype(features) == POPC_DTYPE_I32 ||
+        popc_tensor_dtype(features) == POPC_DTYPE_I64) {
+        size_t bytes = (size_t)numel *
+                       popc_dtype_size(popc_tensor_dtype(features));
+
+        storage = popc_tensor_dtype(features);
+        if (!(data = popci_malloc(bytes)))
             goto nomem;
-        memcpy(data, popc_tensor_cdata(features), (size_t)numel);
+        memcpy(data, popc_tensor_cdata(features), bytes);
     } else {
         storage = POPC_DTYPE_F32;
         if ((st = popc_tensor_cast(features, POPC_DTYPE_F32, &f32)) !=
@@ -300,6 +397,7 @@ popc_status popc_dataset_set_sample_shape(popc_dataset *ds,
 popc_status popc_dataset_normalize(popc_dataset *ds, const float *mean,
                                    const float *std, int n)
 {
+    popc_status st;
     float *m, *s;
 
     if (n < 1 || !mean || !std)
@@ -323,6 +421,10 @@ popc_status popc_dataset_normalize(popc_dataset *ds, const float *mean,
                                   "finite",
                                   ds->source, i, (double)mean[i],
                                   (double)std[i]);
+    /* normalised ids are no longer ids: the features become float32 */
+    if (popci_dataset_is_integer(ds) &&
+        (st = popc_dataset_cast_features(ds, POPC_DTYPE_F32)) != POPC_OK)
+        return st;
     m = popci_malloc((size_t)n * sizeof *m);
     s = popci_malloc((size_t)n * sizeof *s);
     if (!m || !s) {
@@ -359,11 +461,11 @@ void popc_dataset_stats(const popc_dataset *ds, double *mean, double *std)
             sq += x * x * (double)hist[v];
         }
     } else {
-        const float *p = ds->data;
-
         for (int64_t i = 0; i < total; i++) {
-            sum += p[i];
-            sq += (double)p[i] * p[i];
+            double x = value_at(ds, i);
+
+            sum += x;
+            sq += x * x;
         }
     }
     if (total == 0) {
@@ -435,9 +537,12 @@ popc_status popc_dataset_gather(const popc_dataset *ds,
 
             for (int64_t k = 0; k < numel; k++)
                 dst[k] = (float)src[k] / 255.0f;
-        } else {
+        } else if (ds->storage == POPC_DTYPE_F32) {
             memcpy(dst, (const float *)ds->data + row * numel,
                    (size_t)numel * sizeof *dst);
+        } else {
+            for (int64_t k = 0; k < numel; k++)
+                dst[k] = (float)value_at(ds, row * numel + k);
         }
         for (int c = 0; c < ds->n_norm; c++) {
             float *p = dst + c * per_channel;

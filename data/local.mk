@@ -11,3 +11,6 @@ libpopc_la_SOURCES += \
     %reldir%/dataloader_async.c
 
 pkginclude_HEADERS += %reldir%/include/popc/data.h
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

@@ -6,10 +6,6 @@ dist_examples_DATA = \
     %reldir%/fashion-mnist-cnn.ini \
     %reldir%/fashion-mnist-infer.ini
 
-# the run file reference
-popcdocdir = $(docdir)
-dist_popcdoc_DATA = docs/ini-format.md docs/security.md docs/onnx.md
-
 # C programs using the public API only (they include no config.h, so the
 # installed copies build as they are against an installed popc):
 # train_mlp trains the MLP of fashion-mnist-mlp.ini, infer_cnn classifies

@@ -12,3 +12,6 @@ libpopc_la_SOURCES += \
 pkginclude_HEADERS += %reldir%/include/popc/executable.h
 
 EXTRA_DIST += docs/executable-format.md
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

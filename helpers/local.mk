@@ -9,3 +9,6 @@ libpopc_la_SOURCES += \
 
 pkginclude_HEADERS += %reldir%/include/popc/helpers.h \
     %reldir%/include/popc/module.h %reldir%/include/popc/layers.h
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

@@ -2,8 +2,9 @@
 ** popc_onnx_register_run_format registers with libpopc (popc/run.h).
 **
 ** A run feeds one data input and adds its own loss: the model's one
-** graph input (an initializer listed among the inputs does not count)
-** gets the run's batch size on dimension 0 (a symbolic or a matching
+** graph input (an initializer listed among the inputs does not count;
+** float32, or int32/int64 for token ids) gets the run's batch size on
+** dimension 0 (a symbolic or a matching
 ** dimension; other dimensions must be fixed in the file), and the value
 ** the loss reads is the output the run names, or the model's only output.
 */
@@ -59,7 +60,11 @@ static popc_status data_input(const char *path, const Onnx__GraphProto *gp,
                               "run needs a batch dimension first", path,
                               in->name, sp->n_dim);
     memset(shape, 0, sizeof *shape);
-    shape->dtype = POPC_DTYPE_F32;
+    /* token ids stay integers ([data] keeps int32/int64 features); any
+    ** other input is fed float32 */
+    shape->dtype = popco_dtype_from_onnx(in->type->tensor_type->elem_type);
+    if (shape->dtype != POPC_DTYPE_I32 && shape->dtype != POPC_DTYPE_I64)
+        shape->dtype = POPC_DTYPE_F32;
     shape->rank = (int)sp->n_dim;
     for (size_t d = 0; d < sp->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];

@@ -10,5 +10,3 @@ dist_leaky_relu_DATA = \
 
 cubedir = $(docdir)/plugins/cube
 dist_cube_DATA = %reldir%/cube/Makefile %reldir%/cube/cube.c
-
-dist_popcdoc_DATA += docs/plugins.md

@@ -11,3 +11,6 @@ libpopc_la_SOURCES += \
     %reldir%/profile_hooks.c
 
 pkginclude_HEADERS += %reldir%/include/popc/profile.h
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

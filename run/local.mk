@@ -12,3 +12,6 @@ libpopc_la_SOURCES += \
     %reldir%/run_custom.c %reldir%/run_custom_priv.h
 
 pkginclude_HEADERS += %reldir%/include/popc/run.h %reldir%/include/popc/popc.h
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

@@ -328,6 +328,36 @@ fail:
     return st;
 }
 
+popc_status popci_run_match_data(const popc_run *r, popc_split split,
+                                 popc_dataset *ds, popc_dtype input)
+{
+    popc_dtype have = popc_dataset_feature_dtype(ds);
+    const char *key = split == POPC_SPLIT_TRAIN ? "train" : "test";
+    const char *file = split == POPC_SPLIT_TRAIN ? r->train : r->test;
+    char where[700];
+
+    if (have == input)
+        return POPC_OK;
+    if (input == POPC_DTYPE_I32 || input == POPC_DTYPE_I64) {
+        if (have == POPC_DTYPE_F32)
+            return popc_set_error(
+                POPC_ECONFIG, "%s = %s: the data's features are float32, "
+                "but the model's input is %s (such as token ids): give an "
+                ".npy file of int32 or int64 features (np.int64), without "
+                "mean and std", popci_run_where(r, "data", key, where,
+                                                sizeof where),
+                file, popc_dtype_name(input));
+    } else if (input != POPC_DTYPE_F32) {
+        return POPC_OK; /* the model refuses other dtypes itself */
+    }
+    if (popc_dataset_cast_features(ds, input) != POPC_OK)
+        return popc_set_error(POPC_ECONFIG, "%s = %s: %s",
+                              popci_run_where(r, "data", key, where,
+                                              sizeof where),
+                              file, popc_last_error());
+    return POPC_OK;
+}
+
 popc_status popc_run_new_loader(const popc_run *r, popc_split split,
                                 popc_dataset *ds, popc_dataloader **out)
 {

@@ -872,18 +872,25 @@ static popc_status read_model_file(const popc_run *r, int training,
                               popc_graph_n_inputs(*g));
     in = popc_graph_value_info(*g, popc_graph_input(*g, 0));
     memcpy(want_view.dims, dims, (size_t)want_view.rank * sizeof *dims);
-    if (in.dtype != POPC_DTYPE_F32 || in.rank != want_view.rank ||
+    /* float32 features, or int32/int64 ones (token ids) unchanged */
+    if ((in.dtype != POPC_DTYPE_F32 && in.dtype != POPC_DTYPE_I32 &&
+         in.dtype != POPC_DTYPE_I64) ||
+        in.rank != want_view.rank ||
         memcmp(in.dims, dims, (size_t)in.rank * sizeof *dims) != 0)
         return popc_set_error(POPC_ECONFIG,
                               "%s: the model's input '%s' is %s %s, but the "
-                              "data gives float32 %s (batch_size, then "
-                              "[model] input)",
+                              "data gives %s %s (batch_size, then [model] "
+                              "input)",
                               popci_run_where(r, "model", "input", where,
                                               sizeof where),
                               popc_graph_value_name(*g,
                                                     popc_graph_input(*g, 0)),
                               popc_dtype_name(in.dtype),
                               shape_str(in, shape, sizeof shape),
+                              in.dtype == POPC_DTYPE_I32 ||
+                                      in.dtype == POPC_DTYPE_I64
+                                  ? popc_dtype_name(in.dtype)
+                                  : "float32",
                               shape_str(want_view, want, sizeof want));
     return POPC_OK;
 }

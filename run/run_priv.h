@@ -170,6 +170,13 @@ popc_status popci_run_parse_model(popc_run *r);
 
 popc_status popci_run_parse_data(popc_run *r);
 
+/* Give ds's features the dtype of the model's data input: integer
+** features (token ids) stay integers for an integer input (int32 <->
+** int64 converted) and become float32 for a float32 one; float features
+** for an integer input are POPC_ECONFIG naming the [data] file. */
+popc_status popci_run_match_data(const popc_run *r, popc_split split,
+                                 popc_dataset *ds, popc_dtype input);
+
 /* ---- run_weights.c ------------------------------------------------------ */
 
 /* What a checkpoint holds besides tensors. */

@@ -62,8 +62,10 @@ static int64_t score(const popc_tensor *logits, const popc_tensor *labels,
     return correct;
 }
 
-/* On the inference options made at load time. */
-static popc_status inference_model(popc_run *r, popc_model **out)
+/* On the inference options made at load time; *input (may be NULL) the
+** dtype of its data input. */
+static popc_status inference_model(popc_run *r, popc_model **out,
+                                   popc_dtype *input)
 {
     popc_graph *g = NULL;
     popc_status st;
@@ -71,6 +73,8 @@ static popc_status inference_model(popc_run *r, popc_model **out)
     *out = NULL;
     if ((st = popc_run_build_graph(r, 0, r->batch_size, &g)) != POPC_OK)
         return st;
+    if (input)
+        *input = popc_graph_value_info(g, popc_graph_input(g, 0)).dtype;
     st = popc_model_new_inference(g, r->infer_opts, out);
     popc_graph_free(g);
     return st;
@@ -211,6 +215,7 @@ static popc_status resume(trainer *t, popc_train_result *res)
 static popc_status setup(trainer *t, popc_train_result *res)
 {
     popc_graph *g = NULL;
+    popc_dtype input;
     popc_status st;
 
     if (!t->r->train)
@@ -218,16 +223,22 @@ static popc_status setup(trainer *t, popc_train_result *res)
                               "%s: training needs [data] train and "
                               "train_labels",
                               t->r->path);
+    /* the graph first: its data input's dtype decides the batches' */
+    if ((st = popc_run_build_graph(t->r, 1, t->r->batch_size, &g)) != POPC_OK)
+        return st;
+    input = popc_graph_value_info(g, popc_graph_input(g, 0)).dtype;
     if ((st = popc_run_load_dataset(t->r, POPC_SPLIT_TRAIN, &t->train_ds)) ||
+        (st = popci_run_match_data(t->r, POPC_SPLIT_TRAIN, t->train_ds,
+                                   input)) ||
         (st = popc_run_new_loader(t->r, POPC_SPLIT_TRAIN, t->train_ds,
                                   &t->train_dl)))
-        return st;
+        goto fail;
     /* the compiled model runs whole combined batches only */
     if (popc_dataloader_samples_per_epoch(t->train_dl) %
         popc_dataloader_combined_batch_size(t->train_dl)) {
         char where[700];
 
-        return popc_set_error(
+        st = popc_set_error(
             POPC_ECONFIG,
             "%s = false: %lld training samples do not divide into combined "
             "batches of %lld, and the model cannot run the smaller last "
@@ -236,30 +247,34 @@ static popc_status setup(trainer *t, popc_train_result *res)
             popci_run_where(t->r, "data", "drop_last", where, sizeof where),
             (long long)popc_dataloader_samples_per_epoch(t->train_dl),
             (long long)popc_dataloader_combined_batch_size(t->train_dl));
+        goto fail;
     }
     if (t->r->test && t->r->evaluate && t->lead) {
         if ((st = popc_run_load_dataset(t->r, POPC_SPLIT_TEST,
                                         &t->test_ds)) ||
+            (st = popci_run_match_data(t->r, POPC_SPLIT_TEST, t->test_ds,
+                                       input)) ||
             (st = popc_run_new_loader(t->r, POPC_SPLIT_TEST, t->test_ds,
                                       &t->test_dl)))
-            return st;
+            goto fail;
         if (!popc_dataset_has_labels(t->test_ds)) {
             popc_dataloader_free(t->test_dl);
             t->test_dl = NULL;
         }
     }
-    if ((st = popc_run_build_graph(t->r, 1, t->r->batch_size, &g)) != POPC_OK)
-        return st;
     st = popc_model_new_training(g, t->r->opts, t->r->optimizer, &t->model);
     popc_graph_free(g);
     if (st != POPC_OK)
         return st;
-    if (t->test_dl && ((st = inference_model(t->r, &t->eval)) ||
+    if (t->test_dl && ((st = inference_model(t->r, &t->eval, NULL)) ||
                        (st = popc_model_share_weights(t->eval, t->model))))
         return st;
     if (t->hooks && t->hooks->resume)
         return resume(t, res);
     return POPC_OK;
+fail:
+    popc_graph_free(g);
+    return st;
 }
 
 static popc_status evaluate(trainer *t, double *acc)
@@ -302,7 +317,7 @@ static popc_status export_onnx(trainer *t)
 
     if ((st = popci_run_need_format(t->r, "train", "export_onnx", &fmt)))
         return st;
-    if (!m && (st = inference_model(t->r, &m)) != POPC_OK)
+    if (!m && (st = inference_model(t->r, &m, NULL)) != POPC_OK)
         return st;
     /* the trained values, whether or not m has run since the last step */
     for (int i = 0; i < popc_model_n_tensors(t->model); i++) {
@@ -459,6 +474,7 @@ popc_status popc_run_infer(popc_run *r, const volatile sig_atomic_t *stop,
     popc_dataloader *dl = NULL;
     popc_model *m = NULL;
     popc_tensor *pred = NULL;
+    popc_dtype input;
     int64_t n;
     double t0;
     popc_status st;
@@ -473,9 +489,11 @@ popc_status popc_run_infer(popc_run *r, const volatile sig_atomic_t *stop,
                  "this rank", r->path);
         return POPC_OK;
     }
-    if ((st = popc_run_load_dataset(r, (popc_split)r->infer_split, &ds)) ||
-        (st = popc_run_new_loader(r, POPC_SPLIT_TEST, ds, &dl)) ||
-        (st = inference_model(r, &m)))
+    if ((st = inference_model(r, &m, &input)) ||
+        (st = popc_run_load_dataset(r, (popc_split)r->infer_split, &ds)) ||
+        (st = popci_run_match_data(r, (popc_split)r->infer_split, ds,
+                                   input)) ||
+        (st = popc_run_new_loader(r, POPC_SPLIT_TEST, ds, &dl)))
         goto done;
     if (r->infer_weights)
         st = popc_weights_load(m, r->infer_weights);

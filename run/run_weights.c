@@ -80,8 +80,10 @@ static popc_status make_tmp_dir(const char *dir, char **out)
     ** process that had our pid */
     popci_remove_tree(tmp);
     if (mkdir(tmp, 0777) != 0) {
-        popc_status st = popc_set_error(POPC_EIO, "%s: cannot create: %s",
-                                        tmp, strerror(errno));
+        /* the folder the user named, then the working name */
+        popc_status st = popc_set_error(POPC_EIO, "%s: cannot create it "
+                                        "(as %s): %s", dir, tmp,
+                                        strerror(errno));
         free(tmp);
         return st;
     }

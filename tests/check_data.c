@@ -583,6 +583,70 @@ static popc_dataloader *loader(popc_dataset *ds, const popc_options *o,
     return dl;
 }
 
+/* int32 and int64 features (token ids) reach every batch unchanged, sync
+** and async; popc_dataset_cast_features converts them for a model of
+** another input dtype, and refuses float features as ids. */
+START_TEST(integer_features)
+{
+    const int64_t fd[2] = {6, 3};
+    popc_tensor *f = NULL;
+    popc_dataset *ds = NULL;
+    popc_dataloader *dl = NULL;
+    popc_loader_config c;
+    popc_batch b;
+    int64_t *ids, idx[1] = {5};
+    float g[3];
+    const float one = 1.0f;
+
+    OK(popc_tensor_new(POPC_DTYPE_I64, fd, 2, &f));
+    ids = popc_tensor_data(f);
+    for (int i = 0; i < 18; i++)
+        ids[i] = (int64_t)1 << 40 | i; /* not a float32 value */
+    OK(popc_npy_save(tmp("ids.npy"), f));
+    OK(popc_dataset_load_npy(tmp("ids.npy"), NULL, &ds));
+    ck_assert_int_eq(popc_dataset_feature_dtype(ds), POPC_DTYPE_I64);
+    popc_loader_config_init(&c);
+    c.batch_size = 2;
+    for (int mode = 0; mode < 2; mode++) {
+        c.mode = mode ? POPC_LOADER_ASYNC : POPC_LOADER_SYNC;
+        dl = loader(ds, NULL, &c);
+        OK(popc_dataloader_next(dl, &b));
+        ck_assert_int_eq(popc_tensor_dtype(b.features), POPC_DTYPE_I64);
+        ck_assert_int_eq(memcmp(popc_tensor_cdata(b.features), ids,
+                                6 * sizeof *ids), 0);
+        popc_dataloader_free(dl);
+    }
+    /* int32 for an int32 input; values outside int32 are named */
+    expect(popc_dataset_cast_features(ds, POPC_DTYPE_I32), POPC_EINVAL,
+           "outside int32", "sample 0");
+    popc_dataset_free(ds);
+    for (int i = 0; i < 18; i++)
+        ids[i] = 17 - i;
+    OK(popc_dataset_from_tensors(f, NULL, &ds));
+    OK(popc_dataset_cast_features(ds, POPC_DTYPE_I32));
+    ck_assert_int_eq(popc_dataset_feature_dtype(ds), POPC_DTYPE_I32);
+    dl = loader(ds, NULL, &c);
+    OK(popc_dataloader_next(dl, &b));
+    ck_assert_int_eq(popc_tensor_dtype(b.features), POPC_DTYPE_I32);
+    ck_assert_int_eq(((const int32_t *)popc_tensor_cdata(b.features))[4], 13);
+    popc_dataloader_free(dl);
+    /* the float gather converts; a float32 model gets float32 batches */
+    OK(popc_dataset_gather(ds, idx, 1, g, NULL));
+    ck_assert_float_eq(g[2], 0.0f);
+    OK(popc_dataset_cast_features(ds, POPC_DTYPE_F32));
+    ck_assert_int_eq(popc_dataset_feature_dtype(ds), POPC_DTYPE_F32);
+    expect(popc_dataset_cast_features(ds, POPC_DTYPE_I64), POPC_EINVAL,
+           "not integers", "np.int64");
+    popc_dataset_free(ds);
+    /* normalised ids are float32 */
+    OK(popc_dataset_from_tensors(f, NULL, &ds));
+    OK(popc_dataset_normalize(ds, &one, &one, 1));
+    ck_assert_int_eq(popc_dataset_feature_dtype(ds), POPC_DTYPE_F32);
+    popc_dataset_free(ds);
+    popc_tensor_free(f);
+}
+END_TEST
+
 START_TEST(sequential_and_drop_last)
 {
     popc_dataset *ds = rows(10);
@@ -1141,6 +1205,7 @@ static Suite *data_suite(void)
     tcase_add_test(files, fashion_mnist_test_split);
     tcase_add_test(files, normalize_and_reshape);
     tcase_add_test(files, npy_files);
+    tcase_add_test(files, integer_features);
     tcase_add_test(files, csv_files);
     tcase_add_test(files, csv_errors);
     tcase_set_timeout(files, 60);

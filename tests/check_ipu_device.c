@@ -159,18 +159,18 @@ END_TEST
 
 START_TEST(ipu_id_errors)
 {
-    expect_failure(mlp(1), 2, "ipumodel", 1, "useIpuId", "3", POPC_EINVAL,
+    expect_failure(mlp(1), 2, "ipumodel", 1, "useIpuId", "3", POPC_ECONFIG,
                    "useIpuId(3): device 3 has 1 IPU but the model reserves "
                    "2 (IPUs per replica x replicas, rounded up to a power of "
                    "2); use a device of 2 IPUs: ids 16 to 23");
-    expect_failure(mlp(0), 1, "ipumodel", 1, "useIpuId", "28", POPC_EINVAL,
+    expect_failure(mlp(0), 1, "ipumodel", 1, "useIpuId", "28", POPC_ECONFIG,
                    "device 28 has 8 IPUs but the model reserves 1");
-    expect_failure(mlp(0), 1, "ipumodel", 1, "useIpuId", "31", POPC_EINVAL,
+    expect_failure(mlp(0), 1, "ipumodel", 1, "useIpuId", "31", POPC_ECONFIG,
                    "useIpuId(31): the ipumodel backend has no device 31");
-    expect_failure(mlp(1), 2, "ipumodel", 16, "useIpuId", "30", POPC_EINVAL,
+    expect_failure(mlp(1), 2, "ipumodel", 16, "useIpuId", "30", POPC_ECONFIG,
                    "the model reserves 32 IPUs but the ipumodel backend's "
                    "largest device (id 30) has 16");
-    expect_failure(mlp(0), 1, "cpu", 1, "useIpuId", "0", POPC_EUNSUPPORTED,
+    expect_failure(mlp(0), 1, "cpu", 1, "useIpuId", "0", POPC_ECONFIG,
                    "useIpuId: the cpu backend models no IPU device");
 }
 END_TEST
@@ -218,7 +218,7 @@ START_TEST(full_sync_makes_every_ipu_wait_for_the_host)
                  0, &r, &one_single);
     ck_assert(one_full == one_single);
     expect_failure(mlp(1), 2, "cpu", 1, "syncPattern", "SinglePipeline",
-                   POPC_EUNSUPPORTED, "syncPattern: the cpu backend models "
+                   POPC_ECONFIG, "syncPattern: the cpu backend models "
                    "no IPU device");
 }
 END_TEST
@@ -282,7 +282,7 @@ START_TEST(dithering_spreads_convolutions_over_the_tiles)
                   plain.temp_tiles);
     ck_assert(dith.weights == plain.weights); /* tensors stay */
     expect_failure(convs(), 1, "cpu", 1, "Training.setConvolutionDithering",
-                   "true", POPC_EUNSUPPORTED,
+                   "true", POPC_ECONFIG,
                    "Training.setConvolutionDithering: the cpu backend "
                    "models no IPU device");
 }

@@ -647,8 +647,10 @@ START_TEST(unknown_backend)
 
     OK(popc_options_set(o, "backend", "nosuch"));
     OK(popc_model_new_inference(g, o, &m));
-    FAILS(popc_model_run(m, &x, 1, out, 2), POPC_ENOTFOUND,
+    FAILS(popc_model_run(m, &x, 1, out, 2), POPC_ECONFIG,
           "backend 'nosuch' is not registered");
+    ck_assert_ptr_nonnull(strstr(popc_last_error(),
+                                 "the registered backends are 'cpu'"));
     popc_model_free(m);
     popc_graph_free(g);
     popc_tensor_free(x);

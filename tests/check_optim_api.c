@@ -134,6 +134,7 @@ START_TEST(unknown_attribute)
           "Unknown attribute lrr, allowed values: ['lr', 'momentum', "
           "'dampening', 'weight_decay', 'nesterov', 'velocity_scaling', "
           "'loss_scaling']");
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "did you mean 'lr'?"));
     FAILS(popc_optimizer_mark_constant(o, "max_grad_norm"), POPC_ENOTFOUND,
           "Unknown attribute max_grad_norm, allowed values: [");
     ck_assert_ptr_nonnull(strstr(popc_last_error(), "fixed"));

@@ -10,6 +10,19 @@ check_PROGRAMS += %reldir%/make_idx
 TESTS += %reldir%/test_cli.sh
 EXTRA_DIST += %reldir%/test_cli.sh
 
+# bad values exit 2 and list what is valid; file errors name the file
+TESTS += %reldir%/test_cli_errors.sh
+EXTRA_DIST += %reldir%/test_cli_errors.sh
+
+# README.md's and docs/'s C programs compile, and the C sections run as
+# written, against a staged install; every document is installed
+TESTS += %reldir%/test_doc_snippets.sh
+EXTRA_DIST += %reldir%/test_doc_snippets.sh
+
+# enableProfiling's forms print where each model's profile is
+TESTS += %reldir%/test_cli_profile.sh
+EXTRA_DIST += %reldir%/test_cli_profile.sh
+
 # the manual pages: groff -man -ww, every command and run-file section
 TESTS += %reldir%/test_man.sh
 EXTRA_DIST += %reldir%/test_man.sh

@@ -60,5 +60,9 @@ AM_TESTS_ENVIRONMENT += \
 # install, so for a moment they are missing or half-written: the staged
 # install waits until every other test is done with them.
 # (Named through a variable so Automake keeps its own recipe for the log.)
+# tests/test_doc_snippets.sh stages an install too: it goes last.
 oot_plugins_log = %reldir%/test_oot_plugins.sh.log
-$(oot_plugins_log): $(filter-out $(oot_plugins_log),$(TEST_LOGS))
+doc_snippets_log = %reldir%/test_doc_snippets.sh.log
+$(oot_plugins_log): $(filter-out $(oot_plugins_log) $(doc_snippets_log),\
+    $(TEST_LOGS))
+$(doc_snippets_log): $(filter-out $(doc_snippets_log),$(TEST_LOGS))

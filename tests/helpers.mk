@@ -10,7 +10,8 @@ endif
 %canon_reldir%_check_helpers_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_helpers_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
-EXTRA_DIST += %reldir%/ref/gen_helpers.py %reldir%/ref/gen_ctc.py
+EXTRA_DIST += %reldir%/ref/gen_helpers.py %reldir%/ref/gen_ctc.py \
+    %reldir%/ref/helpers %reldir%/ref/ctc
 
 # PopXL-style modules (popc/module.h): outlined calls, bindings, autodiff,
 # an explicit training program, weight copies

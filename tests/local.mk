@@ -26,4 +26,5 @@ include %reldir%/python.mk
 
 # helpers the shell tests source, and the C tests' shared assertions
 EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \
+    %reldir%/release_tarball.sh \
     %reldir%/harness/assert.h

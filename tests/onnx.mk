@@ -9,6 +9,12 @@ nodist_%canon_reldir%_onnx_conformance_SOURCES = onnx/onnx.pb-c.c
 %canon_reldir%_onnx_conformance_LDADD = libpopc-onnx.la libpopc.la \
     $(PROTOBUF_C_LIBS) -lm
 
+# tests/onnx/dtypes: one input and one expected output per dtype
+POPC_DTYPES = float32 float64 float16 bfloat16 int8 int16 int32 int64 \
+    uint8 uint16 uint32 uint64 bool
+POPC_DTYPE_FILES = $(POPC_DTYPES:%=%reldir%/onnx/dtypes/in_%.npy) \
+    $(POPC_DTYPES:%=%reldir%/onnx/dtypes/out_%.npy)
+
 check_PROGRAMS += %reldir%/onnx/npy_close
 %canon_reldir%_onnx_npy_close_SOURCES = %reldir%/onnx/npy_close.c
 %canon_reldir%_onnx_npy_close_LDADD = libpopc.la
@@ -19,12 +25,16 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
     -I$(top_srcdir)/onnx/include
 %canon_reldir%_onnx_export_roundtrip_LDADD = libpopc-onnx.la libpopc.la -lm
 
-TESTS += %reldir%/onnx/test_conformance.sh %reldir%/onnx/test_infer_cli.sh \
+TESTS += %reldir%/onnx/test_conformance.sh \
+    %reldir%/onnx/test_conformance_cli.sh %reldir%/onnx/test_infer_cli.sh \
     %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh \
     %reldir%/onnx/test_flow.sh %reldir%/onnx/test_eval_mode.sh \
     %reldir%/onnx/test_batch2.sh
 EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
+    %reldir%/onnx/test_conformance_cli.sh \
+    %reldir%/onnx/dtypes/gen_dtypes.py %reldir%/onnx/dtypes/every_dtype.onnx \
+    $(POPC_DTYPE_FILES) \
     %reldir%/onnx/test_flow.sh \
     %reldir%/onnx/flow/gen_flow.py \
     %reldir%/onnx/flow/if_shapes.c.npy \
@@ -54,6 +64,10 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/seqtrain/lstm.onnx %reldir%/onnx/seqtrain/lstm_losses.txt \
     %reldir%/onnx/seqtrain/gru.onnx %reldir%/onnx/seqtrain/gru_losses.txt \
     %reldir%/onnx/seqtrain/x.npy %reldir%/onnx/seqtrain/y.npy \
+    %reldir%/onnx/seqtrain/gen_tokens.py %reldir%/onnx/seqtrain/tokens.onnx \
+    %reldir%/onnx/seqtrain/tokens_i32.onnx \
+    %reldir%/onnx/seqtrain/tokens_losses.txt \
+    %reldir%/onnx/seqtrain/tokens_x.npy %reldir%/onnx/seqtrain/tokens_x32.npy \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/vision/gen_vision.py \
     %reldir%/onnx/test_eval_mode.sh %reldir%/onnx/vision/gen_eval.py \
     %reldir%/onnx/test_batch2.sh %reldir%/onnx/vision/gen_batch2.py \

@@ -41,7 +41,8 @@ TESTS += %reldir%/check_options %reldir%/check_config
 %canon_reldir%_check_options_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_options_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_config_SOURCES = %reldir%/check_config.c \
-    core/options/config.c core/options/config_priv.h core/options/utf8.c core/fault.c
+    core/options/config.c core/options/config_priv.h core/options/utf8.c core/fault.c \
+    core/options/suggest.c
 %canon_reldir%_check_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
     $(INI_CFLAGS)
 %canon_reldir%_check_config_LDADD = libpopc.la $(CHECK_LIBS) $(INI_LIBS)

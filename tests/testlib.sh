@@ -17,6 +17,10 @@
 #                              for one epoch of batches of 8 in file order
 #                              (X, Y: .npy), no evaluation; weights and
 #                              model INI written into DIR
+#   md_c_programs MD DIR       each ```c block of MD holding an #include
+#                              and named by its first comment ("/* NAME.c
+#                              - ") into DIR/NAME.c; prints the names
+#   md_section_sh MD HEADING   the first ```sh block after the line HEADING
 #   finish                     print the counts; status 1 when one failed
 checks=0
 failures=0
@@ -124,6 +128,31 @@ evaluate = false
 weights = $9/trained.weights
 model = $9/trained.ini
 INI
+}
+
+md_c_programs() {
+    awk -v dir="$2" '
+        /^```c$/ { inside = 1; text = ""; next }
+        /^```/ && inside {
+            inside = 0
+            if (text ~ /#include/ &&
+                match(text, /^\/\* [A-Za-z0-9_.-]+\.c - /)) {
+                name = substr(text, 4, RLENGTH - 6)
+                printf "%s", text > (dir "/" name)
+                close(dir "/" name)
+                print name
+            }
+            next
+        }
+        inside { text = text $0 "\n" }' "$1"
+}
+
+md_section_sh() {
+    awk -v h="$2" '
+        $0 == h { found = 1; next }
+        found && /^```sh$/ { inside = 1; next }
+        inside && /^```/ { exit }
+        inside { print }' "$1"
 }
 
 finish() {

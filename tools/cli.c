@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include "tools/cli.h"
 
@@ -34,6 +36,29 @@ void cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+void cli_print_profiles(const popc_options *o, time_t since)
+{
+    const char *dir = o ? popc_options_get_string(o, "enableProfiling")
+                        : NULL;
+    struct dirent *e;
+    DIR *d;
+
+    /* one subfolder per model (modelName), as PopTorch's report folders */
+    if (!dir || !*dir || !(d = opendir(dir)))
+        return;
+    while ((e = readdir(d))) {
+        char path[4096];
+        struct stat sb;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s/profile.html", dir, e->d_name);
+        if (stat(path, &sb) == 0 && sb.st_mtime >= since)
+            printf("profile: %s\n", path);
+    }
+    closedir(d);
 }
 
 int cli_fail(popc_status st)

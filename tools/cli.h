@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "popc/popc.h"
 
@@ -56,6 +57,11 @@ int cli_fail(popc_status st);
 /* The same for popc_run_load: a run file that cannot be read or is wrong
 ** is a usage error. */
 int cli_fail_load(popc_status st);
+
+/* enableProfiling: "profile: DIR/NAME/profile.html" for every model's
+** profile under the option's folder written since `since` (time(NULL)
+** when the command started); nothing when the option is None. */
+void cli_print_profiles(const popc_options *o, time_t since);
 
 /* SIGINT and SIGTERM set cli_stop (and the number in cli_signal); a
 ** second signal ends the process at once. */

@@ -82,6 +82,7 @@ int cmd_infer(int argc, char **argv)
     popc_infer_result res;
     cli_args a;
     char error[2048] = "";
+    time_t started = time(NULL);
     int rc;
     popc_status st;
 
@@ -114,6 +115,7 @@ int cmd_infer(int argc, char **argv)
     printf("\n");
     if (res.predictions)
         printf("predictions: %s\n", res.predictions);
+    cli_print_profiles(popc_run_options(r), started);
 done:
     if (a.json && write_json(a.json, a.ini, rc, rc ? error : NULL, &res) !=
                       EXIT_OK &&

@@ -5,9 +5,12 @@
 ** Inputs that feed operands popc needs at compile time (a Reshape's shape,
 ** a Slice's starts) are frozen to the given values, as PopTorch's tracing
 ** turns shape arguments into constants; the others are run-time inputs
-** whose shapes fix the model's symbolic dimensions. Output files are named
-** after the outputs; characters that could leave DIR or are unsafe in
-** file names ('/', a leading '.', control bytes, '%') are written %XX.
+** whose shapes fix the model's symbolic dimensions. Each input keeps the
+** dtype of its file (float64 included); NumPy has no bfloat16, so a
+** bfloat16 input is given as its uint16 bits (arr.view(np.uint16)) and a
+** bfloat16 output is written that way. Output files are named after the
+** outputs; characters that could leave DIR or are unsafe in file names
+** ('/', a leading '.', control bytes, '%') are written %XX.
 */
 #include "config.h"
 
@@ -30,8 +33,10 @@ static const char usage[] =
     "Import an ONNX model, run it once on the given inputs and write one\n"
     "NumPy file per graph output to DIR/<output name>.npy. Give every graph\n"
     "input; its .npy file fixes the input's shape (symbolic dimensions\n"
-    "included). Inputs that hold shapes or axes are compiled in as\n"
-    "constants, as PopTorch's tracing does.\n"
+    "included) and its dtype; outputs are written in their own dtype.\n"
+    "bfloat16, which NumPy lacks, is read and written as its uint16 bits.\n"
+    "Inputs that hold shapes or axes are compiled in as constants, as\n"
+    "PopTorch's tracing does.\n"
     "\n"
     "Options:\n"
     "  -i, --input NAME=FILE    a graph input and its .npy file (repeat)\n"
@@ -167,12 +172,57 @@ static int is_frozen(char **frozen, int n, const char *name)
     return 0;
 }
 
-/* Every graph input has a file and every file a graph input. */
+/* The model's inputs, "'a', 'b'" (run-time ones, then frozen ones). */
+static void list_inputs(const popc_graph *g, char **frozen, int n_frozen,
+                        char *buf, size_t size)
+{
+    size_t off = 0;
+    int n = popc_graph_n_inputs(g);
+
+    buf[0] = '\0';
+    for (int k = 0; k < n + n_frozen && off + 1 < size; k++)
+        off += (size_t)snprintf(
+            buf + off, size - off, "%s'%s'", k ? ", " : "",
+            k < n ? popc_graph_value_name(g, popc_graph_input(g, k))
+                  : frozen[k - n]);
+}
+
+/* A uint16 file bound to a bfloat16 input holds its bits (NumPy has no
+** bfloat16): retag it. Any other dtype that differs from the input's is
+** the file's fault, named with the file. */
+static int check_dtype(const onnx_args *a, int i, const popc_graph *g,
+                       int id, popc_tensor **t)
+{
+    popc_dtype want = popc_graph_value_info(g, id).dtype;
+    popc_dtype have = popc_tensor_dtype(*t);
+    popc_tensor *c = NULL;
+
+    if (have == want)
+        return EXIT_OK;
+    if (want == POPC_DTYPE_BF16 && have == POPC_DTYPE_U16) {
+        if (popc_tensor_from_data(POPC_DTYPE_BF16, popc_tensor_dims(*t),
+                                  popc_tensor_rank(*t), popc_tensor_cdata(*t),
+                                  &c) != POPC_OK)
+            return cli_fail(POPC_ENOMEM);
+        popc_tensor_free(*t);
+        *t = c;
+        return EXIT_OK;
+    }
+    cli_error("infer: -i %s=%s: the file holds %s but graph input '%s' is "
+              "%s; save the array as %s%s", a->in_names[i], a->in_files[i],
+              popc_dtype_name(have), a->in_names[i], popc_dtype_name(want),
+              popc_dtype_name(want),
+              want == POPC_DTYPE_BF16 ? " bits (arr.view(np.uint16))" : "");
+    return EXIT_USAGE;
+}
+
+/* Every graph input has a file and every file a graph input, of the
+** input's dtype. */
 static int check_inputs(const onnx_args *a, const popc_graph *g,
-                        popc_tensor **run_in, popc_tensor *const *loaded,
+                        popc_tensor **run_in, popc_tensor **loaded,
                         char **frozen, int n_frozen)
 {
-    int n = popc_graph_n_inputs(g);
+    int n = popc_graph_n_inputs(g), rc;
 
     for (int i = 0; i < a->n_in; i++) {
         int found = is_frozen(frozen, n_frozen, a->in_names[i]);
@@ -181,8 +231,13 @@ static int check_inputs(const onnx_args *a, const popc_graph *g,
             found = !strcmp(popc_graph_value_name(g, popc_graph_input(g, k)),
                             a->in_names[i]);
         if (!found) {
-            cli_error("infer: %s has no graph input named '%s'", a->model,
-                      a->in_names[i]);
+            char names[1024];
+
+            list_inputs(g, frozen, n_frozen, names, sizeof names);
+            cli_error("infer: -i %s=%s: %s has no graph input named '%s'; "
+                      "its inputs are %s", a->in_names[i], a->in_files[i],
+                      a->model, a->in_names[i],
+                      *names ? names : "none");
             return EXIT_USAGE;
         }
     }
@@ -202,9 +257,31 @@ static int check_inputs(const onnx_args *a, const popc_graph *g,
                       popc_view_describe(&v, shape, sizeof shape), name);
             return EXIT_USAGE;
         }
+        if ((rc = check_dtype(a, found, g, popc_graph_input(g, k),
+                              &loaded[found])) != EXIT_OK)
+            return rc;
         run_in[k] = loaded[found];
     }
     return EXIT_OK;
+}
+
+/* An import error about a bound input's shape is about its file: name
+** it. */
+static int fail_import(const onnx_args *a, popc_status st)
+{
+    const char *msg = popc_last_error();
+
+    for (int i = 0; i < a->n_in; i++) {
+        char quoted[300];
+
+        snprintf(quoted, sizeof quoted, "input '%s'", a->in_names[i]);
+        if (strstr(msg, quoted) && strstr(msg, "bound shape")) {
+            cli_error("infer: -i %s=%s: %s (the file's shape does not fit "
+                      "the input)", a->in_names[i], a->in_files[i], msg);
+            return st == POPC_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+        }
+    }
+    return cli_fail_load(st);
 }
 
 /* mkdir -p */
@@ -239,12 +316,23 @@ static int write_outputs(const char *dir, const popc_graph *g,
         return EXIT_RUNTIME;
     }
     for (int i = 0; i < n; i++) {
+        popc_tensor *bits = NULL;
+        int bf16 = popc_tensor_dtype(out[i]) == POPC_DTYPE_BF16;
+
         file_name(popc_graph_value_name(g, popc_graph_output(g, i)), base,
                   sizeof base);
         snprintf(path, sizeof path, "%s/%s.npy", dir, base);
-        if ((st = popc_npy_save(path, out[i])) != POPC_OK)
+        /* .npy has no bfloat16: its bits, as the inputs take them */
+        if (bf16 && (st = popc_tensor_from_data(
+                         POPC_DTYPE_U16, popc_tensor_dims(out[i]),
+                         popc_tensor_rank(out[i]), popc_tensor_cdata(out[i]),
+                         &bits)) != POPC_OK)
             return cli_fail(st);
-        printf("wrote %s\n", path);
+        st = popc_npy_save(path, bits ? bits : out[i]);
+        popc_tensor_free(bits);
+        if (st != POPC_OK)
+            return cli_fail(st);
+        printf("wrote %s%s\n", path, bf16 ? " (bfloat16 as uint16 bits)" : "");
     }
     return EXIT_OK;
 }
@@ -263,6 +351,7 @@ int cmd_infer_onnx(int argc, char **argv)
     popc_graph *g = NULL;
     popc_options *opts = NULL;
     popc_model *m = NULL;
+    time_t started = time(NULL);
     popc_status st;
 
     if ((rc = parse(argc, argv, &a)) != EXIT_OK) {
@@ -280,7 +369,8 @@ int cmd_infer_onnx(int argc, char **argv)
     o.value_names = value_names;
     o.values = values;
     for (int i = 0; i < a.n_in; i++) {
-        if ((st = popc_npy_load(a.in_files[i], &loaded[i])) != POPC_OK) {
+        if ((st = popc_npy_load_exact(a.in_files[i], &loaded[i])) !=
+            POPC_OK) {
             rc = cli_fail_load(st);
             goto done;
         }
@@ -289,11 +379,14 @@ int cmd_infer_onnx(int argc, char **argv)
             values[o.n_values++] = loaded[i];
         } else {
             shape_names[o.n_shapes] = a.in_names[i];
-            shapes[o.n_shapes++] = popc_tensor_view(loaded[i]);
+            shapes[o.n_shapes] = popc_tensor_view(loaded[i]);
+            /* the shape only: check_dtype compares dtypes and names the
+            ** file (uint16 may be a bfloat16 input's bits) */
+            shapes[o.n_shapes++].dtype = POPC_DTYPE_UNDEFINED;
         }
     }
     if ((st = popc_onnx_import_file(a.model, &o, &g)) != POPC_OK) {
-        rc = cli_fail_load(st);
+        rc = fail_import(&a, st);
         goto done;
     }
     if ((rc = check_inputs(&a, g, run_in, loaded, frozen, n_frozen)) !=
@@ -333,7 +426,8 @@ int cmd_infer_onnx(int argc, char **argv)
         rc = cli_fail(st);
         goto done;
     }
-    rc = write_outputs(a.out_dir, g, out, n_out);
+    if ((rc = write_outputs(a.out_dir, g, out, n_out)) == EXIT_OK)
+        cli_print_profiles(opts, started);
 done:
     for (int i = 0; i < n_out && out; i++)
         popc_tensor_free(out[i]);

@@ -295,6 +295,8 @@ int cmd_train(int argc, char **argv)
     int rc;
     popc_status st;
 
+    time_t started = time(NULL);
+
     memset(&d, 0, sizeof d);
     memset(&res, 0, sizeof res);
     if ((rc = cli_parse(argc, argv,
@@ -354,6 +356,7 @@ int cmd_train(int argc, char **argv)
                    (unsigned long long)res.checksum);
         if (res.checkpoint)
             printf("checkpoint: %s\n", res.checkpoint);
+        cli_print_profiles(popc_run_options(r), started);
     }
     if (a.json && popc_distributed_rank() == 0 &&
         write_json(a.json, a.ini, rc, rc ? error : NULL, &res, &d) !=

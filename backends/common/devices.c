@@ -30,7 +30,7 @@ popc_status ipum_device_pick(ipum_device *dev, int needed, const char *who)
         size *= 2;
     if (size > POD_IPUS)
         return ipum_host->set_error(
-            POPC_EINVAL, "useIpuId(%d): the %s backend has no device %d; "
+            POPC_ECONFIG, "useIpuId(%d): the %s backend has no device %d; "
             "its device list is a POD16's as gc-info numbers it: ids 0-15 "
             "are single IPUs, 16-23 pairs, 24-27 groups of 4, 28-29 groups "
             "of 8 and 30 all 16 IPUs",
@@ -38,12 +38,12 @@ popc_status ipum_device_pick(ipum_device *dev, int needed, const char *who)
     if (size != needed) {
         if (needed > POD_IPUS)
             return ipum_host->set_error(
-                POPC_EINVAL, "useIpuId(%d): the model reserves %d IPUs but "
+                POPC_ECONFIG, "useIpuId(%d): the model reserves %d IPUs but "
                 "the %s backend's largest device (id 30) has %d; drop "
                 "useIpuId",
                 id, needed, who, POD_IPUS);
         return ipum_host->set_error(
-            POPC_EINVAL, "useIpuId(%d): device %d has %d IPU%s but the model "
+            POPC_ECONFIG, "useIpuId(%d): device %d has %d IPU%s but the model "
             "reserves %d (IPUs per replica x replicas, rounded up to a power "
             "of 2); use a device of %d IPUs: ids %d to %d",
             id, id, size, size == 1 ? "" : "s", needed, needed,

@@ -20,6 +20,7 @@
 #include "popc/optimizer.h"
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
+#include "core/options/config_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 
 /* ---- internal helpers --------------------------------------------------- */
@@ -57,10 +58,22 @@ static popc_status unknown(const popc_optimizer *o, const char *name,
                               "(optimizer %s: '%s' is fixed when the model is "
                               "compiled and cannot be variable)",
                               name, list, o->def->name, name);
-    return popc_set_error(POPC_ENOTFOUND,
-                          "Unknown attribute %s, allowed values: %s "
-                          "(optimizer %s)",
-                          name ? name : "(null)", list, o->def->name);
+    {
+        const char *names[POPCI_OPTIM_MAX_HYPERS];
+        const char *close;
+        int n = 0;
+
+        for (int k = 0; k < o->n_hypers && n < POPCI_OPTIM_MAX_HYPERS; k++)
+            if (!skip_fixed || !(popci_optim_flags(o, k) & POPC_HYPER_FIXED))
+                names[n++] = o->def->hypers[k].name;
+        close = name ? popci_closest_name(name, names, n) : NULL;
+        return popc_set_error(POPC_ENOTFOUND,
+                              "Unknown attribute %s, allowed values: %s "
+                              "(optimizer %s)%s%s%s",
+                              name ? name : "(null)", list, o->def->name,
+                              close ? "; did you mean '" : "",
+                              close ? close : "", close ? "'?" : "");
+    }
 }
 
 /* Checks that need no knowledge of the optimizer. */

@@ -74,7 +74,7 @@ popc_status popci_ipu_device_options(const popc_options *o,
         name = "Training.setConvolutionDithering";
     if (!name)
         return POPC_OK;
-    return popc_set_error(POPC_EUNSUPPORTED, "%s: the %s backend models no "
+    return popc_set_error(POPC_ECONFIG, "%s: the %s backend models no "
                           "IPU device (device ids, synchronisation, tile "
                           "layout); use the ipumodel or offline backend, or "
                           "leave %s at its default", name, be->name, name);

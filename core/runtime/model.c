@@ -19,6 +19,7 @@
 #include "core/runtime/model_priv.h"
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
+#include "core/registry_priv.h"
 #include "core/strategies/strategy_priv.h"
 
 #define RUNTIME_SUFFIX                                                       \
@@ -410,13 +411,19 @@ static popc_status find_backend(const popc_model *m,
     if ((*out = popci_backend_for(m->opts, reg, &stand_in)) && stand_in)
         popc_log(POPC_LOG_WARN, "backend '%s' is not available; using the "
                  "%s backend", name ? name : "", (*out)->name);
-    if (!*out)
-        return popc_set_error(POPC_ENOTFOUND, "backend '%s' is not "
+    if (!*out) {
+        char names[512];
+
+        /* a value of the backend option: the configuration's to fix */
+        popci_registry_backend_names(reg, names, sizeof names);
+        return popc_set_error(POPC_ECONFIG, "backend '%s' is not "
                               "registered: no loaded plugin provides it; "
-                              "check POPC_PLUGIN_PATH and `popc plugins`%s%s",
-                              name, *popc_registry_problems(reg) ?
+                              "the registered backends are %s (check "
+                              "POPC_PLUGIN_PATH and `popc plugins`)%s%s",
+                              name, names, *popc_registry_problems(reg) ?
                               "; refused plugins: " : "",
                               popc_registry_problems(reg));
+    }
     return POPC_OK;
 }
 

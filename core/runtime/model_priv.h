@@ -103,7 +103,7 @@ void popci_model_log_end(FILE *prev);
 popc_status popci_ipu_count(const popc_options *o,
                             const popc_backend_def *be, int ipus_per_replica,
                             int64_t replicas, int64_t *reserved);
-/* POPC_EUNSUPPORTED when an option describing IPU hardware (useIpuId,
+/* POPC_ECONFIG when an option describing IPU hardware (useIpuId,
 ** syncPattern, Training.setConvolutionDithering) is set for a backend
 ** that models none (core/runtime/ipu_count.c). */
 popc_status popci_ipu_device_options(const popc_options *o,

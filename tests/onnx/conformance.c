@@ -14,8 +14,13 @@
 ** no dtype for (strings, sequences, maps, optionals) is skipped, with the
 ** reason.
 **
+** With --cli POPC, each data set goes through the command line instead:
+** its inputs are written as .npy files (bfloat16 as its uint16 bits), the
+** case runs as `POPC infer model.onnx -i NAME=FILE.npy ... -o DIR
+** --backend B`, and the .npy files it writes are compared the same way.
+**
 ** Usage: conformance [--data DIR] [--folder NAME]... [--case FOLDER/CASE]
-**          [--backend cpu|ipumodel|both] [--expected FILE]
+**          [--backend cpu|ipumodel|both] [--expected FILE] [--cli POPC]
 **          [--update-expected] [--list-failures] [--verbose]
 ** With --expected, the exit status is 1 when a case outside the list
 ** fails or a listed case passes (the list may only shrink; rewrite it
@@ -30,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "popc/popc.h"
 #include "popc/onnx.h"
@@ -50,6 +58,7 @@ typedef struct result {
 } result;
 
 static int verbose;
+static const char *cli_popc;    /* --cli: the popc command */
 
 /* snprintf for paths and messages that may be cut short (a vsnprintf
 ** wrapper, so the compiler does not warn about the possibility). */
@@ -138,6 +147,7 @@ typedef struct model_io {
     int in_type[MAX_IO];         /* ONNX element types */
     int n_outputs;
     int out_type[MAX_IO];
+    char *outputs[MAX_IO];
     char *skip;                  /* why the case is skipped, or NULL */
 } model_io;
 
@@ -207,6 +217,8 @@ static int read_model_io(const char *path, model_io *io)
     }
     io->n_outputs = (int)g->n_output < MAX_IO ? (int)g->n_output : MAX_IO;
     for (int i = 0; i < io->n_outputs; i++)
+        io->outputs[i] = strdup(g->output[i]->name ? g->output[i]->name : "");
+    for (int i = 0; i < io->n_outputs; i++)
         if (g->output[i]->type && g->output[i]->type->value_case ==
                                       ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
             g->output[i]->type->tensor_type)
@@ -225,6 +237,8 @@ static void model_io_free(model_io *io)
 {
     for (int i = 0; i < io->n_inputs; i++)
         free(io->inputs[i]);
+    for (int i = 0; i < io->n_outputs; i++)
+        free(io->outputs[i]);
     free(io->skip);
 }
 
@@ -308,6 +322,173 @@ static int compare(const popc_tensor *got, const popc_tensor *want, int k,
     return 0;
 }
 
+/* ---- through the command line -------------------------------------------- */
+
+/* The file name popc infer gives an output (tools/cmd_infer_onnx.c). */
+static void output_file_name(const char *name, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t k = 0;
+
+    for (const unsigned char *p = (const unsigned char *)name;
+         *p && k + 4 < size; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                 (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' ||
+                 *p == ':' || (*p == '.' && p != (const unsigned char *)name);
+
+        if (ok) {
+            buf[k++] = (char)*p;
+        } else {
+            buf[k++] = '%';
+            buf[k++] = hex[*p >> 4];
+            buf[k++] = hex[*p & 15];
+        }
+    }
+    if (k == 0 && size > 6)
+        k = (size_t)snprintf(buf, size, "%%00");
+    buf[k] = '\0';
+}
+
+/* Every file in dir (popc infer's outputs). */
+static void remove_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4400];
+
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            fmt(path, sizeof path, "%s/%s", dir, e->d_name);
+            remove(path);
+        }
+    if (d)
+        closedir(d);
+}
+
+/* .npy has no bfloat16: write its bits as uint16. */
+static popc_status save_input(const char *path, const popc_tensor *t)
+{
+    popc_tensor *bits = NULL;
+    popc_status st;
+
+    if (popc_tensor_dtype(t) != POPC_DTYPE_BF16)
+        return popc_npy_save(path, t);
+    if ((st = popc_tensor_from_data(POPC_DTYPE_U16, popc_tensor_dims(t),
+                                    popc_tensor_rank(t), popc_tensor_cdata(t),
+                                    &bits)) != POPC_OK)
+        return st;
+    st = popc_npy_save(path, bits);
+    popc_tensor_free(bits);
+    return st;
+}
+
+/* Run argv with stdout and stderr in log; its exit status, or -1. */
+static int run_command(char **argv, const char *log)
+{
+    pid_t pid;
+    int status;
+
+    fflush(stdout);
+    if ((pid = fork()) < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The first line of the command's messages, into why. */
+static void first_message(const char *log, int rc, char *why, size_t size)
+{
+    FILE *f = fopen(log, "r");
+    char line[600] = "";
+
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "popc: ", 6) == 0)
+            break;
+    if (f)
+        fclose(f);
+    line[strcspn(line, "\n")] = '\0';
+    fmt(why, size, "popc infer exited %d: %s", rc, line);
+}
+
+/* in[] (n_inputs tensors) through `popc infer`; the outputs into got. */
+static outcome run_cli(const char *model, const model_io *io,
+                       popc_tensor **in, const char *backend,
+                       popc_tensor **got, char *why, size_t size)
+{
+    char dir[] = "/tmp/popc-conformance.XXXXXX";
+    char path[4096], out_dir[4200], log[4200], base[1024];
+    char *argv[2 * MAX_IO + 16], *args[MAX_IO];
+    int argc = 0, rc;
+    outcome res = FAIL;
+
+    memset(args, 0, sizeof args);
+    if (!mkdtemp(dir)) {
+        fmt(why, size, "cannot create a temporary folder");
+        return FAIL;
+    }
+    fmt(out_dir, sizeof out_dir, "%s/out", dir);
+    fmt(log, sizeof log, "%s/log.txt", dir);
+    argv[argc++] = (char *)cli_popc;
+    argv[argc++] = "infer";
+    argv[argc++] = (char *)model;
+    for (int i = 0; i < io->n_inputs; i++) {
+        fmt(path, sizeof path, "%s/input_%d.npy", dir, i);
+        if (save_input(path, in[i]) != POPC_OK) {
+            fmt(why, size, "input %d: %s", i, popc_last_error());
+            goto done;
+        }
+        if (!(args[i] = malloc(strlen(io->inputs[i]) + strlen(path) + 2)))
+            goto done;
+        sprintf(args[i], "%s=%s", io->inputs[i], path);
+        argv[argc++] = "-i";
+        argv[argc++] = args[i];
+    }
+    argv[argc++] = "-o";
+    argv[argc++] = out_dir;
+    argv[argc++] = "--backend";
+    argv[argc++] = (char *)backend;
+    argv[argc] = NULL;
+    if ((rc = run_command(argv, log)) != 0) {
+        first_message(log, rc, why, size);
+        goto done;
+    }
+    res = PASS;
+    for (int k = 0; k < io->n_outputs; k++) {
+        output_file_name(io->outputs[k], base, sizeof base);
+        fmt(path, sizeof path, "%s/%s.npy", out_dir, base);
+        if (popc_npy_load_exact(path, &got[k]) != POPC_OK) {
+            fmt(why, size, "output %d: %s", k, popc_last_error());
+            res = FAIL;
+            break;
+        }
+        retag_bf16(&got[k], io->out_type[k]);
+        remove(path);
+    }
+done:
+    for (int i = 0; i < io->n_inputs; i++) {
+        fmt(path, sizeof path, "%s/input_%d.npy", dir, i);
+        remove(path);
+        free(args[i]);
+    }
+    remove(log);
+    remove_files(out_dir);
+    rmdir(out_dir);
+    rmdir(dir);
+    return res;
+}
+
 /* ---- one case ------------------------------------------------------------- */
 
 static outcome run_set(const char *case_dir, const char *set,
@@ -361,6 +542,10 @@ static outcome run_set(const char *case_dir, const char *set,
         }
         retag_bf16(&want[n_want], io->out_type[n_want]);
     }
+    if (cli_popc) {
+        res = run_cli(model, io, in, backend, got, why, size);
+        goto compare;
+    }
     popc_onnx_import_options_init(&o);
     o.n_shapes = n_shapes;
     o.shape_names = shape_names;
@@ -381,7 +566,8 @@ static outcome run_set(const char *case_dir, const char *set,
         goto done;
     }
     res = PASS;
-    for (int k = 0; k < io->n_outputs; k++)
+compare:
+    for (int k = 0; k < io->n_outputs && res == PASS; k++)
         if (compare(got[k], want[k], k, why, size)) {
             res = FAIL;
             break;
@@ -539,6 +725,8 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--expected") && i + 1 < argc)
             expected_path = argv[++i];
+        else if (!strcmp(argv[i], "--cli") && i + 1 < argc)
+            cli_popc = argv[++i];
         else if (!strcmp(argv[i], "--update-expected"))
             update = 1;
         else if (!strcmp(argv[i], "--list-failures"))

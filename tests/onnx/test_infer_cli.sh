@@ -2,8 +2,9 @@
 # test_infer_cli.sh - `popc infer MODEL.onnx`: PyTorch-exported models (a
 # CNN, a TransformerEncoder, an LSTM and a GRU classifier; see
 # tests/onnx/models/gen_models.py) give PyTorch's outputs on cpu and
-# ipumodel, and bad models, inputs and arguments get clear errors with
-# exit status 2.
+# ipumodel; inputs of every dtype popc has (float64 included) are taken
+# as their files hold them and outputs written in their own dtype; bad
+# models, inputs and arguments get clear errors with exit status 2.
 POPC="$POPC_BUILDDIR/tools/popc"
 CLOSE="$POPC_BUILDDIR/tests/onnx/npy_close"
 M="$POPC_SRCDIR/tests/onnx/models"
@@ -28,6 +29,32 @@ for model in small_cnn tiny_transformer lstm_classifier gru_classifier; do
     done
 done
 
+# ---- every dtype: each input keeps its file's dtype, each output its own ----------
+# (tests/onnx/dtypes/gen_dtypes.py: x_T doubled into y_T for every dtype;
+# bfloat16 files hold its uint16 bits)
+
+D="$POPC_SRCDIR/tests/onnx/dtypes"
+dtypes="float32 float64 float16 bfloat16 int8 int16 int32 int64 uint8 uint16
+uint32 uint64 bool"
+set --
+for t in $dtypes; do
+    set -- "$@" -i "x_$t=$D/in_$t.npy"
+done
+for backend in cpu ipumodel; do
+    expect 0 "every dtype on $backend" "$POPC" infer "$D/every_dtype.onnx" \
+        "$@" -o "out/dtypes.$backend" --backend "$backend"
+    for t in $dtypes; do
+        if "$CLOSE" "out/dtypes.$backend/y_$t.npy" "$D/out_$t.npy" 0 \
+            >diff.txt; then
+            pass "$t through popc infer on $backend: $(cat diff.txt)"
+        else
+            fail "$t through popc infer on $backend: $(cat diff.txt)"
+        fi
+    done
+done
+contains out.txt "y_bfloat16.npy (bfloat16 as uint16 bits)" \
+    "a bfloat16 output is written as its bits, and says so"
+
 # ---- errors ------------------------------------------------------------------------
 
 expect 2 "missing input" "$POPC" infer "$M/small_cnn.onnx" -o out/x
@@ -36,7 +63,8 @@ contains err.txt "add -i input=FILE.npy" "missing input says how to give it"
 expect 2 "unknown input name" "$POPC" infer "$M/small_cnn.onnx" \
     -i "input=$M/small_cnn.input.npy" -i "nope=$M/small_cnn.input.npy" \
     -o out/x
-contains err.txt "no graph input named 'nope'" "unknown input is named"
+contains err.txt "no graph input named 'nope'; its inputs are 'input'" \
+    "unknown input is named and the model's inputs listed"
 expect 2 "no output folder" "$POPC" infer "$M/small_cnn.onnx" \
     -i "input=$M/small_cnn.input.npy"
 head -c 1000 "$M/tiny_transformer.onnx" >truncated.onnx

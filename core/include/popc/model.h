@@ -73,8 +73,10 @@ POPC_API void popc_model_free(popc_model *m); /* NULL-safe */
 ** their shapes and dtypes are fixed until popc_model_destroy. On a
 ** compiled model the call is ignored with a warning and returns POPC_OK.
 ** Since 0.1.0. Not thread-safe on one model. POPC_OK, POPC_EINVAL (m NULL,
-** inputs that do not fit the graph or options), POPC_ENOTFOUND (backend),
-** POPC_ECOMPILE, POPC_EPERM (foreign code), POPC_EUNSUPPORTED, POPC_EIO,
+** inputs that do not fit the graph or options), POPC_ECONFIG (the
+** backend option names no registered backend, listing those there are;
+** since 0.3.0, before POPC_ENOTFOUND; a useIpuId the device list lacks
+** or the backend models no device for), POPC_ECOMPILE, POPC_EPERM (foreign code), POPC_EUNSUPPORTED, POPC_EIO,
 ** POPC_ENOMEM, or a backend's or collectives' code (POPC_EBACKEND, ...). */
 POPC_API POPC_NODISCARD popc_status popc_model_compile(popc_model *m,
     popc_tensor *const *inputs, int n_inputs);

@@ -167,6 +167,13 @@ static inline uint16_t popc_f16_stochastic(float x, uint32_t random,
 ** POPC_OK. Thread-safe. Since 0.1.0. */
 POPC_API POPC_NODISCARD popc_status popc_npy_load(const char *path,
     popc_tensor **out);
+/* The same, keeping every dtype as the file has it: <f8 is float64. For
+** callers that feed a file to a graph input of the file's own type (popc
+** infer MODEL.onnx -i NAME=FILE.npy). The caller owns *out (NULL on
+** failure). POPC_OK, POPC_EIO, POPC_EUNSUPPORTED, POPC_EINVAL,
+** POPC_ENOMEM, as popc_npy_load. Thread-safe. Since 0.3.0. */
+POPC_API POPC_NODISCARD popc_status popc_npy_load_exact(const char *path,
+    popc_tensor **out);
 /* Writes t as a .npy 1.0 file to a temporary name renamed into place, so
 ** a reader never sees half a file. POPC_OK, POPC_EINVAL (path or t NULL,
 ** a dtype .npy has no code for), POPC_EIO, POPC_ENOMEM, POPC_EINTERNAL

@@ -61,7 +61,9 @@ POPC_API POPC_NODISCARD popc_status popc_dataset_load_idx(const char *images,
     const char *labels, popc_dataset **out);
 
 /* NumPy .npy files (popc_npy_load): features [N, ...] (uint8 is scaled to
-** [0, 1]; other types become float32), labels [N] or [N, 1] of int32,
+** [0, 1]; int32 and int64 stay integers, unchanged in every batch, for
+** models whose input is an integer such as token ids; other types become
+** float32), labels [N] or [N, 1] of int32,
 ** int64 or uint8 (may be NULL). Returns POPC_OK, POPC_EINVAL (features
 ** NULL, of rank < 2 or without samples; labels of another type or rank),
 ** POPC_EIO (unreadable or corrupt file, sample counts that differ),
@@ -87,7 +89,8 @@ POPC_API POPC_NODISCARD popc_status popc_dataset_load_csv(const char *path,
     const char *label_column, popc_dataset **out);
 
 /* From tensors (copied; they stay the caller's): features [N, ...] (uint8
-** is scaled to [0, 1], other types become float32), labels [N] or [N, 1]
+** is scaled to [0, 1], int32 and int64 stay integers, other types become
+** float32), labels [N] or [N, 1]
 ** of int32, int64 or uint8, or NULL. Returns POPC_OK, POPC_EINVAL
 ** (features NULL, of rank < 2 or without samples; labels of another type
 ** or rank), POPC_EIO (a label count other than N, as for files),
@@ -124,7 +127,7 @@ POPC_API POPC_NODISCARD popc_status popc_dataset_set_sample_shape(
 POPC_API void popc_dataset_truncate(popc_dataset *ds, int64_t n);
 
 /* Normalise features: x -> (x - mean[c]) / std[c] after the [0, 1]
-** scaling. n == 1 applies mean[0], std[0] to every feature; otherwise n
+** scaling (integer features become float32 first). n == 1 applies mean[0], std[0] to every feature; otherwise n
 ** must equal the first sample dimension (channels). Arrays are copied.
 ** Replaces an earlier normalisation. Returns POPC_OK, POPC_EINVAL (mean
 ** or std NULL, n < 1, std <= 0, non-finite values, a channel count that
@@ -138,6 +141,20 @@ POPC_API POPC_NODISCARD popc_status popc_dataset_normalize(popc_dataset *ds,
 ** (reads ds only). Since 0.1.0. */
 POPC_API void popc_dataset_stats(const popc_dataset *ds, double *mean,
                                  double *std);
+
+/* The dtype of ds's batches: int32 or int64 for integer features (kept
+** unchanged), float32 for every other kind. Thread-safe (reads ds only).
+** Since 0.3.0. */
+POPC_API popc_dtype popc_dataset_feature_dtype(const popc_dataset *ds);
+
+/* Convert integer features to dtype (float32, int32 or int64), as a model
+** of that input dtype needs them; no effect when they already are.
+** Returns POPC_OK, POPC_EINVAL (features that are not integers becoming
+** integers, naming the source; another dtype; an int64 value outside
+** int32, naming the sample), POPC_ENOMEM. A setter: not thread-safe; call
+** it before a loader is made over ds. Since 0.3.0. */
+POPC_API POPC_NODISCARD popc_status popc_dataset_cast_features(
+    popc_dataset *ds, popc_dtype dtype);
 
 /* Samples in ds (after popc_dataset_truncate). Thread-safe (reads ds
 ** only). Since 0.1.0. */
@@ -165,7 +182,7 @@ POPC_API int popc_dataset_label_count(const popc_dataset *ds);
 POPC_API const char *popc_dataset_source(const popc_dataset *ds);
 
 /* Copy samples indices[0..n) into features (n x sample_numel float32,
-** normalised) and labels (n int32, 0 for an unlabelled set; may be NULL).
+** normalised; integer features converted) and labels (n int32, 0 for an unlabelled set; may be NULL).
 ** Returns POPC_OK, POPC_EINVAL (an index outside [0, size); the rows
 ** before it are already written). Thread-safe: reads ds only, as loader
 ** workers do at once. Since 0.1.0. */
@@ -237,7 +254,8 @@ typedef struct popc_data_position {
 ** popc_dataloader_set_position or popc_dataloader_free on the same
 ** loader. */
 typedef struct popc_batch {
-    popc_tensor *features;     /* float32 [n, sample shape...] */
+    popc_tensor *features;     /* [n, sample shape...] of
+                               ** popc_dataset_feature_dtype */
     popc_tensor *labels;       /* int32 [n]; NULL for an unlabelled set */
     int64_t n;                 /* rows; 0 marks the end of an epoch */
     int64_t epoch;
