@@ -6,4 +6,5 @@ dist_popcdoc_DATA = \
     %reldir%/executable-format.md %reldir%/helpers.md \
     %reldir%/ini-format.md %reldir%/modules.md %reldir%/onnx.md \
     %reldir%/plugins.md %reldir%/profile-example.png \
-    %reldir%/security.md %reldir%/semantics.md
+    %reldir%/optimizer.md %reldir%/security.md \
+    %reldir%/semantics.md
