@@ -45,3 +45,15 @@ noinst_PROGRAMS += %reldir%/bench_infer
 %canon_reldir%_bench_infer_LDADD = libpopc-onnx.la libpopc.la
 EXTRA_DIST += %reldir%/bench_infer.sh %reldir%/ort_infer.js %reldir%/ratios_ort.txt \
     %reldir%/infer_models.py
+
+# bench_conv_dnnl: oneDNN's convolution primitive against popc's kernels
+# on the convolution shapes of ResNet-18 and MobileNetV2 (bench/README.md);
+# built only when configure finds oneDNN (libdnnl-dev)
+EXTRA_DIST += %reldir%/bench_conv_dnnl.c %reldir%/bench_conv_dnnl.sh \
+    %reldir%/conv_dnnl_2026-11-28.md
+if HAVE_DNNL
+noinst_PROGRAMS += %reldir%/bench_conv_dnnl
+%canon_reldir%_bench_conv_dnnl_SOURCES = %reldir%/bench_conv_dnnl.c
+%canon_reldir%_bench_conv_dnnl_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+%canon_reldir%_bench_conv_dnnl_LDADD = libpopc.la -ldnnl -lm
+endif
