@@ -4,7 +4,8 @@
 //
 // Usage: node ort_infer.js MODEL.onnx INPUT.npy [RUNS [THREADS]]
 // NODE_PATH must reach onnxruntime-node (bench_infer.sh installs it).
-// Prints one JSON line like bench_infer's.
+// Prints one JSON line like bench_infer's (cpu_ms: the process's CPU
+// time per run, all threads).
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -35,13 +36,16 @@ async function main() {
     const createMs = performance.now() - t0;
     const feeds = {[session.inputNames[0]]: readNpy(input)};
     const ms = [];
-    let out;
+    let out, cpu0;
     for (let i = -1; i < runs; i++) {
         const t = performance.now();
         out = await session.run(feeds);
         if (i >= 0)
             ms.push(performance.now() - t);
+        else
+            cpu0 = process.cpuUsage();
     }
+    const cpu = process.cpuUsage(cpu0);
     ms.sort((a, b) => a - b);
     const y = out[session.outputNames[0]].data;
     let sum = 0;
@@ -50,7 +54,8 @@ async function main() {
     console.log(JSON.stringify({framework: 'onnxruntime', version:
         require('onnxruntime-node/package.json').version, threads,
         compile_ms: createMs, median_ms: ms[runs >> 1], min_ms: ms[0],
-        max_ms: ms[runs - 1], checksum: sum}));
+        max_ms: ms[runs - 1],
+        cpu_ms: (cpu.user + cpu.system) / 1000 / runs, checksum: sum}));
 }
 
 main().catch(e => { console.error(`ort_infer: ${e.message}`); process.exit(1); });
