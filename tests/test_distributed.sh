@@ -8,7 +8,8 @@
 #   BatchNorm, N = 2 and 4. A negative control shows the comparison sees
 #   a difference.
 # - The CLI: `popc launch -n 2 train` of examples/fashion-mnist-mlp.ini
-#   reaches the single-process accuracy; rank 0 alone writes outputs.
+#   reaches the accuracy of one process with the same global batch (2
+#   replicas); rank 0 alone writes outputs.
 # - Checkpoints: a 2-rank run killed with SIGKILL resumes to the weights of
 #   an uninterrupted 2-rank run; resuming with another process count is
 #   refused.
@@ -126,7 +127,10 @@ if [ -n "$rank_env" ]; then
     short="--set data.limit=12800 --set train.epochs=1"
     floor=0.75 gap=0.03
 fi
-expect 0 "popc train (1 process)" "$POPC" train "$mlp" --quiet $short \
+# one process with both ranks' replicas reads the same global batches
+# ([data] distributed_batches = global)
+expect 0 "popc train (1 process, 2 replicas)" "$POPC" train "$mlp" --quiet \
+    $short --set options.replicationFactor=2 \
     --set train.weights=one.weights --set train.model=one.ini --json one.json
 acc1=$(json_value one.json test_accuracy)
 expect 0 "popc launch -n 2 train" launch -n 2 train "$mlp" --quiet $short \
