@@ -370,7 +370,6 @@ popc_status popci_model_peek_optimizer_state(popc_model *m, const char *name,
 popc_status popc_model_get_optimizer_state(popc_model *m, const char *name,
                                            popc_tensor **out)
 {
-    int i;
     popc_status st;
 
     if (!out)
@@ -387,12 +386,7 @@ popc_status popc_model_get_optimizer_state(popc_model *m, const char *name,
                               "compile or run the model first (a state set "
                               "before, as by a resume, is held and loaded "
                               "at the compile)", name ? name : "(null)");
-    if ((i = find_state(m, name)) < 0)
-        return popc_set_error(POPC_ENOTFOUND, "optimizer state '%s' does not "
-                              "exist; names are \"<weight>/<state>\" and "
-                              "\"<weight>/step\" (popc_model_optimizer_state_"
-                              "name lists them)", name ? name : "(null)");
-    return popci_optstate_get(m->state, i, out);
+    return popci_model_peek_optimizer_state(m, name, out);
 }
 
 popc_status popc_model_set_optimizer_state(popc_model *m, const char *name,

@@ -70,6 +70,18 @@ static popc_status fconv_params(const char *node, const popc_view *in,
     return check_same("FusedConv", node, in, n_in, 3, "residual Z", d, *r);
 }
 
+/* The epilogue and the geometry of a FusedConv node. */
+static popc_status fconv_setup(const char *node, const popc_view *in,
+                               int n_in, const popc_attrs *attrs, conv_p *p,
+                               nn_epilogue *e, int64_t *d, int *r)
+{
+    popc_status st;
+
+    if ((st = nn_epilogue_parse("FusedConv", node, attrs, e)) != POPC_OK)
+        return st;
+    return fconv_params(node, in, n_in, attrs, p, d, r);
+}
+
 static popc_status fconv_infer(popc_infer_ctx *ic)
 {
     conv_p p;
@@ -85,10 +97,8 @@ static popc_status fconv_infer(popc_infer_ctx *ic)
                                                              : "bias B")) !=
                 POPC_OK)
             return st;
-    if ((st = nn_epilogue_parse("FusedConv", ic->node_name, ic->attrs,
-                                &e)) != POPC_OK ||
-        (st = fconv_params(ic->node_name, ic->inputs, ic->n_inputs,
-                           ic->attrs, &p, d, &r)) != POPC_OK)
+    if ((st = fconv_setup(ic->node_name, ic->inputs, ic->n_inputs,
+                          ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
@@ -102,10 +112,8 @@ static popc_status fconv_forward(const popc_kernel_ctx *kc)
     int r;
     popc_status st;
 
-    if ((st = nn_epilogue_parse("FusedConv", kc->node_name, kc->attrs,
-                                &e)) != POPC_OK ||
-        (st = fconv_params(kc->node_name, kc->inputs, kc->n_inputs,
-                           kc->attrs, &p, d, &r)) != POPC_OK)
+    if ((st = fconv_setup(kc->node_name, kc->inputs, kc->n_inputs,
+                          kc->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     e.y0 = kc->outputs[0].data;
     e.z = opsu_present(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
@@ -127,10 +135,8 @@ static popc_status fconv_cost(const popc_infer_ctx *ic, popc_cost *c)
     double out;
     popc_status st;
 
-    if ((st = nn_epilogue_parse("FusedConv", ic->node_name, ic->attrs,
-                                &e)) != POPC_OK ||
-        (st = fconv_params(ic->node_name, ic->inputs, ic->n_inputs,
-                           ic->attrs, &p, d, &r)) != POPC_OK)
+    if ((st = fconv_setup(ic->node_name, ic->inputs, ic->n_inputs,
+                          ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     e.z = opsu_present(ic->inputs, ic->n_inputs, 3) ? (const float *)1 : NULL;
     out = (double)p.N * (double)p.M * (double)p.P;
@@ -188,6 +194,18 @@ static popc_status fmm_params(const char *node, const popc_view *in, int n_in,
     return check_same("FusedMatMul", node, in, n_in, 3, "residual Z", d, *r);
 }
 
+/* The epilogue and the shapes of a FusedMatMul node. */
+static popc_status fmm_setup(const char *node, const popc_view *in, int n_in,
+                             const popc_attrs *attrs, fmm_p *p,
+                             nn_epilogue *e, int64_t *d, int *r)
+{
+    popc_status st;
+
+    if ((st = nn_epilogue_parse("FusedMatMul", node, attrs, e)) != POPC_OK)
+        return st;
+    return fmm_params(node, in, n_in, attrs, p, d, r);
+}
+
 static popc_status fmm_infer(popc_infer_ctx *ic)
 {
     fmm_p p;
@@ -203,10 +221,8 @@ static popc_status fmm_infer(popc_infer_ctx *ic)
                                                                : "bias")) !=
                 POPC_OK)
             return st;
-    if ((st = nn_epilogue_parse("FusedMatMul", ic->node_name, ic->attrs,
-                                &e)) != POPC_OK ||
-        (st = fmm_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
-                         &p, d, &r)) != POPC_OK)
+    if ((st = fmm_setup(ic->node_name, ic->inputs, ic->n_inputs,
+                        ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
@@ -224,10 +240,8 @@ static popc_status fmm_forward(const popc_kernel_ctx *kc)
     int r;
     popc_status st;
 
-    if ((st = nn_epilogue_parse("FusedMatMul", kc->node_name, kc->attrs,
-                                &e)) != POPC_OK ||
-        (st = fmm_params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
-                         &p, d, &r)) != POPC_OK)
+    if ((st = fmm_setup(kc->node_name, kc->inputs, kc->n_inputs,
+                        kc->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     if (opsu_present(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
@@ -263,10 +277,8 @@ static popc_status fmm_cost(const popc_infer_ctx *ic, popc_cost *c)
     double out;
     popc_status st;
 
-    if ((st = nn_epilogue_parse("FusedMatMul", ic->node_name, ic->attrs,
-                                &e)) != POPC_OK ||
-        (st = fmm_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
-                         &p, d, &r)) != POPC_OK)
+    if ((st = fmm_setup(ic->node_name, ic->inputs, ic->n_inputs,
+                        ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     e.z = opsu_present(ic->inputs, ic->n_inputs, 3) ? (const float *)1 : NULL;
     out = (double)p.M * (double)p.N;
