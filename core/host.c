@@ -151,6 +151,7 @@ static const popc_host base_host = {
     .graph_free = popci_graph_release,
     .grad_inline = popci_grad_inline,
     .graph_cost = popci_graph_cost,
+    .get_proc = popci_host_get_proc,
 };
 
 const popc_host *popci_host(void)

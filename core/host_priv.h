@@ -32,6 +32,9 @@ typedef struct popci_callback_impl {
 /* The one host table (static, lives forever). */
 const popc_host *popci_host(void);
 
+/* The host's get_proc (host_services.c): a service by name, or NULL. */
+void *popci_host_get_proc(const char *name);
+
 /* POPC_TENSOR_ALIGN-aligned, zero-filled; NULL on overflow or no memory. */
 void *popci_alloc(size_t n);
 void popci_free(void *p);

@@ -3,7 +3,7 @@ lib_LTLIBRARIES += libpopc.la
 libpopc_la_SOURCES = \
     %reldir%/error.c \
     %reldir%/version.c \
-    %reldir%/host.c %reldir%/host_priv.h \
+    %reldir%/host.c %reldir%/host_services.c %reldir%/host_priv.h \
     %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)
@@ -20,6 +20,7 @@ pkginclude_HEADERS += \
     %reldir%/include/popc/tensor.h \
     %reldir%/include/popc/log.h \
     %reldir%/include/popc/plugin.h \
+    %reldir%/include/popc/services.h \
     %reldir%/include/popc/attrs.h \
     %reldir%/include/popc/registry.h \
     %reldir%/include/popc/graph.h \

@@ -24,6 +24,7 @@
 #include "popc/status.h"
 #include "popc/types.h"
 #include "popc/attrs.h"
+#include "popc/services.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -570,6 +571,10 @@ struct popc_host {
     ** temp_bytes its values plus its largest node temporaries. Since 0.3.0:
     ** read only when POPC_HAS_FIELD(popc_host, size, graph_cost). */
     popc_status (*graph_cost)(const struct popc_graph *g, popc_cost *cost);
+    /* Host services by name (popc/services.h): the way the host grows
+    ** from now on. Read only when POPC_HAS_FIELD(popc_host, size,
+    ** get_proc). Since 0.4.0. */
+    popc_get_proc_fn get_proc;
 };
 
 typedef struct popc_plugin_info {
