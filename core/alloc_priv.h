@@ -1,17 +1,10 @@
-/* alloc_priv.h - libpopc's allocator: libc's, counted so that tests can
-** make the nth allocation fail (popc/fault.h). Memory from these is
-** released with free(); popci_alloc (host_priv.h) is the aligned,
+/* alloc_priv.h - the fault switches behind libpopc's counted allocator
+** (core/layer/alloc.h); popci_alloc (host_priv.h) is the aligned,
 ** zero-filled variant plugins get. */
 #ifndef POPC_ALLOC_PRIV_H
 #define POPC_ALLOC_PRIV_H
 
-#include <stddef.h>
-
-void *popci_malloc(size_t n);
-void *popci_calloc(size_t n, size_t size);
-void *popci_realloc(void *p, size_t n);
-char *popci_strdup(const char *s);
-char *popci_strndup(const char *s, size_t n);
+#include "core/layer/alloc.h"
 
 /* 1 when the allocation being made must fail (an armed fault). */
 int popci_alloc_should_fail(void);

@@ -1,6 +1,6 @@
 # core/base.mk - the counted allocator and fault switches, tensors, .npy files, the plugin registry and loader.
 libpopc_la_SOURCES += \
-    %reldir%/fault.c %reldir%/alloc_priv.h \
+    %reldir%/fault.c %reldir%/alloc_priv.h %reldir%/layer/alloc.h \
     %reldir%/tensor.c %reldir%/tensor_priv.h \
     %reldir%/npy.c \
     %reldir%/atomic_file.c %reldir%/atomic_file_priv.h \

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "popc/data.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "data/data_priv.h"
 #include "core/graph/rng.h"
 

@@ -13,7 +13,7 @@
 
 #include "popc/data.h"
 #include "popc/log.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "data/data_priv.h"
 
 struct popc_dataloader {

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "popc/data.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "data/data_priv.h"
 
 typedef enum { SLOT_FREE, SLOT_FILLING, SLOT_READY } slot_state;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "popc/data.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "data/data_priv.h"
 
 struct popc_dataset {

@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "popc/data.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "data/data_priv.h"
 
 #define NO_LABEL (-1)

@@ -18,7 +18,7 @@
 #include <zlib.h>
 
 #include "popc/data.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "data/data_priv.h"
 
 #define IDX_MAX_DIMS (POPC_MAX_RANK + 1)

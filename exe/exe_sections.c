@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "popc/log.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"

@@ -28,7 +28,7 @@
 #include "popc/optimizer.h"
 #include "popc/registry.h"
 #include "popc/version.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "core/atomic_file_priv.h"
 #include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"

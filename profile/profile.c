@@ -52,7 +52,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "core/atomic_file_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "popc/graph.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "core/runtime/model_priv.h"
 #include "profile/profile_priv.h"
 

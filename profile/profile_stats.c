@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "popc/log.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "core/runtime/model_priv.h"
 #include "profile/profile_priv.h"
 #include "core/options/options_priv.h"

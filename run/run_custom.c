@@ -27,7 +27,7 @@
 #include <strings.h>
 
 #include "popc/custom.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "run/run_custom_priv.h"
 
 #define MAX_ATTRS 64

@@ -22,7 +22,7 @@
 
 #include "popc/data.h"
 #include "popc/run.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "run/run_priv.h"
 
 static const char *const data_keys[] = {

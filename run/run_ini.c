@@ -20,7 +20,7 @@
 #include "popc/log.h"
 #include "popc/optimizer.h"
 #include "popc/run.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "core/options/options_priv.h"
 #include "run/run_priv.h"
 

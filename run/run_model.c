@@ -19,7 +19,7 @@
 #include "popc/precision.h"
 #include "popc/registry.h"
 #include "popc/run.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "run/run_priv.h"
 #include "run/run_custom_priv.h"
 

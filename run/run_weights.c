@@ -32,7 +32,7 @@
 #include "popc/model.h"
 #include "popc/run.h"
 #include "popc/tensor.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
 #include "core/atomic_file_priv.h"
 #include "core/options/config_priv.h"
 #include "core/runtime/model_state_priv.h"
