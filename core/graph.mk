@@ -20,6 +20,7 @@ libpopc_la_SOURCES += \
     %reldir%/graph/autodiff.c \
     %reldir%/graph/half.c \
     %reldir%/graph/half_simd.c \
+    %reldir%/graph/half_service.c \
     %reldir%/graph/half_simd.h \
     %reldir%/graph/rng.h \
     %reldir%/graph/rng.c \

@@ -4,6 +4,7 @@ libpopc_la_SOURCES = \
     %reldir%/error.c \
     %reldir%/version.c \
     %reldir%/host.c %reldir%/host_services.c %reldir%/host_priv.h \
+    %reldir%/op_errors.c %reldir%/op_errors.h \
     %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)

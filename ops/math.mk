@@ -1,6 +1,5 @@
 # ops/math.mk - plugins math (elementwise, activations) and tensor (shape
-# ops, reductions). ops/math/oputil.c is compiled into both; math also
-# compiles libpopc's float16 array conversion (core/graph/half_simd.c).
+# ops, reductions), both on the op utility library (ops/util.mk).
 ops_LTLIBRARIES += %reldir%/math.la
 %canon_reldir%_math_la_SOURCES = \
     %reldir%/math/math.c \
@@ -13,13 +12,9 @@ ops_LTLIBRARIES += %reldir%/math.la
     %reldir%/math/wide.c \
     %reldir%/math/wide_grad.c \
     %reldir%/math/quant.c \
-    %reldir%/math/train_ops.c \
-    %reldir%/math/opu_elem.h \
-    %reldir%/math/oputil.c \
-    %reldir%/math/oputil.h \
-    core/graph/half_simd.c core/graph/half_simd.h
+    %reldir%/math/train_ops.c
 %canon_reldir%_math_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_math_la_LIBADD = -lm
+%canon_reldir%_math_la_LIBADD = %reldir%/libopu.la -lm
 
 ops_LTLIBRARIES += %reldir%/tensor.la
 %canon_reldir%_tensor_la_SOURCES = \
@@ -35,11 +30,6 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/generate.c \
     %reldir%/tensor/index.c \
     %reldir%/tensor/arrange.c \
-    %reldir%/tensor/linalg.c \
-    %reldir%/math/sums.c \
-    %reldir%/math/sums.h \
-    %reldir%/math/opu_elem.h \
-    %reldir%/math/oputil.c \
-    %reldir%/math/oputil.h
+    %reldir%/tensor/linalg.c
 %canon_reldir%_tensor_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_tensor_la_LIBADD = -lm
+%canon_reldir%_tensor_la_LIBADD = %reldir%/libopu.la -lm

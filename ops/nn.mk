@@ -1,7 +1,5 @@
 # ops/nn.mk - plugins nn (matmul, conv, pooling, norms, softmax), loss and
-# popc. ops/nn/util.c is compiled into all three (hidden symbols); nn also
-# compiles libpopc's float16 array conversion (core/graph/half_simd.c) for its
-# float16 partial sums.
+# popc, all on the op utility library (ops/util.mk).
 ops_LTLIBRARIES += %reldir%/nn.la
 %canon_reldir%_nn_la_SOURCES = \
     %reldir%/nn/nn.c \
@@ -20,8 +18,6 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/attention.c \
     %reldir%/nn/half_partials.c \
     %reldir%/nn/half_partials.h \
-    core/graph/half_simd.c \
-    core/graph/half_simd.h \
     %reldir%/nn/winograd.c \
     %reldir%/nn/pool.c \
     %reldir%/nn/pool_max.c \
@@ -32,8 +28,6 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/conv_batched.c \
     %reldir%/nn/depthwise.c \
     %reldir%/nn/lstm_gemm.c \
-    %reldir%/math/sums.c \
-    %reldir%/math/sums.h \
     %reldir%/nn/lstm_gemm_priv.h \
     %reldir%/nn/recurrent.c \
     %reldir%/nn/recurrent_cell.c \
@@ -41,28 +35,22 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/recurrent_priv.h \
     %reldir%/nn/grid_sample.c \
     %reldir%/nn/norm.c \
-    %reldir%/nn/softmax.c \
-    %reldir%/nn/util.c \
-    %reldir%/nn/util.h
+    %reldir%/nn/softmax.c
 %canon_reldir%_nn_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 %canon_reldir%_nn_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_nn_la_LIBADD = $(BLAS_LIBS) -lm
+%canon_reldir%_nn_la_LIBADD = %reldir%/libopu.la $(BLAS_LIBS) -lm
 
 ops_LTLIBRARIES += %reldir%/loss.la
 %canon_reldir%_loss_la_SOURCES = \
     %reldir%/loss/loss.c \
     %reldir%/loss/loss_priv.h \
     %reldir%/loss/xent.c \
-    %reldir%/loss/pointwise.c \
-    %reldir%/nn/util.c \
-    %reldir%/nn/util.h
+    %reldir%/loss/pointwise.c
 %canon_reldir%_loss_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_loss_la_LIBADD = -lm
+%canon_reldir%_loss_la_LIBADD = %reldir%/libopu.la -lm
 
 ops_LTLIBRARIES += %reldir%/popc.la
 %canon_reldir%_popc_la_SOURCES = \
-    %reldir%/popc/popc.c %reldir%/popc/popc_priv.h %reldir%/popc/ctc_beam.c \
-    %reldir%/nn/util.c \
-    %reldir%/nn/util.h
+    %reldir%/popc/popc.c %reldir%/popc/popc_priv.h %reldir%/popc/ctc_beam.c
 %canon_reldir%_popc_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_popc_la_LIBADD = -lm
+%canon_reldir%_popc_la_LIBADD = %reldir%/libopu.la -lm

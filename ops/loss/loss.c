@@ -4,13 +4,14 @@
 #include "config.h"
 
 #include "ops/loss/loss_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 static popc_status loss_init(const popc_host *host, popc_registrar *reg)
 {
     popc_status st;
 
-    opsu_host = host;
+    if ((st = opu_init(host, "loss")) != POPC_OK)
+        return st;
     if ((st = loss_register_xent(host, reg)) != POPC_OK ||
         (st = loss_register_pointwise(host, reg)) != POPC_OK)
         return st;

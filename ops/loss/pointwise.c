@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ops/loss/loss_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 enum { PW_MSE = 0, PW_L1 = 1 };
 
@@ -24,16 +24,16 @@ static popc_status same_shape(const char *op, const char *node, const char *an,
                               const popc_view *a, const char *bn,
                               const popc_view *b)
 {
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
 
     if (a->rank == b->rank &&
         !memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->rank))
         return POPC_OK;
-    return opsu_host->set_error(POPC_EINVAL,
+    return opu_host->set_error(POPC_EINVAL,
                                 "%s '%s': %s %s and %s %s must have the same "
                                 "shape",
-                                op, node, an, opsu_dims(a, s1), bn,
-                                opsu_dims(b, s2));
+                                op, node, an, opu_dims(a, s1), bn,
+                                opu_dims(b, s2));
 }
 
 static popc_status pw_infer(popc_infer_ctx *ic, int kind)
@@ -42,16 +42,16 @@ static popc_status pw_infer(popc_infer_ctx *ic, int kind)
     int red;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "input x")) != POPC_OK ||
-        (st = opsu_want_f32(ic, op, 1, "target")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, op, 0, "input x")) != POPC_OK ||
+        (st = opu_want_f32(ic, op, 1, "target")) != POPC_OK ||
         (st = same_shape(op, ic->node_name, "input x", &ic->inputs[0], "target",
                          &ic->inputs[1])) != POPC_OK ||
-        (st = opsu_reduction(op, ic->node_name, ic->attrs, &red)) != POPC_OK)
+        (st = opu_reduction(op, ic->node_name, ic->attrs, &red)) != POPC_OK)
         return st;
-    if (red == OPSU_RED_NONE)
-        opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+    if (red == OPU_RED_NONE)
+        opu_set_like(&ic->outputs[0], &ic->inputs[0]);
     else
-        opsu_set(&ic->outputs[0], POPC_DTYPE_F32, NULL, 0);
+        opu_set(&ic->outputs[0], POPC_DTYPE_F32, NULL, 0);
     return POPC_OK;
 }
 
@@ -64,21 +64,21 @@ static popc_status pw_forward(const popc_kernel_ctx *kc, int kind)
     int red;
     popc_status st;
 
-    if ((st = opsu_reduction(pw_names[kind], kc->node_name, kc->attrs, &red)) !=
+    if ((st = opu_reduction(pw_names[kind], kc->node_name, kc->attrs, &red)) !=
         POPC_OK)
         return st;
     for (int64_t i = 0; i < n; i++) {
         float d = x[i] - t[i];
         float e = kind == PW_MSE ? d * d : fabsf(d);
 
-        if (red == OPSU_RED_NONE)
+        if (red == OPU_RED_NONE)
             out[i] = e;
         else
             sum += e;
     }
-    if (red == OPSU_RED_SUM)
+    if (red == OPU_RED_SUM)
         out[0] = (float)sum;
-    else if (red == OPSU_RED_MEAN)
+    else if (red == OPU_RED_MEAN)
         out[0] = (float)(sum / (double)n);
     return POPC_OK;
 }
@@ -105,10 +105,10 @@ static popc_status pw_grad(popc_grad_ctx *gc, int kind)
     in[0] = gc->output_grads[0];
     in[1] = gc->inputs[0];
     in[2] = gc->inputs[1];
-    if ((st = opsu_node1(gc, "popc", pw_grad_names[kind], in, 3, &a, 1,
+    if ((st = opu_grad_node(gc, "popc", pw_grad_names[kind], in, 3, &a, 1,
                          &gc->input_grads[0])) != POPC_OK)
         return st;
-    return opsu_node1(gc, NULL, "Neg", &gc->input_grads[0], 1, NULL, 0,
+    return opu_grad_node(gc, NULL, "Neg", &gc->input_grads[0], 1, NULL, 0,
                       &gc->input_grads[1]);
 }
 
@@ -117,19 +117,19 @@ static popc_status pw_grad(popc_grad_ctx *gc, int kind)
 static popc_status pwg_infer(popc_infer_ctx *ic, int kind)
 {
     const char *op = pw_grad_names[kind];
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     const popc_view *dl = &ic->inputs[0], *x = &ic->inputs[1];
     int red;
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((st = opsu_want_f32(ic, op, i, "every input")) != POPC_OK)
+        if ((st = opu_want_f32(ic, op, i, "every input")) != POPC_OK)
             return st;
     if ((st = same_shape(op, ic->node_name, "input x", x, "target",
                          &ic->inputs[2])) != POPC_OK ||
-        (st = opsu_reduction(op, ic->node_name, ic->attrs, &red)) != POPC_OK)
+        (st = opu_reduction(op, ic->node_name, ic->attrs, &red)) != POPC_OK)
         return st;
-    if (red == OPSU_RED_NONE
+    if (red == OPU_RED_NONE
             ? dl->rank != x->rank ||
                   memcmp(dl->dims, x->dims,
                          sizeof x->dims[0] * (size_t)x->rank) != 0
@@ -137,10 +137,10 @@ static popc_status pwg_infer(popc_infer_ctx *ic, int kind)
         return ic->host->set_error(POPC_EINVAL,
                                    "%s '%s': dL %s must have the loss's "
                                    "shape (%s for input x %s)",
-                                   op, ic->node_name, opsu_dims(dl, s1),
-                                   red == OPSU_RED_NONE ? "the shape" : "[]",
-                                   opsu_dims(x, s2));
-    opsu_set_like(&ic->outputs[0], x);
+                                   op, ic->node_name, opu_dims(dl, s1),
+                                   red == OPU_RED_NONE ? "the shape" : "[]",
+                                   opu_dims(x, s2));
+    opu_set_like(&ic->outputs[0], x);
     return POPC_OK;
 }
 
@@ -153,26 +153,26 @@ static popc_status pwg_forward(const popc_kernel_ctx *kc, int kind)
     int red;
     popc_status st;
 
-    if ((st = opsu_reduction(pw_grad_names[kind], kc->node_name, kc->attrs,
+    if ((st = opu_reduction(pw_grad_names[kind], kc->node_name, kc->attrs,
                              &red)) != POPC_OK)
         return st;
-    opsu_range(n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(n, kc->part, kc->n_parts, &lo, &hi);
     if (kind == PW_MSE) {
         /* torch: (2 / numel for mean, else 2) * (x - t) * g */
-        float norm = red == OPSU_RED_MEAN ? (float)(2.0 / (double)n) : 2.0f;
+        float norm = red == OPU_RED_MEAN ? (float)(2.0 / (double)n) : 2.0f;
 
         for (int64_t i = lo; i < hi; i++)
             dx[i] =
-                norm * (x[i] - t[i]) * (red == OPSU_RED_NONE ? dl[i] : dl[0]);
+                norm * (x[i] - t[i]) * (red == OPU_RED_NONE ? dl[i] : dl[0]);
     } else {
         /* torch: sign(x - t) * (g / numel for mean, else g) */
-        float g0 = red == OPSU_RED_MEAN ? dl[0] / (float)n : dl[0];
+        float g0 = red == OPU_RED_MEAN ? dl[0] / (float)n : dl[0];
 
         for (int64_t i = lo; i < hi; i++) {
             float d = x[i] - t[i];
             float s = (float)((d > 0.0f) - (d < 0.0f));
 
-            dx[i] = s * (red == OPSU_RED_NONE ? dl[i] : g0);
+            dx[i] = s * (red == OPU_RED_NONE ? dl[i] : g0);
         }
     }
     return POPC_OK;

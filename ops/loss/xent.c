@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ops/loss/loss_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 typedef struct xent_p {
     int64_t N, C, inner, lanes;
@@ -35,23 +35,23 @@ static popc_status xent_params(const char *op, const char *node,
                                const popc_view *weights,
                                const popc_attrs *attrs, xent_p *p)
 {
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     const popc_attr *ig = popc_attrs_find(attrs, "ignore_index");
     int ok;
     popc_status st;
 
     memset(p, 0, sizeof *p);
-    if ((st = opsu_reduction(op, node, attrs, &p->red)) != POPC_OK)
+    if ((st = opu_reduction(op, node, attrs, &p->red)) != POPC_OK)
         return st;
     p->has_ignore = ig != NULL;
     p->ignore = ig ? popc_attr_int(attrs, "ignore_index", 0) : 0;
     if (scores->rank < 2)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': scores %s must be [N, C] or "
                                     "[N, C, d...]",
-                                    op, node, opsu_dims(scores, s1));
+                                    op, node, opu_dims(scores, s1));
     if (labels->dtype != POPC_DTYPE_I32 && labels->dtype != POPC_DTYPE_I64)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': labels must be int32 or int64, "
                                     "got %s",
                                     op, node, popc_dtype_name(labels->dtype));
@@ -65,19 +65,19 @@ static popc_status xent_params(const char *op, const char *node,
     for (int i = 1; ok && i < labels->rank; i++)
         ok = labels->dims[i] == scores->dims[i + 1];
     if (!ok)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': labels %s must be scores %s "
                                     "without the class dimension",
-                                    op, node, opsu_dims(labels, s1),
-                                    opsu_dims(scores, s2));
+                                    op, node, opu_dims(labels, s1),
+                                    opu_dims(scores, s2));
     if (weights && (weights->dtype != POPC_DTYPE_F32 || weights->rank != 1 ||
                     weights->dims[0] != p->C))
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': weights %s %s must be float32 "
                                     "[%lld], one per class of scores %s",
                                     op, node, popc_dtype_name(weights->dtype),
-                                    opsu_dims(weights, s1), (long long)p->C,
-                                    opsu_dims(scores, s2));
+                                    opu_dims(weights, s1), (long long)p->C,
+                                    opu_dims(scores, s2));
     return POPC_OK;
 }
 
@@ -108,7 +108,7 @@ static popc_status lane_weight(const char *op, const char *node,
         if (p->has_ignore)
             snprintf(extra, sizeof extra, " (or ignore_index %lld)",
                      (long long)p->ignore);
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': label %lld at position %lld is "
                                     "out of range for %lld classes; labels "
                                     "must be in 0..%lld%s",
@@ -159,18 +159,18 @@ static void lane_lse(const float *x, int64_t C, int64_t inner, float *mx,
 static void loss_out_shape(const xent_p *p, const popc_view *labels,
                            popc_view *out)
 {
-    if (p->red == OPSU_RED_NONE)
-        opsu_set(out, POPC_DTYPE_F32, labels->dims, labels->rank);
+    if (p->red == OPU_RED_NONE)
+        opu_set(out, POPC_DTYPE_F32, labels->dims, labels->rank);
     else
-        opsu_set(out, POPC_DTYPE_F32, NULL, 0);
+        opu_set(out, POPC_DTYPE_F32, NULL, 0);
 }
 
 /* Writes the reduced (or per-lane) loss. */
 static void loss_store(const xent_p *p, float *out, double sum, double tw)
 {
-    if (p->red == OPSU_RED_SUM)
+    if (p->red == OPU_RED_SUM)
         out[0] = (float)sum;
-    else if (p->red == OPSU_RED_MEAN)
+    else if (p->red == OPU_RED_MEAN)
         out[0] = (float)(sum / tw);
 }
 
@@ -198,17 +198,17 @@ static int has_weights(const popc_grad_ctx *gc, int i)
 static popc_status sce_infer(popc_infer_ctx *ic)
 {
     const popc_view *w =
-        opsu_present(ic->inputs, ic->n_inputs, 2) ? &ic->inputs[2] : NULL;
+        opu_present_at(ic->inputs, ic->n_inputs, 2) ? &ic->inputs[2] : NULL;
     xent_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, SCE, 0, "scores")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, SCE, 0, "scores")) != POPC_OK ||
         (st = xent_params(SCE, ic->node_name, &ic->inputs[0], &ic->inputs[1], w,
                           ic->attrs, &p)) != POPC_OK)
         return st;
     loss_out_shape(&p, &ic->inputs[1], &ic->outputs[0]);
     if (ic->n_outputs > 1)
-        opsu_set_like(&ic->outputs[1], &ic->inputs[0]);
+        opu_set_like(&ic->outputs[1], &ic->inputs[0]);
     return POPC_OK;
 }
 
@@ -217,9 +217,9 @@ static popc_status sce_forward(const popc_kernel_ctx *kc)
     const popc_view *labels = &kc->inputs[1];
     const float *x = kc->inputs[0].data;
     const float *wt =
-        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
+        opu_present_at(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *out = kc->outputs[0].data;
-    float *lp = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *lp = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     double sum = 0.0, tw = 0.0;
     xent_p p;
     popc_status st;
@@ -244,7 +244,7 @@ static popc_status sce_forward(const popc_kernel_ctx *kc)
             return st;
         if (!(p.has_ignore && lab == p.ignore))
             loss = -(xl[lab * p.inner] - mx - ls) * w;
-        if (p.red == OPSU_RED_NONE)
+        if (p.red == OPU_RED_NONE)
             out[l] = loss;
         sum += loss;
         tw += w;
@@ -280,7 +280,7 @@ static popc_status sce_grad(popc_grad_ctx *gc)
         if (has_weights(gc, 2))
             in[n_in++] = gc->inputs[2];
         grad_attrs(gc, a, &na);
-        if ((st = opsu_node1(gc, "popc", "SoftmaxCrossEntropyLossGrad", in,
+        if ((st = opu_grad_node(gc, "popc", "SoftmaxCrossEntropyLossGrad", in,
                              n_in, a, na, &ds)) != POPC_OK)
             return st;
     }
@@ -289,13 +289,13 @@ static popc_status sce_grad(popc_grad_ctx *gc)
         a[0] = popc_attr_make_int("axis", 1);
         in[0] = dlp;
         in[1] = gc->outputs[1];
-        if ((st = opsu_node1(gc, "popc", "LogSoftmaxGrad", in, 2, a, 1, &t)) !=
+        if ((st = opu_grad_node(gc, "popc", "LogSoftmaxGrad", in, 2, a, 1, &t)) !=
             POPC_OK)
             return st;
         if (ds >= 0) {
             sum[0] = ds;
             sum[1] = t;
-            if ((st = opsu_node1(gc, NULL, "Add", sum, 2, NULL, 0, &ds)) !=
+            if ((st = opu_grad_node(gc, NULL, "Add", sum, 2, NULL, 0, &ds)) !=
                 POPC_OK)
                 return st;
         } else {
@@ -313,14 +313,14 @@ static popc_status sce_grad(popc_grad_ctx *gc)
 static popc_status sceg_infer(popc_infer_ctx *ic)
 {
     const popc_view *w =
-        opsu_present(ic->inputs, ic->n_inputs, 3) ? &ic->inputs[3] : NULL;
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+        opu_present_at(ic->inputs, ic->n_inputs, 3) ? &ic->inputs[3] : NULL;
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     popc_view want;
     xent_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, SCEG, 0, "dL")) != POPC_OK ||
-        (st = opsu_want_f32(ic, SCEG, 1, "scores")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, SCEG, 0, "dL")) != POPC_OK ||
+        (st = opu_want_f32(ic, SCEG, 1, "scores")) != POPC_OK ||
         (st = xent_params(SCEG, ic->node_name, &ic->inputs[1], &ic->inputs[2],
                           w, ic->attrs, &p)) != POPC_OK)
         return st;
@@ -332,9 +332,9 @@ static popc_status sceg_infer(popc_infer_ctx *ic)
                                    "%s '%s': dL %s must have the loss's "
                                    "shape %s",
                                    SCEG, ic->node_name,
-                                   opsu_dims(&ic->inputs[0], s1),
-                                   opsu_dims(&want, s2));
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+                                   opu_dims(&ic->inputs[0], s1),
+                                   opu_dims(&want, s2));
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     return POPC_OK;
 }
 
@@ -343,7 +343,7 @@ static popc_status sceg_forward(const popc_kernel_ctx *kc)
     const float *dl = kc->inputs[0].data, *x = kc->inputs[1].data;
     const popc_view *labels = &kc->inputs[2];
     const float *wt =
-        opsu_present(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data : NULL;
+        opu_present_at(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data : NULL;
     float *dx = kc->outputs[0].data;
     double tw = 1.0;
     int64_t lo, hi;
@@ -353,11 +353,11 @@ static popc_status sceg_forward(const popc_kernel_ctx *kc)
     if ((st = xent_params(SCEG, kc->node_name, &kc->inputs[1], labels, NULL,
                           kc->attrs, &p)) != POPC_OK)
         return st;
-    if (p.red == OPSU_RED_MEAN &&
+    if (p.red == OPU_RED_MEAN &&
         (st = total_weight(SCEG, kc->node_name, &p, labels, wt, &tw)) !=
             POPC_OK)
         return st;
-    opsu_range(p.lanes, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.lanes, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t l = lo; l < hi; l++) {
         int64_t n = l / p.inner, i = l % p.inner, lab;
         const float *xl = x + n * p.C * p.inner + i;
@@ -373,8 +373,8 @@ static popc_status sceg_forward(const popc_kernel_ctx *kc)
                 dxl[c * p.inner] = 0.0f;
             continue;
         }
-        g = p.red == OPSU_RED_NONE  ? dl[l]
-            : p.red == OPSU_RED_SUM ? dl[0]
+        g = p.red == OPU_RED_NONE  ? dl[l]
+            : p.red == OPU_RED_SUM ? dl[0]
                                     : (float)(dl[0] / tw);
         lane_lse(xl, p.C, p.inner, &mx, &s);
         r = (float)(1.0 / s);
@@ -402,11 +402,11 @@ static popc_status sceg_cost(const popc_infer_ctx *ic, popc_cost *c)
 static popc_status nll_infer(popc_infer_ctx *ic)
 {
     const popc_view *w =
-        opsu_present(ic->inputs, ic->n_inputs, 2) ? &ic->inputs[2] : NULL;
+        opu_present_at(ic->inputs, ic->n_inputs, 2) ? &ic->inputs[2] : NULL;
     xent_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, NLL, 0, "input")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, NLL, 0, "input")) != POPC_OK ||
         (st = xent_params(NLL, ic->node_name, &ic->inputs[0], &ic->inputs[1], w,
                           ic->attrs, &p)) != POPC_OK)
         return st;
@@ -419,7 +419,7 @@ static popc_status nll_forward(const popc_kernel_ctx *kc)
     const popc_view *labels = &kc->inputs[1];
     const float *x = kc->inputs[0].data;
     const float *wt =
-        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
+        opu_present_at(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *out = kc->outputs[0].data;
     double sum = 0.0, tw = 0.0;
     xent_p p;
@@ -437,7 +437,7 @@ static popc_status nll_forward(const popc_kernel_ctx *kc)
             return st;
         if (!(p.has_ignore && lab == p.ignore))
             loss = -x[(n * p.C + lab) * p.inner + i] * w;
-        if (p.red == OPSU_RED_NONE)
+        if (p.red == OPU_RED_NONE)
             out[l] = loss;
         sum += loss;
         tw += w;
@@ -461,7 +461,7 @@ static popc_status nll_grad(popc_grad_ctx *gc)
         in[n_in++] = gc->inputs[2];
     grad_attrs(gc, a, &na);
     a[na++] = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
-    return opsu_node1(gc, "popc", "NegativeLogLikelihoodLossGrad", in, n_in, a,
+    return opu_grad_node(gc, "popc", "NegativeLogLikelihoodLossGrad", in, n_in, a,
                       na, &gc->input_grads[0]);
 }
 
@@ -476,25 +476,25 @@ static popc_status nllg_params(const char *node, const popc_view *in, int n_in,
 {
     int64_t d[POPC_MAX_RANK];
     int64_t r = popc_attr_ints(attrs, "input_shape", d, POPC_MAX_RANK);
-    const popc_view *w = check_w && opsu_present(in, n_in, 2) ? &in[2] : NULL;
+    const popc_view *w = check_w && opu_present_at(in, n_in, 2) ? &in[2] : NULL;
 
     if (r < 2 || r > POPC_MAX_RANK)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': attribute input_shape must give "
                                     "the input's shape ([N, C, ...])",
                                     NLLG, node);
-    opsu_set(xshape, POPC_DTYPE_F32, d, (int)r);
+    opu_set(xshape, POPC_DTYPE_F32, d, (int)r);
     return xent_params(NLLG, node, xshape, &in[1], w, attrs, p);
 }
 
 static popc_status nllg_infer(popc_infer_ctx *ic)
 {
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     popc_view xs, want;
     xent_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, NLLG, 0, "dL")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, NLLG, 0, "dL")) != POPC_OK ||
         (st = nllg_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                           &xs, &p, 1)) != POPC_OK)
         return st;
@@ -506,9 +506,9 @@ static popc_status nllg_infer(popc_infer_ctx *ic)
                                    "%s '%s': dL %s must have the loss's "
                                    "shape %s",
                                    NLLG, ic->node_name,
-                                   opsu_dims(&ic->inputs[0], s1),
-                                   opsu_dims(&want, s2));
-    opsu_set_like(&ic->outputs[0], &xs);
+                                   opu_dims(&ic->inputs[0], s1),
+                                   opu_dims(&want, s2));
+    opu_set_like(&ic->outputs[0], &xs);
     return POPC_OK;
 }
 
@@ -517,7 +517,7 @@ static popc_status nllg_forward(const popc_kernel_ctx *kc)
     const float *dl = kc->inputs[0].data;
     const popc_view *labels = &kc->inputs[1];
     const float *wt =
-        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
+        opu_present_at(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *dx = kc->outputs[0].data;
     double tw = 1.0;
     int64_t lo, hi;
@@ -528,11 +528,11 @@ static popc_status nllg_forward(const popc_kernel_ctx *kc)
     if ((st = nllg_params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
                           &xs, &p, 0)) != POPC_OK)
         return st;
-    if (p.red == OPSU_RED_MEAN &&
+    if (p.red == OPU_RED_MEAN &&
         (st = total_weight(NLLG, kc->node_name, &p, labels, wt, &tw)) !=
             POPC_OK)
         return st;
-    opsu_range(p.lanes, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.lanes, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t l = lo; l < hi; l++) {
         int64_t n = l / p.inner, i = l % p.inner, lab;
         float *dxl = dx + n * p.C * p.inner + i;
@@ -545,8 +545,8 @@ static popc_status nllg_forward(const popc_kernel_ctx *kc)
             dxl[c * p.inner] = 0.0f;
         if (p.has_ignore && lab == p.ignore)
             continue;
-        g = p.red == OPSU_RED_NONE  ? dl[l]
-            : p.red == OPSU_RED_SUM ? dl[0]
+        g = p.red == OPU_RED_NONE  ? dl[l]
+            : p.red == OPU_RED_SUM ? dl[0]
                                     : (float)(dl[0] / tw);
         dxl[lab * p.inner] = -w * g;
     }

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 #define SQRT1_2 0.70710678118654752440f
 #define GELU_BETA 0.79788456080286535588f   /* sqrt(2 / pi) */

@@ -3,9 +3,8 @@
 
 #include <string.h>
 
-#include "core/graph/half_simd.h"
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 static mop_fn pick(const mop_kernels *k, popc_dtype dt)
 {
@@ -16,23 +15,6 @@ static mop_fn pick(const mop_kernels *k, popc_dtype dt)
     case POPC_DTYPE_BOOL: case POPC_DTYPE_U8: return k->b8;
     default: return NULL;
     }
-}
-
-static void to_float(float *dst, const uint16_t *src, int64_t n)
-{
-    popci_h2f_n(dst, src, n, opu_h2f);
-}
-
-/* dst[0..n) are output elements first, first + 1, ... */
-static void to_half(const popc_kernel_ctx *kc, uint16_t *dst,
-                    const float *src, int64_t n, int64_t first)
-{
-    if (!(kc->flags & POPC_KERNEL_STOCHASTIC_ROUNDING)) {
-        popci_f2h_n(dst, src, n, opu_f2h);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = opu_f2h_at(kc, src[i], first + i);
 }
 
 /* One run through float32 with float16 inputs/outputs converted. */
@@ -56,7 +38,7 @@ static void run_converted(const popc_kernel_ctx *kc, mop_fn fn,
                               (size_t)(it->in_off[k] + c * inner[k]) * es;
 
             if (in[k].dtype == POPC_DTYPE_F16) {
-                to_float(ib[k], (const uint16_t *)src, inner[k] ? m : 1);
+                opu_h2f_n(ib[k], (const uint16_t *)src, inner[k] ? m : 1);
                 ip[k] = ib[k];
             } else {
                 ip[k] = src;
@@ -72,8 +54,8 @@ static void run_converted(const popc_kernel_ctx *kc, mop_fn fn,
         fn(op, ip, inner, m, p);
         for (int j = 0; j < n_out; j++)
             if (out[j].dtype == POPC_DTYPE_F16)
-                to_half(kc, (uint16_t *)out[j].data + it->out_off + c, ob[j],
-                        m, it->out_off + c);
+                opu_f2h_out(kc, (uint16_t *)out[j].data + it->out_off + c,
+                            ob[j], m, it->out_off + c);
     }
 }
 

@@ -20,6 +20,8 @@ static popc_status math_init(const popc_host *host, popc_registrar *reg)
 {
     popc_status st;
 
+    if ((st = opu_init(host, "math")) != POPC_OK)
+        return st;
     if ((st = register_all(host, reg, mop_arith_ops, mop_arith_count)) !=
         POPC_OK)
         return st;

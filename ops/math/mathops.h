@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "ops/math/oputil.h"
+#include "ops/util/oputil.h"
 
 /* Op parameters decoded from attributes / constant inputs per call. */
 typedef struct mop_params {

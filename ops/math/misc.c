@@ -10,9 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/graph/half_simd.h"
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 /* ---- Where -------------------------------------------------------------- */
 
@@ -177,7 +176,7 @@ static void load_float(float *dst, const void *src, popc_dtype dt, int64_t n)
         memcpy(dst, src, (size_t)n * sizeof *dst);
         return;
     }
-    popci_h2f_n(dst, src, n, opu_h2f);
+    opu_h2f_n(dst, src, n);
 }
 
 static void load_int(int64_t *dst, const void *src, popc_dtype dt, int64_t n)
@@ -291,11 +290,7 @@ static popc_status cast_forward(const popc_kernel_ctx *kc)
             uint16_t *h = (uint16_t *)dst + c;
 
             load_float(buf, src + (size_t)c * fs, from, m);
-            if (!(kc->flags & POPC_KERNEL_STOCHASTIC_ROUNDING))
-                popci_f2h_n(h, buf, m, opu_f2h);
-            for (int64_t i = 0;
-                 (kc->flags & POPC_KERNEL_STOCHASTIC_ROUNDING) && i < m; i++)
-                h[i] = opu_f2h_at(kc, buf[i], c + i);
+            opu_f2h_out(kc, h, buf, m, c);
         } else if (opu_is_float(from)) {
             float buf[OPU_CHUNK];
 

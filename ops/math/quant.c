@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 static double saturate(double v, popc_dtype dt)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 typedef enum { T_ADAGRAD, T_MOMENTUM, T_ADAM } train_kind;
 

@@ -1,6 +1,6 @@
 /* wide.c - elementwise ONNX ops over every dtype the op allows, through
 ** one kernel per op computing in double (float types) or int64 (integer
-** types and bool), element by element (opu_elem.h). These are the ops
+** types and bool), element by element (ops/util/elem.h). These are the ops
 ** models rarely spend time in (inverse trigonometry, rounding, logic,
 ** Mod, BitShift...); the hot ops keep the vectorised engine of ew.c.
 ** Kernels are split-safe (each part writes its own share of the output)
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 #define W_FLOAT (1u << POPC_DTYPE_F32 | 1u << POPC_DTYPE_F16 |             \
                  1u << POPC_DTYPE_F64 | 1u << POPC_DTYPE_BF16)

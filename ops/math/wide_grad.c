@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ops/math/mathops.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 typedef double (*wide_df)(double x, double y, const popc_attrs *a, int wrt);
 

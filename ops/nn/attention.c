@@ -15,7 +15,7 @@
 #include <cblas.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 /* Query rows per unit. */
 #define ROWS 32
@@ -28,7 +28,7 @@ typedef struct att_p {
 static popc_status att_params(const char *node, const popc_view *in,
                               const popc_attrs *attrs, att_p *p)
 {
-    char sq[OPSU_DIMS_LEN], sk[OPSU_DIMS_LEN], sv[OPSU_DIMS_LEN];
+    char sq[OPU_DIMS_LEN], sk[OPU_DIMS_LEN], sv[OPU_DIMS_LEN];
     const popc_view *q = &in[0], *k = &in[1], *v = &in[2];
     int r = q->rank, ok = r >= 2 && k->rank == r && v->rank == r;
 
@@ -38,12 +38,12 @@ static popc_status att_params(const char *node, const popc_view *in,
         ok = k->dims[r - 2] == q->dims[r - 1] &&
              v->dims[r - 2] == k->dims[r - 1];
     if (!ok)
-        return opsu_host->set_error(POPC_EINVAL, "Attention '%s': Q %s, Kt "
+        return opu_host->set_error(POPC_EINVAL, "Attention '%s': Q %s, Kt "
                                     "%s and V %s must be [..., S, D], [..., "
                                     "D, T] and [..., T, E] with the same "
                                     "leading dimensions", node,
-                                    opsu_dims(q, sq), opsu_dims(k, sk),
-                                    opsu_dims(v, sv));
+                                    opu_dims(q, sq), opu_dims(k, sk),
+                                    opu_dims(v, sv));
     p->batch = 1;
     for (int i = 0; i < r - 2; i++)
         p->batch *= q->dims[i];
@@ -63,7 +63,7 @@ static popc_status att_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((st = opsu_want_f32(ic, "Attention", i, i == 0   ? "Q"
+        if ((st = opu_want_f32(ic, "Attention", i, i == 0   ? "Q"
                                                     : i == 1 ? "Kt"
                                                              : "V")) !=
             POPC_OK)
@@ -74,7 +74,7 @@ static popc_status att_infer(popc_infer_ctx *ic)
     for (int i = 0; i < r - 1; i++)
         d[i] = ic->inputs[0].dims[i];
     d[r - 1] = p.E;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
 }
 
@@ -91,7 +91,7 @@ static popc_status att_forward(const popc_kernel_ctx *kc)
         POPC_OK)
         return st;
     blocks = (p.S + ROWS - 1) / ROWS;
-    opsu_range(p.batch * blocks, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.batch * blocks, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo || p.T == 0)
         return POPC_OK;
     if (!(s = kc->host->alloc(sizeof *s * (size_t)(ROWS * p.T))))

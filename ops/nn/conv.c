@@ -27,7 +27,7 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 /* Largest set of ConvGradWeight partial sums the grad builder makes. */
 #define CHUNK_BYTES (4 << 20)
@@ -37,25 +37,25 @@ popc_status nn_conv_geom(const char *op, const char *node,
                          const popc_attrs *attrs, const int64_t *xd, int xr,
                          const int64_t *wd, int wr, conv_p *p)
 {
-    char sx[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
+    char sx[OPU_DIMS_LEN], sw[OPU_DIMS_LEN];
     int64_t group = popc_attr_int(attrs, "group", 1);
     nn_window *w = &p->w;
     popc_status st;
 
     memset(p, 0, sizeof *p);
     if (xr != 3 && xr != 4)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "%s '%s': input X %s must be [N, C, W] "
                                     "or [N, C, H, W]",
-                                    op, node, opsu_dims_n(xd, xr, sx));
+                                    op, node, opu_dims_n(xd, xr, sx));
     if (wr != xr)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': weight W %s must have the rank "
                                     "of input X %s ([M, C/group, kernel...])",
-                                    op, node, opsu_dims_n(wd, wr, sw),
-                                    opsu_dims_n(xd, xr, sx));
+                                    op, node, opu_dims_n(wd, wr, sw),
+                                    opu_dims_n(xd, xr, sx));
     if (group < 1)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': group is %lld; it must be at "
                                     "least 1",
                                     op, node, (long long)group);
@@ -65,19 +65,19 @@ popc_status nn_conv_geom(const char *op, const char *node,
     p->G = group;
     p->Cg = wd[1];
     if (p->Cg * group != p->C)
-        return opsu_host->set_error(
+        return opu_host->set_error(
             POPC_EINVAL,
             "%s '%s': input X %s has %lld channels but weight W %s with "
             "group %lld expects %lld (W's dim 1 times group); make W's dim 1 "
             "equal to X's channels / group",
-            op, node, opsu_dims_n(xd, xr, sx), (long long)p->C,
-            opsu_dims_n(wd, wr, sw), (long long)group,
+            op, node, opu_dims_n(xd, xr, sx), (long long)p->C,
+            opu_dims_n(wd, wr, sw), (long long)group,
             (long long)(p->Cg * group));
     if (p->M % group != 0)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': weight W %s has %lld output "
                                     "channels, not a multiple of group %lld",
-                                    op, node, opsu_dims_n(wd, wr, sw),
+                                    op, node, opu_dims_n(wd, wr, sw),
                                     (long long)p->M, (long long)group);
     p->Mg = p->M / group;
     if ((st = nn_window_parse(op, node, attrs, xr - 2, xd + 2, wd + 2, 0, 0,
@@ -90,11 +90,11 @@ popc_status nn_conv_geom(const char *op, const char *node,
     p->direct = p->KK == 1 && w->sh == 1 && w->sw == 1 && w->pt == 0 &&
                 w->pl == 0 && w->pb == 0 && w->pr == 0;
     if (p->Kc > 0x7fffffff || p->P > 0x7fffffff || p->Mg > 0x7fffffff)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "%s '%s': X %s with W %s is too large "
                                     "for BLAS",
-                                    op, node, opsu_dims_n(xd, xr, sx),
-                                    opsu_dims_n(wd, wr, sw));
+                                    op, node, opu_dims_n(xd, xr, sx),
+                                    opu_dims_n(wd, wr, sw));
     return POPC_OK;
 }
 
@@ -442,7 +442,7 @@ popc_status nn_run_wino(const popc_kernel_ctx *kc, const conv_p *p,
         chunk = wino_chunk(p, g);
         nch = (g->M + chunk - 1) / chunk;
     }
-    opsu_range(p->N * p->G * nb * nch, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->G * nb * nch, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!(s = nn_conv_scratch(kc, nn_wino_scratch(g), &st)) && st)
@@ -482,15 +482,15 @@ static popc_status conv_params(const char *node, const popc_view *in, int n_in,
     if ((st = nn_conv_geom("Conv", node, attrs, in[0].dims, in[0].rank,
                            in[1].dims, in[1].rank, p)) != POPC_OK)
         return st;
-    if (opsu_present(in, n_in, 2) &&
+    if (opu_present_at(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->M)) {
-        char sb[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
+        char sb[OPU_DIMS_LEN], sw[OPU_DIMS_LEN];
 
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "Conv '%s': bias B %s must be [%lld], one "
                                     "value per output channel of W %s",
-                                    node, opsu_dims(&in[2], sb),
-                                    (long long)p->M, opsu_dims(&in[1], sw));
+                                    node, opu_dims(&in[2], sb),
+                                    (long long)p->M, opu_dims(&in[1], sw));
     }
     return POPC_OK;
 }
@@ -504,17 +504,17 @@ static popc_status conv_infer(popc_infer_ctx *ic)
 
     if (ic->inputs[0].rank == 5)
         return nn_nd_conv_infer(ic);
-    if ((st = opsu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK)
         return st;
-    if (opsu_present(ic->inputs, ic->n_inputs, 2) &&
-        (st = opsu_want_f32(ic, "Conv", 2, "bias B")) != POPC_OK)
+    if (opu_present_at(ic->inputs, ic->n_inputs, 2) &&
+        (st = opu_want_f32(ic, "Conv", 2, "bias B")) != POPC_OK)
         return st;
     if ((st = conv_params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                           &p)) != POPC_OK)
         return st;
     nn_conv_out_dims(&p, d, &r);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
 }
 
@@ -543,7 +543,7 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
     if ((st = conv_params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
                           &p)) != POPC_OK)
         return st;
-    if (opsu_present(kc->inputs, kc->n_inputs, 2))
+    if (opu_present_at(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
     p.inference = !kc->training;
     if (nn_half_partials(kc))
@@ -578,7 +578,7 @@ static popc_status conv_rows(const popc_kernel_ctx *kc, const conv_p *p,
 
     nn_tiles_plan(p->N * p->G, p->Mg, p->P, p->Kc, NN_CONV_UNITS, 16,
                   NN_TILE_ROWS, &t);
-    opsu_range(p->N * p->G * t.n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!p->direct && !(col = nn_conv_scratch(kc, p->Kc * p->P, &st)) && st)
@@ -640,7 +640,7 @@ popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
     if (rows_pay(&p))
         return conv_rows(kc, &p, x, wt, bias, y);
     conv_tiles(&p, &t);
-    opsu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!p.direct && !(col = nn_conv_scratch(kc, p.Kc * t.blk, &st)) && st)
@@ -696,7 +696,7 @@ static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)
                           &p)) != POPC_OK)
         return st;
     c->flops = 2.0 * (double)p.N * (double)p.M * (double)p.P * (double)p.Kc +
-               (opsu_present(ic->inputs, ic->n_inputs, 2)
+               (opu_present_at(ic->inputs, ic->n_inputs, 2)
                     ? (double)p.N * (double)p.M * (double)p.P
                     : 0.0);
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
@@ -752,11 +752,11 @@ static popc_status conv_prepare(const popc_infer_ctx *ic, void **state)
     if (!own)
         return POPC_OK;
     if (strcmp(own, "float") != 0 && strcmp(own, "half") != 0)
-        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': partials type "
+        return opu_host->set_error(POPC_EINVAL, "Conv '%s': partials type "
                                     "'%s' is unknown; use float or half",
                                     ic->node_name, own);
     if (strcmp(own, "half") == 0 && !nn_is_float16_node(ic->attrs))
-        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': half partials "
+        return opu_host->set_error(POPC_EINVAL, "Conv '%s': half partials "
                                     "need a float16 convolution; convert "
                                     "the model with popc_graph_to_half or "
                                     "use float partials", ic->node_name);
@@ -793,7 +793,7 @@ static popc_status conv_grad(popc_grad_ctx *gc)
     a[na] = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
     in[0] = dy;
     in[1] = gc->inputs[1];
-    if ((st = opsu_node1(gc, "popc", "ConvGradInput", in, 2, a, na + 1,
+    if ((st = opu_grad_node(gc, "popc", "ConvGradInput", in, 2, a, na + 1,
                          &gc->input_grads[0])) != POPC_OK)
         return st;
     in[0] = gc->inputs[0];
@@ -811,11 +811,11 @@ static popc_status conv_grad(popc_grad_ctx *gc)
             gc->input_grads[2] = out[1];
         return POPC_OK;
     }
-    if ((st = opsu_sum_to(gc, out[0], wi->dims, wi->rank,
+    if ((st = opu_grad_sum_to_dims(gc, out[0], wi->dims, wi->rank,
                           &gc->input_grads[1])) != POPC_OK)
         return st;
     if (has_bias)
-        return opsu_sum_to(gc, out[1], &p.M, 1, &gc->input_grads[2]);
+        return opu_grad_sum_to_dims(gc, out[1], &p.M, 1, &gc->input_grads[2]);
     return POPC_OK;
 }
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "ops/nn/conv_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 int nn_cb_fits(const conv_p *p)
 {
@@ -66,7 +66,7 @@ popc_status nn_cb_forward(const popc_kernel_ctx *kc, const conv_p *p,
     float *col, *out;
     popc_status st;
 
-    opsu_range(nib * nmb, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(nib * nmb, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!(col = nn_conv_scratch(kc, (p->Kc + mb) * ib * p->P, &st)))
@@ -113,7 +113,7 @@ popc_status nn_cb_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
     float *dyb, *dcol;
     popc_status st;
 
-    opsu_range(nib * ncb, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(nib * ncb, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!(dyb = nn_conv_scratch(kc, (p->M + cb * p->KK) * ib * p->P, &st)))

@@ -28,8 +28,8 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/math/sums.h"
-#include "ops/nn/util.h"
+#include "ops/util/sums.h"
+#include "ops/util/oputil.h"
 
 /* ---- ConvGradInput: dX from dY and W ------------------------------------- */
 
@@ -39,12 +39,12 @@ static popc_status gi_params(const char *node, const popc_view *in,
     const char *op = "ConvGradInput";
     int64_t xd[POPC_MAX_RANK], yd[4];
     int64_t xr = popc_attr_ints(attrs, "input_shape", xd, POPC_MAX_RANK);
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     int r;
     popc_status st;
 
     if (xr < 3 || xr > 4)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': attribute input_shape must "
                                     "give X's shape ([N, C, H, W])",
                                     op, node);
@@ -53,11 +53,11 @@ static popc_status gi_params(const char *node, const popc_view *in,
         return st;
     nn_conv_out_dims(p, yd, &r);
     if (in[0].rank != r || memcmp(in[0].dims, yd, sizeof yd[0] * (size_t)r))
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': dY %s must have Conv's output "
                                     "shape %s",
-                                    op, node, opsu_dims(&in[0], s1),
-                                    opsu_dims_n(yd, r, s2));
+                                    op, node, opu_dims(&in[0], s1),
+                                    opu_dims_n(yd, r, s2));
     return POPC_OK;
 }
 
@@ -68,12 +68,12 @@ static popc_status gi_infer(popc_infer_ctx *ic)
     conv_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "ConvGradInput", 0, "dY")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "ConvGradInput", 1, "weight W")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "ConvGradInput", 0, "dY")) != POPC_OK ||
+        (st = opu_want_f32(ic, "ConvGradInput", 1, "weight W")) != POPC_OK)
         return st;
     if ((st = gi_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, (int)xr);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, (int)xr);
     return POPC_OK;
 }
 
@@ -104,7 +104,7 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
         return nn_cb_grad_input(kc, &p, dy, wt, dx);
     cb = nn_chan_block(p.Cg, p.N * p.G);
     nblk = p.Cg > 0 ? (p.Cg + cb - 1) / cb : 0;
-    opsu_range(p.N * p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.N * p.G * nblk, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!p.direct &&
@@ -159,17 +159,17 @@ static popc_status gw_params(const char *node, const popc_view *in,
     const popc_view *x = &in[0], *dy = &in[1];
     int64_t wd[4], k[2], yd[4], group = popc_attr_int(attrs, "group", 1);
     int64_t nk = popc_attr_ints(attrs, "kernel_shape", k, 2);
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     int r;
     popc_status st;
 
     if (x->rank < 3 || x->rank > 4 || nk != x->rank - 2 || group < 1 ||
         dy->rank != x->rank || x->dims[1] % group != 0)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': X %s, dY %s, kernel_shape and "
                                     "group %lld do not describe a Conv",
-                                    op, node, opsu_dims(x, s1),
-                                    opsu_dims(dy, s2), (long long)group);
+                                    op, node, opu_dims(x, s1),
+                                    opu_dims(dy, s2), (long long)group);
     wd[0] = dy->dims[1];
     wd[1] = x->dims[1] / group;
     for (int i = 0; i < nk; i++)
@@ -179,14 +179,14 @@ static popc_status gw_params(const char *node, const popc_view *in,
         return st;
     nn_conv_out_dims(p, yd, &r);
     if (memcmp(dy->dims, yd, sizeof yd[0] * (size_t)r))
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': dY %s must have Conv's output "
                                     "shape %s",
-                                    op, node, opsu_dims(dy, s1),
-                                    opsu_dims_n(yd, r, s2));
+                                    op, node, opu_dims(dy, s1),
+                                    opu_dims_n(yd, r, s2));
     p->S = popc_attr_int(attrs, "image_chunks", 0);
     if (p->S < 0 || p->S > 0xfffff)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': image_chunks is %lld; use 0 "
                                     "(one sum over the batch) or a count of "
                                     "partial sums up to 1048575",
@@ -201,8 +201,8 @@ static popc_status gw_infer(popc_infer_ctx *ic)
     conv_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "ConvGradWeight", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "ConvGradWeight", 1, "dY")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "ConvGradWeight", 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, "ConvGradWeight", 1, "dY")) != POPC_OK)
         return st;
     if ((st = gw_params(ic->node_name, ic->inputs, ic->attrs, &p)) != POPC_OK)
         return st;
@@ -212,10 +212,10 @@ static popc_status gw_infer(popc_infer_ctx *ic)
     wd[2] = p.Cg;
     wd[3] = p.w.sp == 2 ? p.w.kh : p.w.kw;
     wd[4] = p.w.kw;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, wd + (p.S == 0),
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, wd + (p.S == 0),
              x->rank + (p.S > 0));
     if (ic->n_outputs > 1)
-        opsu_set(&ic->outputs[1], POPC_DTYPE_F32, wd + (p.S == 0),
+        opu_set(&ic->outputs[1], POPC_DTYPE_F32, wd + (p.S == 0),
                  1 + (p.S > 0));
     return POPC_OK;
 }
@@ -249,7 +249,7 @@ static popc_status gw_wino(const popc_kernel_ctx *kc, const conv_p *p,
 
     nn_wino_plan(p->Cg, p->Mg, p->w.H, p->w.W, p->w.OH, p->w.OW, p->w.pt,
                  p->w.pl, &g);
-    opsu_range(p->G * p->S, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->G * p->S, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     /* dB sums (8 doubles per row, as 16 floats) first */
@@ -291,7 +291,7 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *dy = kc->inputs[1].data;
     float *dw = kc->outputs[0].data, *col, *dyb;
-    float *db = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *db = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     double *acc;
     conv_p p;
     int64_t S, cb, nblk, rb, nrb, per_g, lo, hi, ib;
@@ -318,7 +318,7 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
     rb = p.S > 0 ? (p.Mg > 0 ? p.Mg : 1) : row_block(p.Mg, p.G * nblk);
     nrb = p.Mg > 0 ? (p.Mg + rb - 1) / rb : 0;
     per_g = S * nblk * nrb;
-    opsu_range(p.G * per_g, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.G * per_g, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     /* small planes: the images of a block side by side (conv_batched.c),

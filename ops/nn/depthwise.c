@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "ops/nn/conv_priv.h"
-#include "ops/math/sums.h"
-#include "ops/nn/util.h"
+#include "ops/util/sums.h"
+#include "ops/util/oputil.h"
 
 /* Most kernel columns the tap tables take (wider kernels are refused by
 ** nn_dw_fits and run through im2col). */
@@ -218,7 +218,7 @@ popc_status nn_dw_forward(const popc_kernel_ctx *kc, const conv_p *p,
     tap taps[MAX_KW];
 
     taps_of(&p->w, taps);
-    opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t c = u % p->M;
 
@@ -235,7 +235,7 @@ popc_status nn_dw_grad_input(const popc_kernel_ctx *kc, const conv_p *p,
     tap taps[MAX_KW];
 
     taps_of(&p->w, taps);
-    opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++)
         plane_grad_input(&p->w, taps, dy + u * p->P, wt + (u % p->M) * p->KK,
                          dx + u * p->HW);
@@ -252,7 +252,7 @@ popc_status nn_dw_grad_weight(const popc_kernel_ctx *kc, const conv_p *p,
     popc_status st;
 
     taps_of(&p->w, taps);
-    opsu_range(S * p->M, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(S * p->M, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     /* 8 lanes per tap, then 8 for dB */

@@ -15,7 +15,7 @@
 
 #include "ops/nn/epilogue.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 static const struct {
     const char *name;
@@ -41,7 +41,7 @@ popc_status nn_epilogue_parse(const char *op, const char *node,
             continue;
         if (acts[i].params &&
             (!p || p->type != POPC_ATTR_FLOATS || p->n != acts[i].params))
-            return opsu_host->set_error(
+            return opu_host->set_error(
                 POPC_EINVAL, "%s '%s': activation %s needs %d "
                 "activation_params", op, node, name, acts[i].params);
         e->act = acts[i].act;
@@ -51,7 +51,7 @@ popc_status nn_epilogue_parse(const char *op, const char *node,
             e->hi = (float)p->floats[1];
         return POPC_OK;
     }
-    return opsu_host->set_error(POPC_EINVAL, "%s '%s': activation '%s' is "
+    return opu_host->set_error(POPC_EINVAL, "%s '%s': activation '%s' is "
                                 "unknown; use Relu, Clip, LeakyRelu, "
                                 "Sigmoid, Tanh, Gelu, SiLU or none",
                                 op, node, name);

@@ -20,7 +20,7 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/epilogue.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 #define TILE_TARGET 8
 
@@ -30,19 +30,19 @@ static popc_status check_same(const char *op, const char *node,
                               const char *what, const int64_t *want,
                               int rank)
 {
-    char sa[OPSU_DIMS_LEN];
+    char sa[OPU_DIMS_LEN];
     int ok;
 
-    if (!opsu_present(in, n_in, i))
+    if (!opu_present_at(in, n_in, i))
         return POPC_OK;
     ok = in[i].dtype == POPC_DTYPE_F32 && in[i].rank == rank;
     for (int d = 0; ok && d < rank; d++)
         ok = in[i].dims[d] == want[d];
     if (ok)
         return POPC_OK;
-    return opsu_host->set_error(POPC_EINVAL, "%s '%s': %s %s must be "
+    return opu_host->set_error(POPC_EINVAL, "%s '%s': %s %s must be "
                                 "float32 of the output's shape",
-                                op, node, what, opsu_dims(&in[i], sa));
+                                op, node, what, opu_dims(&in[i], sa));
 }
 
 /* ---- FusedConv ----------------------------------------------------------- */
@@ -51,21 +51,21 @@ static popc_status fconv_params(const char *node, const popc_view *in,
                                 int n_in, const popc_attrs *attrs, conv_p *p,
                                 int64_t *d, int *r)
 {
-    char sb[OPSU_DIMS_LEN];
+    char sb[OPU_DIMS_LEN];
     popc_status st;
 
     if (in[0].rank != 3 && in[0].rank != 4)
-        return opsu_host->set_error(POPC_EUNSUPPORTED, "FusedConv '%s': "
+        return opu_host->set_error(POPC_EUNSUPPORTED, "FusedConv '%s': "
                                     "input X must be [N, C, W] or [N, C, "
                                     "H, W]", node);
     if ((st = nn_conv_geom("FusedConv", node, attrs, in[0].dims, in[0].rank,
                            in[1].dims, in[1].rank, p)) != POPC_OK)
         return st;
-    if (opsu_present(in, n_in, 2) &&
+    if (opu_present_at(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->M))
-        return opsu_host->set_error(POPC_EINVAL, "FusedConv '%s': bias B %s "
+        return opu_host->set_error(POPC_EINVAL, "FusedConv '%s': bias B %s "
                                     "must be [%lld]", node,
-                                    opsu_dims(&in[2], sb), (long long)p->M);
+                                    opu_dims(&in[2], sb), (long long)p->M);
     nn_conv_out_dims(p, d, r);
     return check_same("FusedConv", node, in, n_in, 3, "residual Z", d, *r);
 }
@@ -91,8 +91,8 @@ static popc_status fconv_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((i < 2 || opsu_present(ic->inputs, ic->n_inputs, i)) &&
-            (st = opsu_want_f32(ic, "FusedConv", i, i == 0   ? "input X"
+        if ((i < 2 || opu_present_at(ic->inputs, ic->n_inputs, i)) &&
+            (st = opu_want_f32(ic, "FusedConv", i, i == 0   ? "input X"
                                                     : i == 1 ? "weight W"
                                                              : "bias B")) !=
                 POPC_OK)
@@ -100,7 +100,7 @@ static popc_status fconv_infer(popc_infer_ctx *ic)
     if ((st = fconv_setup(ic->node_name, ic->inputs, ic->n_inputs,
                           ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
 }
 
@@ -116,12 +116,12 @@ static popc_status fconv_forward(const popc_kernel_ctx *kc)
                           kc->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
     e.y0 = kc->outputs[0].data;
-    e.z = opsu_present(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
+    e.z = opu_present_at(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
                                                     : NULL;
     p.epi = &e;
     p.inference = !kc->training;
     return nn_conv2d_forward(kc, &p, kc->inputs[0].data, kc->inputs[1].data,
-                             opsu_present(kc->inputs, kc->n_inputs, 2)
+                             opu_present_at(kc->inputs, kc->n_inputs, 2)
                                  ? kc->inputs[2].data : NULL,
                              kc->outputs[0].data);
 }
@@ -138,10 +138,10 @@ static popc_status fconv_cost(const popc_infer_ctx *ic, popc_cost *c)
     if ((st = fconv_setup(ic->node_name, ic->inputs, ic->n_inputs,
                           ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
-    e.z = opsu_present(ic->inputs, ic->n_inputs, 3) ? (const float *)1 : NULL;
+    e.z = opu_present_at(ic->inputs, ic->n_inputs, 3) ? (const float *)1 : NULL;
     out = (double)p.N * (double)p.M * (double)p.P;
     c->flops = 2.0 * out * (double)p.Kc + out * nn_epilogue_flops(&e) +
-               (opsu_present(ic->inputs, ic->n_inputs, 2) ? out : 0.0);
+               (opu_present_at(ic->inputs, ic->n_inputs, 2) ? out : 0.0);
     c->bytes = 4.0 * ((double)popc_view_numel(&ic->inputs[0]) +
                       (double)popc_view_numel(&ic->inputs[1]) + (double)p.M +
                       out * (e.z ? 2.0 : 1.0));
@@ -162,22 +162,22 @@ static popc_status fmm_params(const char *node, const popc_view *in, int n_in,
                               const popc_attrs *attrs, fmm_p *p, int64_t *d,
                               int *r)
 {
-    char sa[OPSU_DIMS_LEN], sw[OPSU_DIMS_LEN];
+    char sa[OPU_DIMS_LEN], sw[OPU_DIMS_LEN];
     const popc_view *a = &in[0], *w = &in[1];
 
     p->tb = (int)popc_attr_int(attrs, "trans_b", 0);
     p->alpha = (float)popc_attr_float(attrs, "alpha", 1.0);
     if (a->rank < 1 || w->rank != 2 || (p->tb != 0 && p->tb != 1))
-        return opsu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': A %s "
+        return opu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': A %s "
                                     "must have a rank and W %s must be 2-D "
                                     "(trans_b 0 or 1)", node,
-                                    opsu_dims(a, sa), opsu_dims(w, sw));
+                                    opu_dims(a, sa), opu_dims(w, sw));
     p->K = a->dims[a->rank - 1];
     p->N = p->tb ? w->dims[0] : w->dims[1];
     if ((p->tb ? w->dims[1] : w->dims[0]) != p->K)
-        return opsu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': A %s and "
+        return opu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': A %s and "
                                     "W %s (trans_b %d) do not multiply",
-                                    node, opsu_dims(a, sa), opsu_dims(w, sw),
+                                    node, opu_dims(a, sa), opu_dims(w, sw),
                                     p->tb);
     p->M = 1;
     for (int i = 0; i < a->rank - 1; i++) {
@@ -186,11 +186,11 @@ static popc_status fmm_params(const char *node, const popc_view *in, int n_in,
     }
     d[a->rank - 1] = p->N;
     *r = a->rank;
-    if (opsu_present(in, n_in, 2) &&
+    if (opu_present_at(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->N))
-        return opsu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': bias %s "
+        return opu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': bias %s "
                                     "must be [%lld]", node,
-                                    opsu_dims(&in[2], sa), (long long)p->N);
+                                    opu_dims(&in[2], sa), (long long)p->N);
     return check_same("FusedMatMul", node, in, n_in, 3, "residual Z", d, *r);
 }
 
@@ -215,8 +215,8 @@ static popc_status fmm_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((i < 2 || opsu_present(ic->inputs, ic->n_inputs, i)) &&
-            (st = opsu_want_f32(ic, "FusedMatMul", i, i == 0   ? "input A"
+        if ((i < 2 || opu_present_at(ic->inputs, ic->n_inputs, i)) &&
+            (st = opu_want_f32(ic, "FusedMatMul", i, i == 0   ? "input A"
                                                       : i == 1 ? "weight W"
                                                                : "bias")) !=
                 POPC_OK)
@@ -224,7 +224,7 @@ static popc_status fmm_infer(popc_infer_ctx *ic)
     if ((st = fmm_setup(ic->node_name, ic->inputs, ic->n_inputs,
                         ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
 }
 
@@ -243,13 +243,13 @@ static popc_status fmm_forward(const popc_kernel_ctx *kc)
     if ((st = fmm_setup(kc->node_name, kc->inputs, kc->n_inputs,
                         kc->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
-    if (opsu_present(kc->inputs, kc->n_inputs, 2))
+    if (opu_present_at(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
     e.y0 = Y;
-    e.z = opsu_present(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
+    e.z = opu_present_at(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
                                                     : NULL;
     nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
-    opsu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t r0, r1, c0, c1;
 
@@ -280,10 +280,10 @@ static popc_status fmm_cost(const popc_infer_ctx *ic, popc_cost *c)
     if ((st = fmm_setup(ic->node_name, ic->inputs, ic->n_inputs,
                         ic->attrs, &p, &e, d, &r)) != POPC_OK)
         return st;
-    e.z = opsu_present(ic->inputs, ic->n_inputs, 3) ? (const float *)1 : NULL;
+    e.z = opu_present_at(ic->inputs, ic->n_inputs, 3) ? (const float *)1 : NULL;
     out = (double)p.M * (double)p.N;
     c->flops = 2.0 * out * (double)p.K + out * nn_epilogue_flops(&e) +
-               (opsu_present(ic->inputs, ic->n_inputs, 2) ? out : 0.0);
+               (opu_present_at(ic->inputs, ic->n_inputs, 2) ? out : 0.0);
     c->bytes = 4.0 * ((double)p.M * (double)p.K + (double)p.K * (double)p.N +
                       out * (e.z ? 2.0 : 1.0));
     c->temp_bytes = 0.0;

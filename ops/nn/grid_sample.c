@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 enum { G_BILINEAR, G_NEAREST, G_BICUBIC };
 enum { P_ZEROS, P_BORDER, P_REFLECTION };
@@ -40,23 +40,23 @@ static popc_status gs_infer(popc_infer_ctx *ic)
     int64_t d[4];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "GridSample", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "GridSample", 1, "grid")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "GridSample", 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, "GridSample", 1, "grid")) != POPC_OK)
         return st;
     if (x->rank != 4 || g->rank != 4 || g->dims[0] != x->dims[0] ||
         g->dims[3] != 2)
-        return opsu_host->set_error(POPC_EINVAL, "GridSample '%s': X must be "
+        return opu_host->set_error(POPC_EINVAL, "GridSample '%s': X must be "
                                     "[N, C, H, W] and grid [N, H_out, "
                                     "W_out, 2]", ic->node_name);
     if (pick(ic->attrs, "mode", modes, 3) < 0 ||
         pick(ic->attrs, "padding_mode", pads, 3) < 0)
-        return opsu_host->set_error(POPC_EINVAL, "GridSample '%s': unknown "
+        return opu_host->set_error(POPC_EINVAL, "GridSample '%s': unknown "
                                     "mode or padding_mode", ic->node_name);
     d[0] = x->dims[0];
     d[1] = x->dims[1];
     d[2] = g->dims[1];
     d[3] = g->dims[2];
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 4);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 4);
     return POPC_OK;
 }
 
@@ -141,7 +141,7 @@ static popc_status gs_forward(const popc_kernel_ctx *kc)
     int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
     int64_t Ho = g->dims[1], Wo = g->dims[2], s, e;
 
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+    opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t wo = i % Wo, ho = (i / Wo) % Ho, c = (i / Wo / Ho) % C;
@@ -258,19 +258,19 @@ static popc_status gs_grad_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((st = opsu_want_f32(ic, "GridSampleGrad", i, "every input")) !=
+        if ((st = opu_want_f32(ic, "GridSampleGrad", i, "every input")) !=
             POPC_OK)
             return st;
     if (ic->inputs[1].rank != 4 || ic->inputs[2].rank != 4 ||
         popc_view_numel(&ic->inputs[0]) !=
             ic->inputs[1].dims[0] * ic->inputs[1].dims[1] *
                 ic->inputs[2].dims[1] * ic->inputs[2].dims[2])
-        return opsu_host->set_error(POPC_EINVAL, "GridSampleGrad '%s': dY "
+        return opu_host->set_error(POPC_EINVAL, "GridSampleGrad '%s': dY "
                                     "must be [N, C, Ho, Wo] for X [N, C, H, "
                                     "W] and grid [N, Ho, Wo, 2]",
                                     ic->node_name);
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
-    opsu_set_like(&ic->outputs[1], &ic->inputs[2]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opu_set_like(&ic->outputs[1], &ic->inputs[2]);
     return POPC_OK;
 }
 
@@ -377,7 +377,7 @@ static popc_status unpool_shape(const char *node, const popc_view *in,
     int64_t k[4], st[4] = {1, 1, 1, 1}, pads[8] = {0};
 
     if (sp < 1 || sp > 3 || popc_attr_ints(a, "kernel_shape", k, sp) != sp)
-        return opsu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': X must "
+        return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': X must "
                                     "have 1 to 3 spatial dimensions and "
                                     "kernel_shape one value each", node);
     popc_attr_ints(a, "strides", st, sp);
@@ -389,7 +389,7 @@ static popc_status unpool_shape(const char *node, const popc_view *in,
                          pads[sp + i] + k[i];
     if (n_in > 2 && in[2].dtype != POPC_DTYPE_UNDEFINED) {
         if (!in[2].data || popc_view_numel(&in[2]) != x->rank)
-            return opsu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': "
+            return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': "
                                         "output_shape must be known at "
                                         "compile time", node);
         for (int i = 0; i < x->rank; i++)
@@ -405,11 +405,11 @@ static popc_status unpool_infer(popc_infer_ctx *ic)
     int64_t d[POPC_MAX_RANK], nat[POPC_MAX_RANK];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "MaxUnpool", 0, "input X")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "MaxUnpool", 0, "input X")) != POPC_OK ||
         (st = unpool_shape(ic->node_name, ic->inputs, ic->n_inputs,
                            ic->attrs, d, nat)) != POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, ic->inputs[0].rank);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, ic->inputs[0].rank);
     return POPC_OK;
 }
 
@@ -439,7 +439,7 @@ static popc_status unpool_forward(const popc_kernel_ctx *kc)
         int64_t at_ = 0, rem = src, stride = 1;
 
         if (src < 0 || src >= nat_total)
-            return opsu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': index "
+            return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': index "
                                         "%lld is outside the output",
                                         kc->node_name, (long long)src);
         for (int k = o->rank - 1; k >= 0; k--) {
@@ -448,7 +448,7 @@ static popc_status unpool_forward(const popc_kernel_ctx *kc)
             stride *= o->dims[k];
         }
         if (at_ < 0 || at_ >= total)
-            return opsu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': index "
+            return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': index "
                                         "%lld is outside the output",
                                         kc->node_name, (long long)at_);
         y[at_] = xd[i];
@@ -463,11 +463,11 @@ static popc_status unpool_grad_infer(popc_infer_ctx *ic)
     int64_t d[POPC_MAX_RANK], nat[POPC_MAX_RANK];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "MaxUnpoolGrad", 0, "dY")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "MaxUnpoolGrad", 0, "dY")) != POPC_OK ||
         (st = unpool_shape(ic->node_name, ic->inputs + 1, ic->n_inputs - 1,
                            ic->attrs, d, nat)) != POPC_OK)
         return st;
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     return POPC_OK;
 }
 
@@ -505,7 +505,7 @@ static popc_status unpool_grad(popc_grad_ctx *gc)
 
     if (in[0] < 0)
         return POPC_OK;
-    return opsu_node1(gc, "popc", "MaxUnpoolGrad", in, 4, gc->attrs->items,
+    return opu_grad_node(gc, "popc", "MaxUnpoolGrad", in, 4, gc->attrs->items,
                       gc->attrs->n, &gc->input_grads[0]);
 }
 

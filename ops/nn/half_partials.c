@@ -19,10 +19,8 @@
 
 #include <string.h>
 
-#include "core/graph/half_simd.h"
-#include "ops/math/oputil.h"
+#include "ops/util/oputil.h"
 #include "ops/nn/half_partials.h"
-#include "ops/nn/util.h"
 
 /* Rows of partial sums are rounded this many at a time. */
 #define ROUND_CHUNK 256
@@ -43,8 +41,8 @@ void nn_round_half_n(float *v, int64_t n)
     for (int64_t o = 0; o < n; o += ROUND_CHUNK) {
         int64_t c = n - o < ROUND_CHUNK ? n - o : ROUND_CHUNK;
 
-        popci_f2h_n(tmp, v + o, c, opu_f2h);
-        popci_h2f_n(v + o, tmp, c, opu_h2f);
+        opu_f2h_n(tmp, v + o, c);
+        opu_h2f_n(v + o, tmp, c);
     }
 }
 
@@ -134,7 +132,7 @@ add_terms_f16c(float *restrict sum, const terms *t, int64_t n)
 static void add_terms(float *restrict sum, const terms *t, int64_t n)
 {
 #ifdef HAVE_F16C_PATH
-    if (popci_have_f16c()) {
+    if (opu_svc.have_f16c()) {
         add_terms_f16c(sum, t, n);
         return;
     }
@@ -251,7 +249,7 @@ popc_status nn_conv_half_forward(const popc_kernel_ctx *kc, const conv_p *p,
     float *col;
     popc_status st;
 
-    opsu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->M, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     /* im2col [Kc, P] of (image, group): row e holds the value tap e of
@@ -320,7 +318,7 @@ popc_status nn_conv_half_grad_input(const popc_kernel_ctx *kc,
     float *rows;
     popc_status st;
 
-    opsu_range(p->N * p->C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->C, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!(rows = nn_conv_scratch(kc, p->Mg * p->KK * p->HW, &st)))
@@ -355,7 +353,7 @@ popc_status nn_conv_half_grad_weight(const popc_kernel_ctx *kc,
     float *col, *cols;
     popc_status st;
 
-    opsu_range(p->M, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->M, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     /* per (image, group): im2col [Kc, P], then turned to cols [P, Kc], the

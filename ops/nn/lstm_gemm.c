@@ -30,14 +30,14 @@
 #include <string.h>
 
 #include "ops/nn/lstm_gemm_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P };
 
 int rnn_lstm_gemm_fits(const rnn_p *p, const popc_view *in, int n_in)
 {
     if (p->kind != RNN_K_LSTM || p->clip > 0 || p->input_forget ||
-        opsu_present(in, n_in, IN_LENS) || opsu_present(in, n_in, IN_P))
+        opu_present_at(in, n_in, IN_LENS) || opu_present_at(in, n_in, IN_P))
         return 0;
     for (int i = 0; i < 3 * p->dirs; i++)
         if (p->acts[i].kind != (i % 3 == 0 ? 0 : 1)) /* Sigmoid, Tanh */
@@ -193,7 +193,7 @@ static void dir_init(const popc_kernel_ctx *kc, const rnn_p *p, int d,
                      lstm_dir *w)
 {
     int64_t H = p->hidden, in = p->in;
-    const float *B = opsu_present(kc->inputs, kc->n_inputs, IN_B)
+    const float *B = opu_present_at(kc->inputs, kc->n_inputs, IN_B)
                          ? kc->inputs[IN_B].data
                          : NULL;
 
@@ -206,7 +206,7 @@ static void dir_init(const popc_kernel_ctx *kc, const rnn_p *p, int d,
 
 static const float *opt(const popc_kernel_ctx *kc, int i)
 {
-    return opsu_present(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
+    return opu_present_at(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
                                                       : NULL;
 }
 
@@ -319,12 +319,12 @@ int rnn_lstm_gemm_units(const rnn_p *p)
 
 popc_status rnn_lstm_gemm_forward(const popc_kernel_ctx *kc, const rnn_p *p)
 {
-    float *Y = opsu_out_ready(kc, 0) ? kc->outputs[0].data : NULL;
-    float *Yh = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    float *Yc = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    float *Y = opu_out_ready(kc, 0) ? kc->outputs[0].data : NULL;
+    float *Yh = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *Yc = opu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
     int64_t H = p->hidden, lo, hi;
 
-    opsu_range(rnn_lstm_gemm_units(p), kc->part, kc->n_parts, &lo, &hi);
+    opu_range(rnn_lstm_gemm_units(p), kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t b0 = u * BLOCK_ENTRIES;
         int64_t nb = p->batch - b0 < BLOCK_ENTRIES ? p->batch - b0
@@ -485,7 +485,7 @@ popc_status rnn_lstm_gemm_grad(const popc_kernel_ctx *kc, const rnn_p *p)
                                    kc->node_name, (long long)S,
                                    rnn_lstm_gemm_units(p), BLOCK_ENTRIES,
                                    (long long)p->batch);
-    opsu_range(units, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(units, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t b0 = u * per, nb = p->batch - b0 < per ? p->batch - b0 : per;
         float *dX = (float *)kc->outputs[OUT_DX].data;

@@ -16,7 +16,7 @@
 #include "ops/nn/half_partials.h"
 #include "ops/nn/matmul_serial.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 /* Tiles per run the split aims at (several workers, a few tiles each). */
 #define TILE_TARGET 8
@@ -37,28 +37,28 @@ typedef struct mm_shape {
 static popc_status mm_parse(const char *node, const popc_view *a,
                             const popc_view *b, mm_shape *s)
 {
-    char sa[OPSU_DIMS_LEN], sb[OPSU_DIMS_LEN];
+    char sa[OPU_DIMS_LEN], sb[OPU_DIMS_LEN];
     int ra = a->rank, rb = b->rank;
     int nba = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
     int64_t ka, kb, mult;
 
     memset(s, 0, sizeof *s);
     if (ra < 1 || rb < 1)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "MatMul '%s': operands must have rank 1 "
                                     "or more, got A %s and B %s",
-                                    node, opsu_dims(a, sa), opsu_dims(b, sb));
+                                    node, opu_dims(a, sa), opu_dims(b, sb));
     s->M = ra == 1 ? 1 : a->dims[ra - 2];
     ka = a->dims[ra - 1];
     kb = rb == 1 ? b->dims[0] : b->dims[rb - 2];
     s->N = rb == 1 ? 1 : b->dims[rb - 1];
     if (ka != kb)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "MatMul '%s': A %s has %lld columns but B "
                                     "%s has %lld rows; the inner dimensions "
                                     "must agree",
-                                    node, opsu_dims(a, sa), (long long)ka,
-                                    opsu_dims(b, sb), (long long)kb);
+                                    node, opu_dims(a, sa), (long long)ka,
+                                    opu_dims(b, sb), (long long)kb);
     s->K = ka;
     s->nb = nba > nbb ? nba : nbb;
     /* numpy broadcasting of the batch dims, aligned at the right */
@@ -68,12 +68,12 @@ static popc_status mm_parse(const char *node, const popc_view *a,
         int64_t db = ib >= 0 ? b->dims[ib] : 1;
 
         if (da != db && da != 1 && db != 1)
-            return opsu_host->set_error(POPC_EINVAL,
+            return opu_host->set_error(POPC_EINVAL,
                                         "MatMul '%s': batch dimensions of A "
                                         "%s and B %s do not broadcast (%lld "
                                         "vs %lld)",
-                                        node, opsu_dims(a, sa),
-                                        opsu_dims(b, sb), (long long)da,
+                                        node, opu_dims(a, sa),
+                                        opu_dims(b, sb), (long long)da,
                                         (long long)db);
         s->bdims[i] = da == 1 ? db : da;
     }
@@ -103,10 +103,10 @@ static popc_status mm_parse(const char *node, const popc_view *a,
     if (rb > 1)
         s->dims[s->rank++] = s->N;
     if (s->M > INT_MAX || s->N > INT_MAX || s->K > INT_MAX)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "MatMul '%s': A %s x B %s has a matrix "
                                     "dimension above %d, too large for BLAS",
-                                    node, opsu_dims(a, sa), opsu_dims(b, sb),
+                                    node, opu_dims(a, sa), opu_dims(b, sb),
                                     INT_MAX);
     return POPC_OK;
 }
@@ -116,8 +116,8 @@ static popc_status matmul_infer(popc_infer_ctx *ic)
     mm_shape s;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "MatMul", 0, "input A")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "MatMul", 1, "input B")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "MatMul", 0, "input A")) != POPC_OK ||
+        (st = opu_want_f32(ic, "MatMul", 1, "input B")) != POPC_OK)
         return st;
     mms ser;
 
@@ -127,7 +127,7 @@ static popc_status matmul_infer(popc_infer_ctx *ic)
                            &ser)) !=
             POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, s.dims, s.rank);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, s.dims, s.rank);
     return POPC_OK;
 }
 
@@ -159,7 +159,7 @@ static popc_status matmul_reduce_serialized(const popc_kernel_ctx *kc,
     int64_t blocks = (s->M + SERIAL_ROWS - 1) / SERIAL_ROWS, lo, hi;
     popc_status st = POPC_OK;
 
-    opsu_range(s->batch * blocks, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(s->batch * blocks, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi && st == POPC_OK; u++) {
         int64_t b = u / blocks, r0 = (u % blocks) * SERIAL_ROWS, oa, ob;
         int64_t rows = s->M - r0 < SERIAL_ROWS ? s->M - r0 : SERIAL_ROWS;
@@ -194,7 +194,7 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
     if (ser.mode == MMS_REDUCING_DIM && ser.factor > 1)
         return matmul_reduce_serialized(kc, &s, &ser);
     if (nn_half_partials(kc)) {
-        opsu_range(s.batch * s.M, kc->part, kc->n_parts, &lo, &hi);
+        opu_range(s.batch * s.M, kc->part, kc->n_parts, &lo, &hi);
         while (lo < hi) { /* this part's rows, one batch entry at a time */
             int64_t b = lo / s.M, i = lo % s.M, oa, ob;
             int64_t end = s.M < i + hi - lo ? s.M : i + hi - lo;
@@ -210,7 +210,7 @@ static popc_status matmul_forward(const popc_kernel_ctx *kc)
         return POPC_OK;
     }
     nn_tiles_plan(s.batch, s.M, s.N, s.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
-    opsu_range(s.batch * t.n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(s.batch * t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t b = u / t.n, oa, ob;
 
@@ -258,7 +258,7 @@ static popc_status transpose_last(popc_grad_ctx *gc, int value, int r, int *out)
     perm[r - 2] = r - 1;
     perm[r - 1] = r - 2;
     a = popc_attr_make_ints("perm", perm, r);
-    return opsu_node1(gc, NULL, "Transpose", &value, 1, &a, 1, out);
+    return opu_grad_node(gc, NULL, "Transpose", &value, 1, &a, 1, out);
 }
 
 /* x @ y for the gradient of input `which` (0: A, 1: B) of a MatMul
@@ -275,7 +275,7 @@ static popc_status matmul2(popc_grad_ctx *gc, const mms *ser, int which,
     else
         mms_roles_db(0, roles);
     mms_grad_attrs(ser, roles, a, &n);
-    return opsu_node1(gc, NULL, "MatMul", in, 2, n ? a : NULL, n, out);
+    return opu_grad_node(gc, NULL, "MatMul", in, 2, n ? a : NULL, n, out);
 }
 
 /* dY with a unit dimension put back where a 1-D operand dropped it:
@@ -303,7 +303,7 @@ static popc_status lift_dy(popc_grad_ctx *gc, int dy, const popc_view *y,
                                    "MatMul '%s': gradient needs rank %d, "
                                    "above %d",
                                    gc->node_name, r, POPC_MAX_RANK);
-    return opsu_reshape(gc, dy, d, r, out);
+    return opu_grad_reshape_dims(gc, dy, d, r, out);
 }
 
 /* The gradients when B is a matrix under a batched A (a Linear layer on
@@ -326,20 +326,20 @@ static popc_status matmul_grad_folded(popc_grad_ctx *gc, const popc_view *ai,
     ra[0] = ry[0] = R;
     ra[1] = K;
     ry[1] = N;
-    if ((st = opsu_reshape(gc, a, ra, 2, &a2)) != POPC_OK ||
-        (st = opsu_reshape(gc, dy, ry, 2, &dy2)) != POPC_OK)
+    if ((st = opu_grad_reshape_dims(gc, a, ra, 2, &a2)) != POPC_OK ||
+        (st = opu_grad_reshape_dims(gc, dy, ry, 2, &dy2)) != POPC_OK)
         return st;
     in[0] = dy2;
     in[1] = b;
     t = popc_attr_make_int("transB", 1);
-    if ((st = opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &da)) != POPC_OK ||
-        (st = opsu_reshape(gc, da, ai->dims, ai->rank,
+    if ((st = opu_grad_node(gc, NULL, "Gemm", in, 2, &t, 1, &da)) != POPC_OK ||
+        (st = opu_grad_reshape_dims(gc, da, ai->dims, ai->rank,
                            &gc->input_grads[0])) != POPC_OK)
         return st;
     in[0] = a2;
     in[1] = dy2;
     t = popc_attr_make_int("transA", 1);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, &t, 1, &gc->input_grads[1]);
+    return opu_grad_node(gc, NULL, "Gemm", in, 2, &t, 1, &gc->input_grads[1]);
 }
 
 static popc_status matmul_grad(popc_grad_ctx *gc)
@@ -377,13 +377,13 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     if (a1) {
         row[0] = 1;
         row[1] = ai->dims[0];
-        if ((st = opsu_reshape(gc, a, row, 2, &a2)) != POPC_OK)
+        if ((st = opu_grad_reshape_dims(gc, a, row, 2, &a2)) != POPC_OK)
             return st;
     }
     if (b1) {
         col[0] = bi->dims[0];
         col[1] = 1;
-        if ((st = opsu_reshape(gc, b, col, 2, &b2)) != POPC_OK)
+        if ((st = opu_grad_reshape_dims(gc, b, col, 2, &b2)) != POPC_OK)
             return st;
     }
     /* dA = dY2 @ B2^T, summed over broadcast batch dims */
@@ -393,11 +393,11 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     if (a1) {
         row[0] = 1;
         row[1] = ai->dims[0];
-        if ((st = opsu_sum_to(gc, full, row, 2, &full)) != POPC_OK ||
-            (st = opsu_reshape(gc, full, ai->dims, 1, &gc->input_grads[0])) !=
+        if ((st = opu_grad_sum_to_dims(gc, full, row, 2, &full)) != POPC_OK ||
+            (st = opu_grad_reshape_dims(gc, full, ai->dims, 1, &gc->input_grads[0])) !=
                 POPC_OK)
             return st;
-    } else if ((st = opsu_sum_to(gc, full, ai->dims, ai->rank,
+    } else if ((st = opu_grad_sum_to_dims(gc, full, ai->dims, ai->rank,
                                  &gc->input_grads[0])) != POPC_OK) {
         return st;
     }
@@ -408,11 +408,11 @@ static popc_status matmul_grad(popc_grad_ctx *gc)
     if (b1) {
         col[0] = bi->dims[0];
         col[1] = 1;
-        if ((st = opsu_sum_to(gc, full, col, 2, &full)) != POPC_OK ||
-            (st = opsu_reshape(gc, full, bi->dims, 1, &gc->input_grads[1])) !=
+        if ((st = opu_grad_sum_to_dims(gc, full, col, 2, &full)) != POPC_OK ||
+            (st = opu_grad_reshape_dims(gc, full, bi->dims, 1, &gc->input_grads[1])) !=
                 POPC_OK)
             return st;
-    } else if ((st = opsu_sum_to(gc, full, bi->dims, bi->rank,
+    } else if ((st = opu_grad_sum_to_dims(gc, full, bi->dims, bi->rank,
                                  &gc->input_grads[1])) != POPC_OK) {
         return st;
     }
@@ -433,7 +433,7 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
                               const popc_attrs *attrs, gemm_p *p)
 {
     const popc_view *a = &in[0], *b = &in[1];
-    char sa[OPSU_DIMS_LEN], sb[OPSU_DIMS_LEN];
+    char sa[OPU_DIMS_LEN], sb[OPU_DIMS_LEN];
     int64_t ka, kb;
 
     memset(p, 0, sizeof *p);
@@ -442,30 +442,30 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
     p->alpha = (float)popc_attr_float(attrs, "alpha", 1.0);
     p->beta = (float)popc_attr_float(attrs, "beta", 1.0);
     if (a->rank != 2 || b->rank != 2)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "Gemm '%s': A %s and B %s must both be "
                                     "matrices (rank 2); use MatMul for other "
                                     "ranks",
-                                    node, opsu_dims(a, sa), opsu_dims(b, sb));
+                                    node, opu_dims(a, sa), opu_dims(b, sb));
     p->M = p->ta ? a->dims[1] : a->dims[0];
     ka = p->ta ? a->dims[0] : a->dims[1];
     kb = p->tb ? b->dims[1] : b->dims[0];
     p->N = p->tb ? b->dims[0] : b->dims[1];
     if (ka != kb)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "Gemm '%s': A %s (transA %d) gives K = "
                                     "%lld but B %s (transB %d) gives K = "
                                     "%lld; the inner dimensions must agree",
-                                    node, opsu_dims(a, sa), p->ta,
-                                    (long long)ka, opsu_dims(b, sb), p->tb,
+                                    node, opu_dims(a, sa), p->ta,
+                                    (long long)ka, opu_dims(b, sb), p->tb,
                                     (long long)kb);
     p->K = ka;
     if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "Gemm '%s': a dimension is above %d, too "
                                     "large for BLAS",
                                     node, INT_MAX);
-    p->has_c = opsu_present(in, n_in, 2);
+    p->has_c = opu_present_at(in, n_in, 2);
     if (p->has_c) {
         const popc_view *c = &in[2];
         int ok = c->rank <= 2;
@@ -475,10 +475,10 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
         ok = ok && (p->cm == 1 || p->cm == p->M) &&
              (p->cn == 1 || p->cn == p->N);
         if (!ok)
-            return opsu_host->set_error(POPC_EINVAL,
+            return opu_host->set_error(POPC_EINVAL,
                                         "Gemm '%s': C %s does not broadcast "
                                         "to the result [%lld, %lld]",
-                                        node, opsu_dims(c, sa), (long long)p->M,
+                                        node, opu_dims(c, sa), (long long)p->M,
                                         (long long)p->N);
     }
     return POPC_OK;
@@ -491,11 +491,11 @@ static popc_status gemm_infer(popc_infer_ctx *ic)
     int64_t d[2];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "Gemm", 0, "input A")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "Gemm", 1, "input B")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "Gemm", 0, "input A")) != POPC_OK ||
+        (st = opu_want_f32(ic, "Gemm", 1, "input B")) != POPC_OK)
         return st;
-    if (opsu_present(ic->inputs, ic->n_inputs, 2) &&
-        (st = opsu_want_f32(ic, "Gemm", 2, "input C")) != POPC_OK)
+    if (opu_present_at(ic->inputs, ic->n_inputs, 2) &&
+        (st = opu_want_f32(ic, "Gemm", 2, "input C")) != POPC_OK)
         return st;
     if ((st = gemm_parse(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                          &p)) != POPC_OK ||
@@ -504,7 +504,7 @@ static popc_status gemm_infer(popc_infer_ctx *ic)
         return st;
     d[0] = p.M;
     d[1] = p.N;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2);
     return POPC_OK;
 }
 
@@ -537,7 +537,7 @@ static popc_status gemm_reduce_serialized(const popc_kernel_ctx *kc,
     int64_t lda = p->ta ? p->M : p->K, ldb = p->tb ? p->K : p->N;
     popc_status st = POPC_OK;
 
-    opsu_range(blocks, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(blocks, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi && st == POPC_OK; u++) {
         int64_t r0 = u * SERIAL_ROWS;
         int64_t rows = p->M - r0 < SERIAL_ROWS ? p->M - r0 : SERIAL_ROWS;
@@ -587,9 +587,9 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
         int64_t r0 = 0, r1 = p.M, c0 = 0, c1 = p.N;
 
         if (p.tb)
-            opsu_range(p.N, kc->part, kc->n_parts, &c0, &c1);
+            opu_range(p.N, kc->part, kc->n_parts, &c0, &c1);
         else
-            opsu_range(p.M, kc->part, kc->n_parts, &r0, &r1);
+            opu_range(p.M, kc->part, kc->n_parts, &r0, &r1);
         if (Cin)
             beta_c(&p, Cin, Y, r0, r1, c0, c1);
         return nn_gemm_half(kc, p.ta, p.tb, p.K, p.alpha, A,
@@ -597,7 +597,7 @@ static popc_status gemm_forward(const popc_kernel_ctx *kc)
                             p.N, r0, r1, c0, c1);
     }
     nn_tiles_plan(1, p.M, p.N, p.K, TILE_TARGET, 64, NN_TILE_AUTO, &t);
-    opsu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         if (Cin) {
             /* beta * C broadcast into this tile, then accumulate */
@@ -648,7 +648,7 @@ static popc_status gemm_node(popc_grad_ctx *gc, const mms *ser,
     a[1] = popc_attr_make_int("transA", ta);
     a[2] = popc_attr_make_int("transB", tb);
     mms_grad_attrs(ser, roles, a + 3, &n);
-    return opsu_node1(gc, NULL, "Gemm", in, 2, a, 3 + n, out);
+    return opu_grad_node(gc, NULL, "Gemm", in, 2, a, 3 + n, out);
 }
 
 /* Y = alpha op(A) op(B) + beta C. With G = dY:
@@ -697,8 +697,8 @@ static popc_status gemm_grad(popc_grad_ctx *gc)
         gc->input_info[2].dtype != POPC_DTYPE_UNDEFINED) {
         const popc_view *ci = &gc->input_info[2];
 
-        if ((st = opsu_sum_to(gc, g, ci->dims, ci->rank, &sum)) != POPC_OK ||
-            (st = opsu_scale(gc, sum, beta, &gc->input_grads[2])) != POPC_OK)
+        if ((st = opu_grad_sum_to_dims(gc, g, ci->dims, ci->rank, &sum)) != POPC_OK ||
+            (st = opu_grad_scale(gc, sum, beta, &gc->input_grads[2])) != POPC_OK)
             return st;
     }
     return POPC_OK;

@@ -9,7 +9,7 @@
 
 #include "ops/nn/half_partials.h"
 #include "ops/nn/matmul_serial.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 static const char *const mode_names[] = {"none", "input_channels",
                                          "reducing_dim", "output_channels"};
@@ -29,7 +29,7 @@ popc_status mms_parse(const char *op, const char *node,
         if (strcmp(mode, mode_names[i]) == 0)
             s->mode = (mms_mode)i;
     if (s->mode == MMS_NONE && strcmp(mode, "none") != 0)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': serialization_mode '%s' is "
                                     "unknown; use input_channels, "
                                     "reducing_dim, output_channels or none",
@@ -41,7 +41,7 @@ popc_status mms_parse(const char *op, const char *node,
           : s->mode == MMS_REDUCING_DIM ? K
                                         : N;
     if (s->factor < 1 || dim % s->factor != 0)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': serialization factor %lld "
                                     "does not divide the %s dimension (%lld); "
                                     "use a divisor of %lld",
@@ -130,7 +130,7 @@ popc_status mms_reduce_rows(const popc_kernel_ctx *kc, const mms *s,
         return POPC_OK;
     if ((half_sums || half_partials) &&
         !(P = malloc((size_t)(rows * N) * sizeof *P)))
-        return opsu_host->set_error(POPC_ENOMEM,
+        return opu_host->set_error(POPC_ENOMEM,
                                     "'%s': out of memory for %lld partial "
                                     "rows", kc->node_name, (long long)rows);
     for (int64_t c = 0; c < s->factor && st == POPC_OK; c++) {

@@ -3,13 +3,14 @@
 #include "config.h"
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 static popc_status nn_init(const popc_host *host, popc_registrar *reg)
 {
     popc_status st;
 
-    opsu_host = host;
+    if ((st = opu_init(host, "nn")) != POPC_OK)
+        return st;
     if ((st = nn_register_matmul(host, reg)) != POPC_OK ||
         (st = nn_register_conv(host, reg)) != POPC_OK ||
         (st = nn_register_conv_grad(host, reg)) != POPC_OK ||

@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/math/sums.h"
-#include "ops/nn/util.h"
+#include "ops/util/sums.h"
+#include "ops/util/oputil.h"
 
 /* ---- BatchNormalization -------------------------------------------------- */
 
@@ -37,13 +37,13 @@ static popc_status bn_params(const char *op, const char *node,
     static const char *const names[] = {"scale", "B", "input_mean",
                                         "input_var"};
     const popc_view *x = &in[0];
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
 
     memset(p, 0, sizeof *p);
     if (x->rank < 2)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': input X %s must be [N, C, ...]",
-                                    op, node, opsu_dims(x, s1));
+                                    op, node, opu_dims(x, s1));
     p->N = x->dims[0];
     p->C = x->dims[1];
     p->inner = 1;
@@ -51,12 +51,12 @@ static popc_status bn_params(const char *op, const char *node,
         p->inner *= x->dims[i];
     for (int i = 1; i <= n_params; i++)
         if (in[i].rank != 1 || in[i].dims[0] != p->C)
-            return opsu_host->set_error(POPC_EINVAL,
+            return opu_host->set_error(POPC_EINVAL,
                                         "%s '%s': %s %s must be [%lld], one "
                                         "value per channel of X %s",
                                         op, node, names[i - 1],
-                                        opsu_dims(&in[i], s1), (long long)p->C,
-                                        opsu_dims(x, s2));
+                                        opu_dims(&in[i], s1), (long long)p->C,
+                                        opu_dims(x, s2));
     p->eps = popc_attr_float(attrs, "epsilon", 1e-5);
     p->momentum = popc_attr_float(attrs, "momentum", 0.9);
     return POPC_OK;
@@ -70,14 +70,14 @@ static int bn_training(int ctx_training, const popc_attrs *attrs)
 static popc_status bn_need_two(const char *op, const char *node,
                                const popc_view *x, const bn_p *p)
 {
-    char s[OPSU_DIMS_LEN];
+    char s[OPU_DIMS_LEN];
 
     if (p->N * p->inner > 1)
         return POPC_OK;
-    return opsu_host->set_error(POPC_EINVAL,
+    return opu_host->set_error(POPC_EINVAL,
                                 "%s '%s': expected more than 1 value per "
                                 "channel when training, got input X %s",
-                                op, node, opsu_dims(x, s));
+                                op, node, opu_dims(x, s));
 }
 
 static popc_status bn_infer(popc_infer_ctx *ic)
@@ -86,7 +86,7 @@ static popc_status bn_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 5; i++)
-        if ((st = opsu_want_f32(ic, "BatchNormalization", i,
+        if ((st = opu_want_f32(ic, "BatchNormalization", i,
                                 i == 0 ? "input X" : "every parameter")) !=
             POPC_OK)
             return st;
@@ -97,9 +97,9 @@ static popc_status bn_infer(popc_infer_ctx *ic)
         (st = bn_need_two("BatchNormalization", ic->node_name, &ic->inputs[0],
                           &p)) != POPC_OK)
         return st;
-    opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[0]);
     for (int i = 1; i < ic->n_outputs && i < 3; i++)
-        opsu_set(&ic->outputs[i], POPC_DTYPE_F32, &p.C, 1);
+        opu_set(&ic->outputs[i], POPC_DTYPE_F32, &p.C, 1);
     return POPC_OK;
 }
 
@@ -133,8 +133,8 @@ static popc_status bn_forward(const popc_kernel_ctx *kc)
     const float *bias = kc->inputs[2].data, *rm = kc->inputs[3].data;
     const float *rv = kc->inputs[4].data;
     float *y = kc->outputs[0].data;
-    float *rm_out = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    float *rv_out = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    float *rm_out = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *rv_out = opu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
     int training = bn_training(kc->training, kc->attrs);
     bn_p p;
     int64_t lo, hi;
@@ -146,7 +146,7 @@ static popc_status bn_forward(const popc_kernel_ctx *kc)
     if (training && (st = bn_need_two("BatchNormalization", kc->node_name,
                                       &kc->inputs[0], &p)) != POPC_OK)
         return st;
-    opsu_range(p.C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t c = lo; c < hi; c++) {
         double mean, var;
         float a, b;
@@ -202,9 +202,9 @@ static popc_status bn_grad(popc_grad_ctx *gc)
     int in[3], out[3];
     popc_status st;
 
-    if ((st = opsu_no_grad_output(gc, "BatchNormalization", 1,
+    if ((st = opu_no_grad_output(gc, "BatchNormalization", 1,
                                   "running_mean")) != POPC_OK ||
-        (st = opsu_no_grad_output(gc, "BatchNormalization", 2,
+        (st = opu_no_grad_output(gc, "BatchNormalization", 2,
                                   "running_var")) != POPC_OK)
         return st;
     if (gc->output_grads[0] < 0)
@@ -226,13 +226,13 @@ static popc_status bn_grad(popc_grad_ctx *gc)
 static popc_status bng_infer(popc_infer_ctx *ic)
 {
     const char *op = "BatchNormalizationGrad";
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     popc_view in[2];
     bn_p p;
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((st = opsu_want_f32(ic, op, i, "every input")) != POPC_OK)
+        if ((st = opu_want_f32(ic, op, i, "every input")) != POPC_OK)
             return st;
     in[0] = ic->inputs[1];
     in[1] = ic->inputs[2];
@@ -243,11 +243,11 @@ static popc_status bng_infer(popc_infer_ctx *ic)
                sizeof ic->inputs[0].dims[0] * (size_t)ic->inputs[1].rank))
         return ic->host->set_error(POPC_EINVAL,
                                    "%s '%s': dY %s must have X's shape %s", op,
-                                   ic->node_name, opsu_dims(&ic->inputs[0], s1),
-                                   opsu_dims(&ic->inputs[1], s2));
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+                                   ic->node_name, opu_dims(&ic->inputs[0], s1),
+                                   opu_dims(&ic->inputs[1], s2));
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     for (int i = 1; i < ic->n_outputs && i < 3; i++)
-        opsu_set(&ic->outputs[i], POPC_DTYPE_F32, &p.C, 1);
+        opu_set(&ic->outputs[i], POPC_DTYPE_F32, &p.C, 1);
     return POPC_OK;
 }
 
@@ -256,8 +256,8 @@ static popc_status bng_forward(const popc_kernel_ctx *kc)
     const float *dy = kc->inputs[0].data, *x = kc->inputs[1].data;
     const float *scale = kc->inputs[2].data;
     float *dx = kc->outputs[0].data;
-    float *ds = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    float *db = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    float *ds = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *db = opu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
     popc_view in[2] = {kc->inputs[1], kc->inputs[2]};
     bn_p p;
     int64_t lo, hi;
@@ -266,7 +266,7 @@ static popc_status bng_forward(const popc_kernel_ctx *kc)
     if ((st = bn_params("BatchNormalizationGrad", kc->node_name, in, 1,
                         kc->attrs, &p)) != POPC_OK)
         return st;
-    opsu_range(p.C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t c = lo; c < hi; c++) {
         double mean, var, dotp, sum, S = (double)(p.N * p.inner);
         double sums[8] = {0}, dots[8] = {0};
@@ -329,13 +329,13 @@ static popc_status ln_params(const char *op, const char *node,
                              const char *pname, const popc_attrs *attrs,
                              ln_p *p)
 {
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     popc_status st;
     int ok;
 
     memset(p, 0, sizeof *p);
-    if ((st = opsu_axis(op, node, popc_attr_int(attrs, "axis", -1), x->rank,
-                        &p->axis)) != POPC_OK)
+    if ((st = opu_axis(opu_host, op, node, popc_attr_int(attrs, "axis", -1),
+                        x->rank, "axis", &p->axis)) != POPC_OK)
         return st;
     p->R = 1;
     p->D = 1;
@@ -353,11 +353,11 @@ static popc_status ln_params(const char *op, const char *node,
             xi >= p->axis ? param->dims[i] == x->dims[xi] : param->dims[i] == 1;
     }
     if (!ok)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': %s %s must have the normalised "
                                     "shape of X %s from axis %d",
-                                    op, node, pname, opsu_dims(param, s1),
-                                    opsu_dims(x, s2), p->axis);
+                                    op, node, pname, opu_dims(param, s1),
+                                    opu_dims(x, s2), p->axis);
     return POPC_OK;
 }
 
@@ -367,19 +367,19 @@ static void ln_stat_dims(const popc_view *x, int axis, popc_view *out)
 
     for (int i = 0; i < x->rank; i++)
         d[i] = i < axis ? x->dims[i] : 1;
-    opsu_set(out, POPC_DTYPE_F32, d, x->rank);
+    opu_set(out, POPC_DTYPE_F32, d, x->rank);
 }
 
 static popc_status ln_infer(popc_infer_ctx *ic)
 {
     const char *op = "LayerNormalization";
-    int has_b = opsu_present(ic->inputs, ic->n_inputs, 2);
+    int has_b = opu_present_at(ic->inputs, ic->n_inputs, 2);
     ln_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, op, 1, "Scale")) != POPC_OK ||
-        (has_b && (st = opsu_want_f32(ic, op, 2, "B")) != POPC_OK))
+    if ((st = opu_want_f32(ic, op, 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, op, 1, "Scale")) != POPC_OK ||
+        (has_b && (st = opu_want_f32(ic, op, 2, "B")) != POPC_OK))
         return st;
     if ((st = ln_params(op, ic->node_name, &ic->inputs[0], &ic->inputs[1],
                         "Scale", ic->attrs, &p)) != POPC_OK ||
@@ -392,7 +392,7 @@ static popc_status ln_infer(popc_infer_ctx *ic)
                                    "%s '%s': only stash_type 1 (float) is "
                                    "supported",
                                    op, ic->node_name);
-    opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[0]);
     for (int i = 1; i < ic->n_outputs && i < 3; i++)
         ln_stat_dims(&ic->inputs[0], p.axis, &ic->outputs[i]);
     return POPC_OK;
@@ -423,10 +423,10 @@ static popc_status ln_forward(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data, *g = kc->inputs[1].data;
     const float *b =
-        opsu_present(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
+        opu_present_at(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data : NULL;
     float *y = kc->outputs[0].data;
-    float *mo = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    float *io = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    float *mo = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *io = opu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
     ln_p p;
     int64_t lo, hi;
     popc_status st;
@@ -434,7 +434,7 @@ static popc_status ln_forward(const popc_kernel_ctx *kc)
     if ((st = ln_params("LayerNormalization", kc->node_name, &kc->inputs[0],
                         NULL, NULL, kc->attrs, &p)) != POPC_OK)
         return st;
-    opsu_range(p.R, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.R, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         const float *xr = x + r * p.D;
         float *yr = y + r * p.D;
@@ -476,9 +476,9 @@ static popc_status ln_grad(popc_grad_ctx *gc)
     int has_b = gc->n_inputs > 2 && gc->inputs[2] >= 0;
     popc_status st;
 
-    if ((st = opsu_no_grad_output(gc, "LayerNormalization", 1, "Mean")) !=
+    if ((st = opu_no_grad_output(gc, "LayerNormalization", 1, "Mean")) !=
             POPC_OK ||
-        (st = opsu_no_grad_output(gc, "LayerNormalization", 2, "InvStdDev")) !=
+        (st = opu_no_grad_output(gc, "LayerNormalization", 2, "InvStdDev")) !=
             POPC_OK)
         return st;
     if (gc->output_grads[0] < 0)
@@ -517,13 +517,13 @@ static popc_status ln_grad(popc_grad_ctx *gc)
 static popc_status lng_infer(popc_infer_ctx *ic)
 {
     const char *op = "LayerNormalizationGrad";
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     const popc_view *x = &ic->inputs[1];
     ln_p p;
     popc_status st;
 
     for (int i = 0; i < 5; i++)
-        if ((st = opsu_want_f32(ic, op, i, "every input")) != POPC_OK)
+        if ((st = opu_want_f32(ic, op, i, "every input")) != POPC_OK)
             return st;
     if ((st = ln_params(op, ic->node_name, x, &ic->inputs[2], "Scale",
                         ic->attrs, &p)) != POPC_OK)
@@ -533,7 +533,7 @@ static popc_status lng_infer(popc_infer_ctx *ic)
                sizeof x->dims[0] * (size_t)x->rank))
         return ic->host->set_error(
             POPC_EINVAL, "%s '%s': dY %s must have X's shape %s", op,
-            ic->node_name, opsu_dims(&ic->inputs[0], s1), opsu_dims(x, s2));
+            ic->node_name, opu_dims(&ic->inputs[0], s1), opu_dims(x, s2));
     for (int i = 3; i < 5; i++)
         if (popc_view_numel(&ic->inputs[i]) != p.R)
             return ic->host->set_error(POPC_EINVAL,
@@ -541,11 +541,11 @@ static popc_status lng_infer(popc_infer_ctx *ic)
                                        "per row of X %s (%lld)",
                                        op, ic->node_name,
                                        i == 3 ? "Mean" : "InvStdDev",
-                                       opsu_dims(&ic->inputs[i], s1),
-                                       opsu_dims(x, s2), (long long)p.R);
-    opsu_set_like(&ic->outputs[0], x);
+                                       opu_dims(&ic->inputs[i], s1),
+                                       opu_dims(x, s2), (long long)p.R);
+    opu_set_like(&ic->outputs[0], x);
     for (int i = 1; i < ic->n_outputs && i < 3; i++)
-        opsu_set_like(&ic->outputs[i], &ic->inputs[2]);
+        opu_set_like(&ic->outputs[i], &ic->inputs[2]);
     return POPC_OK;
 }
 
@@ -555,8 +555,8 @@ static popc_status lng_forward(const popc_kernel_ctx *kc)
     const float *g = kc->inputs[2].data, *mean = kc->inputs[3].data;
     const float *inv = kc->inputs[4].data;
     float *dx = kc->outputs[0].data;
-    float *ds = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    float *db = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    float *ds = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *db = opu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
     double *acc = NULL;
     ln_p p;
     int64_t lo, hi;
@@ -566,7 +566,7 @@ static popc_status lng_forward(const popc_kernel_ctx *kc)
                         NULL, NULL, kc->attrs, &p)) != POPC_OK)
         return st;
     /* rows of dX */
-    opsu_range(p.R, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.R, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
         const float *xr = x + r * p.D, *gr = dy + r * p.D;
         float *dr = dx + r * p.D;
@@ -587,7 +587,7 @@ static popc_status lng_forward(const popc_kernel_ctx *kc)
         }
     }
     /* columns of dScale and dB, summed over all rows in order */
-    opsu_range(p.D, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.D, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo || (!ds && !db))
         return POPC_OK;
     if (!(acc = kc->host->alloc(sizeof *acc * 2 * (size_t)(hi - lo))))

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 static int64_t plane_of(const popc_view *x)
 {
@@ -25,13 +25,13 @@ static popc_status same_shape_infer(popc_infer_ctx *ic, const char *op,
 {
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "input X")) != POPC_OK)
+    if ((st = opu_want_f32(ic, op, 0, "input X")) != POPC_OK)
         return st;
     if (ic->inputs[0].rank < min_rank)
-        return opsu_host->set_error(POPC_EINVAL, "%s '%s': input must have "
+        return opu_host->set_error(POPC_EINVAL, "%s '%s': input must have "
                                     "rank >= %d", op, ic->node_name,
                                     min_rank);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, ic->inputs[0].dims,
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, ic->inputs[0].dims,
              ic->inputs[0].rank);
     return POPC_OK;
 }
@@ -52,7 +52,7 @@ static popc_status instance_norm_forward(const popc_kernel_ctx *kc)
     double eps = popc_attr_float(kc->attrs, "epsilon", 1e-5);
     int64_t P = plane_of(x), C = x->dims[1], s, e;
 
-    opsu_range(x->dims[0] * C, kc->part, kc->n_parts, &s, &e);
+    opu_range(x->dims[0] * C, kc->part, kc->n_parts, &s, &e);
     for (int64_t nc = s; nc < e; nc++) {
         const float *p = xd + nc * P;
         double mean = 0, var = 0, inv;
@@ -170,7 +170,7 @@ static popc_status lrn_forward(const popc_kernel_ctx *kc)
     int64_t C = x->dims[1], P = plane_of(x), s, e;
     int64_t lo_off = (size - 1) / 2, hi_off = size - 1 - lo_off;
 
-    opsu_range(popc_view_numel(x), kc->part, kc->n_parts, &s, &e);
+    opu_range(popc_view_numel(x), kc->part, kc->n_parts, &s, &e);
     for (int64_t i = s; i < e; i++) {
         int64_t c = (i / P) % C, base = i - c * P;
         double sq = 0;
@@ -195,7 +195,7 @@ static popc_status global_max_pool_infer(popc_infer_ctx *ic)
     memcpy(d, ic->inputs[0].dims, sizeof d);
     for (int k = 2; k < ic->inputs[0].rank; k++)
         d[k] = 1;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, ic->inputs[0].rank);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, ic->inputs[0].rank);
     return POPC_OK;
 }
 
@@ -206,7 +206,7 @@ static popc_status global_max_pool_forward(const popc_kernel_ctx *kc)
     float *y = kc->outputs[0].data;
     int64_t P = plane_of(x), s, e;
 
-    opsu_range(x->dims[0] * x->dims[1], kc->part, kc->n_parts, &s, &e);
+    opu_range(x->dims[0] * x->dims[1], kc->part, kc->n_parts, &s, &e);
     for (int64_t nc = s; nc < e; nc++) {
         float m = -INFINITY;
 

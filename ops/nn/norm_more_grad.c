@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 static int64_t plane_of(const popc_view *x)
 {
@@ -48,7 +48,7 @@ static popc_status two_input_grad(popc_grad_ctx *gc, const char *op)
 
     if (in[0] < 0)
         return POPC_OK;
-    return opsu_node1(gc, "popc", op, in, 2, gc->attrs->items, gc->attrs->n,
+    return opu_grad_node(gc, "popc", op, in, 2, gc->attrs->items, gc->attrs->n,
                       &gc->input_grads[0]);
 }
 
@@ -75,7 +75,7 @@ popc_status nn_global_max_pool_grad(popc_grad_ctx *gc)
         axes[d - 2] = d;
     a[0] = popc_attr_make_ints("axes", axes, rank - 2);
     a[1] = popc_attr_make_int("keepdims", 1);
-    return opsu_node1(gc, "popc", "ReduceMaxGrad", in, 3, a, 2,
+    return opu_grad_node(gc, "popc", "ReduceMaxGrad", in, 3, a, 2,
                       &gc->input_grads[0]);
 }
 
@@ -87,17 +87,17 @@ static popc_status in_grad_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((st = opsu_want_f32(ic, "InstanceNormalizationGrad", i,
+        if ((st = opu_want_f32(ic, "InstanceNormalizationGrad", i,
                                 "every input")) != POPC_OK)
             return st;
     if (x->rank < 3 || popc_view_numel(&ic->inputs[0]) != popc_view_numel(x) ||
         popc_view_numel(&ic->inputs[2]) != x->dims[1])
-        return opsu_host->set_error(POPC_EINVAL, "InstanceNormalizationGrad "
+        return opu_host->set_error(POPC_EINVAL, "InstanceNormalizationGrad "
                                     "'%s': dY must match X [N, C, ...] and "
                                     "scale have C elements", ic->node_name);
-    opsu_set_like(&ic->outputs[0], x);
-    opsu_set_like(&ic->outputs[1], &ic->inputs[2]);
-    opsu_set_like(&ic->outputs[2], &ic->inputs[2]);
+    opu_set_like(&ic->outputs[0], x);
+    opu_set_like(&ic->outputs[1], &ic->inputs[2]);
+    opu_set_like(&ic->outputs[2], &ic->inputs[2]);
     return POPC_OK;
 }
 
@@ -147,13 +147,13 @@ static popc_status same_as_x_infer(popc_infer_ctx *ic, const char *op)
 {
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "dY")) != POPC_OK ||
-        (st = opsu_want_f32(ic, op, 1, "X")) != POPC_OK)
+    if ((st = opu_want_f32(ic, op, 0, "dY")) != POPC_OK ||
+        (st = opu_want_f32(ic, op, 1, "X")) != POPC_OK)
         return st;
     if (popc_view_numel(&ic->inputs[0]) != popc_view_numel(&ic->inputs[1]))
-        return opsu_host->set_error(POPC_EINVAL, "%s '%s': dY and X differ "
+        return opu_host->set_error(POPC_EINVAL, "%s '%s': dY and X differ "
                                     "in size", op, ic->node_name);
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     return POPC_OK;
 }
 
@@ -227,7 +227,7 @@ static popc_status lrn_grad_forward(const popc_kernel_ctx *kc)
     double *d = kc->host->alloc(sizeof(double) * (size_t)(total + 1));
 
     if (!d)
-        return opsu_host->set_error(POPC_ENOMEM, "LRNGrad '%s': out of "
+        return opu_host->set_error(POPC_ENOMEM, "LRNGrad '%s': out of "
                                     "memory", kc->node_name);
     for (int64_t i = 0; i < total; i++) {
         int64_t c = (i / P) % C, base = i - c * P;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 typedef struct pool_p {
     nn_window w;
@@ -26,26 +26,26 @@ static popc_status pool_geom(const char *op, const char *node,
                              const popc_attrs *attrs, const int64_t *xd, int xr,
                              int is_max, pool_p *p)
 {
-    char sx[OPSU_DIMS_LEN];
+    char sx[OPU_DIMS_LEN];
     int64_t d[2];
     popc_status st;
 
     memset(p, 0, sizeof *p);
     if (xr != 3 && xr != 4)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "%s '%s': input X %s must be [N, C, W] "
                                     "or [N, C, H, W]",
-                                    op, node, opsu_dims_n(xd, xr, sx));
+                                    op, node, opu_dims_n(xd, xr, sx));
     if (!is_max && popc_attr_ints(attrs, "dilations", d, 2) >= 0)
         for (int i = 0; i < xr - 2; i++)
             if (d[i] != 1)
-                return opsu_host->set_error(POPC_EUNSUPPORTED,
+                return opu_host->set_error(POPC_EUNSUPPORTED,
                                             "%s '%s': dilations are not "
                                             "supported by AveragePool "
                                             "(opset 17); remove them",
                                             op, node);
     if (is_max && popc_attr_int(attrs, "storage_order", 0) != 0)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "%s '%s': storage_order 1 (column major "
                                     "indices) is not supported",
                                     op, node);
@@ -78,18 +78,18 @@ static void pool_out_dims(const pool_p *p, int64_t *d, int *rank)
 static popc_status check_dy(const char *op, const char *node,
                             const popc_view *dy, const pool_p *p)
 {
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     int64_t d[4];
     int r;
 
     pool_out_dims(p, d, &r);
     if (dy->rank == r && !memcmp(dy->dims, d, sizeof d[0] * (size_t)r))
         return POPC_OK;
-    return opsu_host->set_error(POPC_EINVAL,
+    return opu_host->set_error(POPC_EINVAL,
                                 "%s '%s': dY %s must have the pool's output "
                                 "shape %s",
-                                op, node, opsu_dims(dy, s1),
-                                opsu_dims_n(d, r, s2));
+                                op, node, opu_dims(dy, s1),
+                                opu_dims_n(d, r, s2));
 }
 
 static popc_status maxpool_forward_2d(const popc_kernel_ctx *kc);
@@ -106,15 +106,15 @@ static popc_status maxpool_infer(popc_infer_ctx *ic)
 
     if (ic->inputs[0].rank == 5)
         return nn_nd_pool_infer(ic, "MaxPool");
-    if ((st = opsu_want_f32(ic, "MaxPool", 0, "input X")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "MaxPool", 0, "input X")) != POPC_OK)
         return st;
     if ((st = pool_geom("MaxPool", ic->node_name, ic->attrs, ic->inputs[0].dims,
                         ic->inputs[0].rank, 1, &p)) != POPC_OK)
         return st;
     pool_out_dims(&p, d, &r);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     if (ic->n_outputs > 1)
-        opsu_set(&ic->outputs[1], POPC_DTYPE_I64, d, r);
+        opu_set(&ic->outputs[1], POPC_DTYPE_I64, d, r);
     return POPC_OK;
 }
 
@@ -129,7 +129,7 @@ static popc_status maxpool_forward_2d(const popc_kernel_ctx *kc)
 {
     const float *x = kc->inputs[0].data;
     float *y = kc->outputs[0].data;
-    int64_t *idx = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    int64_t *idx = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
     pool_p p;
     int64_t lo, hi;
     popc_status st;
@@ -137,7 +137,7 @@ static popc_status maxpool_forward_2d(const popc_kernel_ctx *kc)
     if ((st = pool_geom("MaxPool", kc->node_name, kc->attrs, kc->inputs[0].dims,
                         kc->inputs[0].rank, 1, &p)) != POPC_OK)
         return st;
-    opsu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *xp = x + pl * p.HW;
         float *yp = y + pl * p.P;
@@ -191,7 +191,7 @@ static popc_status maxpool_grad(popc_grad_ctx *gc)
     int in[2], na;
     popc_status st;
 
-    if ((st = opsu_no_grad_output(gc, "MaxPool", 1, "Indices")) != POPC_OK)
+    if ((st = opu_no_grad_output(gc, "MaxPool", 1, "Indices")) != POPC_OK)
         return st;
     if (gc->output_grads[0] < 0)
         return POPC_OK;
@@ -201,7 +201,7 @@ static popc_status maxpool_grad(popc_grad_ctx *gc)
     na = nn_window_attrs_make(&p.w, p.ceil_mode, &wa);
     in[0] = gc->inputs[0];
     in[1] = gc->output_grads[0];
-    return opsu_node1(gc, "popc", "MaxPoolGrad", in, 2, wa.a, na,
+    return opu_grad_node(gc, "popc", "MaxPoolGrad", in, 2, wa.a, na,
                       &gc->input_grads[0]);
 }
 
@@ -212,8 +212,8 @@ static popc_status mpg_infer(popc_infer_ctx *ic)
     pool_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "MaxPoolGrad", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "MaxPoolGrad", 1, "dY")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "MaxPoolGrad", 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, "MaxPoolGrad", 1, "dY")) != POPC_OK)
         return st;
     if ((st = pool_geom("MaxPoolGrad", ic->node_name, ic->attrs,
                         ic->inputs[0].dims, ic->inputs[0].rank, 1, &p)) !=
@@ -221,7 +221,7 @@ static popc_status mpg_infer(popc_infer_ctx *ic)
         (st = check_dy("MaxPoolGrad", ic->node_name, &ic->inputs[1], &p)) !=
             POPC_OK)
         return st;
-    opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[0]);
     return POPC_OK;
 }
 
@@ -241,7 +241,7 @@ static popc_status mpg_forward(const popc_kernel_ctx *kc)
     tiled = p.w.kh == 2 && p.w.kw == 2 && p.w.sh == 2 && p.w.sw == 2 &&
             p.w.dh == 1 && p.w.dw == 1 && p.w.pt == 0 && p.w.pl == 0 &&
             2 * p.w.OH <= p.w.H && 2 * p.w.OW <= p.w.W;
-    opsu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *xp = x + pl * p.HW, *gp = dy + pl * p.P;
         float *dp = dx + pl * p.HW;
@@ -314,14 +314,14 @@ static popc_status avgpool_infer(popc_infer_ctx *ic)
 
     if (ic->inputs[0].rank == 5)
         return nn_nd_pool_infer(ic, "AveragePool");
-    if ((st = opsu_want_f32(ic, "AveragePool", 0, "input X")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "AveragePool", 0, "input X")) != POPC_OK)
         return st;
     if ((st = pool_geom("AveragePool", ic->node_name, ic->attrs,
                         ic->inputs[0].dims, ic->inputs[0].rank, 0, &p)) !=
         POPC_OK)
         return st;
     pool_out_dims(&p, d, &r);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, r);
     return POPC_OK;
 }
 
@@ -345,7 +345,7 @@ static popc_status avgpool_forward_2d(const popc_kernel_ctx *kc)
                         kc->inputs[0].dims, kc->inputs[0].rank, 0, &p)) !=
         POPC_OK)
         return st;
-    opsu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *xp = x + pl * p.HW;
         float *yp = y + pl * p.P;
@@ -401,7 +401,7 @@ static popc_status avgpool_grad(popc_grad_ctx *gc)
     a[na++] = popc_attr_make_int("count_include_pad",
                             popc_attr_int(gc->attrs, "count_include_pad", 0));
     a[na++] = popc_attr_make_ints("input_shape", xi->dims, xi->rank);
-    return opsu_node1(gc, "popc", "AveragePoolGrad", &gc->output_grads[0], 1, a,
+    return opu_grad_node(gc, "popc", "AveragePoolGrad", &gc->output_grads[0], 1, a,
                       na, &gc->input_grads[0]);
 }
 
@@ -415,7 +415,7 @@ static popc_status apg_params(const char *node, const popc_view *dy,
     popc_status st;
 
     if (r < 3 || r > 4)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "AveragePoolGrad '%s': attribute "
                                     "input_shape must give X's shape",
                                     node);
@@ -433,12 +433,12 @@ static popc_status apg_infer(popc_infer_ctx *ic)
     pool_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "AveragePoolGrad", 0, "dY")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "AveragePoolGrad", 0, "dY")) != POPC_OK)
         return st;
     if ((st = apg_params(ic->node_name, &ic->inputs[0], ic->attrs, xd, &xr,
                          &p)) != POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, xr);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, xr);
     return POPC_OK;
 }
 
@@ -455,7 +455,7 @@ static popc_status apg_forward(const popc_kernel_ctx *kc)
     if ((st = apg_params(kc->node_name, &kc->inputs[0], kc->attrs, xd, &xr,
                          &p)) != POPC_OK)
         return st;
-    opsu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.N * p.C, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *gp = dy + pl * p.P;
         float *dp = dx + pl * p.HW;
@@ -500,20 +500,20 @@ static popc_status apg_cost(const popc_infer_ctx *ic, popc_cost *c)
 static popc_status gap_infer(popc_infer_ctx *ic)
 {
     const popc_view *x = &ic->inputs[0];
-    char sx[OPSU_DIMS_LEN];
+    char sx[OPU_DIMS_LEN];
     int64_t d[POPC_MAX_RANK];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "GlobalAveragePool", 0, "input X")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "GlobalAveragePool", 0, "input X")) != POPC_OK)
         return st;
     if (x->rank < 3)
         return ic->host->set_error(POPC_EINVAL,
                                    "GlobalAveragePool '%s': input X %s must "
                                    "be [N, C, spatial...]",
-                                   ic->node_name, opsu_dims(x, sx));
+                                   ic->node_name, opu_dims(x, sx));
     for (int i = 0; i < x->rank; i++)
         d[i] = i < 2 ? x->dims[i] : 1;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, x->rank);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, x->rank);
     return POPC_OK;
 }
 
@@ -526,7 +526,7 @@ static popc_status gap_forward(const popc_kernel_ctx *kc)
     int64_t hw = planes > 0 ? popc_view_numel(xv) / planes : 0;
     int64_t lo, hi;
 
-    opsu_range(planes, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(planes, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *xp = x + pl * hw;
         double s = 0.0;
@@ -545,7 +545,7 @@ static popc_status gap_grad(popc_grad_ctx *gc)
 
     if (gc->output_grads[0] < 0)
         return POPC_OK;
-    return opsu_node1(gc, "popc", "GlobalAveragePoolGrad", &gc->output_grads[0],
+    return opu_grad_node(gc, "popc", "GlobalAveragePoolGrad", &gc->output_grads[0],
                       1, &a, 1, &gc->input_grads[0]);
 }
 
@@ -556,11 +556,11 @@ static popc_status gapg_infer(popc_infer_ctx *ic)
     const popc_view *dy = &ic->inputs[0];
     int64_t xd[POPC_MAX_RANK];
     int64_t r = popc_attr_ints(ic->attrs, "input_shape", xd, POPC_MAX_RANK);
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     int ok;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "GlobalAveragePoolGrad", 0, "dY")) != POPC_OK)
+    if ((st = opu_want_f32(ic, "GlobalAveragePoolGrad", 0, "dY")) != POPC_OK)
         return st;
     ok = r >= 3 && r <= POPC_MAX_RANK && dy->rank == r;
     for (int i = 0; ok && i < r; i++)
@@ -569,10 +569,10 @@ static popc_status gapg_infer(popc_infer_ctx *ic)
         return ic->host->set_error(POPC_EINVAL,
                                    "GlobalAveragePoolGrad '%s': dY %s does "
                                    "not match input_shape %s",
-                                   ic->node_name, opsu_dims(dy, s1),
+                                   ic->node_name, opu_dims(dy, s1),
                                    r < 0 ? "(missing)"
-                                         : opsu_dims_n(xd, (int)r, s2));
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, (int)r);
+                                         : opu_dims_n(xd, (int)r, s2));
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, xd, (int)r);
     return POPC_OK;
 }
 
@@ -585,7 +585,7 @@ static popc_status gapg_forward(const popc_kernel_ctx *kc)
     int64_t hw = planes > 0 ? popc_view_numel(xv) / planes : 0;
     int64_t lo, hi;
 
-    opsu_range(planes, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(planes, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         float g = dy[pl] / (float)hw;
         float *dp = dx + pl * hw;

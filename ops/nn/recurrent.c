@@ -17,7 +17,7 @@
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/lstm_gemm_priv.h"
 #include "ops/nn/recurrent_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 const char *const rnn_op_names[3] = {"RNN", "GRU", "LSTM"};
 const int rnn_n_gates[3] = {1, 3, 4};
@@ -59,7 +59,7 @@ static popc_status check_optional(const char *node, int kind,
          p->hidden},
         {p->dirs, 3 * p->hidden}};
     static const int rank[5] = {2, 1, 3, 3, 2};
-    char got[OPSU_DIMS_LEN], exp[OPSU_DIMS_LEN];
+    char got[OPU_DIMS_LEN], exp[OPU_DIMS_LEN];
 
     for (int k = 0; k < 5 && 3 + k < n_in; k++) {
         const popc_view *v = &in[3 + k];
@@ -68,21 +68,21 @@ static popc_status check_optional(const char *node, int kind,
         if (v->dtype == POPC_DTYPE_UNDEFINED)
             continue;
         if (k == 1 && v->dtype != POPC_DTYPE_I32 && v->dtype != POPC_DTYPE_I64)
-            return opsu_host->set_error(POPC_EINVAL, "%s '%s': "
+            return opu_host->set_error(POPC_EINVAL, "%s '%s': "
                                         "sequence_lens must be int32 or "
                                         "int64", rnn_op_names[kind], node);
         if (k != 1 && v->dtype != POPC_DTYPE_F32)
-            return opsu_host->set_error(POPC_EINVAL, "%s '%s': %s must be "
+            return opu_host->set_error(POPC_EINVAL, "%s '%s': %s must be "
                                         "float32", rnn_op_names[kind], node,
                                         names[k]);
         for (int i = 0; ok && i < rank[k]; i++)
             ok = v->dims[i] == want[k][i];
         if (!ok)
-            return opsu_host->set_error(POPC_EINVAL, "%s '%s': %s is %s, but "
+            return opu_host->set_error(POPC_EINVAL, "%s '%s': %s is %s, but "
                                         "X, W and R (layout %d) make it %s",
                                         rnn_op_names[kind], node, names[k],
-                                        opsu_dims(v, got), p->layout,
-                                        opsu_dims_n(want[k], rank[k], exp));
+                                        opu_dims(v, got), p->layout,
+                                        opu_dims_n(want[k], rank[k], exp));
     }
     return POPC_OK;
 }
@@ -109,7 +109,7 @@ popc_status rnn_parse(const char *node, int kind, const popc_view *in,
     p->lbr = (int)popc_attr_int(a, "linear_before_reset", 0);
     if (n_in < 3 || in[0].rank != 3 || in[1].rank != 3 || in[2].rank != 3 ||
         in[0].dtype != POPC_DTYPE_F32)
-        return opsu_host->set_error(POPC_EINVAL, "%s '%s': X, W and R must "
+        return opu_host->set_error(POPC_EINVAL, "%s '%s': X, W and R must "
                                     "be 3-D float32", op, node);
     p->seq = p->layout ? in[0].dims[1] : in[0].dims[0];
     p->batch = p->layout ? in[0].dims[0] : in[0].dims[1];
@@ -119,7 +119,7 @@ popc_status rnn_parse(const char *node, int kind, const popc_view *in,
     if (in[1].dims[0] != p->dirs || in[1].dims[1] != G * p->hidden ||
         in[1].dims[2] != p->in || in[2].dims[0] != p->dirs ||
         in[2].dims[1] != G * p->hidden || in[2].dims[2] != p->hidden)
-        return opsu_host->set_error(POPC_EINVAL, "%s '%s': W must be [%d, "
+        return opu_host->set_error(POPC_EINVAL, "%s '%s': W must be [%d, "
                                     "%lld, %lld] and R [%d, %lld, %lld]", op,
                                     node, p->dirs, (long long)(G * p->hidden),
                                     (long long)p->in, p->dirs,
@@ -140,7 +140,7 @@ popc_status rnn_parse(const char *node, int kind, const popc_view *in,
                 if (!strcasecmp(names->strings[i], act_names[j]))
                     found = j;
             if (found < 0)
-                return opsu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': "
+                return opu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': "
                                             "activation '%s' is not "
                                             "supported", op, node,
                                             names->strings[i]);
@@ -172,13 +172,13 @@ static popc_status rnn_infer_kind(popc_infer_ctx *ic, int kind)
         h[0] = p.dirs, h[1] = p.batch, h[2] = p.hidden;
     }
     for (int j = 0; j < ic->n_outputs; j++)
-        opsu_set(&ic->outputs[j], POPC_DTYPE_F32, j ? h : y, j ? 3 : 4);
+        opu_set(&ic->outputs[j], POPC_DTYPE_F32, j ? h : y, j ? 3 : 4);
     return POPC_OK;
 }
 
 static const float *opt_data(const popc_kernel_ctx *kc, int i)
 {
-    return opsu_present(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
+    return opu_present_at(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
                                                       : NULL;
 }
 
@@ -218,9 +218,9 @@ static popc_status rnn_forward_kind(const popc_kernel_ctx *kc, int kind)
     const float *h0 = opt_data(kc, 5);
     const float *c0 = kind == RNN_K_LSTM ? opt_data(kc, 6) : NULL;
     const popc_view *lens = kc->n_inputs > 4 ? &kc->inputs[4] : NULL;
-    float *Y = opsu_out_ready(kc, 0) ? kc->outputs[0].data : NULL;
-    float *Yh = opsu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
-    float *Yc = opsu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
+    float *Y = opu_out_ready(kc, 0) ? kc->outputs[0].data : NULL;
+    float *Yh = opu_out_ready(kc, 1) ? kc->outputs[1].data : NULL;
+    float *Yc = opu_out_ready(kc, 2) ? kc->outputs[2].data : NULL;
     double *h, *c, *hn, *cn, *scratch;
     int64_t H;
     popc_status st;
@@ -237,7 +237,7 @@ static popc_status rnn_forward_kind(const popc_kernel_ctx *kc, int kind)
     h = popc_host_calloc(kc->host, (size_t)(4 * H + rnn_step_doubles(&p)),
                          sizeof(double));
     if (!h)
-        return opsu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
+        return opu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
                                     rnn_op_names[kind], kc->node_name);
     c = h + H;
     hn = c + H;

@@ -21,7 +21,7 @@
 #include "ops/nn/nn_priv.h"
 #include "ops/nn/lstm_gemm_priv.h"
 #include "ops/nn/recurrent_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P, IN_DY, IN_DYH,
        IN_DYC, N_GRAD_IN };
@@ -93,7 +93,7 @@ popc_status rnn_grad_kind(popc_grad_ctx *gc, int kind)
         /* the weights' partial sums, one per block, added up */
         if (S > 0 && (slot == IN_W || slot == IN_R || slot == IN_B ||
                       slot == IN_P)) {
-            if ((st = opsu_sum_to(gc, out[j], v->dims, v->rank,
+            if ((st = opu_grad_sum_to_dims(gc, out[j], v->dims, v->rank,
                                   &gc->input_grads[slot])) != POPC_OK)
                 return st;
         } else {
@@ -136,21 +136,21 @@ static popc_status grad_infer_kind(popc_infer_ctx *ic, int kind)
     b[1] = pd[1] = p.dirs;
     b[2] = 2 * G * p.hidden;
     pd[2] = 3 * p.hidden;
-    opsu_set_like(&ic->outputs[OUT_DX], &ic->inputs[IN_X]);
-    opsu_set(&ic->outputs[OUT_DW], POPC_DTYPE_F32, w + !k, 3 + k);
-    opsu_set(&ic->outputs[OUT_DR], POPC_DTYPE_F32, r + !k, 3 + k);
-    opsu_set(&ic->outputs[OUT_DB], POPC_DTYPE_F32, b + !k, 2 + k);
-    opsu_set(&ic->outputs[OUT_DH0], POPC_DTYPE_F32, st_dims, 3);
+    opu_set_like(&ic->outputs[OUT_DX], &ic->inputs[IN_X]);
+    opu_set(&ic->outputs[OUT_DW], POPC_DTYPE_F32, w + !k, 3 + k);
+    opu_set(&ic->outputs[OUT_DR], POPC_DTYPE_F32, r + !k, 3 + k);
+    opu_set(&ic->outputs[OUT_DB], POPC_DTYPE_F32, b + !k, 2 + k);
+    opu_set(&ic->outputs[OUT_DH0], POPC_DTYPE_F32, st_dims, 3);
     if (kind == RNN_K_LSTM) {
-        opsu_set(&ic->outputs[OUT_DC0], POPC_DTYPE_F32, st_dims, 3);
-        opsu_set(&ic->outputs[OUT_DP], POPC_DTYPE_F32, pd + !k, 2 + k);
+        opu_set(&ic->outputs[OUT_DC0], POPC_DTYPE_F32, st_dims, 3);
+        opu_set(&ic->outputs[OUT_DP], POPC_DTYPE_F32, pd + !k, 2 + k);
     }
     return POPC_OK;
 }
 
 static const float *present(const popc_kernel_ctx *kc, int i)
 {
-    return opsu_present(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
+    return opu_present_at(kc->inputs, kc->n_inputs, i) ? kc->inputs[i].data
                                                       : NULL;
 }
 
@@ -286,7 +286,7 @@ static popc_status grad_forward_kind(const popc_kernel_ctx *kc, int kind)
     H = p.hidden;
     G = rnn_n_gates[kind];
     if (!(base = bufs_alloc(kc, &p, &w)))
-        return opsu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
+        return opu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
                                     grad_names[kind], kc->node_name);
     for (int d = 0; d < p.dirs; d++) {
         rnn_grads g = {w.gW + d * G * H * p.in, w.gR + d * G * H * H,

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 enum { M_NEAREST, M_LINEAR, M_CUBIC };
 enum { C_HALF, C_PYTORCH_HALF, C_ALIGN, C_ASYM, C_TF_NN, C_TF_CROP };
@@ -75,17 +75,17 @@ static popc_status params(const char *node, const popc_view *in, int n_in,
     p->a = popc_attr_float(a, "cubic_coeff_a", -0.75);
     p->extrap = popc_attr_float(a, "extrapolation_value", 0.0);
     if (p->mode < 0 || p->coord < 0 || p->nearest < 0)
-        return opsu_host->set_error(POPC_EINVAL, "Resize '%s': unknown mode, "
+        return opu_host->set_error(POPC_EINVAL, "Resize '%s': unknown mode, "
                                     "coordinate_transformation_mode or "
                                     "nearest_mode", node);
     if ((sc && !sc->data) || (sz && !sz->data) || (!sc && !sz))
-        return opsu_host->set_error(POPC_EINVAL, "Resize '%s': scales or "
+        return opu_host->set_error(POPC_EINVAL, "Resize '%s': scales or "
                                     "sizes must be given and known at "
                                     "compile time (shapes are static)",
                                     node);
     if ((sc && popc_view_numel(sc) != x->rank) ||
         (sz && popc_view_numel(sz) != x->rank))
-        return opsu_host->set_error(POPC_EINVAL, "Resize '%s': scales or "
+        return opu_host->set_error(POPC_EINVAL, "Resize '%s': scales or "
                                     "sizes need one value per dimension "
                                     "(%d)", node, x->rank);
     for (int d = 0; d < x->rank; d++) {
@@ -101,7 +101,7 @@ static popc_status params(const char *node, const popc_view *in, int n_in,
             p->out[d] = (int64_t)floor((double)p->in[d] * p->scale[d]);
         }
         if (p->out[d] < 0 || p->scale[d] <= 0)
-            return opsu_host->set_error(POPC_EINVAL, "Resize '%s': "
+            return opu_host->set_error(POPC_EINVAL, "Resize '%s': "
                                         "dimension %d gets a non-positive "
                                         "scale", node, d);
         p->roi[d] = 0;
@@ -119,11 +119,11 @@ static popc_status resize_infer(popc_infer_ctx *ic)
     rs_params p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "Resize", 0, "input X")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "Resize", 0, "input X")) != POPC_OK ||
         (st = params(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs,
                      &p)) != POPC_OK)
         return st;
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, p.out, p.rank);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, p.out, p.rank);
     return POPC_OK;
 }
 
@@ -230,7 +230,7 @@ static popc_status walk(const popc_kernel_ctx *kc, const rs_params *p,
         tw[d] = kc->host->alloc(sizeof(double) * 4 * (size_t)(p->out[d] + 1));
         tn[d] = kc->host->alloc(sizeof(int) * (size_t)(p->out[d] + 1));
         if (!tidx[d] || !tw[d] || !tn[d]) {
-            st = opsu_host->set_error(POPC_ENOMEM, "Resize '%s': out of "
+            st = opu_host->set_error(POPC_ENOMEM, "Resize '%s': out of "
                                       "memory", kc->node_name);
             goto done;
         }
@@ -299,7 +299,7 @@ static popc_status resize_forward(const popc_kernel_ctx *kc)
     if ((st = params(kc->node_name, kc->inputs, kc->n_inputs, kc->attrs,
                      &p)) != POPC_OK)
         return st;
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+    opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
                &e);
     return walk(kc, &p, kc->inputs[0].data, kc->outputs[0].data, 0, s, e);
 }
@@ -314,7 +314,7 @@ static popc_status resize_grad(popc_grad_ctx *gc)
         return POPC_OK;
     for (int i = 0; i < gc->n_inputs && i < 4; i++)
         in[1 + i] = gc->inputs[i];
-    return opsu_node1(gc, "popc", "ResizeGrad", in, 1 + gc->n_inputs,
+    return opu_grad_node(gc, "popc", "ResizeGrad", in, 1 + gc->n_inputs,
                       gc->attrs->items, gc->attrs->n, &gc->input_grads[0]);
 }
 
@@ -323,16 +323,16 @@ static popc_status resize_grad_infer(popc_infer_ctx *ic)
     rs_params p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "ResizeGrad", 0, "dY")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "ResizeGrad", 0, "dY")) != POPC_OK ||
         (st = params(ic->node_name, ic->inputs + 1, ic->n_inputs - 1,
                      ic->attrs, &p)) != POPC_OK)
         return st;
     for (int d = 0; d < p.rank; d++)
         if (ic->inputs[0].rank != p.rank || ic->inputs[0].dims[d] != p.out[d])
-            return opsu_host->set_error(POPC_EINVAL, "ResizeGrad '%s': dY "
+            return opu_host->set_error(POPC_EINVAL, "ResizeGrad '%s': dY "
                                         "must have the resized shape",
                                         ic->node_name);
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     return POPC_OK;
 }
 

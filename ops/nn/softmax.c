@@ -20,9 +20,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/math/sums.h"
+#include "ops/util/sums.h"
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 #define LANES 256
 
@@ -39,8 +39,8 @@ static popc_status sm_params(const char *op, const char *node,
     int axis;
     popc_status st;
 
-    if ((st = opsu_axis(op, node, popc_attr_int(attrs, "axis", -1), x->rank,
-                        &axis)) != POPC_OK)
+    if ((st = opu_axis(opu_host, op, node, popc_attr_int(attrs, "axis", -1),
+                        x->rank, "axis", &axis)) != POPC_OK)
         return st;
     p->outer = 1;
     p->inner = 1;
@@ -184,11 +184,11 @@ static popc_status sm_infer_common(popc_infer_ctx *ic, const char *op)
     sm_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "input")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, op, 0, "input")) != POPC_OK ||
         (st = sm_params(op, ic->node_name, &ic->inputs[0], ic->attrs, &p)) !=
             POPC_OK)
         return st;
-    opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[0]);
     return POPC_OK;
 }
 
@@ -204,7 +204,7 @@ static popc_status sm_forward_common(const popc_kernel_ctx *kc, const char *op,
     if ((st = sm_params(op, kc->node_name, &kc->inputs[0], kc->attrs, &p)) !=
         POPC_OK)
         return st;
-    opsu_range(p.outer * p.inner, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.outer * p.inner, kc->part, kc->n_parts, &lo, &hi);
     if (p.inner == 1) {
         for (int64_t r = lo; r < hi; r++)
             sm_row(x + r * p.n, y + r * p.n, p.n, mode);
@@ -257,7 +257,7 @@ static popc_status sm_grad_common(popc_grad_ctx *gc, const char *grad_op)
         return POPC_OK;
     in[0] = gc->output_grads[0];
     in[1] = gc->outputs[0];
-    return opsu_node1(gc, "popc", grad_op, in, 2, &a, 1, &gc->input_grads[0]);
+    return opu_grad_node(gc, "popc", grad_op, in, 2, &a, 1, &gc->input_grads[0]);
 }
 
 static popc_status softmax_grad(popc_grad_ctx *gc)
@@ -274,21 +274,21 @@ static popc_status logsoftmax_grad(popc_grad_ctx *gc)
 
 static popc_status smg_infer_common(popc_infer_ctx *ic, const char *op)
 {
-    char s1[OPSU_DIMS_LEN], s2[OPSU_DIMS_LEN];
+    char s1[OPU_DIMS_LEN], s2[OPU_DIMS_LEN];
     const popc_view *g = &ic->inputs[0], *y = &ic->inputs[1];
     sm_p p;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "dY")) != POPC_OK ||
-        (st = opsu_want_f32(ic, op, 1, "Y")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, op, 0, "dY")) != POPC_OK ||
+        (st = opu_want_f32(ic, op, 1, "Y")) != POPC_OK ||
         (st = sm_params(op, ic->node_name, y, ic->attrs, &p)) != POPC_OK)
         return st;
     if (g->rank != y->rank ||
         memcmp(g->dims, y->dims, sizeof g->dims[0] * (size_t)g->rank))
         return ic->host->set_error(
             POPC_EINVAL, "%s '%s': dY %s must have Y's shape %s", op,
-            ic->node_name, opsu_dims(g, s1), opsu_dims(y, s2));
-    opsu_set_like(&ic->outputs[0], y);
+            ic->node_name, opu_dims(g, s1), opu_dims(y, s2));
+    opu_set_like(&ic->outputs[0], y);
     return POPC_OK;
 }
 
@@ -331,7 +331,7 @@ static popc_status smg_forward_common(const popc_kernel_ctx *kc, const char *op,
     if ((st = sm_params(op, kc->node_name, &kc->inputs[1], kc->attrs, &p)) !=
         POPC_OK)
         return st;
-    opsu_range(p.outer * p.inner, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p.outer * p.inner, kc->part, kc->n_parts, &lo, &hi);
     if (p.inner == 1) {
         for (int64_t r = lo; r < hi; r++)
             smg_block(g, y, dx, &p, r, 1, mode);

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
-#include "ops/math/opu_elem.h"
+#include "ops/util/oputil.h"
+#include "ops/util/elem.h"
 
 #define MAX_SP 3
 
@@ -38,7 +38,7 @@ static popc_status ints_attr(const char *op, const char *node,
         return POPC_OK;
     }
     if (got != n)
-        return opsu_host->set_error(POPC_EINVAL, "%s '%s': attribute %s has "
+        return opu_host->set_error(POPC_EINVAL, "%s '%s': attribute %s has "
                                     "%lld values; the input has %d spatial "
                                     "dimensions", op, node, name,
                                     (long long)got, n);
@@ -69,7 +69,7 @@ static popc_status win_forward(const char *op, const char *node,
 
     w->sp = x->rank - 2;
     if (w->sp < 1 || w->sp > MAX_SP)
-        return opsu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': input must "
+        return opu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': input must "
                                     "have 1 to 3 spatial dimensions", op,
                                     node);
     for (int i = 0; i < w->sp; i++)
@@ -81,7 +81,7 @@ static popc_status win_forward(const char *op, const char *node,
         (st = ints_attr(op, node, a, "dilations", w->sp, 1, w->d)) !=
             POPC_OK ||
         (st = ints_attr(op, node, a, "pads", 2 * w->sp, 0, pads)) != POPC_OK)
-        return opsu_host->set_error(POPC_EINVAL, "%s '%s': kernel_shape, "
+        return opu_host->set_error(POPC_EINVAL, "%s '%s': kernel_shape, "
                                     "strides, dilations and pads must have "
                                     "one value per spatial dimension (pads "
                                     "two)", op, node);
@@ -90,7 +90,7 @@ static popc_status win_forward(const char *op, const char *node,
         int64_t span = w->d[i] * (w->k[i] - 1) + 1, num;
 
         if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1)
-            return opsu_host->set_error(POPC_EINVAL, "%s '%s': kernel, "
+            return opu_host->set_error(POPC_EINVAL, "%s '%s': kernel, "
                                         "strides and dilations must be >= 1",
                                         op, node);
         w->p0[i] = pads[i];
@@ -108,7 +108,7 @@ static popc_status win_forward(const char *op, const char *node,
         }
         num = w->in[i] + w->p0[i] + w->p1[i] - span;
         if (num < 0)
-            return opsu_host->set_error(POPC_EINVAL, "%s '%s': the kernel "
+            return opu_host->set_error(POPC_EINVAL, "%s '%s': the kernel "
                                         "is larger than the padded input",
                                         op, node);
         if (ceil_mode) {
@@ -168,14 +168,14 @@ static popc_status conv_win(const char *node, const popc_view *in,
 
     *group = popc_attr_int(a, "group", 1);
     if (in[1].rank != in[0].rank)
-        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': W must have X's "
+        return opu_host->set_error(POPC_EINVAL, "Conv '%s': W must have X's "
                                     "rank", node);
     if ((st = win_forward("Conv", node, a, &in[0], in[1].dims + 2, 0, w)) !=
         POPC_OK)
         return st;
     if (*group < 1 || in[1].dims[1] * *group != in[0].dims[1] ||
         in[1].dims[0] % *group)
-        return opsu_host->set_error(POPC_EINVAL, "Conv '%s': channels do not "
+        return opu_host->set_error(POPC_EINVAL, "Conv '%s': channels do not "
                                     "match W and group", node);
     return POPC_OK;
 }
@@ -186,15 +186,15 @@ popc_status nn_nd_conv_infer(popc_infer_ctx *ic)
     int64_t g, d[2 + MAX_SP];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "Conv", 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, "Conv", 1, "weight W")) != POPC_OK ||
         (st = conv_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
             POPC_OK)
         return st;
     d[0] = ic->inputs[0].dims[0];
     d[1] = ic->inputs[1].dims[0];
     memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
     return POPC_OK;
 }
 
@@ -219,7 +219,7 @@ popc_status nn_nd_conv_forward(const popc_kernel_ctx *kc)
     osz = sp_size(w.out, w.sp);
     isz = sp_size(w.in, w.sp);
     ksz = sp_size(w.k, w.sp);
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+    opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
@@ -250,16 +250,16 @@ popc_status nn_nd_pool_infer(popc_infer_ctx *ic, const char *op)
     int64_t d[2 + MAX_SP];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, op, 0, "input X")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, op, 0, "input X")) != POPC_OK ||
         (st = win_forward(op, ic->node_name, ic->attrs, &ic->inputs[0], NULL,
                           1, &w)) != POPC_OK)
         return st;
     d[0] = ic->inputs[0].dims[0];
     d[1] = ic->inputs[0].dims[1];
     memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
     if (ic->n_outputs > 1)
-        opsu_set(&ic->outputs[1], POPC_DTYPE_I64, d, 2 + w.sp);
+        opu_set(&ic->outputs[1], POPC_DTYPE_I64, d, 2 + w.sp);
     return POPC_OK;
 }
 
@@ -280,7 +280,7 @@ popc_status nn_nd_pool_forward(const popc_kernel_ctx *kc, int is_max)
     osz = sp_size(w.out, w.sp);
     isz = sp_size(w.in, w.sp);
     ksz = sp_size(w.k, w.sp);
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+    opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t o = i % osz, nc = i / osz, oi[MAX_SP], ki[MAX_SP];
@@ -363,11 +363,11 @@ static popc_status convt_win(const char *node, const popc_view *in,
     *group = popc_attr_int(a, "group", 1);
     w->sp = x->rank - 2;
     if (w->sp < 1 || w->sp > MAX_SP || wt->rank != x->rank)
-        return opsu_host->set_error(POPC_EUNSUPPORTED, "ConvTranspose '%s': "
+        return opu_host->set_error(POPC_EUNSUPPORTED, "ConvTranspose '%s': "
                                     "X must have 1 to 3 spatial dimensions "
                                     "and W the same rank", node);
     if (*group < 1 || wt->dims[0] != x->dims[1] || x->dims[1] % *group)
-        return opsu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': W's "
+        return opu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': W's "
                                     "dim 0 must equal X's channels, "
                                     "divisible by group", node);
     for (int i = 0; i < w->sp; i++) {
@@ -409,7 +409,7 @@ static popc_status convt_win(const char *node, const popc_view *in,
         }
         w->out[i] = full - w->p0[i] - w->p1[i];
         if (w->out[i] < 1)
-            return opsu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': "
+            return opu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': "
                                         "the output would be empty", node);
     }
     return POPC_OK;
@@ -421,8 +421,8 @@ static popc_status convt_infer(popc_infer_ctx *ic)
     int64_t g, d[2 + MAX_SP];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "ConvTranspose", 0, "input X")) != POPC_OK ||
-        (st = opsu_want_f32(ic, "ConvTranspose", 1, "weight W")) !=
+    if ((st = opu_want_f32(ic, "ConvTranspose", 0, "input X")) != POPC_OK ||
+        (st = opu_want_f32(ic, "ConvTranspose", 1, "weight W")) !=
             POPC_OK ||
         (st = convt_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
             POPC_OK)
@@ -430,7 +430,7 @@ static popc_status convt_infer(popc_infer_ctx *ic)
     d[0] = ic->inputs[0].dims[0];
     d[1] = ic->inputs[1].dims[1] * g;
     memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, 2 + w.sp);
     return POPC_OK;
 }
 
@@ -457,7 +457,7 @@ static popc_status convt_forward(const popc_kernel_ctx *kc)
     osz = sp_size(w.out, w.sp);
     isz = sp_size(w.in, w.sp);
     ksz = sp_size(w.k, w.sp);
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+    opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
@@ -520,7 +520,7 @@ static popc_status convt_grad_infer(popc_infer_ctx *ic)
     popc_status st;
 
     for (int i = 0; i < 3; i++)
-        if ((st = opsu_want_f32(ic, "ConvTransposeGrad", i,
+        if ((st = opu_want_f32(ic, "ConvTransposeGrad", i,
                                 "every input")) != POPC_OK)
             return st;
     if ((st = convt_win(ic->node_name, ic->inputs + 1, ic->attrs, &w, &g)) !=
@@ -529,15 +529,15 @@ static popc_status convt_grad_infer(popc_infer_ctx *ic)
     if (popc_view_numel(&ic->inputs[0]) !=
         ic->inputs[1].dims[0] * ic->inputs[2].dims[1] * g *
             sp_size(w.out, w.sp))
-        return opsu_host->set_error(POPC_EINVAL, "ConvTransposeGrad '%s': "
+        return opu_host->set_error(POPC_EINVAL, "ConvTransposeGrad '%s': "
                                     "dY does not have the forward's output "
                                     "shape", ic->node_name);
-    opsu_set_like(&ic->outputs[0], &ic->inputs[1]);
-    opsu_set_like(&ic->outputs[1], &ic->inputs[2]);
+    opu_set_like(&ic->outputs[0], &ic->inputs[1]);
+    opu_set_like(&ic->outputs[1], &ic->inputs[2]);
     {
         int64_t m = ic->inputs[2].dims[1] * g;
 
-        opsu_set(&ic->outputs[2], POPC_DTYPE_F32, &m, 1);
+        opu_set(&ic->outputs[2], POPC_DTYPE_F32, &m, 1);
     }
     return POPC_OK;
 }
@@ -566,7 +566,7 @@ static popc_status convt_grad_forward(const popc_kernel_ctx *kc)
     ksz = sp_size(w.k, w.sp);
     if (!(acc = kc->host->alloc(sizeof(double) *
                                 (size_t)(popc_view_numel(wt) + M + 1))))
-        return opsu_host->set_error(POPC_ENOMEM, "ConvTransposeGrad '%s': "
+        return opu_host->set_error(POPC_ENOMEM, "ConvTransposeGrad '%s': "
                                     "out of memory", kc->node_name);
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++) {
@@ -617,7 +617,7 @@ static popc_status conv_integer_infer(popc_infer_ctx *ic)
 
     if (popc_dtype_is_float(ic->inputs[0].dtype) ||
         popc_dtype_is_float(ic->inputs[1].dtype))
-        return opsu_host->set_error(POPC_EINVAL, "ConvInteger '%s': x and w "
+        return opu_host->set_error(POPC_EINVAL, "ConvInteger '%s': x and w "
                                     "must be 8-bit integers",
                                     ic->node_name);
     if ((st = conv_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
@@ -626,7 +626,7 @@ static popc_status conv_integer_infer(popc_infer_ctx *ic)
     d[0] = ic->inputs[0].dims[0];
     d[1] = ic->inputs[1].dims[0];
     memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
-    opsu_set(&ic->outputs[0], POPC_DTYPE_I32, d, 2 + w.sp);
+    opu_set(&ic->outputs[0], POPC_DTYPE_I32, d, 2 + w.sp);
     return POPC_OK;
 }
 
@@ -654,7 +654,7 @@ static popc_status conv_integer_forward(const popc_kernel_ctx *kc)
     osz = sp_size(w.out, w.sp);
     isz = sp_size(w.in, w.sp);
     ksz = sp_size(w.k, w.sp);
-    opsu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
+    opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
                &e);
     for (int64_t i = s; i < e; i++) {
         int64_t o = i % osz, m = (i / osz) % M, n = i / osz / M;
@@ -698,7 +698,7 @@ static popc_status qlinear_conv_infer(popc_infer_ctx *ic)
     d[0] = xw[0].dims[0];
     d[1] = xw[1].dims[0];
     memcpy(d + 2, w.out, sizeof(int64_t) * (size_t)w.sp);
-    opsu_set(&ic->outputs[0], ic->inputs[7].dtype, d, 2 + w.sp);
+    opu_set(&ic->outputs[0], ic->inputs[7].dtype, d, 2 + w.sp);
     return POPC_OK;
 }
 
@@ -729,7 +729,7 @@ static popc_status qlinear_conv_forward(const popc_kernel_ctx *kc)
     osz = sp_size(w.out, w.sp);
     isz = sp_size(w.in, w.sp);
     ksz = sp_size(w.k, w.sp);
-    opsu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
+    opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
     for (int64_t i = s; i < e; i++) {
         int64_t oo = i % osz, m = (i / osz) % M, n = i / osz / M;
         int64_t oi[MAX_SP], ki[MAX_SP], acc = bias ? opu_load_i(bias, m) : 0;

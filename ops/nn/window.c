@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ops/nn/nn_priv.h"
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 
 /* Reads an ints attribute of exactly n values (default def when absent). */
 static popc_status read_ints(const char *op, const char *node,
@@ -25,7 +25,7 @@ static popc_status read_ints(const char *op, const char *node,
         return POPC_OK;
     }
     if (got != n)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': attribute %s has %lld values "
                                     "but the input has %d spatial "
                                     "dimension%s, so it needs %d",
@@ -33,7 +33,7 @@ static popc_status read_ints(const char *op, const char *node,
                                     sp == 1 ? "" : "s", n);
     for (int i = 0; i < n; i++)
         if (out[i] < min)
-            return opsu_host->set_error(POPC_EINVAL,
+            return opu_host->set_error(POPC_EINVAL,
                                         "%s '%s': attribute %s[%d] is %lld; "
                                         "it must be at least %lld",
                                         op, node, name, i, (long long)out[i],
@@ -51,7 +51,7 @@ static popc_status out_len(const char *op, const char *node, const char *dim,
     int64_t n;
 
     if (num < 0)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': the %s kernel spans %lld "
                                     "elements (kernel %lld, dilation %lld) "
                                     "but the padded input has only %lld "
@@ -85,7 +85,7 @@ popc_status nn_window_parse(const char *op, const char *node,
 
     memset(w, 0, sizeof *w);
     if (sp != 1 && sp != 2)
-        return opsu_host->set_error(POPC_EUNSUPPORTED,
+        return opu_host->set_error(POPC_EUNSUPPORTED,
                                     "%s '%s': %d spatial dimensions are not "
                                     "supported; inputs must be [N, C, W] or "
                                     "[N, C, H, W]",
@@ -93,23 +93,23 @@ popc_status nn_window_parse(const char *op, const char *node,
     got = popc_attr_ints(attrs, "kernel_shape", k, sp);
     if (kdims) {
         if (got >= 0 && got != sp)
-            return opsu_host->set_error(POPC_EINVAL,
+            return opu_host->set_error(POPC_EINVAL,
                                         "%s '%s': kernel_shape has %lld "
                                         "values for %d spatial dimensions",
                                         op, node, (long long)got, sp);
         for (int i = 0; got >= 0 && i < sp; i++)
             if (k[i] != kdims[i]) {
-                char a[OPSU_DIMS_LEN], b[OPSU_DIMS_LEN];
-                return opsu_host->set_error(
+                char a[OPU_DIMS_LEN], b[OPU_DIMS_LEN];
+                return opu_host->set_error(
                     POPC_EINVAL,
                     "%s '%s': kernel_shape %s disagrees with the weight's "
                     "spatial shape %s; drop kernel_shape or fix it",
-                    op, node, opsu_dims_n(k, sp, a), opsu_dims_n(kdims, sp, b));
+                    op, node, opu_dims_n(k, sp, a), opu_dims_n(kdims, sp, b));
             }
         for (int i = 0; i < sp; i++)
             k[i] = kdims[i];
     } else if (got != sp) {
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': attribute kernel_shape is %s; "
                                     "it needs %d values",
                                     op, node, got < 0 ? "missing" : "wrong",
@@ -117,7 +117,7 @@ popc_status nn_window_parse(const char *op, const char *node,
     }
     for (int i = 0; i < sp; i++)
         if (k[i] < 1)
-            return opsu_host->set_error(POPC_EINVAL,
+            return opu_host->set_error(POPC_EINVAL,
                                         "%s '%s': kernel_shape[%d] is %lld; "
                                         "it must be at least 1",
                                         op, node, i, (long long)k[i]);
@@ -132,7 +132,7 @@ popc_status nn_window_parse(const char *op, const char *node,
             POPC_OK)
             return st;
     } else if (popc_attrs_find(attrs, "pads")) {
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': pads and auto_pad '%s' are "
                                     "both given; use only one of them",
                                     op, node, auto_pad);
@@ -150,7 +150,7 @@ popc_status nn_window_parse(const char *op, const char *node,
             p[i + sp] = total - p[i];
         }
     } else {
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': auto_pad '%s' is unknown; use "
                                     "NOTSET, VALID, SAME_UPPER or SAME_LOWER",
                                     op, node, auto_pad);
@@ -160,7 +160,7 @@ popc_status nn_window_parse(const char *op, const char *node,
             int64_t dk = d[i % sp] * (k[i % sp] - 1) + 1;
 
             if (p[i] >= dk)
-                return opsu_host->set_error(
+                return opu_host->set_error(
                     POPC_EINVAL,
                     "%s '%s': pads[%d] is %lld but the window spans %lld; a "
                     "window inside the padding would see no input, so pads "

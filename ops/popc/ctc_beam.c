@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 #include "ops/popc/popc_priv.h"
 
 typedef struct node {
@@ -83,7 +83,7 @@ static int64_t round_key(double total)
 
 static popc_status oom(const char *nodename)
 {
-    return opsu_host->set_error(POPC_ENOMEM, "CTCBeamSearchDecoder '%s': out "
+    return opu_host->set_error(POPC_ENOMEM, "CTCBeamSearchDecoder '%s': out "
                                 "of memory", nodename);
 }
 
@@ -296,16 +296,16 @@ static popc_status attrs_of(const char *nodename, const popc_attrs *attrs,
     int64_t tp = popc_attr_int(attrs, "top_paths", 1);
 
     if (bl < 0 || bl >= C)
-        return opsu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
+        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
                                     "blank %lld is not a class of the %lld "
                                     "classes", nodename, (long long)bl,
                                     (long long)C);
     if (w < 1 || w > 100000)
-        return opsu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
+        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
                                     "beam_width %lld; give 1..100000",
                                     nodename, (long long)w);
     if (tp < 1 || tp > w)
-        return opsu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
+        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
                                     "top_paths %lld; give 1..beam_width "
                                     "(%lld)", nodename, (long long)tp,
                                     (long long)w);
@@ -322,17 +322,17 @@ static popc_status ctc_infer(popc_infer_ctx *ic)
     int64_t d2[2], d3[3];
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "CTCBeamSearchDecoder", 0, "log_probs")) !=
+    if ((st = opu_want_f32(ic, "CTCBeamSearchDecoder", 0, "log_probs")) !=
         POPC_OK)
         return st;
     if (lp->rank != 3 || lp->dims[2] < 1)
-        return opsu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
+        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
                                     "log_probs must be [input_length, "
                                     "batch_size, num_classes]",
                                     ic->node_name);
     if ((len->dtype != POPC_DTYPE_I32 && len->dtype != POPC_DTYPE_I64) ||
         len->rank != 1 || len->dims[0] != lp->dims[1])
-        return opsu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
+        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
                                     "lengths must be int32 or int64 "
                                     "[batch_size] (%lld)", ic->node_name,
                                     (long long)lp->dims[1]);
@@ -342,9 +342,9 @@ static popc_status ctc_infer(popc_infer_ctx *ic)
     d2[0] = d3[0] = lp->dims[1];
     d2[1] = d3[1] = top;
     d3[2] = lp->dims[0];
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d2, 2);
-    opsu_set(&ic->outputs[1], POPC_DTYPE_I32, d2, 2);
-    opsu_set(&ic->outputs[2], POPC_DTYPE_I32, d3, 3);
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d2, 2);
+    opu_set(&ic->outputs[1], POPC_DTYPE_I32, d2, 2);
+    opu_set(&ic->outputs[2], POPC_DTYPE_I32, d3, 3);
     return POPC_OK;
 }
 
@@ -377,7 +377,7 @@ static popc_status ctc_forward(const popc_kernel_ctx *kc)
 
         if (len < 0 || len > T) {
             decoder_free(&d);
-            return opsu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder "
+            return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder "
                                         "'%s': lengths[%lld] is %lld, "
                                         "outside 0..%lld (the input "
                                         "length)", kc->node_name,

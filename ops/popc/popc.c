@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/nn/util.h"
+#include "ops/util/oputil.h"
 #include "ops/popc/popc_priv.h"
 
 /* PopTorch's codes (python/ops.py identity_loss). */
@@ -47,7 +47,7 @@ static popc_status il_reduction(const char *op, const char *node,
         r = popc_attr_int(attrs, "reduction", RED_MEAN);
     }
     if (r < RED_SUM || r > RED_NONE)
-        return opsu_host->set_error(POPC_EINVAL,
+        return opu_host->set_error(POPC_EINVAL,
                                     "%s '%s': Unsupported reduction type! "
                                     "Use 0 or \"sum\", 1 or \"mean\", 2 or "
                                     "\"none\"",
@@ -63,14 +63,14 @@ static popc_status il_infer(popc_infer_ctx *ic)
     int red;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "IdentityLoss", 0, "input x")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "IdentityLoss", 0, "input x")) != POPC_OK ||
         (st = il_reduction("IdentityLoss", ic->node_name, ic->attrs, &red)) !=
             POPC_OK)
         return st;
     if (red == RED_NONE)
-        opsu_set_like(&ic->outputs[0], &ic->inputs[0]);
+        opu_set_like(&ic->outputs[0], &ic->inputs[0]);
     else
-        opsu_set(&ic->outputs[0], POPC_DTYPE_F32, NULL, 0);
+        opu_set(&ic->outputs[0], POPC_DTYPE_F32, NULL, 0);
     return POPC_OK;
 }
 
@@ -114,7 +114,7 @@ static popc_status il_grad(popc_grad_ctx *gc)
     }
     a[0] = popc_attr_make_int("reduction", red);
     a[1] = popc_attr_make_ints("shape", xi->dims, xi->rank);
-    return opsu_node1(gc, "popc", "IdentityLossGrad", &gc->output_grads[0], 1,
+    return opu_grad_node(gc, "popc", "IdentityLossGrad", &gc->output_grads[0], 1,
                       a, 2, &gc->input_grads[0]);
 }
 
@@ -124,11 +124,11 @@ static popc_status ilg_infer(popc_infer_ctx *ic)
 {
     int64_t d[POPC_MAX_RANK];
     int64_t r = popc_attr_ints(ic->attrs, "shape", d, POPC_MAX_RANK);
-    char s[OPSU_DIMS_LEN];
+    char s[OPU_DIMS_LEN];
     int red;
     popc_status st;
 
-    if ((st = opsu_want_f32(ic, "IdentityLossGrad", 0, "dL")) != POPC_OK ||
+    if ((st = opu_want_f32(ic, "IdentityLossGrad", 0, "dL")) != POPC_OK ||
         (st = il_reduction("IdentityLossGrad", ic->node_name, ic->attrs,
                            &red)) != POPC_OK)
         return st;
@@ -138,8 +138,8 @@ static popc_status ilg_infer(popc_infer_ctx *ic)
                                    "IdentityLossGrad '%s': needs a scalar dL "
                                    "(got %s), attribute shape and reduction "
                                    "sum or mean",
-                                   ic->node_name, opsu_dims(&ic->inputs[0], s));
-    opsu_set(&ic->outputs[0], POPC_DTYPE_F32, d, (int)r);
+                                   ic->node_name, opu_dims(&ic->inputs[0], s));
+    opu_set(&ic->outputs[0], POPC_DTYPE_F32, d, (int)r);
     return POPC_OK;
 }
 
@@ -156,7 +156,7 @@ static popc_status ilg_forward(const popc_kernel_ctx *kc)
                            &red)) != POPC_OK)
         return st;
     v = red == RED_MEAN ? (float)((double)g[0] / (double)n) : g[0];
-    opsu_range(n, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t i = lo; i < hi; i++)
         dx[i] = v;
     return POPC_OK;
@@ -172,13 +172,13 @@ static popc_status id_infer(popc_infer_ctx *ic)
                                    "identity needs one output per input",
                                    ic->node_name, ic->n_inputs, ic->n_outputs);
     for (int i = 0; i < ic->n_inputs; i++)
-        opsu_set_like(&ic->outputs[i], &ic->inputs[i]);
+        opu_set_like(&ic->outputs[i], &ic->inputs[i]);
     return POPC_OK;
 }
 
 static popc_status id_forward(const popc_kernel_ctx *kc)
 {
-    opsu_copy_share(kc);
+    opu_copy_share(kc);
     return POPC_OK;
 }
 
@@ -200,21 +200,6 @@ static popc_status id_cost(const popc_infer_ctx *ic, popc_cost *c)
 }
 
 /* ---- IpuPrintTensor ------------------------------------------------------ */
-
-/* Plugins cannot call popc_f16_to_f32; this is the same conversion. */
-static float half_to_float(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v;
-
-    if (e == 0)
-        v = ldexpf((float)m, -24);
-    else if (e == 31)
-        v = m ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(m | 0x400), e - 25);
-    return (h & 0x8000) ? -v : v;
-}
 
 typedef struct pbuf {
     char *s;
@@ -246,7 +231,7 @@ static void put_elem(pbuf *b, const popc_view *v, int64_t i, int digits)
         put(b, "%.*g", digits, ((const float *)d)[i]);
         break;
     case POPC_DTYPE_F16:
-        put(b, "%.*g", digits, half_to_float(((const uint16_t *)d)[i]));
+        put(b, "%.*g", digits, opu_h2f(((const uint16_t *)d)[i]));
         break;
     case POPC_DTYPE_I32:
         put(b, "%d", (int)((const int32_t *)d)[i]);
@@ -292,14 +277,14 @@ static popc_status print_forward(const popc_kernel_ctx *kc)
     int64_t thr = popc_attr_int(kc->attrs, "summarise_threshold", 1000);
     int64_t edge = popc_attr_int(kc->attrs, "edge_items", 3);
     int digits = (int)popc_attr_int(kc->attrs, "digits", 4);
-    char text[960], dims[OPSU_DIMS_LEN];
+    char text[960], dims[OPU_DIMS_LEN];
     pbuf b = {text, 0, sizeof text};
 
     if (kc->part == 0) {
         text[0] = '\0';
         if (title[0])
             put(&b, "%s: ", title);
-        put(&b, "%s%s ", popc_dtype_name(x->dtype), opsu_dims(x, dims));
+        put(&b, "%s%s ", popc_dtype_name(x->dtype), opu_dims(x, dims));
         if (x->rank == 0)
             put_elem(&b, x, 0, digits);
         else
@@ -309,7 +294,7 @@ static popc_status print_forward(const popc_kernel_ctx *kc)
             memcpy(text + sizeof text - 5, "...", 4);
         kc->host->log_msg(POPC_LOG_INFO, "%s", text);
     }
-    opsu_copy_share(kc);
+    opu_copy_share(kc);
     return POPC_OK;
 }
 
@@ -328,7 +313,7 @@ static popc_status print_grad(popc_grad_ctx *gc)
     snprintf(gtitle, sizeof gtitle, "%s_gradient",
              title[0] ? title : gc->node_name);
     a = popc_attr_make_string("title", gtitle);
-    return opsu_node1(gc, "popc", "IpuPrintTensor", &gc->output_grads[0], 1, &a,
+    return opu_grad_node(gc, "popc", "IpuPrintTensor", &gc->output_grads[0], 1, &a,
                       1, &gc->input_grads[0]);
 }
 
@@ -417,7 +402,8 @@ static popc_status popc_init(const popc_host *host, popc_registrar *reg)
 {
     popc_status st;
 
-    opsu_host = host;
+    if ((st = opu_init(host, "popc")) != POPC_OK)
+        return st;
     for (size_t i = 0; i < sizeof popc_ops / sizeof popc_ops[0]; i++)
         if ((st = host->register_op(reg, &popc_ops[i])) != POPC_OK)
             return st;

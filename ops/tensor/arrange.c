@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
 static void strides_of(const popc_view *v, int64_t *st)

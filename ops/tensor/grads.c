@@ -22,7 +22,7 @@
 
 #include <string.h>
 
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
 /* The constant int64 data of input i, or an error naming the op. */

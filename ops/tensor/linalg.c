@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
 #ifndef M_PI

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846

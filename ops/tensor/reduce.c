@@ -19,7 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/math/sums.h"
+#include "ops/util/sums.h"
 #include "ops/tensor/tensorops.h"
 
 /* ---- geometry ------------------------------------------------------------- */

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/math/opu_elem.h"
+#include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
 enum { W_MIN, W_PROD, W_L1, W_L2, W_LOGSUM, W_LOGSUMEXP, W_SUMSQ };

@@ -20,6 +20,8 @@ static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
 {
     popc_status st;
 
+    if ((st = opu_init(host, "tensor")) != POPC_OK)
+        return st;
     if ((st = register_all(host, reg, top_shape_ops, top_shape_count)) !=
             POPC_OK ||
         (st = register_all(host, reg, top_move_ops, top_move_count)) !=

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops/math/oputil.h"
+#include "ops/util/oputil.h"
 
 /* This part's share of out's bytes copied from the same bytes of in (the
 ** two have the same element count and dtype). */

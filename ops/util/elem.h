@@ -1,4 +1,4 @@
-/* opu_elem.h - one element of any dtype as a double or an int64.
+/* elem.h - one element of any dtype as a double or an int64.
 **
 ** For ops that serve every dtype ONNX allows through one kernel computing
 ** in double (floats) or int64 (integers and bool): exact for every value of
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ops/math/oputil.h"
+#include "ops/util/oputil.h"
 
 static inline float opu_bf2f(uint16_t b)
 {

@@ -1,10 +1,11 @@
-/* oputil.c - see oputil.h. Compiled into the math and tensor plugins. */
+/* oputil.c - ONNX dtype numbers, scalars and numpy broadcasting of the op
+** utility library (oputil.h). */
 #include "config.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "ops/math/oputil.h"
+#include "ops/util/oputil.h"
 
 popc_dtype opu_dtype_from_onnx(int64_t onnx)
 {
@@ -44,85 +45,6 @@ int64_t opu_dtype_to_onnx(popc_dtype dt)
     case POPC_DTYPE_BF16: return OPU_ONNX_BFLOAT16;
     default: return 0;
     }
-}
-
-char *opu_dims_str(const int64_t *dims, int rank, char *buf, size_t size)
-{
-    size_t len = 0;
-
-    if (size == 0)
-        return buf;
-    buf[0] = '\0';
-    len += (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < rank && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%lld",
-                                i ? ", " : "", (long long)dims[i]);
-    if (len < size)
-        snprintf(buf + len, size - len, "]");
-    return buf;
-}
-
-char *opu_shape_str(const popc_view *v, char *buf, size_t size)
-{
-    return opu_dims_str(v->dims, v->rank, buf, size);
-}
-
-popc_status opu_error(const popc_host *h, popc_status st, const char *op,
-                      const char *node, const char *fmt, ...)
-{
-    char msg[1536];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return h->set_error(st, "%s '%s': %s", op, node ? node : "?", msg);
-}
-
-popc_status opu_axis(const popc_host *h, const char *op, const char *node,
-                     int64_t axis, int rank, const char *what, int *out)
-{
-    if (axis < -(int64_t)rank || axis >= rank)
-        return opu_error(h, POPC_EINVAL, op, node,
-                         "%s %lld is out of range for a rank-%d input; use a "
-                         "value in [%d, %d]", what, (long long)axis, rank,
-                         -rank, rank - 1);
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return POPC_OK;
-}
-
-popc_status opu_const_ints(const popc_host *h, const char *op,
-                           const char *node, const popc_view *v,
-                           const char *what, int64_t *out, int cap, int *n)
-{
-    int64_t count;
-
-    *n = 0;
-    if (!opu_present(v))
-        return opu_error(h, POPC_EINVAL, op, node, "%s is missing", what);
-    if (v->dtype != POPC_DTYPE_I64 && v->dtype != POPC_DTYPE_I32)
-        return opu_error(h, POPC_EINVAL, op, node,
-                         "%s must be int64 or int32, got %s", what,
-                         popc_dtype_name(v->dtype));
-    if (v->rank > 1)
-        return opu_error(h, POPC_EINVAL, op, node,
-                         "%s must be a scalar or 1-D tensor, got rank %d",
-                         what, v->rank);
-    if (!v->data)
-        return opu_error(h, POPC_EINVAL, op, node,
-                         "%s must be a constant or initializer known at "
-                         "compile time (shapes are static); fold it into a "
-                         "constant", what);
-    count = popc_view_numel(v);
-    if (count > cap)
-        return opu_error(h, POPC_EINVAL, op, node,
-                         "%s has %lld values; at most %d are supported", what,
-                         (long long)count, cap);
-    for (int64_t i = 0; i < count; i++)
-        out[i] = v->dtype == POPC_DTYPE_I64 ? ((const int64_t *)v->data)[i]
-                                            : ((const int32_t *)v->data)[i];
-    *n = (int)count;
-    return POPC_OK;
 }
 
 double opu_scalar(const popc_view *v)
@@ -284,107 +206,4 @@ int opu_bcast_next(opu_bcast_iter *it)
             it->cur[k] += b->stride[k][d - 1] - b->dims[d] * b->stride[k][d];
     }
     return 1;
-}
-
-/* ---- gradient builders ----------------------------------------------------- */
-
-popc_status opu_grad_scalar(popc_grad_ctx *gc, popc_dtype dt, double v,
-                            int *out)
-{
-    union {
-        float f;
-        uint16_t h;
-        int32_t i;
-        int64_t l;
-        uint8_t b;
-    } u;
-    popc_view view;
-
-    memset(&u, 0, sizeof u);
-    switch (dt) {
-    case POPC_DTYPE_F32: u.f = (float)v; break;
-    case POPC_DTYPE_F16: u.h = opu_f2h((float)v); break;
-    case POPC_DTYPE_I32: u.i = (int32_t)v; break;
-    case POPC_DTYPE_I64: u.l = (int64_t)v; break;
-    default: u.b = v != 0; break;
-    }
-    memset(&view, 0, sizeof view);
-    view.dtype = dt;
-    view.rank = 0;
-    view.data = &u;
-    return gc->host->grad_constant(gc, &view, out);
-}
-
-popc_status opu_grad_ints(popc_grad_ctx *gc, const int64_t *v, int n,
-                          int *out)
-{
-    int64_t buf[64];
-    popc_view view;
-
-    if (n > 64)
-        return gc->host->set_error(POPC_EINTERNAL,
-                                   "'%s': constant of %d ints is too long",
-                                   gc->node_name, n);
-    memcpy(buf, v, (size_t)n * sizeof *buf);
-    memset(&view, 0, sizeof view);
-    view.dtype = POPC_DTYPE_I64;
-    view.rank = 1;
-    view.dims[0] = n;
-    view.data = buf;
-    return gc->host->grad_constant(gc, &view, out);
-}
-
-popc_status opu_grad_node(popc_grad_ctx *gc, const char *domain,
-                          const char *op, const int *in, int n_in,
-                          const popc_attr *attrs, int n_attrs, int *out)
-{
-    return gc->host->grad_add_node(gc, domain, op, in, n_in, out, 1, attrs,
-                                   n_attrs);
-}
-
-popc_status opu_grad_sum_to(popc_grad_ctx *gc, int g, const popc_view *target,
-                            int *out)
-{
-    popc_view gi;
-    popc_attr a;
-    popc_status st;
-
-    if ((st = gc->host->value_info(gc, g, &gi)) != POPC_OK)
-        return st;
-    if (opu_same_shape(&gi, target)) {
-        *out = g;
-        return POPC_OK;
-    }
-    memset(&a, 0, sizeof a);
-    a.name = "shape";
-    a.type = POPC_ATTR_INTS;
-    a.n = target->rank;
-    a.ints = target->dims;
-    return opu_grad_node(gc, "popc", "SumToShape", &g, 1, &a, 1, out);
-}
-
-popc_status opu_grad_reshape(popc_grad_ctx *gc, int g,
-                             const popc_view *target, int *out)
-{
-    popc_view gi;
-    popc_attr a;
-    popc_status st;
-    int in[2];
-
-    if ((st = gc->host->value_info(gc, g, &gi)) != POPC_OK)
-        return st;
-    if (opu_same_shape(&gi, target)) {
-        *out = g;
-        return POPC_OK;
-    }
-    in[0] = g;
-    if ((st = opu_grad_ints(gc, target->dims, target->rank, &in[1])) !=
-        POPC_OK)
-        return st;
-    /* allowzero: a 0 in the target is a real empty dimension */
-    memset(&a, 0, sizeof a);
-    a.name = "allowzero";
-    a.type = POPC_ATTR_INT;
-    a.i = 1;
-    return opu_grad_node(gc, NULL, "Reshape", in, 2, &a, 1, out);
 }

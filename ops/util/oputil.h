@@ -1,9 +1,10 @@
-/* oputil.h - helpers shared by the math and tensor op plugins.
+/* oputil.h - the op utility library: helpers every op plugin shares.
 **
-** oputil.c is compiled into both modules (each gets its own hidden copy),
-** so nothing here is exported and the plugins stay independent. Functions
-** that fail record the message through the host table they are given and
-** name the op and the node ("Add 'add1': ...").
+** ops/util/ is built once, as a convenience library linked into each op
+** plugin with hidden symbols, so nothing here is exported and each plugin
+** keeps its own state (host.h), set by opu_init() in its init(). Functions
+** that fail record a message naming the op and the node ("Add 'add1':
+** ..."), in the host's wording (popc/services.h).
 */
 #ifndef POPC_OPS_OPUTIL_H
 #define POPC_OPS_OPUTIL_H
@@ -13,6 +14,8 @@
 
 #include "popc/plugin.h"
 #include "popc/tensor.h"
+#include "ops/util/half.h"
+#include "ops/util/host.h"
 
 /* Elements converted per step when a float16 kernel goes through float. */
 #define OPU_CHUNK 256
@@ -25,94 +28,6 @@ enum {
     OPU_ONNX_DOUBLE = 11, OPU_ONNX_UINT32 = 12, OPU_ONNX_UINT64 = 13,
     OPU_ONNX_BFLOAT16 = 16
 };
-
-/* ---- float16 ------------------------------------------------------------- */
-
-static inline float opu_h2f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    uint32_t bits;
-    float f;
-
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112u) << 23) | (man << 13);
-    } else if (man == 0) {
-        bits = sign;
-    } else {
-        /* subnormal half: normalise into a float */
-        int e = -1;
-        do {
-            e++;
-            man <<= 1;
-        } while (!(man & 0x400u));
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-/* Round to nearest even; NaN stays NaN, overflow gives infinity. */
-static inline uint16_t opu_f2h(float f)
-{
-    uint32_t x;
-    uint32_t sign, exp, man;
-
-    memcpy(&x, &f, sizeof x);
-    sign = (x >> 16) & 0x8000u;
-    exp = (x >> 23) & 0xffu;
-    man = x & 0x7fffffu;
-    if (exp == 0xff)
-        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
-    if (exp > 142)
-        return (uint16_t)(sign | 0x7c00u);
-    if (exp >= 113) {
-        uint32_t h = ((exp - 112) << 10) | (man >> 13);
-        uint32_t rest = man & 0x1fffu;
-
-        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    if (exp >= 102) {
-        /* subnormal half: shift the mantissa with its hidden bit */
-        uint32_t m = man | 0x800000u;
-        int shift = (int)(126 - exp);
-        uint32_t h = m >> shift;
-        uint32_t rest = m & ((1u << shift) - 1u);
-        uint32_t half = 1u << (shift - 1);
-
-        if (rest > half || (rest == half && (h & 1u)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    return (uint16_t)sign;
-}
-
-/* A uniform 32-bit number for element i of a kernel run: depends on the
-** seed and the index only, so whole and split runs agree. */
-static inline uint32_t opu_random32(uint64_t seed, int64_t i)
-{
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
-
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
-}
-
-/* Element i of a float16 result: to nearest, or stochastically under
-** Precision.enableStochasticRounding (POPC_KERNEL_STOCHASTIC_ROUNDING). */
-static inline uint16_t opu_f2h_at(const popc_kernel_ctx *kc, float f,
-                                  int64_t i)
-{
-    if (!(kc->flags & POPC_KERNEL_STOCHASTIC_ROUNDING))
-        return opu_f2h(f);
-    return popc_f16_stochastic(f, opu_random32(kc->seed, i), opu_f2h,
-                               opu_h2f);
-}
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -139,6 +54,21 @@ static inline void opu_range(int64_t n, int part, int n_parts, int64_t *s,
     *e = n * (part + 1) / n_parts;
 }
 
+/* 1 when views[i] exists (i < n) and has a dtype: absent optional inputs
+** and outputs have dtype UNDEFINED. */
+int opu_present_at(const popc_view *views, int n, int i);
+
+/* Output i can be written by a kernel (present and with data). */
+int opu_out_ready(const popc_kernel_ctx *kc, int i);
+
+/* dtype and shape into dst (data NULL). */
+void opu_set(popc_view *dst, popc_dtype dt, const int64_t *dims, int rank);
+void opu_set_like(popc_view *dst, const popc_view *src);
+
+/* Identity kernel share: copies input i to output i for every output,
+** bytes split over the parts. */
+void opu_copy_share(const popc_kernel_ctx *kc);
+
 static inline int opu_same_shape(const popc_view *a, const popc_view *b)
 {
     if (a->rank != b->rank)
@@ -157,6 +87,13 @@ int64_t opu_dtype_to_onnx(popc_dtype dt);
 char *opu_dims_str(const int64_t *dims, int rank, char *buf, size_t size);
 char *opu_shape_str(const popc_view *v, char *buf, size_t size);
 
+/* Room for any shape written by opu_dims ("[a, b, ...]"). */
+#define OPU_DIMS_LEN 200
+
+/* The same into a buffer of OPU_DIMS_LEN, for a view and for dims. */
+char *opu_dims(const popc_view *v, char *buf);
+char *opu_dims_n(const int64_t *dims, int rank, char *buf);
+
 /* Record "<op> '<node>': <message>" and return st. */
 popc_status opu_error(const popc_host *h, popc_status st, const char *op,
                       const char *node, const char *fmt, ...)
@@ -172,6 +109,19 @@ popc_status opu_axis(const popc_host *h, const char *op, const char *node,
 popc_status opu_const_ints(const popc_host *h, const char *op,
                            const char *node, const popc_view *v,
                            const char *what, int64_t *out, int cap, int *n);
+
+/* POPC_EINVAL unless input i is float32 ("<op> '<node>': <what> must be
+** float32, got ...; cast it to float32 first"). */
+popc_status opu_want_f32(const popc_infer_ctx *ic, const char *op, int i,
+                         const char *what);
+
+/* Loss reductions, as torch.nn.functional spells them. */
+enum { OPU_RED_NONE = 0, OPU_RED_SUM, OPU_RED_MEAN };
+
+/* Reads string attribute "reduction" (default "mean"); POPC_EINVAL for
+** anything but "mean", "sum" or "none". */
+popc_status opu_reduction(const char *op, const char *node,
+                          const popc_attrs *attrs, int *out);
 
 /* Read a scalar of any numeric dtype as double (data must be present). */
 double opu_scalar(const popc_view *v);
@@ -245,11 +195,22 @@ popc_status opu_grad_node(popc_grad_ctx *gc, const char *domain,
                           const char *op, const int *in, int n_in,
                           const popc_attr *attrs, int n_attrs, int *out);
 /* g summed down to target's shape with popc::SumToShape (g itself when the
-** shapes already agree). */
+** shapes already agree); _dims: to dims. */
 popc_status opu_grad_sum_to(popc_grad_ctx *gc, int g, const popc_view *target,
                             int *out);
-/* g reshaped to target's shape (g itself when already equal). */
+popc_status opu_grad_sum_to_dims(popc_grad_ctx *gc, int g,
+                                 const int64_t *dims, int rank, int *out);
+/* g reshaped to target's shape (g itself when already equal); _dims: to
+** dims. */
 popc_status opu_grad_reshape(popc_grad_ctx *gc, int g,
                              const popc_view *target, int *out);
+popc_status opu_grad_reshape_dims(popc_grad_ctx *gc, int g,
+                                  const int64_t *dims, int rank, int *out);
+/* g times the float scalar s (g itself when s == 1). */
+popc_status opu_grad_scale(popc_grad_ctx *gc, int g, double s, int *out);
+/* Refuses a gradient flowing into output j of a node whose grad builder
+** cannot propagate it; what names the output. */
+popc_status opu_no_grad_output(const popc_grad_ctx *gc, const char *op,
+                               int j, const char *what);
 
 #endif /* POPC_OPS_OPUTIL_H */

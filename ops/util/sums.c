@@ -7,7 +7,7 @@
 #pragma GCC optimize("vect-cost-model=dynamic")
 #endif
 
-#include "ops/math/sums.h"
+#include "ops/util/sums.h"
 
 #define LOAD(acc)                                                          \
     double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];             \
