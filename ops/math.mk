@@ -14,7 +14,7 @@ ops_LTLIBRARIES += %reldir%/math.la
     %reldir%/math/quant.c \
     %reldir%/math/train_ops.c
 %canon_reldir%_math_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_math_la_LIBADD = %reldir%/libopu.la -lm
+%canon_reldir%_math_la_LIBADD = %reldir%/util/libopu.la -lm
 
 ops_LTLIBRARIES += %reldir%/tensor.la
 %canon_reldir%_tensor_la_SOURCES = \
@@ -32,4 +32,4 @@ ops_LTLIBRARIES += %reldir%/tensor.la
     %reldir%/tensor/arrange.c \
     %reldir%/tensor/linalg.c
 %canon_reldir%_tensor_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_tensor_la_LIBADD = %reldir%/libopu.la -lm
+%canon_reldir%_tensor_la_LIBADD = %reldir%/util/libopu.la -lm

@@ -38,7 +38,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/softmax.c
 %canon_reldir%_nn_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 %canon_reldir%_nn_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_nn_la_LIBADD = %reldir%/libopu.la $(BLAS_LIBS) -lm
+%canon_reldir%_nn_la_LIBADD = %reldir%/util/libopu.la $(BLAS_LIBS) -lm
 
 ops_LTLIBRARIES += %reldir%/loss.la
 %canon_reldir%_loss_la_SOURCES = \
@@ -47,10 +47,10 @@ ops_LTLIBRARIES += %reldir%/loss.la
     %reldir%/loss/xent.c \
     %reldir%/loss/pointwise.c
 %canon_reldir%_loss_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_loss_la_LIBADD = %reldir%/libopu.la -lm
+%canon_reldir%_loss_la_LIBADD = %reldir%/util/libopu.la -lm
 
 ops_LTLIBRARIES += %reldir%/popc.la
 %canon_reldir%_popc_la_SOURCES = \
     %reldir%/popc/popc.c %reldir%/popc/popc_priv.h %reldir%/popc/ctc_beam.c
 %canon_reldir%_popc_la_LDFLAGS = $(POPC_MODULE_FLAGS)
-%canon_reldir%_popc_la_LIBADD = %reldir%/libopu.la -lm
+%canon_reldir%_popc_la_LIBADD = %reldir%/util/libopu.la -lm

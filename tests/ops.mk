@@ -64,3 +64,19 @@ NN_TEST_DEPS = libpopc.la ops/nn.la ops/loss.la ops/popc.la ops/math.la \
 %canon_reldir%_check_op_popc_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_op_popc_DEPENDENCIES = $(NN_TEST_DEPS)
 EXTRA_DIST += %reldir%/ref/gen_ops_nn.py %reldir%/ref/nn
+
+# the host services plugins find by name (popc/services.h), and the op
+# plugins' init() on a host that lacks one
+if HAVE_CHECK
+if ENABLE_SHARED
+check_PROGRAMS += %reldir%/check_services
+TESTS += %reldir%/check_services
+endif
+endif
+%canon_reldir%_check_services_SOURCES = %reldir%/check_services.c
+%canon_reldir%_check_services_CPPFLAGS = $(AM_CPPFLAGS) \
+    -DTEST_OPS_DIR='"$(abs_top_builddir)/ops"'
+%canon_reldir%_check_services_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_services_LDADD = libpopc.la $(LIBLTDL) $(CHECK_LIBS) -lm
+%canon_reldir%_check_services_DEPENDENCIES = libpopc.la ops/math.la \
+    ops/tensor.la ops/nn.la ops/loss.la ops/popc.la
