@@ -309,6 +309,51 @@ START_TEST(leaky_relu_kernels)
 }
 END_TEST
 
+/* float16 through the host's conversion services, over more elements
+** than one block of the plugin's conversion (256), including subnormals
+** and values that round: each result is float32 arithmetic on the exact
+** inputs, rounded once to nearest even (popc_f32_to_f16). */
+START_TEST(leaky_relu_float16_blocks)
+{
+    enum { N = 1000 };
+    int64_t d[1] = {N};
+    popc_tensor *x, *dy, *y = NULL, *dx = NULL, *in[2];
+    popc_attr a = {.name = "alpha", .type = POPC_ATTR_FLOAT, .f = 0.3};
+    uint16_t *xh, *gh;
+    const uint16_t *yh, *dxh;
+
+    load_oot();
+    OK(popc_tensor_new(POPC_DTYPE_F16, d, 1, &x));
+    OK(popc_tensor_new(POPC_DTYPE_F16, d, 1, &dy));
+    xh = popc_tensor_data(x);
+    gh = popc_tensor_data(dy);
+    for (int i = 0; i < N; i++) {
+        /* every sign, exponent (subnormals included) and many fractions */
+        xh[i] = (uint16_t)((i * 0x9e37u) & 0xfbffu);
+        gh[i] = (uint16_t)((i * 0x3c01u + 7u) & 0x7bffu);
+    }
+    OK(harness_run_op("com.acme", "LeakyRelu", &x, 1, &a, 1, &y, 1, 0));
+    yh = popc_tensor_cdata(y);
+    in[0] = dy;
+    in[1] = x;
+    OK(harness_run_op("com.acme", "LeakyReluGrad", in, 2, &a, 1, &dx, 1, 0));
+    dxh = popc_tensor_cdata(dx);
+    for (int i = 0; i < N; i++) {
+        float v = popc_f16_to_f32(xh[i]), g = popc_f16_to_f32(gh[i]);
+
+        ck_assert_msg(yh[i] == popc_f32_to_f16(v < 0 ? 0.3f * v : v),
+                      "y[%d] of x %04x: %04x", i, xh[i], yh[i]);
+        ck_assert_msg(dxh[i] == popc_f32_to_f16(v < 0 ? 0.3f * g : g),
+                      "dx[%d] of x %04x dy %04x: %04x", i, xh[i], gh[i],
+                      dxh[i]);
+    }
+    popc_tensor_free(x);
+    popc_tensor_free(dy);
+    popc_tensor_free(y);
+    popc_tensor_free(dx);
+}
+END_TEST
+
 START_TEST(cube_kernels)
 {
     int64_t d[2] = {2, 3}, bd[1] = {3};
@@ -818,6 +863,7 @@ static Suite *custom_suite(void)
     tcase_add_test(tc, ini_custom_layer_errors);
     suite_add_tcase(s, tc);
     tcase_add_test(tk, leaky_relu_kernels);
+    tcase_add_test(tk, leaky_relu_float16_blocks);
     tcase_add_test(tk, cube_kernels);
     tcase_add_test(tk, gradients_match_finite_differences);
     tcase_set_timeout(tk, 120);

@@ -3,7 +3,8 @@
 ** host table an op's infer() is given. Expected values are derived by
 ** hand from the binary16 format (1 sign, 5 exponent, 10 fraction bits),
 ** and the F16C answer from the CPU's own flags in /proc/cpuinfo. The op
-** plugins' init() is run on a host missing a service: it fails naming it.
+** plugins' and the SDK example's init() run on a host missing a service:
+** each fails naming it.
 */
 #include "config.h"
 
@@ -352,7 +353,8 @@ static popc_status fake_register_op(popc_registrar *r, const popc_op_def *d)
 
 /* Runs plugin `name`'s init() on a copy of the host table whose get_proc
 ** hides `missing` (NULL: hides nothing); returns init's status. */
-static popc_status init_on_fake_host(const char *name, const char *missing)
+static popc_status init_on_fake_host(const char *dir, const char *name,
+                                     const char *missing)
 {
     char path[4096], sym[128];
     lt_dlhandle mod;
@@ -366,7 +368,7 @@ static popc_status init_on_fake_host(const char *name, const char *missing)
     fake.register_op = fake_register_op;
     hidden = missing;
     ck_assert_int_eq(lt_dlinit(), 0);
-    snprintf(path, sizeof path, "%s/%s", TEST_OPS_DIR, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     mod = lt_dlopenext(path);
     ck_assert_msg(mod != NULL, "%s: %s", path, lt_dlerror());
     snprintf(sym, sizeof sym, "%s_LTX_popc_plugin_entry", name);
@@ -387,17 +389,31 @@ START_TEST(plugin_init_names_missing_service)
     const char *name = op_plugins[_i];
     char want[256];
 
-    ck_assert_int_eq(init_on_fake_host(name, NULL), POPC_OK);
-    ck_assert_int_eq(init_on_fake_host(name, POPC_SERVICE_F16_TO_F32_N),
+    ck_assert_int_eq(init_on_fake_host(TEST_OPS_DIR, name, NULL), POPC_OK);
+    ck_assert_int_eq(init_on_fake_host(TEST_OPS_DIR, name, POPC_SERVICE_F16_TO_F32_N),
                      POPC_EUNSUPPORTED);
     snprintf(want, sizeof want, "plugin '%s': the host has no service "
              "'popc_f16_to_f32_n'", name);
     ck_assert_msg(strstr(popc_last_error(), want) != NULL, "%s",
                   popc_last_error());
-    ck_assert_int_eq(init_on_fake_host(name, POPC_SERVICE_OP_DTYPE_ERROR),
+    ck_assert_int_eq(init_on_fake_host(TEST_OPS_DIR, name, POPC_SERVICE_OP_DTYPE_ERROR),
                      POPC_EUNSUPPORTED);
     ck_assert_msg(strstr(popc_last_error(), "'popc_op_dtype_error'") != NULL,
                   "%s", popc_last_error());
+}
+END_TEST
+
+/* The SDK example shows an out-of-tree plugin failing init() cleanly. */
+START_TEST(example_plugin_names_missing_service)
+{
+    ck_assert_int_eq(init_on_fake_host(TEST_OOT_DIR, "leaky_relu", NULL),
+                     POPC_OK);
+    ck_assert_int_eq(init_on_fake_host(TEST_OOT_DIR, "leaky_relu",
+                                       POPC_SERVICE_F32_TO_F16_N),
+                     POPC_EUNSUPPORTED);
+    ck_assert_str_eq(popc_last_error(), "leaky_relu: the host has no "
+                     "service 'popc_f32_to_f16_n'; load this plugin into "
+                     "libpopc 0.4.0 or later");
 }
 END_TEST
 
@@ -415,6 +431,7 @@ static Suite *services_suite(void)
     tcase_add_test(tc, error_texts);
     tcase_add_loop_test(tc, plugin_init_names_missing_service, 0,
                         (int)(sizeof op_plugins / sizeof op_plugins[0]));
+    tcase_add_test(tc, example_plugin_names_missing_service);
     suite_add_tcase(s, tc);
     return s;
 }

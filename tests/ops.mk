@@ -75,8 +75,9 @@ endif
 endif
 %canon_reldir%_check_services_SOURCES = %reldir%/check_services.c
 %canon_reldir%_check_services_CPPFLAGS = $(AM_CPPFLAGS) \
-    -DTEST_OPS_DIR='"$(abs_top_builddir)/ops"'
+    -DTEST_OPS_DIR='"$(abs_top_builddir)/ops"' \
+    -DTEST_OOT_DIR='"$(abs_top_builddir)/tests/oot"'
 %canon_reldir%_check_services_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_services_LDADD = libpopc.la $(LIBLTDL) $(CHECK_LIBS) -lm
 %canon_reldir%_check_services_DEPENDENCIES = libpopc.la ops/math.la \
-    ops/tensor.la ops/nn.la ops/loss.la ops/popc.la
+    ops/tensor.la ops/nn.la ops/loss.la ops/popc.la tests/oot/leaky_relu.la

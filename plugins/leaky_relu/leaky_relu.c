@@ -9,13 +9,17 @@
 ** elements over the device's workers (POPC_OP_SPLIT).
 **
 ** Built against the installed SDK only (see Makefile and docs/plugins.md):
-** it includes <popc/plugin.h>, never links libpopc, and calls the core
-** through the host table it receives in init().
+** it includes <popc/plugin.h> and <popc/services.h>, never links libpopc,
+** and calls the core through the host table it receives in init(). Its
+** float16 conversion is the host's (the popc_f16_to_f32_n and
+** popc_f32_to_f16_n services); on a host without them init() fails with a
+** message naming the service, and the plugin is not loaded.
 */
 #include <stdint.h>
 #include <string.h>
 
 #include <popc/plugin.h>
+#include <popc/services.h>
 
 #define DOMAIN "com.acme"
 
@@ -23,68 +27,13 @@ static const popc_host *host;
 
 /* ---- float16 (IEEE binary16 stored as uint16_t) ------------------------- */
 
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-    float f;
+/* The host's conversion (popc/services.h), looked up once in init(): whole
+** blocks per call, with the CPU's F16C instructions when it has them. */
+static popc_f16_to_f32_n_fn to_f32_n;
+static popc_f32_to_f16_n_fn to_f16_n;
 
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112u) << 23) | (man << 13);
-    } else if (man == 0) {
-        bits = sign;
-    } else {
-        /* subnormal: normalise */
-        exp = 113;
-        while (!(man & 0x400u)) {
-            man <<= 1;
-            exp--;
-        }
-        bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-    }
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static uint16_t float_to_half(float f)
-{
-    uint32_t bits, sign, man;
-    int32_t exp;
-
-    memcpy(&bits, &f, sizeof bits);
-    sign = (bits >> 16) & 0x8000u;
-    exp = (int32_t)((bits >> 23) & 0xffu) - 127 + 15;
-    man = bits & 0x7fffffu;
-    if (((bits >> 23) & 0xffu) == 0xffu)
-        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
-    if (exp >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        uint32_t shift, half_bit, rest;
-
-        if (exp < -10)
-            return (uint16_t)sign;
-        man |= 0x800000u;
-        shift = (uint32_t)(14 - exp);
-        half_bit = 1u << (shift - 1);
-        rest = man & ((1u << shift) - 1);
-        man >>= shift;
-        if (rest > half_bit || (rest == half_bit && (man & 1u)))
-            man++;
-        return (uint16_t)(sign | man);
-    }
-    {
-        uint32_t out = sign | ((uint32_t)exp << 10) | (man >> 13);
-        uint32_t rest = man & 0x1fffu;
-
-        /* round to nearest even; a carry into the exponent is right */
-        if (rest > 0x1000u || (rest == 0x1000u && (out & 1u)))
-            out++;
-        return (uint16_t)out;
-    }
-}
+/* Elements converted per service call; the block lives on the stack. */
+#define BLOCK 256
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -137,10 +86,15 @@ static popc_status lrelu_forward(const popc_kernel_ctx *kc)
     } else {
         const uint16_t *in = x->data;
         uint16_t *out = kc->outputs[0].data;
+        float v[BLOCK];
 
-        for (int64_t i = lo; i < hi; i++) {
-            float v = half_to_float(in[i]);
-            out[i] = float_to_half(v < 0.0f ? alpha * v : v);
+        for (int64_t b = lo; b < hi; b += BLOCK) {
+            int64_t n = hi - b < BLOCK ? hi - b : BLOCK;
+
+            to_f32_n(v, in + b, n);
+            for (int64_t i = 0; i < n; i++)
+                v[i] = v[i] < 0.0f ? alpha * v[i] : v[i];
+            to_f16_n(out + b, v, n);
         }
     }
     return POPC_OK;
@@ -196,11 +150,16 @@ static popc_status lrelu_grad_forward(const popc_kernel_ctx *kc)
     } else {
         const uint16_t *dy = kc->inputs[0].data, *xs = x->data;
         uint16_t *dx = kc->outputs[0].data;
+        float g[BLOCK], v[BLOCK];
 
-        for (int64_t i = lo; i < hi; i++) {
-            float g = half_to_float(dy[i]);
-            dx[i] = float_to_half(half_to_float(xs[i]) < 0.0f ? alpha * g
-                                                              : g);
+        for (int64_t b = lo; b < hi; b += BLOCK) {
+            int64_t n = hi - b < BLOCK ? hi - b : BLOCK;
+
+            to_f32_n(g, dy + b, n);
+            to_f32_n(v, xs + b, n);
+            for (int64_t i = 0; i < n; i++)
+                g[i] = v[i] < 0.0f ? alpha * g[i] : g[i];
+            to_f16_n(dx + b, g, n);
         }
     }
     return POPC_OK;
@@ -236,11 +195,28 @@ static const popc_op_def acme_ops[] = {
     },
 };
 
+/* A service by name, or NULL on a host older than services (before
+** 0.4.0) or than this one. */
+static void *service(const popc_host *h, const char *name)
+{
+    if (!POPC_HAS_FIELD(popc_host, h->size, get_proc) || !h->get_proc)
+        return NULL;
+    return h->get_proc(name);
+}
+
 static popc_status acme_init(const popc_host *h, popc_registrar *reg)
 {
     popc_status st;
 
     host = h;
+    to_f32_n = (popc_f16_to_f32_n_fn)service(h, POPC_SERVICE_F16_TO_F32_N);
+    to_f16_n = (popc_f32_to_f16_n_fn)service(h, POPC_SERVICE_F32_TO_F16_N);
+    if (!to_f32_n || !to_f16_n)
+        return h->set_error(POPC_EUNSUPPORTED, "leaky_relu: the host has no "
+                            "service '%s'; load this plugin into libpopc "
+                            "0.4.0 or later",
+                            !to_f32_n ? POPC_SERVICE_F16_TO_F32_N
+                                      : POPC_SERVICE_F32_TO_F16_N);
     for (size_t i = 0; i < sizeof acme_ops / sizeof acme_ops[0]; i++)
         if ((st = h->register_op(reg, &acme_ops[i])) != POPC_OK)
             return st;
