@@ -749,6 +749,46 @@ START_TEST(dropout_training_drops_and_scales)
 }
 END_TEST
 
+/* float16 Dropout (converted a block at a time): the float32 run's mask,
+** and the float32 run's results rounded once to float16 (the inputs,
+** multiples of 1/16 below 4, are exact in float16). */
+START_TEST(dropout_float16_matches_float32)
+{
+    const int64_t d[1] = {1000}; /* several blocks and a partial one */
+    popc_tensor *x, *h, *in[2], *in16[2], *out[2], *out16[2];
+    float *xp;
+    const uint16_t *y16;
+    const float *y;
+    const uint8_t *m, *m16;
+
+    ASSERT_OK(popc_tensor_new(POPC_DTYPE_F32, d, 1, &x));
+    xp = popc_tensor_data(x);
+    for (int64_t i = 0; i < d[0]; i++)
+        xp[i] = (float)((i * 37) % 101 - 50) / 16.0f;
+    ASSERT_OK(popc_tensor_cast(x, POPC_DTYPE_F16, &h));
+    in[0] = x;
+    in[1] = scalar_f32(0.4f);
+    in16[0] = h;
+    in16[1] = in[1];
+    ASSERT_OK(harness_run_op(NULL, "Dropout", in, 2, NULL, 0, out, 2, 1));
+    ASSERT_OK(harness_run_op(NULL, "Dropout", in16, 2, NULL, 0, out16, 2, 1));
+    ck_assert_int_eq(popc_tensor_dtype(out16[0]), POPC_DTYPE_F16);
+    m = popc_tensor_cdata(out[1]);
+    m16 = popc_tensor_cdata(out16[1]);
+    y16 = popc_tensor_cdata(out16[0]);
+    y = popc_tensor_cdata(out[0]);
+    for (int64_t i = 0; i < d[0]; i++) {
+        ck_assert_float_eq(popc_f16_to_f32(popc_f32_to_f16(xp[i])), xp[i]);
+        ck_assert_uint_eq(m16[i], m[i]);
+        ck_assert_uint_eq(y16[i], popc_f32_to_f16(y[i]));
+    }
+    free_all(out, 2);
+    free_all(out16, 2);
+    popc_tensor_free(h);
+    free_all(in, 2);
+}
+END_TEST
+
 /* Without the mask output the backward pass could not drop the same
 ** elements: differentiating must fail and say how to fix it. */
 START_TEST(dropout_grad_needs_mask)
@@ -930,6 +970,7 @@ static Suite *math_suite(void)
     tcase_add_test(misc, identity_and_constant);
     tcase_add_test(misc, dropout_inference_is_identity);
     tcase_add_test(misc, dropout_training_drops_and_scales);
+    tcase_add_test(misc, dropout_float16_matches_float32);
     tcase_add_test(misc, dropout_bad_ratio);
     tcase_add_test(misc, dropout_grad_needs_mask);
     suite_add_tcase(s, misc);

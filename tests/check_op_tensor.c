@@ -348,6 +348,45 @@ START_TEST(slice_defaults_and_errors)
 }
 END_TEST
 
+/* float16 GatherGrad (rows added a block at a time): every index of a
+** repeated row adds its gradient in index order, each sum rounded to
+** float16, as the float16 reference computed here one value at a time. */
+START_TEST(gather_grad_float16_repeats)
+{
+    enum { ROWS = 3, COLS = 700, N_IDX = 5 };
+    const int64_t gd[2] = {N_IDX, COLS}, xd[2] = {ROWS, COLS}, nd[1] = {N_IDX};
+    const int64_t idx[N_IDX] = {2, 0, 2, -1, 2}; /* -1 is row 2 again */
+    popc_tensor *g[2], *dx;
+    popc_attr ga[2];
+    uint16_t *gh;
+    const uint16_t *out;
+
+    ASSERT_OK(popc_tensor_new(POPC_DTYPE_F16, gd, 2, &g[0]));
+    gh = popc_tensor_data(g[0]);
+    for (int i = 0; i < N_IDX * COLS; i++)
+        gh[i] = popc_f32_to_f16((float)((i * 29) % 97 - 48) / 7.0f);
+    g[1] = expect_tensor(POPC_DTYPE_I64, nd, 1, idx);
+    ga[0] = popc_attr_make_int("axis", 0);
+    ga[1] = popc_attr_make_ints("shape", xd, 2);
+    dx = expect_run("popc", "GatherGrad", g, 2, ga, 2, 0);
+    ck_assert_int_eq(popc_tensor_dtype(dx), POPC_DTYPE_F16);
+    out = popc_tensor_cdata(dx);
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < COLS; c++) {
+            uint16_t want = 0;
+
+            for (int j = 0; j < N_IDX; j++)
+                if ((idx[j] + ROWS) % ROWS == r)
+                    want = popc_f32_to_f16(popc_f16_to_f32(want) +
+                                           popc_f16_to_f32(gh[j * COLS + c]));
+            ck_assert_msg(out[r * COLS + c] == want, "dx[%d, %d] %04x, want "
+                          "%04x", r, c, out[r * COLS + c], want);
+        }
+    popc_tensor_free(dx);
+    free_all(g, 2);
+}
+END_TEST
+
 START_TEST(gather_matches_numpy)
 {
     popc_tensor *in[2] = {ref("gather_data"), ref("gather_idx")};
@@ -677,6 +716,7 @@ static Suite *tensor_suite(void)
     tcase_add_test(mv, slice_matches_numpy);
     tcase_add_test(mv, slice_defaults_and_errors);
     tcase_add_test(mv, gather_matches_numpy);
+    tcase_add_test(mv, gather_grad_float16_repeats);
     tcase_add_test(mv, empty_tensors);
     suite_add_tcase(s, mv);
     tcase_add_test(rd, reduce_sum_mean_max);

@@ -199,10 +199,13 @@ static void load_int(int64_t *dst, const void *src, popc_dtype dt, int64_t n)
 static void store_from_float(void *dst, popc_dtype dt, const float *v,
                              int64_t n)
 {
+    if (dt == POPC_DTYPE_F16) {
+        opu_f2h_n(dst, v, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         switch (dt) {
         case POPC_DTYPE_F32: ((float *)dst)[i] = v[i]; break;
-        case POPC_DTYPE_F16: ((uint16_t *)dst)[i] = opu_f2h(v[i]); break;
         case POPC_DTYPE_I32: ((int32_t *)dst)[i] = sat_i32(v[i]); break;
         case POPC_DTYPE_I64: ((int64_t *)dst)[i] = sat_i64(v[i]); break;
         case POPC_DTYPE_U8: ((uint8_t *)dst)[i] = sat_u8(v[i]); break;
@@ -570,21 +573,29 @@ static popc_status dropout_forward(const popc_kernel_ctx *kc)
             memset(mask + s, 1, (size_t)(e - s));
         return POPC_OK;
     }
-    for (int64_t i = s; i < e; i++) {
-        uint64_t z = mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull);
-        int keep = (z >> 40) >= cut;
+    for (int64_t c = s; c < e; c += OPU_CHUNK) {
+        int64_t m = e - c < OPU_CHUNK ? e - c : OPU_CHUNK;
+        float buf[OPU_CHUNK];
+        const float *in = buf;
+        float *out = buf;
 
-        if (half) {
-            float v = opu_h2f(((const uint16_t *)x->data)[i]);
-
-            ((uint16_t *)y->data)[i] = opu_f2h(keep ? v * scale : 0.0f);
+        if (half) { /* float16 goes through float32 a block at a time */
+            opu_h2f_n(buf, (const uint16_t *)x->data + c, m);
         } else {
-            float v = ((const float *)x->data)[i];
-
-            ((float *)y->data)[i] = keep ? v * scale : 0.0f;
+            in = (const float *)x->data + c;
+            out = (float *)y->data + c;
         }
-        if (mask)
-            mask[i] = (uint8_t)keep;
+        for (int64_t k = 0; k < m; k++) {
+            uint64_t z = mix64(key + (uint64_t)(c + k) *
+                                         0x9e3779b97f4a7c15ull);
+            int keep = (z >> 40) >= cut;
+
+            out[k] = keep ? in[k] * scale : 0.0f;
+            if (mask)
+                mask[c + k] = (uint8_t)keep;
+        }
+        if (half)
+            opu_f2h_n((uint16_t *)y->data + c, buf, m);
     }
     return POPC_OK;
 }

@@ -75,15 +75,6 @@ static popc_status wide_forward(const popc_kernel_ctx *kc, const wide_op *w)
     return POPC_OK;
 }
 
-static double attr_f(const popc_attrs *a, const char *name, double def)
-{
-    const popc_attr *x = popc_attrs_find(a, name);
-
-    if (!x)
-        return def;
-    return x->type == POPC_ATTR_INT ? (double)x->i : x->f;
-}
-
 /* ---- functions ------------------------------------------------------------ */
 
 #define F1(NAME, EXPR)                                                      \
@@ -122,8 +113,8 @@ static double f_isinf(double x, double y, const popc_attrs *a)
 
 static double f_selu(double x, double y, const popc_attrs *a)
 {
-    double alpha = attr_f(a, "alpha", 1.67326319217681884765625);
-    double gamma = attr_f(a, "gamma", 1.05070102214813232421875);
+    double alpha = opu_attr_num(a, "alpha", 1.67326319217681884765625);
+    double gamma = opu_attr_num(a, "gamma", 1.05070102214813232421875);
 
     (void)y;
     return x > 0 ? gamma * x : gamma * (alpha * exp(x) - alpha);
@@ -131,7 +122,7 @@ static double f_selu(double x, double y, const popc_attrs *a)
 
 static double f_hardsigmoid(double x, double y, const popc_attrs *a)
 {
-    double alpha = attr_f(a, "alpha", 0.2), beta = attr_f(a, "beta", 0.5);
+    double alpha = opu_attr_num(a, "alpha", 0.2), beta = opu_attr_num(a, "beta", 0.5);
 
     (void)y;
     return fmax(0.0, fmin(1.0, alpha * x + beta));
@@ -140,12 +131,12 @@ static double f_hardsigmoid(double x, double y, const popc_attrs *a)
 static double f_thresholded_relu(double x, double y, const popc_attrs *a)
 {
     (void)y;
-    return x > attr_f(a, "alpha", 1.0) ? x : 0.0;
+    return x > opu_attr_num(a, "alpha", 1.0) ? x : 0.0;
 }
 
 static double f_shrink(double x, double y, const popc_attrs *a)
 {
-    double bias = attr_f(a, "bias", 0.0), lambd = attr_f(a, "lambd", 0.5);
+    double bias = opu_attr_num(a, "bias", 0.0), lambd = opu_attr_num(a, "lambd", 0.5);
 
     (void)y;
     return x < -lambd ? x + bias : x > lambd ? x - bias : 0.0;

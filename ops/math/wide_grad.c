@@ -17,15 +17,6 @@
 
 typedef double (*wide_df)(double x, double y, const popc_attrs *a, int wrt);
 
-static double attr_f(const popc_attrs *a, const char *name, double def)
-{
-    const popc_attr *x = popc_attrs_find(a, name);
-
-    if (!x)
-        return def;
-    return x->type == POPC_ATTR_INT ? (double)x->i : x->f;
-}
-
 #define D1(NAME, EXPR)                                                      \
     static double NAME(double x, double y, const popc_attrs *a, int wrt)    \
     {                                                                       \
@@ -51,8 +42,8 @@ D1(d_hardswish, x < -3.0 ? 0.0 : x > 3.0 ? 1.0 : x / 3.0 + 0.5)
 
 static double d_selu(double x, double y, const popc_attrs *a, int wrt)
 {
-    double alpha = attr_f(a, "alpha", 1.67326319217681884765625);
-    double gamma = attr_f(a, "gamma", 1.05070102214813232421875);
+    double alpha = opu_attr_num(a, "alpha", 1.67326319217681884765625);
+    double gamma = opu_attr_num(a, "gamma", 1.05070102214813232421875);
 
     (void)y;
     (void)wrt;
@@ -61,7 +52,7 @@ static double d_selu(double x, double y, const popc_attrs *a, int wrt)
 
 static double d_hardsigmoid(double x, double y, const popc_attrs *a, int wrt)
 {
-    double alpha = attr_f(a, "alpha", 0.2), beta = attr_f(a, "beta", 0.5);
+    double alpha = opu_attr_num(a, "alpha", 0.2), beta = opu_attr_num(a, "beta", 0.5);
     double u = alpha * x + beta;
 
     (void)y;
@@ -74,12 +65,12 @@ static double d_thresholded_relu(double x, double y, const popc_attrs *a,
 {
     (void)y;
     (void)wrt;
-    return x > attr_f(a, "alpha", 1.0) ? 1.0 : 0.0;
+    return x > opu_attr_num(a, "alpha", 1.0) ? 1.0 : 0.0;
 }
 
 static double d_shrink(double x, double y, const popc_attrs *a, int wrt)
 {
-    double lambd = attr_f(a, "lambd", 0.5);
+    double lambd = opu_attr_num(a, "lambd", 0.5);
 
     (void)y;
     (void)wrt;

@@ -25,11 +25,6 @@
 /* Rows of partial sums are rounded this many at a time. */
 #define ROUND_CHUNK 256
 
-static inline float round_half(float v)
-{
-    return opu_h2f(opu_f2h(v));
-}
-
 /* Rounds v[0..n) to float16 values: every running sum of a row gets its
 ** term, then the row is rounded at once (F16C when the CPU has it). A
 ** rounded value rounds to itself, so sums that got no term (a tap in the
@@ -386,7 +381,7 @@ popc_status nn_conv_half_grad_weight(const popc_kernel_ctx *kc,
 
             add_terms(dwm, &t, p->Kc);
             for (int64_t q = 0; db && q < p->P; q++)
-                db[m] = round_half(db[m] + dym[q]);
+                db[m] = opu_round_f16(db[m] + dym[q]);
         }
     kc->host->free(cols);
     kc->host->free(col);

@@ -12,16 +12,6 @@
 #include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
-static void strides_of(const popc_view *v, int64_t *st)
-{
-    int64_t s = 1;
-
-    for (int d = v->rank - 1; d >= 0; d--) {
-        st[d] = s;
-        s *= v->dims[d];
-    }
-}
-
 static void copy_elem(const popc_view *o, int64_t i, const popc_view *x,
                       int64_t j)
 {
@@ -68,7 +58,7 @@ static popc_status tile_forward(const popc_kernel_ctx *kc)
     const popc_view *x = &kc->inputs[0], *o = &kc->outputs[0];
     int64_t xs[POPC_MAX_RANK], s, e;
 
-    strides_of(x, xs);
+    opu_strides(x, xs);
     opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
     for (int64_t i = s; i < e; i++) {
         int64_t rem = i, j = 0;
@@ -245,7 +235,7 @@ static popc_status pad_forward(const popc_kernel_ctx *kc)
         return st;
     if (kc->n_inputs > 2 && opu_present(&kc->inputs[2]))
         cv = opu_load_f(&kc->inputs[2], 0);
-    strides_of(x, xs);
+    opu_strides(x, xs);
     opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
     for (int64_t i = s; i < e; i++) {
         int64_t rem = i, j = 0;
@@ -299,7 +289,7 @@ static popc_status pad_grad_forward(const popc_kernel_ctx *kc)
     if (!(acc = kc->host->alloc(sizeof(double) * (size_t)(n + 1))))
         return opu_error(kc->host, POPC_ENOMEM, "PadGrad", kc->node_name,
                          "out of memory");
-    strides_of(x, xs);
+    opu_strides(x, xs);
     for (int64_t i = 0; i < popc_view_numel(dy); i++) {
         int64_t rem = i, j = 0;
         int inside = 1;
@@ -559,7 +549,7 @@ static popc_status reverse_sequence_forward(const popc_kernel_ctx *kc)
     int tax = (int)popc_attr_int(kc->attrs, "time_axis", 0);
     int64_t xs[POPC_MAX_RANK], s, e;
 
-    strides_of(x, xs);
+    opu_strides(x, xs);
     opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
     for (int64_t i = s; i < e; i++) {
         int64_t b = (i / xs[bax]) % x->dims[bax];

@@ -12,16 +12,6 @@
 #include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
-static void strides_of(const popc_view *v, int64_t *st)
-{
-    int64_t s = 1;
-
-    for (int d = v->rank - 1; d >= 0; d--) {
-        st[d] = s;
-        s *= v->dims[d];
-    }
-}
-
 static popc_status wrap_index(const popc_host *h, const char *op,
                               const char *node, int64_t *i, int64_t dim)
 {
@@ -109,7 +99,7 @@ static popc_status gather_elements_forward(const popc_kernel_ctx *kc)
                        popc_attr_int(kc->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
-    strides_of(x, xs);
+    opu_strides(x, xs);
     opu_range(popc_view_numel(idx), kc->part, kc->n_parts, &s, &e);
     for (int64_t i = s; i < e; i++) {
         if ((st = elem_offset(kc, "GatherElements", x, idx, axis, i, xs,
@@ -183,7 +173,7 @@ static popc_status scatter_elements_forward(const popc_kernel_ctx *kc)
                        &axis)) != POPC_OK)
         return st;
     memcpy(o->data, x->data, popc_view_nbytes(x));
-    strides_of(x, xs);
+    opu_strides(x, xs);
     for (int64_t i = 0; i < popc_view_numel(idx); i++) {
         if ((st = elem_offset(kc, "ScatterElements", x, idx, axis, i, xs,
                               &off)) != POPC_OK)
@@ -243,7 +233,7 @@ static popc_status nd_offset(const popc_kernel_ctx *kc, const char *op,
     int64_t batch = t, inner_batches = 1, o = 0;
     popc_status st;
 
-    strides_of(x, xs);
+    opu_strides(x, xs);
     for (int d = b; d < idx->rank - 1; d++)
         inner_batches *= idx->dims[d];
     batch /= inner_batches;

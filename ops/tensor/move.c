@@ -12,14 +12,6 @@
 
 #include "ops/tensor/tensorops.h"
 
-static popc_status need_data_input(const popc_infer_ctx *ic, const char *op)
-{
-    if (ic->n_inputs < 1 || popc_dtype_size(ic->inputs[0].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
-                         "input 0 has no known dtype");
-    return POPC_OK;
-}
-
 static int64_t prod(const int64_t *d, int from, int to)
 {
     int64_t p = 1;
@@ -69,7 +61,7 @@ static popc_status transpose_infer(popc_infer_ctx *ic)
     int perm[POPC_MAX_RANK];
     popc_status st;
 
-    if ((st = need_data_input(ic, "Transpose")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Transpose")) != POPC_OK)
         return st;
     if ((st = read_perm(ic->host, ic->node_name, ic->attrs, x->rank, perm)) !=
         POPC_OK)
@@ -215,7 +207,7 @@ static popc_status concat_infer(popc_infer_ctx *ic)
     char a[160], b[160];
     popc_status st;
 
-    if ((st = need_data_input(ic, "Concat")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Concat")) != POPC_OK)
         return st;
     if (!popc_attrs_find(ic->attrs, "axis"))
         return opu_error(ic->host, POPC_EINVAL, "Concat", ic->node_name,
@@ -367,7 +359,7 @@ static popc_status split_infer(popc_infer_ctx *ic)
     int axis;
     popc_status st;
 
-    if ((st = need_data_input(ic, "Split")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Split")) != POPC_OK)
         return st;
     if ((st = opu_axis(ic->host, "Split", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", 0),
@@ -492,7 +484,7 @@ static popc_status gather_infer(popc_infer_ctx *ic)
     int axis;
     popc_status st;
 
-    if ((st = need_data_input(ic, "Gather")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Gather")) != POPC_OK)
         return st;
     if ((st = gather_shape(ic->host, "Gather", ic->node_name, &ic->inputs[0],
                            &ic->inputs[1],
@@ -656,8 +648,16 @@ static popc_status gather_grad_forward(const popc_kernel_ctx *kc)
                 uint16_t *od = (uint16_t *)out->data + dst;
                 const uint16_t *gs = (const uint16_t *)g->data + src;
 
-                for (int64_t c = c0; c < c1; c++)
-                    od[c] = opu_f2h(opu_h2f(od[c]) + opu_h2f(gs[c]));
+                for (int64_t c = c0; c < c1; c += OPU_CHUNK) {
+                    int64_t m = c1 - c < OPU_CHUNK ? c1 - c : OPU_CHUNK;
+                    float a[OPU_CHUNK], b[OPU_CHUNK];
+
+                    opu_h2f_n(a, od + c, m);
+                    opu_h2f_n(b, gs + c, m);
+                    for (int64_t k = 0; k < m; k++)
+                        a[k] += b[k];
+                    opu_f2h_n(od + c, a, m);
+                }
             } else {
                 float *od = (float *)out->data + dst;
                 const float *gs = (const float *)g->data + src;

@@ -180,11 +180,6 @@ static int red_next(const reduce_geom *g, int64_t *idx, int64_t *off,
     return 0;
 }
 
-static inline double round_half(double v)
-{
-    return opu_h2f(opu_f2h((float)v));
-}
-
 /* Reduce outputs [s, e) of in into out (float32 or float16); flags: the
 ** kernel's (half partials). */
 static void reduce_range(const reduce_geom *g, int kind, double scale,
@@ -220,7 +215,7 @@ static void reduce_range(const reduce_geom *g, int kind, double scale,
                         acc = combine(kind, acc, load_at(in->data, half,
                                                          base + off + i));
                         if (hp)
-                            acc = round_half(acc);
+                            acc = opu_round_f16((float)acc);
                     }
                 } while (red_next(g, idx, &off, g->n_red - inner));
             }
@@ -251,7 +246,7 @@ static void reduce_range(const reduce_geom *g, int kind, double scale,
                         for (int64_t i = 0; i < n; i++)
                             acc[i] = combine(kind, acc[i], opu_h2f(p[i]));
                         for (int64_t i = 0; hp && i < n; i++)
-                            acc[i] = round_half(acc[i]);
+                            acc[i] = opu_round_f16((float)acc[i]);
                     } else if (kind == RED_MAX) {
                         const float *p = (const float *)in->data + base + off;
                         for (int64_t i = 0; i < n; i++)

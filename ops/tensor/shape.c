@@ -61,14 +61,6 @@ static void broadcast_copy(const popc_kernel_ctx *kc, const popc_view *in,
     }
 }
 
-static popc_status need_data_input(const popc_infer_ctx *ic, const char *op)
-{
-    if (ic->n_inputs < 1 || popc_dtype_size(ic->inputs[0].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
-                         "input 0 has no known dtype");
-    return POPC_OK;
-}
-
 /* Gradient of every pure reshape: reshape dY back to the input's shape. */
 static popc_status reshape_back_grad(popc_grad_ctx *gc)
 {
@@ -90,7 +82,7 @@ static popc_status reshape_infer(popc_infer_ctx *ic)
     char a[160], b[160];
     popc_status st;
 
-    if ((st = need_data_input(ic, "Reshape")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Reshape")) != POPC_OK)
         return st;
     if ((st = opu_const_ints(ic->host, "Reshape", ic->node_name,
                              ic->n_inputs > 1 ? &ic->inputs[1] : NULL,
@@ -163,7 +155,7 @@ static popc_status flatten_infer(popc_infer_ctx *ic)
     popc_view *o = &ic->outputs[0];
     popc_status st;
 
-    if ((st = need_data_input(ic, "Flatten")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Flatten")) != POPC_OK)
         return st;
     if (axis < -(int64_t)x->rank || axis > x->rank)
         return opu_error(ic->host, POPC_EINVAL, "Flatten", ic->node_name,
@@ -209,7 +201,7 @@ static popc_status squeeze_infer(popc_infer_ctx *ic)
     char a[160];
     popc_status st;
 
-    if ((st = need_data_input(ic, "Squeeze")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Squeeze")) != POPC_OK)
         return st;
     if ((st = read_axes(ic, "Squeeze", axes, POPC_MAX_RANK, &n)) != POPC_OK)
         return st;
@@ -243,7 +235,7 @@ static popc_status unsqueeze_infer(popc_infer_ctx *ic)
     int n, rank, k = 0;
     popc_status st;
 
-    if ((st = need_data_input(ic, "Unsqueeze")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Unsqueeze")) != POPC_OK)
         return st;
     if ((st = read_axes(ic, "Unsqueeze", axes, POPC_MAX_RANK, &n)) !=
         POPC_OK)
@@ -282,7 +274,7 @@ static popc_status expand_infer(popc_infer_ctx *ic)
     int n;
     popc_status st;
 
-    if ((st = need_data_input(ic, "Expand")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Expand")) != POPC_OK)
         return st;
     memset(&pair[1], 0, sizeof pair[1]);
     if ((st = opu_const_ints(ic->host, "Expand", ic->node_name,
@@ -341,7 +333,7 @@ static popc_status shape_infer(popc_infer_ctx *ic)
     int s, e;
     popc_status st;
 
-    if ((st = need_data_input(ic, "Shape")) != POPC_OK)
+    if ((st = opu_need_dtype(ic, "Shape")) != POPC_OK)
         return st;
     shape_range(&ic->inputs[0], ic->attrs, &s, &e);
     memset(&ic->outputs[0], 0, sizeof ic->outputs[0]);

@@ -5,47 +5,36 @@
 
 #include "ops/tensor/tensorops.h"
 
-static popc_status register_all(const popc_host *host, popc_registrar *reg,
-                                const popc_op_def *defs, int n)
-{
-    popc_status st;
-
-    for (int i = 0; i < n; i++)
-        if ((st = host->register_op(reg, &defs[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
-}
-
 static popc_status tensor_init(const popc_host *host, popc_registrar *reg)
 {
     popc_status st;
 
     if ((st = opu_init(host, "tensor")) != POPC_OK)
         return st;
-    if ((st = register_all(host, reg, top_shape_ops, top_shape_count)) !=
+    if ((st = opu_register_ops(host, reg, top_shape_ops, top_shape_count)) !=
             POPC_OK ||
-        (st = register_all(host, reg, top_move_ops, top_move_count)) !=
+        (st = opu_register_ops(host, reg, top_move_ops, top_move_count)) !=
             POPC_OK ||
-        (st = register_all(host, reg, top_slice_ops, top_slice_count)) !=
+        (st = opu_register_ops(host, reg, top_slice_ops, top_slice_count)) !=
             POPC_OK)
         return st;
-    if ((st = register_all(host, reg, top_reduce_ops, top_reduce_count)) !=
+    if ((st = opu_register_ops(host, reg, top_reduce_ops, top_reduce_count)) !=
         POPC_OK)
         return st;
-    if ((st = register_all(host, reg, top_reduce_wide_ops,
+    if ((st = opu_register_ops(host, reg, top_reduce_wide_ops,
                            top_reduce_wide_count)) != POPC_OK ||
-        (st = register_all(host, reg, top_generate_ops,
+        (st = opu_register_ops(host, reg, top_generate_ops,
                            top_generate_count)) != POPC_OK ||
-        (st = register_all(host, reg, top_index_ops, top_index_count)) !=
+        (st = opu_register_ops(host, reg, top_index_ops, top_index_count)) !=
             POPC_OK)
         return st;
-    if ((st = register_all(host, reg, top_arrange_ops, top_arrange_count)) !=
+    if ((st = opu_register_ops(host, reg, top_arrange_ops, top_arrange_count)) !=
         POPC_OK)
         return st;
-    if ((st = register_all(host, reg, top_linalg_grad_ops,
+    if ((st = opu_register_ops(host, reg, top_linalg_grad_ops,
                            top_linalg_grad_count)) != POPC_OK)
         return st;
-    return register_all(host, reg, top_linalg_ops, top_linalg_count);
+    return opu_register_ops(host, reg, top_linalg_ops, top_linalg_count);
 }
 
 POPC_PLUGIN_DEFINE(tensor, "0.1.0",

@@ -93,3 +93,11 @@ popc_status opu_reduction(const char *op, const char *node,
                                     op, node, s);
     return POPC_OK;
 }
+
+popc_status opu_need_dtype(const popc_infer_ctx *ic, const char *op)
+{
+    if (ic->n_inputs < 1 || popc_dtype_size(ic->inputs[0].dtype) == 0)
+        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+                         "input 0 has no known dtype");
+    return POPC_OK;
+}

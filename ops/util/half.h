@@ -24,6 +24,13 @@ static inline uint16_t opu_f2h(float f)
     return opu_svc.f2h(f);
 }
 
+/* v rounded to the nearest float16 value, as a float (a running sum kept
+** in float16). */
+static inline float opu_round_f16(float v)
+{
+    return opu_svc.h2f(opu_svc.f2h(v));
+}
+
 static inline void opu_h2f_n(float *dst, const uint16_t *src, int64_t n)
 {
     opu_svc.h2f_n(dst, src, n);

@@ -41,3 +41,14 @@ popc_status opu_init(const popc_host *host, const char *plugin)
     LOOK_UP(op_dtype_error, POPC_SERVICE_OP_DTYPE_ERROR);
     return POPC_OK;
 }
+
+popc_status opu_register_ops(const popc_host *host, popc_registrar *reg,
+                             const popc_op_def *defs, int n)
+{
+    popc_status st;
+
+    for (int i = 0; i < n; i++)
+        if ((st = host->register_op(reg, &defs[i])) != POPC_OK)
+            return st;
+    return POPC_OK;
+}

@@ -32,4 +32,8 @@ extern opu_services opu_svc;
 ** missing service; the plugin's init() returns that status. */
 popc_status opu_init(const popc_host *host, const char *plugin);
 
+/* Registers defs[0..n) through host; the first failure's status. */
+popc_status opu_register_ops(const popc_host *host, popc_registrar *reg,
+                             const popc_op_def *defs, int n);
+
 #endif /* POPC_OPS_UTIL_HOST_H */

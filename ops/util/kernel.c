@@ -47,3 +47,22 @@ void opu_copy_share(const popc_kernel_ctx *kc)
                    (size_t)(hi - lo));
     }
 }
+
+void opu_strides(const popc_view *v, int64_t *st)
+{
+    int64_t s = 1;
+
+    for (int d = v->rank - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= v->dims[d];
+    }
+}
+
+double opu_attr_num(const popc_attrs *a, const char *name, double def)
+{
+    const popc_attr *x = popc_attrs_find(a, name);
+
+    if (!x)
+        return def;
+    return x->type == POPC_ATTR_INT ? (double)x->i : x->f;
+}

@@ -65,6 +65,12 @@ int opu_out_ready(const popc_kernel_ctx *kc, int i);
 void opu_set(popc_view *dst, popc_dtype dt, const int64_t *dims, int rank);
 void opu_set_like(popc_view *dst, const popc_view *src);
 
+/* Row-major element strides of v's dims into st[0..rank). */
+void opu_strides(const popc_view *v, int64_t *st);
+
+/* Attribute name as a number (INT or FLOAT), def when absent. */
+double opu_attr_num(const popc_attrs *a, const char *name, double def);
+
 /* Identity kernel share: copies input i to output i for every output,
 ** bytes split over the parts. */
 void opu_copy_share(const popc_kernel_ctx *kc);
@@ -114,6 +120,9 @@ popc_status opu_const_ints(const popc_host *h, const char *op,
 ** float32, got ...; cast it to float32 first"). */
 popc_status opu_want_f32(const popc_infer_ctx *ic, const char *op, int i,
                          const char *what);
+
+/* POPC_EINVAL unless input 0 exists with a known dtype. */
+popc_status opu_need_dtype(const popc_infer_ctx *ic, const char *op);
 
 /* Loss reductions, as torch.nn.functional spells them. */
 enum { OPU_RED_NONE = 0, OPU_RED_SUM, OPU_RED_MEAN };
