@@ -81,3 +81,7 @@ endif
 %canon_reldir%_check_services_LDADD = libpopc.la $(LIBLTDL) $(CHECK_LIBS) -lm
 %canon_reldir%_check_services_DEPENDENCIES = libpopc.la ops/math.la \
     ops/tensor.la ops/nn.la ops/loss.la ops/popc.la tests/oot/leaky_relu.la
+
+# op plugins compile no core source and share one op utility library
+TESTS += %reldir%/test_op_sources.sh
+EXTRA_DIST += %reldir%/test_op_sources.sh
