@@ -150,7 +150,7 @@ static const mop_kernels k_leaky = KF(leaky_f32), k_gelu = KF(gelu_f32),
 
 /* ---- parameters ------------------------------------------------------------- */
 
-static popc_status gelu_mode(const popc_host *h, const char *op,
+static popc_status gelu_mode(const char *op,
                              const char *node, const popc_attrs *a, int *out)
 {
     const char *mode = popc_attr_string(a, "approximate", "none");
@@ -160,7 +160,7 @@ static popc_status gelu_mode(const popc_host *h, const char *op,
     else if (strcmp(mode, "tanh") == 0)
         *out = 1;
     else
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "approximate=\"%s\" is not supported; use \"none\" "
                          "(erf, the default) or \"tanh\"", mode);
     return POPC_OK;
@@ -177,12 +177,12 @@ static popc_status clip_check(const popc_infer_ctx *ic, const char *op,
         if (!opu_present(v))
             continue;
         if (popc_view_numel(v) != 1)
-            return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+            return opu_error(POPC_EINVAL, op, ic->node_name,
                              "%s must be a scalar, got %lld elements",
                              i == first ? "min" : "max",
                              (long long)popc_view_numel(v));
         if (v->dtype != ic->inputs[0].dtype)
-            return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+            return opu_error(POPC_EINVAL, op, ic->node_name,
                              "%s is %s but the input is %s; they must match",
                              i == first ? "min" : "max",
                              popc_dtype_name(v->dtype),
@@ -249,7 +249,7 @@ static popc_status gelu_infer(popc_infer_ctx *ic)
     int approx;
     popc_status st;
 
-    if ((st = gelu_mode(ic->host, "Gelu", ic->node_name, ic->attrs,
+    if ((st = gelu_mode("Gelu", ic->node_name, ic->attrs,
                         &approx)) != POPC_OK)
         return st;
     return mop_infer_ew(ic, "Gelu", 1, MOP_F, UNDEF);
@@ -260,7 +260,7 @@ static popc_status gelu_forward(const popc_kernel_ctx *kc)
     mop_params p = {0};
     popc_status st;
 
-    if ((st = gelu_mode(kc->host, "Gelu", kc->node_name, kc->attrs,
+    if ((st = gelu_mode("Gelu", kc->node_name, kc->attrs,
                         &p.approx)) != POPC_OK)
         return st;
     return mop_map(kc, &k_gelu, kc->inputs, 1, kc->outputs, 1, &p);
@@ -387,7 +387,7 @@ static popc_status gelu_grad_infer(popc_infer_ctx *ic)
     int approx;
     popc_status st;
 
-    if ((st = gelu_mode(ic->host, "GeluGrad", ic->node_name, ic->attrs,
+    if ((st = gelu_mode("GeluGrad", ic->node_name, ic->attrs,
                         &approx)) != POPC_OK)
         return st;
     return mop_infer_ew(ic, "GeluGrad", 2, MOP_F, UNDEF);
@@ -398,7 +398,7 @@ static popc_status gelu_grad_forward(const popc_kernel_ctx *kc)
     mop_params p = {0};
     popc_status st;
 
-    if ((st = gelu_mode(kc->host, "GeluGrad", kc->node_name, kc->attrs,
+    if ((st = gelu_mode("GeluGrad", kc->node_name, kc->attrs,
                         &p.approx)) != POPC_OK)
         return st;
     return mop_map(kc, &k_gelu_grad, kc->inputs, 2, kc->outputs, 1, &p);

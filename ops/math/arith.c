@@ -218,7 +218,7 @@ static popc_status pow_infer(popc_infer_ctx *ic)
     popc_dtype base = ic->inputs[0].dtype, ex = ic->inputs[1].dtype;
 
     if (!((NUM >> ex) & 1u))
-        return opu_error(ic->host, POPC_EINVAL, "Pow", ic->node_name,
+        return opu_error(POPC_EINVAL, "Pow", ic->node_name,
                          "exponent has dtype %s, which Pow does not "
                          "support", popc_dtype_name(ex));
     same[0] = ic->inputs[0];

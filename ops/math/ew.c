@@ -76,7 +76,7 @@ static popc_status map_wide(const popc_kernel_ctx *kc, const mop_kernels *k,
     int64_t s, e;
 
     if ((fl && !k->wf) || (!fl && !k->wi))
-        return opu_error(kc->host, POPC_EINTERNAL, "elementwise",
+        return opu_error(POPC_EINTERNAL, "elementwise",
                          kc->node_name, "no kernel for %s inputs",
                          popc_dtype_name(in[0].dtype));
     opu_bcast_init(&b, out, in, n_in);
@@ -115,7 +115,7 @@ popc_status mop_map(const popc_kernel_ctx *kc, const mop_kernels *k,
         (k->wf || k->wi) && n_out == 1 && n_in <= 2)
         return map_wide(kc, k, in, n_in, out);
     if (!fn)
-        return opu_error(kc->host, POPC_EINTERNAL, "elementwise",
+        return opu_error(POPC_EINTERNAL, "elementwise",
                          kc->node_name, "no kernel for %s inputs",
                          popc_dtype_name(in[0].dtype));
     for (int i = 0; i < n_in; i++)
@@ -156,21 +156,21 @@ popc_status mop_infer_ew(popc_infer_ctx *ic, const char *op, int n_in,
         n_in = ic->n_inputs;
     for (int i = 0; i < n_in; i++)
         if (!opu_present(&ic->inputs[i]))
-            return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+            return opu_error(POPC_EINVAL, op, ic->node_name,
                              "input %d is missing", i);
     dt = ic->inputs[0].dtype;
     if (!(allowed & (1u << dt)))
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "input 0 has dtype %s, which %s does not support",
                          popc_dtype_name(dt), op);
     for (int i = 1; i < n_in; i++)
         if (ic->inputs[i].dtype != dt)
-            return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+            return opu_error(POPC_EINVAL, op, ic->node_name,
                              "input 0 is %s but input %d is %s; the inputs "
                              "must have one dtype (insert a Cast)",
                              popc_dtype_name(dt), i,
                              popc_dtype_name(ic->inputs[i].dtype));
-    if ((st = opu_broadcast(ic->host, op, ic->node_name, ic->inputs, n_in,
+    if ((st = opu_broadcast(op, ic->node_name, ic->inputs, n_in,
                             &ic->outputs[0])) != POPC_OK)
         return st;
     ic->outputs[0].dtype = out_dt == POPC_DTYPE_UNDEFINED ? dt : out_dt;

@@ -21,20 +21,20 @@ static popc_status where_infer(popc_infer_ctx *ic)
 
     for (int i = 0; i < 3; i++)
         if (!opu_present(&in[i]))
-            return opu_error(ic->host, POPC_EINVAL, "Where", ic->node_name,
+            return opu_error(POPC_EINVAL, "Where", ic->node_name,
                              "input %d is missing", i);
     if (in[0].dtype != POPC_DTYPE_BOOL)
-        return opu_error(ic->host, POPC_EINVAL, "Where", ic->node_name,
+        return opu_error(POPC_EINVAL, "Where", ic->node_name,
                          "condition must be bool, got %s (compare with "
                          "Equal/Less or Cast to bool)",
                          popc_dtype_name(in[0].dtype));
     if (in[1].dtype != in[2].dtype)
-        return opu_error(ic->host, POPC_EINVAL, "Where", ic->node_name,
+        return opu_error(POPC_EINVAL, "Where", ic->node_name,
                          "X is %s but Y is %s; they must match",
                          popc_dtype_name(in[1].dtype),
                          popc_dtype_name(in[2].dtype));
     ic->outputs[0].dtype = in[1].dtype;
-    return opu_broadcast(ic->host, "Where", ic->node_name, in, 3,
+    return opu_broadcast("Where", ic->node_name, in, 3,
                          &ic->outputs[0]);
 }
 
@@ -105,17 +105,17 @@ static popc_status where_grad(popc_grad_ctx *gc)
 
 /* ---- Cast --------------------------------------------------------------- */
 
-static popc_status cast_target(const popc_host *h, const char *node,
+static popc_status cast_target(const char *node,
                                const popc_attrs *a, popc_dtype *out)
 {
     const popc_attr *to = popc_attrs_find(a, "to");
 
     if (!to)
-        return opu_error(h, POPC_EINVAL, "Cast", node,
+        return opu_error(POPC_EINVAL, "Cast", node,
                          "attribute 'to' is required");
     *out = opu_dtype_from_onnx(to->i);
     if (*out == POPC_DTYPE_UNDEFINED)
-        return opu_error(h, POPC_EUNSUPPORTED, "Cast", node,
+        return opu_error(POPC_EUNSUPPORTED, "Cast", node,
                          "to=%lld is not an element type popc has (strings "
                          "and complex numbers are not supported)",
                          (long long)to->i);
@@ -127,11 +127,11 @@ static popc_status cast_infer(popc_infer_ctx *ic)
     popc_dtype dt;
     popc_status st;
 
-    if ((st = cast_target(ic->host, ic->node_name, ic->attrs, &dt)) !=
+    if ((st = cast_target(ic->node_name, ic->attrs, &dt)) !=
         POPC_OK)
         return st;
     if (popc_dtype_size(ic->inputs[0].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, "Cast", ic->node_name,
+        return opu_error(POPC_EINVAL, "Cast", ic->node_name,
                          "input has no known dtype");
     ic->outputs[0] = ic->inputs[0];
     ic->outputs[0].data = NULL;
@@ -314,7 +314,7 @@ static popc_status castlike_infer(popc_infer_ctx *ic)
 {
     if (popc_dtype_size(ic->inputs[0].dtype) == 0 ||
         popc_dtype_size(ic->inputs[1].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, "CastLike", ic->node_name,
+        return opu_error(POPC_EINVAL, "CastLike", ic->node_name,
                          "inputs have no known dtype");
     ic->outputs[0] = ic->inputs[0];
     ic->outputs[0].data = NULL;
@@ -348,7 +348,7 @@ static popc_status cast_grad(popc_grad_ctx *gc)
 static popc_status identity_infer(popc_infer_ctx *ic)
 {
     if (popc_dtype_size(ic->inputs[0].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, "Identity", ic->node_name,
+        return opu_error(POPC_EINVAL, "Identity", ic->node_name,
                          "input has no known dtype");
     ic->outputs[0] = ic->inputs[0];
     ic->outputs[0].data = NULL;
@@ -385,7 +385,7 @@ static popc_status identity_grad(popc_grad_ctx *gc)
 static const char *const constant_attrs[] = {
     "value", "value_float", "value_floats", "value_int", "value_ints"};
 
-static popc_status constant_attr(const popc_host *h, const char *node,
+static popc_status constant_attr(const char *node,
                                  const popc_attrs *attrs,
                                  const popc_attr **out)
 {
@@ -397,13 +397,13 @@ static popc_status constant_attr(const popc_host *h, const char *node,
         if (!a)
             continue;
         if (*out)
-            return opu_error(h, POPC_EINVAL, "Constant", node,
+            return opu_error(POPC_EINVAL, "Constant", node,
                              "attributes '%s' and '%s' both given; set "
                              "exactly one", (*out)->name, a->name);
         *out = a;
     }
     if (!*out)
-        return opu_error(h, POPC_EINVAL, "Constant", node,
+        return opu_error(POPC_EINVAL, "Constant", node,
                          "no value: set one of value, value_float, "
                          "value_floats, value_int, value_ints%s",
                          popc_attrs_find(attrs, "value_string") ||
@@ -419,14 +419,14 @@ static popc_status constant_infer(popc_infer_ctx *ic)
     popc_view *o = &ic->outputs[0];
     popc_status st;
 
-    if ((st = constant_attr(ic->host, ic->node_name, ic->attrs, &a)) !=
+    if ((st = constant_attr(ic->node_name, ic->attrs, &a)) !=
         POPC_OK)
         return st;
     memset(o, 0, sizeof *o);
     if (strcmp(a->name, "value") == 0) {
         if (a->type != POPC_ATTR_TENSOR || !a->tensor || !a->tensor->data ||
             popc_dtype_size(a->tensor->dtype) == 0)
-            return opu_error(ic->host, POPC_EINVAL, "Constant",
+            return opu_error(POPC_EINVAL, "Constant",
                              ic->node_name,
                              "attribute 'value' must be a tensor with data");
         *o = *a->tensor;
@@ -434,7 +434,7 @@ static popc_status constant_infer(popc_infer_ctx *ic)
     } else if (strcmp(a->name, "value_float") == 0 ||
                strcmp(a->name, "value_int") == 0) {
         if (a->type != POPC_ATTR_FLOAT && a->type != POPC_ATTR_INT)
-            return opu_error(ic->host, POPC_EINVAL, "Constant",
+            return opu_error(POPC_EINVAL, "Constant",
                              ic->node_name, "attribute '%s' must be a "
                              "number", a->name);
         o->dtype = a->name[6] == 'f' ? POPC_DTYPE_F32 : POPC_DTYPE_I64;
@@ -442,7 +442,7 @@ static popc_status constant_infer(popc_infer_ctx *ic)
         int floats = strcmp(a->name, "value_floats") == 0;
 
         if (a->type != (floats ? POPC_ATTR_FLOATS : POPC_ATTR_INTS))
-            return opu_error(ic->host, POPC_EINVAL, "Constant",
+            return opu_error(POPC_EINVAL, "Constant",
                              ic->node_name, "attribute '%s' must be a list",
                              a->name);
         o->dtype = floats ? POPC_DTYPE_F32 : POPC_DTYPE_I64;
@@ -459,7 +459,7 @@ static popc_status constant_forward(const popc_kernel_ctx *kc)
     int64_t s, e;
     popc_status st;
 
-    if ((st = constant_attr(kc->host, kc->node_name, kc->attrs, &a)) !=
+    if ((st = constant_attr(kc->node_name, kc->attrs, &a)) !=
         POPC_OK)
         return st;
     if (a->type == POPC_ATTR_TENSOR) {
@@ -505,17 +505,17 @@ static popc_status ratio_check(const popc_infer_ctx *ic, const char *op,
         double v;
 
         if (!opu_is_float(r->dtype) || popc_view_numel(r) != 1)
-            return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+            return opu_error(POPC_EINVAL, op, ic->node_name,
                              "ratio must be a float scalar, got %s with "
                              "%lld elements", popc_dtype_name(r->dtype),
                              (long long)popc_view_numel(r));
         if (r->data && ((v = opu_scalar(r)) < 0.0 || v > 1.0 || v != v))
-            return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+            return opu_error(POPC_EINVAL, op, ic->node_name,
                              "ratio %g is outside [0, 1]", v);
     }
     if (opu_present(tm) &&
         (tm->dtype != POPC_DTYPE_BOOL || popc_view_numel(tm) != 1))
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "training_mode must be a bool scalar, got %s",
                          popc_dtype_name(tm->dtype));
     return POPC_OK;
@@ -642,12 +642,12 @@ static popc_status dropout_grad_infer(popc_infer_ctx *ic)
     char a[160], b[160];
 
     if (!opu_is_float(g->dtype) || m->dtype != POPC_DTYPE_BOOL)
-        return opu_error(ic->host, POPC_EINVAL, "DropoutGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "DropoutGrad", ic->node_name,
                          "expects a float gradient and a bool mask, got %s "
                          "and %s", popc_dtype_name(g->dtype),
                          popc_dtype_name(m->dtype));
     if (!opu_same_shape(g, m))
-        return opu_error(ic->host, POPC_EINVAL, "DropoutGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "DropoutGrad", ic->node_name,
                          "gradient shape %s differs from mask shape %s",
                          opu_shape_str(g, a, sizeof a),
                          opu_shape_str(m, b, sizeof b));

@@ -45,14 +45,14 @@ static void qparams(const popc_view *x, const popc_view *scale,
 }
 
 /* The axis matters only for per-axis scales. */
-static popc_status q_axis(const popc_host *h, const char *op, const char *node,
+static popc_status q_axis(const char *op, const char *node,
                           const popc_view *x, const popc_view *scale,
                           const popc_attrs *a, int *axis)
 {
     *axis = 0;
     if (popc_view_numel(scale) <= 1)
         return POPC_OK;
-    return opu_axis(h, op, node, popc_attr_int(a, "axis", 1), x->rank,
+    return opu_axis(op, node, popc_attr_int(a, "axis", 1), x->rank,
                     "axis", axis);
 }
 
@@ -67,7 +67,7 @@ static popc_status quantize_infer(popc_infer_ctx *ic)
     ic->outputs[0].dtype = ic->n_inputs > 2 && opu_present(&ic->inputs[2])
                                ? ic->inputs[2].dtype
                                : POPC_DTYPE_U8;
-    return q_axis(ic->host, "QuantizeLinear", ic->node_name, &ic->inputs[0],
+    return q_axis("QuantizeLinear", ic->node_name, &ic->inputs[0],
                   &ic->inputs[1], ic->attrs, &axis);
 }
 
@@ -79,7 +79,7 @@ static popc_status quantize_forward(const popc_kernel_ctx *kc)
     int64_t s, e;
     popc_status st;
 
-    if ((st = q_axis(kc->host, "QuantizeLinear", kc->node_name, x,
+    if ((st = q_axis("QuantizeLinear", kc->node_name, x,
                      &kc->inputs[1], kc->attrs, &axis)) != POPC_OK)
         return st;
     opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
@@ -101,7 +101,7 @@ static popc_status dequantize_infer(popc_infer_ctx *ic)
     ic->outputs[0] = ic->inputs[0];
     ic->outputs[0].data = NULL;
     ic->outputs[0].dtype = POPC_DTYPE_F32;
-    return q_axis(ic->host, "DequantizeLinear", ic->node_name,
+    return q_axis("DequantizeLinear", ic->node_name,
                   &ic->inputs[0], &ic->inputs[1], ic->attrs, &axis);
 }
 
@@ -113,7 +113,7 @@ static popc_status dequantize_forward(const popc_kernel_ctx *kc)
     int64_t s, e;
     popc_status st;
 
-    if ((st = q_axis(kc->host, "DequantizeLinear", kc->node_name, x,
+    if ((st = q_axis("DequantizeLinear", kc->node_name, x,
                      &kc->inputs[1], kc->attrs, &axis)) != POPC_OK)
         return st;
     opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
@@ -131,7 +131,7 @@ static popc_status dequantize_forward(const popc_kernel_ctx *kc)
 static popc_status dyn_quantize_infer(popc_infer_ctx *ic)
 {
     if (ic->inputs[0].dtype != POPC_DTYPE_F32)
-        return opu_error(ic->host, POPC_EINVAL, "DynamicQuantizeLinear",
+        return opu_error(POPC_EINVAL, "DynamicQuantizeLinear",
                          ic->node_name, "input must be float32");
     ic->outputs[0] = ic->inputs[0];
     ic->outputs[0].data = NULL;
@@ -174,14 +174,14 @@ static popc_status dyn_quantize_forward(const popc_kernel_ctx *kc)
 
 /* Shape of a stack of [M, K] x [K, N] products; both operands' leading
 ** dims must agree. */
-static popc_status mm_shape(const popc_host *h, const char *op,
+static popc_status mm_shape(const char *op,
                             const char *node, const popc_view *a,
                             const popc_view *b, popc_view *o)
 {
     if (a->rank < 2 || b->rank < 2 || a->rank != b->rank ||
         a->dims[a->rank - 1] != b->dims[b->rank - 2] ||
         memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->rank - 2)))
-        return opu_error(h, POPC_EINVAL, op, node, "operands must be "
+        return opu_error(POPC_EINVAL, op, node, "operands must be "
                          "[..., M, K] and [..., K, N] with equal leading "
                          "dims");
     *o = *a;
@@ -219,7 +219,7 @@ static void mm_run(const popc_view *a, const popc_view *b, double za,
 
 static popc_status matmul_integer_infer(popc_infer_ctx *ic)
 {
-    popc_status st = mm_shape(ic->host, "MatMulInteger", ic->node_name,
+    popc_status st = mm_shape("MatMulInteger", ic->node_name,
                               &ic->inputs[0], &ic->inputs[1],
                               &ic->outputs[0]);
 
@@ -243,7 +243,7 @@ static popc_status matmul_integer_forward(const popc_kernel_ctx *kc)
 
 static popc_status qlinear_matmul_infer(popc_infer_ctx *ic)
 {
-    popc_status st = mm_shape(ic->host, "QLinearMatMul", ic->node_name,
+    popc_status st = mm_shape("QLinearMatMul", ic->node_name,
                               &ic->inputs[0], &ic->inputs[3],
                               &ic->outputs[0]);
 

@@ -24,7 +24,7 @@ static popc_status train_infer(popc_infer_ctx *ic, train_kind k)
 
     if (ic->n_inputs < 2 + per || (ic->n_inputs - 2) % per ||
         ic->n_outputs != n * (1 + states[k]))
-        return opu_error(ic->host, POPC_EINVAL, names[k], ic->node_name,
+        return opu_error(POPC_EINVAL, names[k], ic->node_name,
                          "inputs must be R, T, then %d lists of equal "
                          "length (X, G%s), outputs the new X and state",
                          per, k == T_ADAM ? ", V, H" : k == T_MOMENTUM
@@ -34,7 +34,7 @@ static popc_status train_infer(popc_infer_ctx *ic, train_kind k)
         int src = 2 + (j < n ? j : n + j); /* X, then the state lists */
 
         if (!popc_dtype_is_float(ic->inputs[src].dtype))
-            return opu_error(ic->host, POPC_EINVAL, names[k], ic->node_name,
+            return opu_error(POPC_EINVAL, names[k], ic->node_name,
                              "tensors must be floating point");
         ic->outputs[j] = ic->inputs[src];
         ic->outputs[j].data = NULL;

@@ -290,7 +290,7 @@ static popc_status mod_checked_infer(popc_infer_ctx *ic)
 {
     if (ic->n_inputs > 0 && popc_dtype_is_float(ic->inputs[0].dtype) &&
         !popc_attr_int(ic->attrs, "fmod", 0))
-        return opu_error(ic->host, POPC_EINVAL, "Mod", ic->node_name,
+        return opu_error(POPC_EINVAL, "Mod", ic->node_name,
                          "floating-point inputs need fmod = 1");
     return mod_infer(ic);
 }
@@ -333,7 +333,7 @@ WGRAD(prelu, "PRelu")
 static popc_status mod_grad(popc_grad_ctx *gc)
 {
     if (!popc_dtype_is_float(gc->input_info[0].dtype))
-        return opu_error(gc->host, POPC_EUNSUPPORTED, "Mod", gc->node_name,
+        return opu_error(POPC_EUNSUPPORTED, "Mod", gc->node_name,
                          "integer Mod has no gradient");
     return mop_wide_grad(gc, "Mod");
 }

@@ -122,15 +122,15 @@ static popc_status wgrad_infer(popc_infer_ctx *ic)
     int64_t wrt = popc_attr_int(ic->attrs, "wrt", 0);
 
     if (!find_deriv(ic->attrs))
-        return opu_error(ic->host, POPC_EINVAL, "WideGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "WideGrad", ic->node_name,
                          "attribute 'of' names no op with a derivative "
                          "here ('%s')", popc_attr_string(ic->attrs, "of", ""));
     if (wrt < 0 || wrt > ic->n_inputs - 2)
-        return opu_error(ic->host, POPC_EINVAL, "WideGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "WideGrad", ic->node_name,
                          "wrt %lld is not an input of the op", (long long)wrt);
     for (int i = 0; i < ic->n_inputs; i++)
         if (!popc_dtype_is_float(ic->inputs[i].dtype))
-            return opu_error(ic->host, POPC_EINVAL, "WideGrad",
+            return opu_error(POPC_EINVAL, "WideGrad",
                              ic->node_name, "input %d must be floating "
                              "point", i);
     ic->outputs[0] = ic->inputs[0];
@@ -175,7 +175,7 @@ popc_status mop_wide_grad(popc_grad_ctx *gc, const char *op)
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     if (gc->attrs->n > 14)
-        return opu_error(gc->host, POPC_EINVAL, op, gc->node_name,
+        return opu_error(POPC_EINVAL, op, gc->node_name,
                          "too many attributes (%d)", gc->attrs->n);
     for (int i = 0; i < gc->attrs->n; i++)
         attrs[n_attrs++] = gc->attrs->items[i];

@@ -334,7 +334,7 @@ static popc_status ln_params(const char *op, const char *node,
     int ok;
 
     memset(p, 0, sizeof *p);
-    if ((st = opu_axis(opu_host, op, node, popc_attr_int(attrs, "axis", -1),
+    if ((st = opu_axis(op, node, popc_attr_int(attrs, "axis", -1),
                         x->rank, "axis", &p->axis)) != POPC_OK)
         return st;
     p->R = 1;

@@ -39,7 +39,7 @@ static popc_status sm_params(const char *op, const char *node,
     int axis;
     popc_status st;
 
-    if ((st = opu_axis(opu_host, op, node, popc_attr_int(attrs, "axis", -1),
+    if ((st = opu_axis(op, node, popc_attr_int(attrs, "axis", -1),
                         x->rank, "axis", &axis)) != POPC_OK)
         return st;
     p->outer = 1;

@@ -23,17 +23,17 @@ static void copy_elem(const popc_view *o, int64_t i, const popc_view *x,
 
 /* ---- Tile ------------------------------------------------------------------ */
 
-static popc_status tile_reps(const popc_host *h, const char *node,
+static popc_status tile_reps(const char *node,
                              const popc_view *in, int64_t *reps)
 {
     int n;
     popc_status st;
 
-    if ((st = opu_const_ints(h, "Tile", node, &in[1], "repeats (input 1)",
+    if ((st = opu_const_ints("Tile", node, &in[1], "repeats (input 1)",
                              reps, POPC_MAX_RANK, &n)) != POPC_OK)
         return st;
     if (n != in[0].rank)
-        return opu_error(h, POPC_EINVAL, "Tile", node, "repeats has %d "
+        return opu_error(POPC_EINVAL, "Tile", node, "repeats has %d "
                          "values for an input of rank %d", n, in[0].rank);
     return POPC_OK;
 }
@@ -43,7 +43,7 @@ static popc_status tile_infer(popc_infer_ctx *ic)
     int64_t reps[POPC_MAX_RANK];
     popc_status st;
 
-    if ((st = tile_reps(ic->host, ic->node_name, ic->inputs, reps)) !=
+    if ((st = tile_reps(ic->node_name, ic->inputs, reps)) !=
         POPC_OK)
         return st;
     ic->outputs[0] = ic->inputs[0];
@@ -80,7 +80,7 @@ static popc_status d2s_check(popc_infer_ctx *ic, const char *op, int64_t *b)
 
     *b = popc_attr_int(ic->attrs, "blocksize", 0);
     if (x->rank != 4 || *b < 1)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "input must be [N, C, H, W] and blocksize >= 1");
     return POPC_OK;
 }
@@ -93,7 +93,7 @@ static popc_status depth_to_space_infer(popc_infer_ctx *ic)
     if ((st = d2s_check(ic, "DepthToSpace", &b)) != POPC_OK)
         return st;
     if (ic->inputs[0].dims[1] % (b * b))
-        return opu_error(ic->host, POPC_EINVAL, "DepthToSpace",
+        return opu_error(POPC_EINVAL, "DepthToSpace",
                          ic->node_name, "channels must divide by "
                          "blocksize^2");
     ic->outputs[0] = ic->inputs[0];
@@ -133,7 +133,7 @@ static popc_status space_to_depth_infer(popc_infer_ctx *ic)
     if ((st = d2s_check(ic, "SpaceToDepth", &b)) != POPC_OK)
         return st;
     if (ic->inputs[0].dims[2] % b || ic->inputs[0].dims[3] % b)
-        return opu_error(ic->host, POPC_EINVAL, "SpaceToDepth",
+        return opu_error(POPC_EINVAL, "SpaceToDepth",
                          ic->node_name, "height and width must divide by "
                          "blocksize");
     ic->outputs[0] = ic->inputs[0];
@@ -164,21 +164,21 @@ static popc_status space_to_depth_forward(const popc_kernel_ctx *kc)
 
 /* ---- Pad ---------------------------------------------------------------------- */
 
-static popc_status pad_pads(const popc_host *h, const char *node,
+static popc_status pad_pads(const char *node,
                             const popc_view *in, int n_in, int64_t *pads)
 {
     int n;
     popc_status st;
 
-    if ((st = opu_const_ints(h, "Pad", node, &in[1], "pads (input 1)", pads,
+    if ((st = opu_const_ints("Pad", node, &in[1], "pads (input 1)", pads,
                              2 * POPC_MAX_RANK, &n)) != POPC_OK)
         return st;
     if (n != 2 * in[0].rank)
-        return opu_error(h, POPC_EINVAL, "Pad", node, "pads has %d values; "
+        return opu_error(POPC_EINVAL, "Pad", node, "pads has %d values; "
                          "an input of rank %d needs %d", n, in[0].rank,
                          2 * in[0].rank);
     if (n_in > 2 && opu_present(&in[2]) && !in[2].data)
-        return opu_error(h, POPC_EINVAL, "Pad", node, "constant_value must "
+        return opu_error(POPC_EINVAL, "Pad", node, "constant_value must "
                          "be known at compile time");
     return POPC_OK;
 }
@@ -189,7 +189,7 @@ static popc_status pad_infer(popc_infer_ctx *ic)
     const popc_view *x = &ic->inputs[0];
     popc_status st;
 
-    if ((st = pad_pads(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
+    if ((st = pad_pads(ic->node_name, ic->inputs, ic->n_inputs,
                        pads)) != POPC_OK)
         return st;
     ic->outputs[0] = *x;
@@ -197,7 +197,7 @@ static popc_status pad_infer(popc_infer_ctx *ic)
     for (int d = 0; d < x->rank; d++) {
         ic->outputs[0].dims[d] += pads[d] + pads[d + x->rank];
         if (ic->outputs[0].dims[d] < 0)
-            return opu_error(ic->host, POPC_EINVAL, "Pad", ic->node_name,
+            return opu_error(POPC_EINVAL, "Pad", ic->node_name,
                              "pads make dimension %d negative", d);
     }
     return POPC_OK;
@@ -230,7 +230,7 @@ static popc_status pad_forward(const popc_kernel_ctx *kc)
     double cv = 0;
     popc_status st;
 
-    if ((st = pad_pads(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
+    if ((st = pad_pads(kc->node_name, kc->inputs, kc->n_inputs,
                        pads)) != POPC_OK)
         return st;
     if (kc->n_inputs > 2 && opu_present(&kc->inputs[2]))
@@ -267,7 +267,7 @@ static popc_status pad_grad_infer(popc_infer_ctx *ic)
 {
     if (!popc_dtype_is_float(ic->inputs[0].dtype) ||
         ic->inputs[0].dtype != ic->inputs[1].dtype)
-        return opu_error(ic->host, POPC_EINVAL, "PadGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "PadGrad", ic->node_name,
                          "dY and X must share a floating-point dtype");
     ic->outputs[0] = ic->inputs[1];
     ic->outputs[0].data = NULL;
@@ -283,11 +283,11 @@ static popc_status pad_grad_forward(const popc_kernel_ctx *kc)
     double *acc;
     popc_status st;
 
-    if ((st = pad_pads(kc->host, kc->node_name, kc->inputs + 1,
+    if ((st = pad_pads(kc->node_name, kc->inputs + 1,
                        kc->n_inputs - 1, pads)) != POPC_OK)
         return st;
     if (!(acc = kc->host->alloc(sizeof(double) * (size_t)(n + 1))))
-        return opu_error(kc->host, POPC_ENOMEM, "PadGrad", kc->node_name,
+        return opu_error(POPC_ENOMEM, "PadGrad", kc->node_name,
                          "out of memory");
     opu_strides(x, xs);
     for (int64_t i = 0; i < popc_view_numel(dy); i++) {
@@ -314,17 +314,17 @@ static popc_status pad_grad_forward(const popc_kernel_ctx *kc)
 
 /* ---- CumSum --------------------------------------------------------------------- */
 
-static popc_status cumsum_axis(const popc_host *h, const char *node,
+static popc_status cumsum_axis(const char *node,
                                const popc_view *in, int *axis)
 {
     int64_t a;
     int n;
     popc_status st;
 
-    if ((st = opu_const_ints(h, "CumSum", node, &in[1], "axis (input 1)", &a,
+    if ((st = opu_const_ints("CumSum", node, &in[1], "axis (input 1)", &a,
                              1, &n)) != POPC_OK)
         return st;
-    return opu_axis(h, "CumSum", node, a, in[0].rank, "axis", axis);
+    return opu_axis("CumSum", node, a, in[0].rank, "axis", axis);
 }
 
 static popc_status cumsum_infer(popc_infer_ctx *ic)
@@ -332,7 +332,7 @@ static popc_status cumsum_infer(popc_infer_ctx *ic)
     int axis;
     popc_status st;
 
-    if ((st = cumsum_axis(ic->host, ic->node_name, ic->inputs, &axis)) !=
+    if ((st = cumsum_axis(ic->node_name, ic->inputs, &axis)) !=
         POPC_OK)
         return st;
     ic->outputs[0] = ic->inputs[0];
@@ -349,7 +349,7 @@ static popc_status cumsum_forward(const popc_kernel_ctx *kc)
     int axis, fl = popc_dtype_is_float(x->dtype);
     popc_status st;
 
-    if ((st = cumsum_axis(kc->host, kc->node_name, kc->inputs, &axis)) !=
+    if ((st = cumsum_axis(kc->node_name, kc->inputs, &axis)) !=
         POPC_OK)
         return st;
     dim = x->dims[axis];
@@ -389,7 +389,7 @@ static popc_status hardmax_infer(popc_infer_ctx *ic)
     int axis;
     popc_status st;
 
-    if ((st = opu_axis(ic->host, "Hardmax", ic->node_name,
+    if ((st = opu_axis("Hardmax", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", -1),
                        ic->inputs[0].rank, "axis", &axis)) != POPC_OK)
         return st;
@@ -405,7 +405,7 @@ static popc_status hardmax_forward(const popc_kernel_ctx *kc)
     int axis;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "Hardmax", kc->node_name,
+    if ((st = opu_axis("Hardmax", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", -1), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -429,12 +429,12 @@ static popc_status hardmax_forward(const popc_kernel_ctx *kc)
 
 /* ---- TopK -------------------------------------------------------------------------- */
 
-static popc_status topk_k(const popc_host *h, const char *node,
+static popc_status topk_k(const char *node,
                           const popc_view *in, int64_t *k)
 {
     int n;
 
-    return opu_const_ints(h, "TopK", node, &in[1], "K (input 1)", k, 1, &n);
+    return opu_const_ints("TopK", node, &in[1], "K (input 1)", k, 1, &n);
 }
 
 static popc_status topk_infer(popc_infer_ctx *ic)
@@ -443,14 +443,14 @@ static popc_status topk_infer(popc_infer_ctx *ic)
     int axis;
     popc_status st;
 
-    if ((st = topk_k(ic->host, ic->node_name, ic->inputs, &k)) !=
+    if ((st = topk_k(ic->node_name, ic->inputs, &k)) !=
             POPC_OK ||
-        (st = opu_axis(ic->host, "TopK", ic->node_name,
+        (st = opu_axis("TopK", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", -1),
                        ic->inputs[0].rank, "axis", &axis)) != POPC_OK)
         return st;
     if (k < 0 || k > ic->inputs[0].dims[axis])
-        return opu_error(ic->host, POPC_EINVAL, "TopK", ic->node_name,
+        return opu_error(POPC_EINVAL, "TopK", ic->node_name,
                          "K = %lld is outside [0, %lld]", (long long)k,
                          (long long)ic->inputs[0].dims[axis]);
     ic->outputs[0] = ic->inputs[0];
@@ -495,9 +495,9 @@ static popc_status topk_forward(const popc_kernel_ctx *kc)
     topk_item *items;
     popc_status st;
 
-    if ((st = topk_k(kc->host, kc->node_name, kc->inputs, &k)) !=
+    if ((st = topk_k(kc->node_name, kc->inputs, &k)) !=
             POPC_OK ||
-        (st = opu_axis(kc->host, "TopK", kc->node_name,
+        (st = opu_axis("TopK", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", -1), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -506,7 +506,7 @@ static popc_status topk_forward(const popc_kernel_ctx *kc)
         inner *= x->dims[d];
     outer = dim ? popc_view_numel(x) / (dim * inner) : 0;
     if (!(items = kc->host->alloc((size_t)(dim + 1) * sizeof *items)))
-        return opu_error(kc->host, POPC_ENOMEM, "TopK", kc->node_name,
+        return opu_error(POPC_ENOMEM, "TopK", kc->node_name,
                          "out of memory");
     for (int64_t a = 0; a < outer; a++)
         for (int64_t b = 0; b < inner; b++) {
@@ -534,7 +534,7 @@ static popc_status topk_forward(const popc_kernel_ctx *kc)
 static popc_status reverse_sequence_infer(popc_infer_ctx *ic)
 {
     if (ic->inputs[0].rank < 2 || ic->inputs[1].rank != 1)
-        return opu_error(ic->host, POPC_EINVAL, "ReverseSequence",
+        return opu_error(POPC_EINVAL, "ReverseSequence",
                          ic->node_name, "input must have rank >= 2 and "
                          "sequence_lens rank 1");
     ic->outputs[0] = ic->inputs[0];

@@ -24,19 +24,19 @@ static popc_status cos_infer(popc_infer_ctx *ic)
     int n;
     popc_status st;
 
-    if ((st = opu_const_ints(ic->host, "ConstantOfShape", ic->node_name,
+    if ((st = opu_const_ints("ConstantOfShape", ic->node_name,
                              &ic->inputs[0], "input (the shape)", dims,
                              POPC_MAX_RANK, &n)) != POPC_OK)
         return st;
     if (v && (!v->tensor || popc_view_numel(v->tensor) != 1))
-        return opu_error(ic->host, POPC_EINVAL, "ConstantOfShape",
+        return opu_error(POPC_EINVAL, "ConstantOfShape",
                          ic->node_name, "attribute 'value' must be a "
                          "one-element tensor");
     ic->outputs[0].dtype = v ? v->tensor->dtype : POPC_DTYPE_F32;
     ic->outputs[0].rank = n;
     for (int d = 0; d < n; d++) {
         if (dims[d] < 0)
-            return opu_error(ic->host, POPC_EINVAL, "ConstantOfShape",
+            return opu_error(POPC_EINVAL, "ConstantOfShape",
                              ic->node_name, "dimension %d is negative", d);
         ic->outputs[0].dims[d] = dims[d];
     }
@@ -62,21 +62,21 @@ static popc_status cos_forward(const popc_kernel_ctx *kc)
 
 /* ---- Range ------------------------------------------------------------------ */
 
-static popc_status range_count(const popc_host *h, const char *node,
+static popc_status range_count(const char *node,
                                const popc_view *in, int64_t *n)
 {
     double start, limit, delta;
 
     for (int i = 0; i < 3; i++)
         if (!in[i].data || popc_view_numel(&in[i]) != 1)
-            return opu_error(h, POPC_EINVAL, "Range", node,
+            return opu_error(POPC_EINVAL, "Range", node,
                              "input %d must be a scalar known at compile "
                              "time (output shapes are static)", i);
     start = opu_load_f(&in[0], 0);
     limit = opu_load_f(&in[1], 0);
     delta = opu_load_f(&in[2], 0);
     if (delta == 0)
-        return opu_error(h, POPC_EINVAL, "Range", node, "delta is 0");
+        return opu_error(POPC_EINVAL, "Range", node, "delta is 0");
     *n = (int64_t)fmax(ceil((limit - start) / delta), 0.0);
     return POPC_OK;
 }
@@ -86,7 +86,7 @@ static popc_status range_infer(popc_infer_ctx *ic)
     int64_t n = 0;
     popc_status st;
 
-    if ((st = range_count(ic->host, ic->node_name, ic->inputs, &n)) !=
+    if ((st = range_count(ic->node_name, ic->inputs, &n)) !=
         POPC_OK)
         return st;
     ic->outputs[0].dtype = ic->inputs[0].dtype;
@@ -119,14 +119,14 @@ static popc_status eye_infer(popc_infer_ctx *ic)
     const popc_attr *dt = popc_attrs_find(ic->attrs, "dtype");
 
     if (ic->inputs[0].rank != 2)
-        return opu_error(ic->host, POPC_EINVAL, "EyeLike", ic->node_name,
+        return opu_error(POPC_EINVAL, "EyeLike", ic->node_name,
                          "input must be 2-D");
     ic->outputs[0] = ic->inputs[0];
     ic->outputs[0].data = NULL;
     if (dt) {
         ic->outputs[0].dtype = opu_dtype_from_onnx(dt->i);
         if (ic->outputs[0].dtype == POPC_DTYPE_UNDEFINED)
-            return opu_error(ic->host, POPC_EUNSUPPORTED, "EyeLike",
+            return opu_error(POPC_EUNSUPPORTED, "EyeLike",
                              ic->node_name, "dtype %lld is not supported",
                              (long long)dt->i);
     }
@@ -146,7 +146,7 @@ static popc_status eye_forward(const popc_kernel_ctx *kc)
 
 /* ---- Trilu ------------------------------------------------------------------- */
 
-static popc_status trilu_k(const popc_host *h, const char *node,
+static popc_status trilu_k(const char *node,
                            const popc_view *in, int n_in, int64_t *k)
 {
     int n;
@@ -154,7 +154,7 @@ static popc_status trilu_k(const popc_host *h, const char *node,
     *k = 0;
     if (n_in < 2 || !opu_present(&in[1]))
         return POPC_OK;
-    return opu_const_ints(h, "Trilu", node, &in[1], "k (input 1)", k, 1, &n);
+    return opu_const_ints("Trilu", node, &in[1], "k (input 1)", k, 1, &n);
 }
 
 static popc_status trilu_infer(popc_infer_ctx *ic)
@@ -163,9 +163,9 @@ static popc_status trilu_infer(popc_infer_ctx *ic)
     popc_status st;
 
     if (ic->inputs[0].rank < 2)
-        return opu_error(ic->host, POPC_EINVAL, "Trilu", ic->node_name,
+        return opu_error(POPC_EINVAL, "Trilu", ic->node_name,
                          "input must have at least 2 dimensions");
-    if ((st = trilu_k(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
+    if ((st = trilu_k(ic->node_name, ic->inputs, ic->n_inputs,
                       &k)) != POPC_OK)
         return st;
     ic->outputs[0] = ic->inputs[0];
@@ -182,7 +182,7 @@ static popc_status trilu_forward(const popc_kernel_ctx *kc)
     int64_t s, e;
     popc_status st;
 
-    if ((st = trilu_k(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
+    if ((st = trilu_k(kc->node_name, kc->inputs, kc->n_inputs,
                       &k)) != POPC_OK)
         return st;
     opu_range(popc_view_numel(o), kc->part, kc->n_parts, &s, &e);
@@ -209,11 +209,11 @@ static popc_status window_infer(popc_infer_ctx *ic, const char *op)
     const popc_view *n = &ic->inputs[0];
 
     if (!n->data || popc_view_numel(n) != 1)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name, "size "
+        return opu_error(POPC_EINVAL, op, ic->node_name, "size "
                          "must be a scalar known at compile time");
     ic->outputs[0].dtype = dt ? opu_dtype_from_onnx(dt->i) : POPC_DTYPE_F32;
     if (ic->outputs[0].dtype == POPC_DTYPE_UNDEFINED)
-        return opu_error(ic->host, POPC_EUNSUPPORTED, op, ic->node_name,
+        return opu_error(POPC_EUNSUPPORTED, op, ic->node_name,
                          "output_datatype %lld is not supported",
                          (long long)dt->i);
     ic->outputs[0].rank = 1;

@@ -33,7 +33,7 @@ static popc_status const_ints(popc_grad_ctx *gc, const char *op, int i,
     const popc_view *in = &gc->input_info[i];
 
     if (i >= gc->n_inputs || !in->data || in->dtype != POPC_DTYPE_I64)
-        return opu_error(gc->host, POPC_EUNSUPPORTED, op, gc->node_name,
+        return opu_error(POPC_EUNSUPPORTED, op, gc->node_name,
                          "the gradient needs %s as an int64 constant", what);
     *v = in->data;
     *n = popc_view_numel(in);
@@ -81,7 +81,7 @@ popc_status top_tile_grad(popc_grad_ctx *gc)
     for (int i = 0; i < x->rank; i++) {
         if (reps[i] != 1) {
             if (rank + 2 > POPC_MAX_RANK)
-                return opu_error(gc->host, POPC_EUNSUPPORTED, "Tile",
+                return opu_error(POPC_EUNSUPPORTED, "Tile",
                                  gc->node_name, "the gradient needs more "
                                  "than %d dimensions", POPC_MAX_RANK);
             axes[n_axes++] = rank;
@@ -128,7 +128,7 @@ popc_status top_pad_grad(popc_grad_ctx *gc)
     if ((st = const_ints(gc, "Pad", 1, "pads", &pads, &n)) != POPC_OK)
         return st;
     if (n != 2 * x->rank)
-        return opu_error(gc->host, POPC_EINVAL, "Pad", gc->node_name,
+        return opu_error(POPC_EINVAL, "Pad", gc->node_name,
                          "pads has %lld values for rank %d", (long long)n,
                          x->rank);
     for (int i = 0; i < x->rank; i++) {
@@ -190,7 +190,7 @@ popc_status top_depth_to_space_grad(popc_grad_ctx *gc)
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     if (x->rank != 4 || b < 1)
-        return opu_error(gc->host, POPC_EINVAL, "DepthToSpace",
+        return opu_error(POPC_EINVAL, "DepthToSpace",
                          gc->node_name, "needs a 4-D input and blocksize");
     /* the forward's transposed tensor: [N, C', H, b, W, b] */
     mid[0] = x->dims[0];
@@ -212,7 +212,7 @@ popc_status top_space_to_depth_grad(popc_grad_ctx *gc)
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     if (x->rank != 4 || b < 1)
-        return opu_error(gc->host, POPC_EINVAL, "SpaceToDepth",
+        return opu_error(POPC_EINVAL, "SpaceToDepth",
                          gc->node_name, "needs a 4-D input and blocksize");
     /* the forward's transposed tensor: [N, b, b, C, H/b, W/b] */
     mid[0] = x->dims[0];
@@ -291,7 +291,7 @@ popc_status top_gather_elements_grad(popc_grad_ctx *gc)
 popc_status top_gather_nd_grad(popc_grad_ctx *gc)
 {
     if (popc_attr_int(gc->attrs, "batch_dims", 0) != 0)
-        return opu_error(gc->host, POPC_EUNSUPPORTED, "GatherND",
+        return opu_error(POPC_EUNSUPPORTED, "GatherND",
                          gc->node_name, "batch_dims != 0 has no gradient "
                          "yet");
     return gather_back(gc, "ScatterND");
@@ -312,7 +312,7 @@ static popc_status scatter_back(popc_grad_ctx *gc, const char *op,
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-        return opu_error(gc->host, POPC_EUNSUPPORTED, op, gc->node_name,
+        return opu_error(POPC_EUNSUPPORTED, op, gc->node_name,
                          "reduction '%s' has no gradient yet (none and add "
                          "have)", red);
     if (strcmp(red, "add") == 0) {
@@ -367,7 +367,7 @@ popc_status top_compress_grad(popc_grad_ctx *gc)
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     if (!c->data || c->rank != 1)
-        return opu_error(gc->host, POPC_EUNSUPPORTED, "Compress",
+        return opu_error(POPC_EUNSUPPORTED, "Compress",
                          gc->node_name, "the gradient needs the condition "
                          "as a 1-D constant");
     a[0].i = 0;
@@ -375,7 +375,7 @@ popc_status top_compress_grad(popc_grad_ctx *gc)
         a[0].i = ax->i < 0 ? ax->i + x->rank : ax->i;
     dim = ax ? x->dims[a[0].i] : flat;
     if (!(idx = gc->host->alloc(sizeof *idx * (size_t)(dim + 1))))
-        return opu_error(gc->host, POPC_ENOMEM, "Compress", gc->node_name,
+        return opu_error(POPC_ENOMEM, "Compress", gc->node_name,
                          "out of memory");
     for (int64_t i = 0; i < dim && i < c->dims[0]; i++)
         if (opu_load_i(c, i))

@@ -12,13 +12,13 @@
 #include "ops/util/elem.h"
 #include "ops/tensor/tensorops.h"
 
-static popc_status wrap_index(const popc_host *h, const char *op,
+static popc_status wrap_index(const char *op,
                               const char *node, int64_t *i, int64_t dim)
 {
     if (*i < 0)
         *i += dim;
     if (*i < 0 || *i >= dim)
-        return opu_error(h, POPC_EINVAL, op, node, "index %lld is out of "
+        return opu_error(POPC_EINVAL, op, node, "index %lld is out of "
                          "range for a dimension of %lld",
                          (long long)(*i < 0 ? *i - dim : *i),
                          (long long)dim);
@@ -37,13 +37,13 @@ static popc_status elems_check(popc_infer_ctx *ic, const char *op, int *axis)
     const popc_view *x = &ic->inputs[0], *idx = &ic->inputs[1];
 
     if (!is_index_dtype(idx->dtype))
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "indices must be int32 or int64");
     if (idx->rank != x->rank)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "indices must have the data's rank (%d), got %d",
                          x->rank, idx->rank);
-    return opu_axis(ic->host, op, ic->node_name,
+    return opu_axis(op, ic->node_name,
                     popc_attr_int(ic->attrs, "axis", 0), x->rank, "axis",
                     axis);
 }
@@ -77,7 +77,7 @@ static popc_status elem_offset(const popc_kernel_ctx *kc, const char *op,
             popc_status st;
 
             c = opu_load_i(idx, i);
-            if ((st = wrap_index(kc->host, op, kc->node_name, &c,
+            if ((st = wrap_index(op, kc->node_name, &c,
                                  x->dims[d])) != POPC_OK)
                 return st;
         }
@@ -95,7 +95,7 @@ static popc_status gather_elements_forward(const popc_kernel_ctx *kc)
     int axis;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "GatherElements", kc->node_name,
+    if ((st = opu_axis("GatherElements", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -120,7 +120,7 @@ static popc_status scatter_elements_infer(popc_infer_ctx *ic)
         return st;
     if (ic->inputs[2].dtype != ic->inputs[0].dtype ||
         !opu_same_shape(&ic->inputs[1], &ic->inputs[2]))
-        return opu_error(ic->host, POPC_EINVAL, "ScatterElements",
+        return opu_error(POPC_EINVAL, "ScatterElements",
                          ic->node_name, "updates must have the indices' "
                          "shape and the data's dtype");
     ic->outputs[0] = ic->inputs[0];
@@ -166,9 +166,9 @@ static popc_status scatter_elements_forward(const popc_kernel_ctx *kc)
     popc_status st;
 
     if (red < 0)
-        return opu_error(kc->host, POPC_EINVAL, "ScatterElements",
+        return opu_error(POPC_EINVAL, "ScatterElements",
                          kc->node_name, "reduction must be none, add or mul");
-    if ((st = opu_axis(kc->host, "ScatterElements", kc->node_name,
+    if ((st = opu_axis("ScatterElements", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -203,11 +203,11 @@ static popc_status gather_nd_infer(popc_infer_ctx *ic)
     int64_t k;
 
     if (!is_index_dtype(idx->dtype) || idx->rank < 1)
-        return opu_error(ic->host, POPC_EINVAL, "GatherND", ic->node_name,
+        return opu_error(POPC_EINVAL, "GatherND", ic->node_name,
                          "indices must be int64 with rank >= 1");
     k = idx->dims[idx->rank - 1];
     if (b < 0 || b >= idx->rank || b + k > x->rank)
-        return opu_error(ic->host, POPC_EINVAL, "GatherND", ic->node_name,
+        return opu_error(POPC_EINVAL, "GatherND", ic->node_name,
                          "batch_dims %d and index depth %lld do not fit data "
                          "of rank %d", b, (long long)k, x->rank);
     o->dtype = x->dtype;
@@ -217,7 +217,7 @@ static popc_status gather_nd_infer(popc_infer_ctx *ic)
     for (int d = b + (int)k; d < x->rank; d++)
         o->dims[o->rank++] = x->dims[d];
     if (o->rank > POPC_MAX_RANK)
-        return opu_error(ic->host, POPC_EINVAL, "GatherND", ic->node_name,
+        return opu_error(POPC_EINVAL, "GatherND", ic->node_name,
                          "the result has more than %d dimensions",
                          POPC_MAX_RANK);
     return POPC_OK;
@@ -244,7 +244,7 @@ static popc_status nd_offset(const popc_kernel_ctx *kc, const char *op,
     for (int64_t j = 0; j < k; j++) {
         int64_t c = opu_load_i(idx, t * k + j);
 
-        if ((st = wrap_index(kc->host, op, kc->node_name, &c,
+        if ((st = wrap_index(op, kc->node_name, &c,
                              x->dims[b + j])) != POPC_OK)
             return st;
         o += c * xs[b + j];
@@ -278,7 +278,7 @@ static popc_status scatter_nd_infer(popc_infer_ctx *ic)
 {
     if (!is_index_dtype(ic->inputs[1].dtype) || ic->inputs[1].rank < 1 ||
         ic->inputs[2].dtype != ic->inputs[0].dtype)
-        return opu_error(ic->host, POPC_EINVAL, "ScatterND", ic->node_name,
+        return opu_error(POPC_EINVAL, "ScatterND", ic->node_name,
                          "indices must be int64 and updates of the data's "
                          "dtype");
     ic->outputs[0] = ic->inputs[0];
@@ -296,7 +296,7 @@ static popc_status scatter_nd_forward(const popc_kernel_ctx *kc)
     popc_status st;
 
     if (red < 0)
-        return opu_error(kc->host, POPC_EINVAL, "ScatterND", kc->node_name,
+        return opu_error(POPC_EINVAL, "ScatterND", kc->node_name,
                          "reduction must be none, add or mul");
     memcpy(o->data, x->data, popc_view_nbytes(x));
     for (int64_t t = 0; t < tuples; t++) {
@@ -311,15 +311,15 @@ static popc_status scatter_nd_forward(const popc_kernel_ctx *kc)
 
 /* ---- OneHot ------------------------------------------------------------------ */
 
-static popc_status onehot_depth(const popc_host *h, const char *node,
+static popc_status onehot_depth(const char *node,
                                 const popc_view *d, int64_t *depth)
 {
     if (!d->data || popc_view_numel(d) != 1)
-        return opu_error(h, POPC_EINVAL, "OneHot", node, "depth must be a "
+        return opu_error(POPC_EINVAL, "OneHot", node, "depth must be a "
                          "scalar known at compile time");
     *depth = (int64_t)opu_load_f(d, 0);
     if (*depth < 1)
-        return opu_error(h, POPC_EINVAL, "OneHot", node, "depth must be >= "
+        return opu_error(POPC_EINVAL, "OneHot", node, "depth must be >= "
                          "1, got %lld", (long long)*depth);
     return POPC_OK;
 }
@@ -332,14 +332,14 @@ static popc_status onehot_infer(popc_infer_ctx *ic)
     int axis;
     popc_status st;
 
-    if ((st = onehot_depth(ic->host, ic->node_name, &ic->inputs[1],
+    if ((st = onehot_depth(ic->node_name, &ic->inputs[1],
                            &depth)) != POPC_OK ||
-        (st = opu_axis(ic->host, "OneHot", ic->node_name,
+        (st = opu_axis("OneHot", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", -1), idx->rank + 1,
                        "axis", &axis)) != POPC_OK)
         return st;
     if (popc_view_numel(&ic->inputs[2]) != 2)
-        return opu_error(ic->host, POPC_EINVAL, "OneHot", ic->node_name,
+        return opu_error(POPC_EINVAL, "OneHot", ic->node_name,
                          "values must hold [off, on]");
     o->dtype = ic->inputs[2].dtype;
     o->rank = idx->rank + 1;
@@ -357,9 +357,9 @@ static popc_status onehot_forward(const popc_kernel_ctx *kc)
     int axis;
     popc_status st;
 
-    if ((st = onehot_depth(kc->host, kc->node_name, &kc->inputs[1],
+    if ((st = onehot_depth(kc->node_name, &kc->inputs[1],
                            &depth)) != POPC_OK ||
-        (st = opu_axis(kc->host, "OneHot", kc->node_name,
+        (st = opu_axis("OneHot", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", -1), idx->rank + 1,
                        "axis", &axis)) != POPC_OK)
         return st;
@@ -382,12 +382,12 @@ static popc_status onehot_forward(const popc_kernel_ctx *kc)
 /* ---- Compress ------------------------------------------------------------------ */
 
 /* The kept positions of the (compile-time) condition. */
-static popc_status compress_count(const popc_host *h, const char *node,
+static popc_status compress_count(const char *node,
                                   const popc_view *c, int64_t limit,
                                   int64_t *kept)
 {
     if (!c->data || c->rank != 1)
-        return opu_error(h, POPC_EINVAL, "Compress", node, "condition must "
+        return opu_error(POPC_EINVAL, "Compress", node, "condition must "
                          "be a 1-D tensor known at compile time (output "
                          "shapes are static)");
     *kept = 0;
@@ -405,10 +405,10 @@ static popc_status compress_infer(popc_infer_ctx *ic)
     int axis = 0;
     popc_status st;
 
-    if (ax && (st = opu_axis(ic->host, "Compress", ic->node_name, ax->i,
+    if (ax && (st = opu_axis("Compress", ic->node_name, ax->i,
                              x->rank, "axis", &axis)) != POPC_OK)
         return st;
-    if ((st = compress_count(ic->host, ic->node_name, &ic->inputs[1],
+    if ((st = compress_count(ic->node_name, &ic->inputs[1],
                              ax ? x->dims[axis] : popc_view_numel(x),
                              &kept)) != POPC_OK)
         return st;
@@ -432,7 +432,7 @@ static popc_status compress_forward(const popc_kernel_ctx *kc)
     int axis = 0;
     popc_status st;
 
-    if (ax && (st = opu_axis(kc->host, "Compress", kc->node_name, ax->i,
+    if (ax && (st = opu_axis("Compress", kc->node_name, ax->i,
                              x->rank, "axis", &axis)) != POPC_OK)
         return st;
     if (!ax) {

@@ -64,7 +64,7 @@ static int parse_term(const char *t, size_t len, int r, int *lab, int *n_ell)
     return k == r ? 0 : -1;
 }
 
-static popc_status parse(const popc_host *h, const char *node,
+static popc_status parse(const char *node,
                          const popc_view *in, int n_in, const popc_attrs *a,
                          ein *e)
 {
@@ -76,7 +76,7 @@ static popc_status parse(const popc_host *h, const char *node,
     for (int i = 0; i < MAX_LABELS + POPC_MAX_RANK; i++)
         e->size[i] = -1;
     if (!eq || !eq->s || n_in > MAX_TERMS)
-        return opu_error(h, POPC_EINVAL, "Einsum", node, "attribute "
+        return opu_error(POPC_EINVAL, "Einsum", node, "attribute "
                          "'equation' is required (at most %d inputs)",
                          MAX_TERMS);
     s = eq->s;
@@ -89,7 +89,7 @@ static popc_status parse(const popc_host *h, const char *node,
             end = arrow ? arrow : p + strlen(p);
         len = (size_t)(end - p);
         if (parse_term(p, len, in[term].rank, e->lab[term], &n_ell) != 0)
-            return opu_error(h, POPC_EINVAL, "Einsum", node, "term %d of "
+            return opu_error(POPC_EINVAL, "Einsum", node, "term %d of "
                              "'%s' does not match input %d of rank %d",
                              term, s, term, in[term].rank);
         for (int d = 0; d < in[term].rank; d++) {
@@ -97,7 +97,7 @@ static popc_status parse(const popc_host *h, const char *node,
 
             if (e->size[id] >= 0 && e->size[id] != in[term].dims[d] &&
                 in[term].dims[d] != 1 && e->size[id] != 1)
-                return opu_error(h, POPC_EINVAL, "Einsum", node, "label "
+                return opu_error(POPC_EINVAL, "Einsum", node, "label "
                                  "sizes disagree in '%s'", s);
             if (e->size[id] < 0 || e->size[id] == 1)
                 e->size[id] = in[term].dims[d];
@@ -130,7 +130,7 @@ static popc_status parse(const popc_host *h, const char *node,
     }
     for (int k = 0; k < e->n_out; k++)
         if (e->size[e->out[k]] < 0)
-            return opu_error(h, POPC_EINVAL, "Einsum", node, "output label "
+            return opu_error(POPC_EINVAL, "Einsum", node, "output label "
                              "%d of '%s' appears in no input", k, s);
     return POPC_OK;
 }
@@ -142,9 +142,9 @@ static popc_status einsum_infer(popc_infer_ctx *ic)
 
     for (int i = 1; i < ic->n_inputs; i++)
         if (ic->inputs[i].dtype != ic->inputs[0].dtype)
-            return opu_error(ic->host, POPC_EINVAL, "Einsum", ic->node_name,
+            return opu_error(POPC_EINVAL, "Einsum", ic->node_name,
                              "inputs must share one dtype");
-    if ((st = parse(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
+    if ((st = parse(ic->node_name, ic->inputs, ic->n_inputs,
                     ic->attrs, &e)) != POPC_OK)
         return st;
     ic->outputs[0].dtype = ic->inputs[0].dtype;
@@ -162,7 +162,7 @@ static popc_status einsum_forward(const popc_kernel_ctx *kc)
     int fl = popc_dtype_is_float(kc->inputs[0].dtype);
     popc_status st;
 
-    if ((st = parse(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
+    if ((st = parse(kc->node_name, kc->inputs, kc->n_inputs,
                     kc->attrs, &e)) != POPC_OK)
         return st;
     /* summed labels: used by an input, not in the output */
@@ -228,7 +228,7 @@ static popc_status det_infer(popc_infer_ctx *ic)
 
     if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2] ||
         !popc_dtype_is_float(x->dtype))
-        return opu_error(ic->host, POPC_EINVAL, "Det", ic->node_name,
+        return opu_error(POPC_EINVAL, "Det", ic->node_name,
                          "input must be [..., M, M] floating point");
     ic->outputs[0] = *x;
     ic->outputs[0].data = NULL;
@@ -275,7 +275,7 @@ static popc_status det_forward(const popc_kernel_ctx *kc)
     double *a = kc->host->alloc(sizeof(double) * (size_t)(m * m + 1));
 
     if (!a)
-        return opu_error(kc->host, POPC_ENOMEM, "Det", kc->node_name,
+        return opu_error(POPC_ENOMEM, "Det", kc->node_name,
                          "out of memory");
     for (int64_t b = 0; b < batch; b++) {
         for (int64_t i = 0; i < m * m; i++)
@@ -293,7 +293,7 @@ static popc_status det_forward(const popc_kernel_ctx *kc)
 ** compile time; the signal is cut or zero-padded) or the signal's; output
 ** [..., 2]; onesided keeps the first n/2 + 1 frequencies of a real
 ** signal; inverse scales by 1/n. Computed directly in double. */
-popc_status top_dft_geom(const popc_host *h, const char *node,
+popc_status top_dft_geom(const char *node,
                             const popc_view *in, int n_in,
                             const popc_attrs *a, int *axis, int64_t *len)
 {
@@ -303,16 +303,16 @@ popc_status top_dft_geom(const popc_host *h, const char *node,
     if (x->rank < 3 || (x->dims[x->rank - 1] != 1 &&
                         x->dims[x->rank - 1] != 2) ||
         !popc_dtype_is_float(x->dtype))
-        return opu_error(h, POPC_EINVAL, "DFT", node, "input must be "
+        return opu_error(POPC_EINVAL, "DFT", node, "input must be "
                          "[batch, signal..., 1 or 2] floating point");
-    if ((st = opu_axis(h, "DFT", node, popc_attr_int(a, "axis", 1),
+    if ((st = opu_axis("DFT", node, popc_attr_int(a, "axis", 1),
                        x->rank - 1, "axis", axis)) != POPC_OK)
         return st;
     *len = x->dims[*axis];
     if (n_in > 1 && in[1].dtype != POPC_DTYPE_UNDEFINED) {
         int n;
 
-        if ((st = opu_const_ints(h, "DFT", node, &in[1], "dft_length", len,
+        if ((st = opu_const_ints("DFT", node, &in[1], "dft_length", len,
                                  1, &n)) != POPC_OK)
             return st;
     }
@@ -325,7 +325,7 @@ static popc_status dft_infer(popc_infer_ctx *ic)
     int64_t len;
     popc_status st;
 
-    if ((st = top_dft_geom(ic->host, ic->node_name, ic->inputs, ic->n_inputs,
+    if ((st = top_dft_geom(ic->node_name, ic->inputs, ic->n_inputs,
                        ic->attrs, &axis, &len)) != POPC_OK)
         return st;
     ic->outputs[0] = ic->inputs[0];
@@ -343,7 +343,7 @@ static popc_status dft_forward(const popc_kernel_ctx *kc)
     int64_t len, inner = 1, outer = 1, n_in, n_out, cx;
     popc_status st;
 
-    if ((st = top_dft_geom(kc->host, kc->node_name, kc->inputs, kc->n_inputs,
+    if ((st = top_dft_geom(kc->node_name, kc->inputs, kc->n_inputs,
                        kc->attrs, &axis, &len)) != POPC_OK)
         return st;
     cx = x->dims[x->rank - 1];

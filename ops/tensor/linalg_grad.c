@@ -60,7 +60,7 @@ static popc_status split_equation(const popc_grad_ctx *gc, const char *eq,
             end = arrow ? arrow : p + strlen(p);
         len = (size_t)(end - p);
         if (len >= TERM_LEN)
-            return opu_error(gc->host, POPC_EUNSUPPORTED, "Einsum",
+            return opu_error(POPC_EUNSUPPORTED, "Einsum",
                              gc->node_name, "a term is too long");
         memcpy(terms[*n], p, len);
         terms[(*n)++][len] = 0;
@@ -74,7 +74,7 @@ static popc_status split_equation(const popc_grad_ctx *gc, const char *eq,
     }
     if (arrow) {
         if (strlen(arrow + 2) >= TERM_LEN)
-            return opu_error(gc->host, POPC_EUNSUPPORTED, "Einsum",
+            return opu_error(POPC_EUNSUPPORTED, "Einsum",
                              gc->node_name, "the output term is too long");
         strcpy(out, arrow + 2);
         return POPC_OK;
@@ -133,7 +133,7 @@ popc_status top_einsum_grad(popc_grad_ctx *gc)
         if (!popc_dtype_is_float(gc->input_info[i].dtype))
             continue;
         if (!term_invertible(terms, n, i, out))
-            return opu_error(gc->host, POPC_EUNSUPPORTED, "Einsum",
+            return opu_error(POPC_EUNSUPPORTED, "Einsum",
                              gc->node_name, "the gradient of operand %d of "
                              "'%s' needs a label that is repeated in it or "
                              "used nowhere else; not supported yet", i, eq);
@@ -176,7 +176,7 @@ static popc_status det_grad_infer(popc_infer_ctx *ic)
         popc_view_numel(&ic->inputs[0]) * x->dims[x->rank - 1] *
                 x->dims[x->rank - 1] !=
             popc_view_numel(x))
-        return opu_error(ic->host, POPC_EINVAL, "DetGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "DetGrad", ic->node_name,
                          "X must be [..., M, M] floating point and dY its "
                          "batch");
     ic->outputs[0] = *x;
@@ -192,7 +192,7 @@ static popc_status det_grad_forward(const popc_kernel_ctx *kc)
     double *minor = a + m * m;
 
     if (!a)
-        return opu_error(kc->host, POPC_ENOMEM, "DetGrad", kc->node_name,
+        return opu_error(POPC_ENOMEM, "DetGrad", kc->node_name,
                          "out of memory");
     for (int64_t b = 0; b < batch; b++) {
         double g = opu_load_f(dy, b);
@@ -234,12 +234,12 @@ static popc_status dft_grad_infer(popc_infer_ctx *ic)
     int64_t len;
     popc_status st;
 
-    if ((st = top_dft_geom(ic->host, ic->node_name, ic->inputs + 1,
+    if ((st = top_dft_geom(ic->node_name, ic->inputs + 1,
                            ic->n_inputs - 1, ic->attrs, &axis, &len)) !=
         POPC_OK)
         return st;
     if (!popc_dtype_is_float(ic->inputs[0].dtype))
-        return opu_error(ic->host, POPC_EINVAL, "DFTGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "DFTGrad", ic->node_name,
                          "dY must be floating point");
     ic->outputs[0] = ic->inputs[1];
     ic->outputs[0].data = NULL;
@@ -254,7 +254,7 @@ static popc_status dft_grad_forward(const popc_kernel_ctx *kc)
     int64_t len, inner = 1, outer = 1, n_in, n_out, cx;
     popc_status st;
 
-    if ((st = top_dft_geom(kc->host, kc->node_name, kc->inputs + 1,
+    if ((st = top_dft_geom(kc->node_name, kc->inputs + 1,
                            kc->n_inputs - 1, kc->attrs, &axis, &len)) !=
         POPC_OK)
         return st;

@@ -23,7 +23,7 @@ static int64_t prod(const int64_t *d, int from, int to)
 
 /* ---- Transpose --------------------------------------------------------------- */
 
-static popc_status read_perm(const popc_host *h, const char *node,
+static popc_status read_perm(const char *node,
                              const popc_attrs *attrs, int rank, int *perm)
 {
     int64_t p[POPC_MAX_RANK + 1];
@@ -37,7 +37,7 @@ static popc_status read_perm(const popc_host *h, const char *node,
         return POPC_OK;
     }
     if (n != rank)
-        return opu_error(h, POPC_EINVAL, "Transpose", node,
+        return opu_error(POPC_EINVAL, "Transpose", node,
                          "perm %s has %lld entries but the input has rank %d",
                          opu_dims_str(p, (int)(n > POPC_MAX_RANK ? POPC_MAX_RANK
                                                                  : n),
@@ -45,7 +45,7 @@ static popc_status read_perm(const popc_host *h, const char *node,
                          (long long)n, rank);
     for (int i = 0; i < rank; i++) {
         if (p[i] < 0 || p[i] >= rank || seen[p[i]])
-            return opu_error(h, POPC_EINVAL, "Transpose", node,
+            return opu_error(POPC_EINVAL, "Transpose", node,
                              "perm %s is not a permutation of 0..%d",
                              opu_dims_str(p, rank, buf, sizeof buf),
                              rank - 1);
@@ -63,7 +63,7 @@ static popc_status transpose_infer(popc_infer_ctx *ic)
 
     if ((st = opu_need_dtype(ic, "Transpose")) != POPC_OK)
         return st;
-    if ((st = read_perm(ic->host, ic->node_name, ic->attrs, x->rank, perm)) !=
+    if ((st = read_perm(ic->node_name, ic->attrs, x->rank, perm)) !=
         POPC_OK)
         return st;
     ic->outputs[0].dtype = x->dtype;
@@ -128,7 +128,7 @@ static popc_status transpose_forward(const popc_kernel_ctx *kc)
     int cnt = 0;
     popc_status st;
 
-    if ((st = read_perm(kc->host, kc->node_name, kc->attrs, in->rank,
+    if ((st = read_perm(kc->node_name, kc->attrs, in->rank,
                         perm)) != POPC_OK)
         return st;
     for (int d = 0; d < in->rank; d++)
@@ -186,7 +186,7 @@ static popc_status transpose_grad(popc_grad_ctx *gc)
 
     if (gc->output_grads[0] < 0)
         return POPC_OK;
-    if ((st = read_perm(gc->host, gc->node_name, gc->attrs, rank, perm)) !=
+    if ((st = read_perm(gc->node_name, gc->attrs, rank, perm)) !=
         POPC_OK)
         return st;
     for (int i = 0; i < rank; i++)
@@ -210,9 +210,9 @@ static popc_status concat_infer(popc_infer_ctx *ic)
     if ((st = opu_need_dtype(ic, "Concat")) != POPC_OK)
         return st;
     if (!popc_attrs_find(ic->attrs, "axis"))
-        return opu_error(ic->host, POPC_EINVAL, "Concat", ic->node_name,
+        return opu_error(POPC_EINVAL, "Concat", ic->node_name,
                          "attribute 'axis' is required");
-    if ((st = opu_axis(ic->host, "Concat", ic->node_name,
+    if ((st = opu_axis("Concat", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", 0), x0->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -225,7 +225,7 @@ static popc_status concat_infer(popc_infer_ctx *ic)
         for (int d = 0; ok && d < x0->rank; d++)
             ok = d == axis || xk->dims[d] == x0->dims[d];
         if (!ok)
-            return opu_error(ic->host, POPC_EINVAL, "Concat", ic->node_name,
+            return opu_error(POPC_EINVAL, "Concat", ic->node_name,
                              "input %d is %s%s but input 0 is %s%s; dtypes, "
                              "ranks and every dimension except axis %d must "
                              "match", k, popc_dtype_name(xk->dtype),
@@ -245,7 +245,7 @@ static popc_status concat_forward(const popc_kernel_ctx *kc)
     int64_t inner, row, s, e, pos;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "Concat", kc->node_name,
+    if ((st = opu_axis("Concat", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), out->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -292,7 +292,7 @@ static popc_status concat_grad(popc_grad_ctx *gc)
                                    "Concat '%s': gradients through a Concat "
                                    "of more than 64 inputs are not "
                                    "supported", gc->node_name);
-    if ((st = opu_axis(gc->host, "Concat", gc->node_name,
+    if ((st = opu_axis("Concat", gc->node_name,
                        popc_attr_int(gc->attrs, "axis", 0),
                        gc->output_info[0].rank, "axis", &axis)) != POPC_OK)
         return st;
@@ -319,23 +319,23 @@ static popc_status split_sizes(const popc_infer_ctx *ic, int axis,
     if (ic->n_inputs > 1 && opu_present(&ic->inputs[1])) {
         int64_t sum = 0;
 
-        if ((st = opu_const_ints(ic->host, "Split", ic->node_name,
+        if ((st = opu_const_ints("Split", ic->node_name,
                                  &ic->inputs[1], "split (input 1)", sizes, 64,
                                  &n)) != POPC_OK)
             return st;
         if (n != ic->n_outputs)
-            return opu_error(ic->host, POPC_EINVAL, "Split", ic->node_name,
+            return opu_error(POPC_EINVAL, "Split", ic->node_name,
                              "split has %d sizes but the node has %d "
                              "outputs", n, ic->n_outputs);
         for (int k = 0; k < n; k++) {
             if (sizes[k] < 0)
-                return opu_error(ic->host, POPC_EINVAL, "Split",
+                return opu_error(POPC_EINVAL, "Split",
                                  ic->node_name, "split size %lld is negative",
                                  (long long)sizes[k]);
             sum += sizes[k];
         }
         if (sum != x->dims[axis])
-            return opu_error(ic->host, POPC_EINVAL, "Split", ic->node_name,
+            return opu_error(POPC_EINVAL, "Split", ic->node_name,
                              "split sizes sum to %lld but axis %d of the "
                              "input %s has size %lld", (long long)sum, axis,
                              opu_shape_str(x, a, sizeof a),
@@ -343,7 +343,7 @@ static popc_status split_sizes(const popc_infer_ctx *ic, int axis,
         return POPC_OK;
     }
     if (x->dims[axis] % ic->n_outputs != 0)
-        return opu_error(ic->host, POPC_EINVAL, "Split", ic->node_name,
+        return opu_error(POPC_EINVAL, "Split", ic->node_name,
                          "axis %d of the input %s (size %lld) does not split "
                          "evenly into %d outputs; give the split input",
                          axis, opu_shape_str(x, a, sizeof a),
@@ -361,12 +361,12 @@ static popc_status split_infer(popc_infer_ctx *ic)
 
     if ((st = opu_need_dtype(ic, "Split")) != POPC_OK)
         return st;
-    if ((st = opu_axis(ic->host, "Split", ic->node_name,
+    if ((st = opu_axis("Split", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", 0),
                        ic->inputs[0].rank, "axis", &axis)) != POPC_OK)
         return st;
     if (ic->n_outputs < 1 || ic->n_outputs > 64)
-        return opu_error(ic->host, POPC_EINVAL, "Split", ic->node_name,
+        return opu_error(POPC_EINVAL, "Split", ic->node_name,
                          "%d outputs; 1 to 64 are supported", ic->n_outputs);
     if ((st = split_sizes(ic, axis, sizes)) != POPC_OK)
         return st;
@@ -386,7 +386,7 @@ static popc_status split_forward(const popc_kernel_ctx *kc)
     int64_t inner, row, offset = 0;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "Split", kc->node_name,
+    if ((st = opu_axis("Split", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -450,7 +450,7 @@ static popc_status split_grad(popc_grad_ctx *gc)
 
 /* ---- Gather ------------------------------------------------------------------ */
 
-static popc_status gather_shape(const popc_host *h, const char *op,
+static popc_status gather_shape(const char *op,
                                 const char *node, const popc_view *data,
                                 const popc_view *idx, int64_t axis_attr,
                                 int *axis, popc_view *out)
@@ -458,14 +458,14 @@ static popc_status gather_shape(const popc_host *h, const char *op,
     popc_status st;
 
     if (idx->dtype != POPC_DTYPE_I32 && idx->dtype != POPC_DTYPE_I64)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "indices must be int32 or int64, got %s",
                          popc_dtype_name(idx->dtype));
-    if ((st = opu_axis(h, op, node, axis_attr, data->rank, "axis", axis)) !=
+    if ((st = opu_axis(op, node, axis_attr, data->rank, "axis", axis)) !=
         POPC_OK)
         return st;
     if (data->rank - 1 + idx->rank > POPC_MAX_RANK)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "the result would have rank %d; at most %d is "
                          "supported", data->rank - 1 + idx->rank,
                          POPC_MAX_RANK);
@@ -486,7 +486,7 @@ static popc_status gather_infer(popc_infer_ctx *ic)
 
     if ((st = opu_need_dtype(ic, "Gather")) != POPC_OK)
         return st;
-    if ((st = gather_shape(ic->host, "Gather", ic->node_name, &ic->inputs[0],
+    if ((st = gather_shape("Gather", ic->node_name, &ic->inputs[0],
                            &ic->inputs[1],
                            popc_attr_int(ic->attrs, "axis", 0), &axis,
                            &ic->outputs[0])) != POPC_OK)
@@ -517,7 +517,7 @@ static popc_status bad_index(const popc_kernel_ctx *kc, const char *op,
                     : ((const int32_t *)idx->data)[j];
     char a[160];
 
-    return opu_error(kc->host, POPC_EINVAL, op, kc->node_name,
+    return opu_error(POPC_EINVAL, op, kc->node_name,
                      "index %lld (position %lld) is out of range for axis %d "
                      "of size %lld (data shape %s)", (long long)v,
                      (long long)j, axis, (long long)data->dims[axis],
@@ -533,7 +533,7 @@ static popc_status gather_forward(const popc_kernel_ctx *kc)
     int axis;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "Gather", kc->node_name,
+    if ((st = opu_axis("Gather", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), data->rank,
                        "axis", &axis)) != POPC_OK)
         return st;
@@ -585,25 +585,25 @@ static popc_status gather_grad_infer(popc_infer_ctx *ic)
     popc_status st;
 
     if (!opu_is_float(g->dtype))
-        return opu_error(ic->host, POPC_EINVAL, "GatherGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "GatherGrad", ic->node_name,
                          "gradient must be float32 or float16, got %s",
                          popc_dtype_name(g->dtype));
     memset(&data, 0, sizeof data);
     n = popc_attr_ints(ic->attrs, "shape", data.dims, POPC_MAX_RANK);
     if (n < 1 || n > POPC_MAX_RANK)
-        return opu_error(ic->host, POPC_EINVAL, "GatherGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "GatherGrad", ic->node_name,
                          "attribute 'shape' (the data shape, rank 1..%d) is "
                          "required", POPC_MAX_RANK);
     data.rank = (int)n;
     data.dtype = g->dtype;
     memset(&expect, 0, sizeof expect);
-    if ((st = gather_shape(ic->host, "GatherGrad", ic->node_name, &data,
+    if ((st = gather_shape("GatherGrad", ic->node_name, &data,
                            &ic->inputs[1],
                            popc_attr_int(ic->attrs, "axis", 0), &axis,
                            &expect)) != POPC_OK)
         return st;
     if (!opu_same_shape(&expect, g))
-        return opu_error(ic->host, POPC_EINVAL, "GatherGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "GatherGrad", ic->node_name,
                          "gradient shape %s does not match the gathered "
                          "shape %s", opu_shape_str(g, a, sizeof a),
                          opu_shape_str(&expect, b, sizeof b));
@@ -619,7 +619,7 @@ static popc_status gather_grad_forward(const popc_kernel_ctx *kc)
     int axis, half = out->dtype == POPC_DTYPE_F16;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "GatherGrad", kc->node_name,
+    if ((st = opu_axis("GatherGrad", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), out->rank, "axis",
                        &axis)) != POPC_OK)
         return st;

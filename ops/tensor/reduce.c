@@ -85,7 +85,7 @@ static void geom_init(reduce_geom *g, const popc_view *in,
 }
 
 /* axes: an explicit list (n >= 0), or n < 0 when none is given. */
-static popc_status spec_init(const popc_host *h, const char *op,
+static popc_status spec_init(const char *op,
                              const char *node, const popc_view *in,
                              const int64_t *axes, int n, int keepdims,
                              int noop_with_empty, reduce_spec *spec,
@@ -102,11 +102,11 @@ static popc_status spec_init(const popc_host *h, const char *op,
             int ax;
             popc_status st;
 
-            if ((st = opu_axis(h, op, node, axes[i], in->rank, "axis",
+            if ((st = opu_axis(op, node, axes[i], in->rank, "axis",
                                &ax)) != POPC_OK)
                 return st;
             if (spec->reduce[ax])
-                return opu_error(h, POPC_EINVAL, op, node,
+                return opu_error(POPC_EINVAL, op, node,
                                  "axis %d is given twice", ax);
             spec->reduce[ax] = 1;
         }
@@ -273,7 +273,7 @@ static const char *const red_names[] = {"ReduceSum", "ReduceMean",
 
 /* Axes: input 1 when present (ReduceSum-13, opset 18 form), else the
 ** "axes" attribute; n < 0 when neither. */
-static popc_status red_axes(const popc_host *h, const char *op,
+static popc_status red_axes(const char *op,
                             const char *node, const popc_view *in, int n_in,
                             const popc_attrs *attrs, int64_t *axes, int *n)
 {
@@ -283,16 +283,16 @@ static popc_status red_axes(const popc_host *h, const char *op,
             *n = 0;
             return POPC_OK;
         }
-        return opu_const_ints(h, op, node, &in[1], "axes (input 1)", axes,
+        return opu_const_ints(op, node, &in[1], "axes (input 1)", axes,
                               POPC_MAX_RANK, n);
     }
     *n = (int)popc_attr_ints(attrs, "axes", axes, POPC_MAX_RANK);
     if (*n > POPC_MAX_RANK)
-        return opu_error(h, POPC_EINVAL, op, node, "too many axes (%d)", *n);
+        return opu_error(POPC_EINVAL, op, node, "too many axes (%d)", *n);
     return POPC_OK;
 }
 
-static popc_status red_spec(const popc_host *h, int kind, const char *node,
+static popc_status red_spec(int kind, const char *node,
                             const popc_view *in, int n_in,
                             const popc_attrs *attrs, reduce_spec *spec,
                             popc_view *out)
@@ -303,13 +303,12 @@ static popc_status red_spec(const popc_host *h, int kind, const char *node,
     popc_status st;
 
     if (!opu_is_float(in[0].dtype))
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "input must be float32 or float16, got %s",
                          popc_dtype_name(in[0].dtype));
-    if ((st = red_axes(h, op, node, in, n_in, attrs, axes, &n)) != POPC_OK)
+    if ((st = red_axes(op, node, in, n_in, attrs, axes, &n)) != POPC_OK)
         return st;
-    return spec_init(
-        h, op, node, &in[0], axes, n,
+    return spec_init(op, node, &in[0], axes, n,
         (int)popc_attr_int(attrs, "keepdims", 1),
         (int)popc_attr_int(attrs, "noop_with_empty_axes", 0), spec, out);
 }
@@ -318,7 +317,7 @@ static popc_status red_infer(popc_infer_ctx *ic, int kind)
 {
     reduce_spec spec;
 
-    return red_spec(ic->host, kind, ic->node_name, ic->inputs, ic->n_inputs,
+    return red_spec(kind, ic->node_name, ic->inputs, ic->n_inputs,
                     ic->attrs, &spec, &ic->outputs[0]);
 }
 
@@ -331,7 +330,7 @@ static popc_status red_forward(const popc_kernel_ctx *kc, int kind)
     popc_status st;
 
     memset(&shape, 0, sizeof shape);
-    if ((st = red_spec(kc->host, kind, kc->node_name, kc->inputs,
+    if ((st = red_spec(kind, kc->node_name, kc->inputs,
                        kc->n_inputs, kc->attrs, &spec, &shape)) != POPC_OK)
         return st;
     if (spec.noop) {
@@ -390,11 +389,11 @@ static popc_status grad_spec(popc_grad_ctx *gc, int kind, reduce_spec *spec,
     if (gc->n_inputs > 1 && gc->inputs[1] >= 0 &&
         (st = gc->host->value_info(gc, gc->inputs[1], &views[1])) != POPC_OK)
         return st;
-    if ((st = red_axes(gc->host, red_names[kind], gc->node_name, views,
+    if ((st = red_axes(red_names[kind], gc->node_name, views,
                        gc->n_inputs > 1 ? 2 : 1, gc->attrs, axes, &n)) !=
         POPC_OK)
         return st;
-    return spec_init(gc->host, red_names[kind], gc->node_name, &views[0],
+    return spec_init(red_names[kind], gc->node_name, &views[0],
                      axes, n, 1,
                      (int)popc_attr_int(gc->attrs, "noop_with_empty_axes", 0),
                      spec, kept);
@@ -458,7 +457,7 @@ popc_status top_reduce_grad(popc_grad_ctx *gc, const char *of)
     if (gc->output_grads[0] < 0)
         return POPC_OK;
     if (gc->attrs && gc->attrs->n > 16)
-        return opu_error(gc->host, POPC_EINVAL, of, gc->node_name,
+        return opu_error(POPC_EINVAL, of, gc->node_name,
                          "too many attributes (%d)", gc->attrs->n);
     for (int i = 0; gc->attrs && i < gc->attrs->n; i++)
         attrs[n_attrs++] = gc->attrs->items[i];
@@ -482,7 +481,7 @@ static popc_status reduce_max_grad(popc_grad_ctx *gc)
 
 /* The spec of the forward ReduceMax, from X (input 1) and its axes (input
 ** 3 or the attribute). */
-static popc_status max_grad_spec(const popc_host *h, const char *node,
+static popc_status max_grad_spec(const char *node,
                                  const popc_view *in, int n_in,
                                  const popc_attrs *attrs,
                                  reduce_spec *spec, popc_view *y)
@@ -493,7 +492,7 @@ static popc_status max_grad_spec(const popc_host *h, const char *node,
     memset(&views[1], 0, sizeof views[1]);
     if (n_in > 3)
         views[1] = in[3];
-    return red_spec(h, RED_MAX, node, views, 2, attrs, spec, y);
+    return red_spec(RED_MAX, node, views, 2, attrs, spec, y);
 }
 
 /* What a reduction's gradient needs to know about one output: the count
@@ -545,16 +544,16 @@ static popc_status reduce_max_grad_infer(popc_infer_ctx *ic)
 
     memset(&y, 0, sizeof y);
     if (grad_kind(ic->attrs) < 0)
-        return opu_error(ic->host, POPC_EINVAL, "ReduceMaxGrad",
+        return opu_error(POPC_EINVAL, "ReduceMaxGrad",
                          ic->node_name, "attribute 'of' names no reduction "
                          "it differentiates ('%s')",
                          popc_attr_string(ic->attrs, "of", ""));
-    if ((st = max_grad_spec(ic->host, ic->node_name, in, ic->n_inputs,
+    if ((st = max_grad_spec(ic->node_name, in, ic->n_inputs,
                             ic->attrs, &spec, &y)) != POPC_OK)
         return st;
     if (!opu_same_shape(&in[0], &y) || !opu_same_shape(&in[2], &y) ||
         in[0].dtype != in[1].dtype || in[2].dtype != in[1].dtype)
-        return opu_error(ic->host, POPC_EINVAL, "ReduceMaxGrad",
+        return opu_error(POPC_EINVAL, "ReduceMaxGrad",
                          ic->node_name,
                          "dY %s and Y %s must both have the reduced shape %s "
                          "and X's dtype", opu_shape_str(&in[0], a, sizeof a),
@@ -580,7 +579,7 @@ static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
     popc_status st;
 
     memset(&shape, 0, sizeof shape);
-    if ((st = max_grad_spec(kc->host, kc->node_name, kc->inputs,
+    if ((st = max_grad_spec(kc->node_name, kc->inputs,
                             kc->n_inputs, kc->attrs, &spec, &shape)) !=
         POPC_OK)
         return st;
@@ -628,7 +627,7 @@ static popc_status reduce_max_grad_forward(const popc_kernel_ctx *kc)
 
 /* The target shape from attribute "shape"; reduce[d] marks the dims of g
 ** that are summed. */
-static popc_status sum_to_spec(const popc_host *h, const char *node,
+static popc_status sum_to_spec(const char *node,
                                const popc_view *g, const popc_attrs *attrs,
                                popc_view *target, uint8_t *reduce)
 {
@@ -638,13 +637,13 @@ static popc_status sum_to_spec(const popc_host *h, const char *node,
     memset(target, 0, sizeof *target);
     n = popc_attr_ints(attrs, "shape", target->dims, POPC_MAX_RANK);
     if (n < 0 || n > POPC_MAX_RANK)
-        return opu_error(h, POPC_EINVAL, "SumToShape", node,
+        return opu_error(POPC_EINVAL, "SumToShape", node,
                          "attribute 'shape' (ints, rank <= %d) is required",
                          POPC_MAX_RANK);
     target->rank = (int)n;
     target->dtype = g->dtype;
     if (!opu_is_float(g->dtype))
-        return opu_error(h, POPC_EINVAL, "SumToShape", node,
+        return opu_error(POPC_EINVAL, "SumToShape", node,
                          "input must be float32 or float16, got %s",
                          popc_dtype_name(g->dtype));
     if (target->rank > g->rank)
@@ -659,7 +658,7 @@ static popc_status sum_to_spec(const popc_host *h, const char *node,
     }
     return POPC_OK;
 mismatch:
-    return opu_error(h, POPC_EINVAL, "SumToShape", node,
+    return opu_error(POPC_EINVAL, "SumToShape", node,
                      "shape %s does not broadcast to the input's shape %s; "
                      "it must be the shape of an operand of the broadcast",
                      opu_shape_str(target, a, sizeof a),
@@ -670,7 +669,7 @@ static popc_status sum_to_shape_infer(popc_infer_ctx *ic)
 {
     uint8_t reduce[POPC_MAX_RANK];
 
-    return sum_to_spec(ic->host, ic->node_name, &ic->inputs[0], ic->attrs,
+    return sum_to_spec(ic->node_name, &ic->inputs[0], ic->attrs,
                        &ic->outputs[0], reduce);
 }
 
@@ -682,7 +681,7 @@ static popc_status sum_to_shape_forward(const popc_kernel_ctx *kc)
     int64_t s, e;
     popc_status st;
 
-    if ((st = sum_to_spec(kc->host, kc->node_name, &kc->inputs[0], kc->attrs,
+    if ((st = sum_to_spec(kc->node_name, &kc->inputs[0], kc->attrs,
                           &target, reduce)) != POPC_OK)
         return st;
     geom_init(&g, &kc->inputs[0], reduce);
@@ -719,15 +718,15 @@ static popc_status argmax_infer(popc_infer_ctx *ic)
 
     if (!opu_is_float(x->dtype) && x->dtype != POPC_DTYPE_I32 &&
         x->dtype != POPC_DTYPE_I64)
-        return opu_error(ic->host, POPC_EINVAL, "ArgMax", ic->node_name,
+        return opu_error(POPC_EINVAL, "ArgMax", ic->node_name,
                          "input must be float or int32/int64, got %s",
                          popc_dtype_name(x->dtype));
-    if ((st = opu_axis(ic->host, "ArgMax", ic->node_name,
+    if ((st = opu_axis("ArgMax", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
     if (x->dims[axis] == 0)
-        return opu_error(ic->host, POPC_EINVAL, "ArgMax", ic->node_name,
+        return opu_error(POPC_EINVAL, "ArgMax", ic->node_name,
                          "axis %d has size 0: there is no maximum", axis);
     o->dtype = POPC_DTYPE_I64;
     o->rank = 0;
@@ -760,7 +759,7 @@ static popc_status argmax_forward(const popc_kernel_ctx *kc)
     int64_t dim, inner, s, e;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "ArgMax", kc->node_name,
+    if ((st = opu_axis("ArgMax", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
@@ -769,7 +768,7 @@ static popc_status argmax_forward(const popc_kernel_ctx *kc)
     for (int d = axis + 1; d < x->rank; d++)
         inner *= x->dims[d];
     if (dim == 0)
-        return opu_error(kc->host, POPC_EINVAL, "ArgMax", kc->node_name,
+        return opu_error(POPC_EINVAL, "ArgMax", kc->node_name,
                          "axis %d has size 0", axis);
     opu_range(popc_view_numel(&kc->outputs[0]), kc->part, kc->n_parts, &s,
               &e);

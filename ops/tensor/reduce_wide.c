@@ -21,7 +21,7 @@ static const char *const names[] = {"ReduceMin", "ReduceProd", "ReduceL1",
                                     "ReduceLogSumExp", "ReduceSumSquare"};
 
 /* Which input dims are reduced, from the attributes. */
-static popc_status reduced_dims(const popc_host *h, const char *op,
+static popc_status reduced_dims(const char *op,
                                 const char *node, const popc_view *x,
                                 const popc_attrs *attrs, uint8_t *red)
 {
@@ -30,12 +30,12 @@ static popc_status reduced_dims(const popc_host *h, const char *op,
     popc_status st;
 
     if (n > POPC_MAX_RANK)
-        return opu_error(h, POPC_EINVAL, op, node, "too many axes");
+        return opu_error(POPC_EINVAL, op, node, "too many axes");
     memset(red, n <= 0, POPC_MAX_RANK);
     for (int64_t i = 0; i < n; i++) {
         int ax;
 
-        if ((st = opu_axis(h, op, node, axes[i], x->rank, "axes", &ax)) !=
+        if ((st = opu_axis(op, node, axes[i], x->rank, "axes", &ax)) !=
             POPC_OK)
             return st;
         red[ax] = 1;
@@ -61,10 +61,10 @@ static popc_status wide_infer(popc_infer_ctx *ic, int kind)
     popc_status st;
 
     if (popc_dtype_size(x->dtype) == 0 || x->dtype == POPC_DTYPE_BOOL)
-        return opu_error(ic->host, POPC_EINVAL, names[kind], ic->node_name,
+        return opu_error(POPC_EINVAL, names[kind], ic->node_name,
                          "input must be numeric, got %s",
                          popc_dtype_name(x->dtype));
-    if ((st = reduced_dims(ic->host, names[kind], ic->node_name, x,
+    if ((st = reduced_dims(names[kind], ic->node_name, x,
                            ic->attrs, red)) != POPC_OK)
         return st;
     out_shape(x, red, (int)popc_attr_int(ic->attrs, "keepdims", 1),
@@ -162,7 +162,7 @@ static popc_status wide_forward(const popc_kernel_ctx *kc, int kind)
     int64_t s, e;
     popc_status st;
 
-    if ((st = reduced_dims(kc->host, names[kind], kc->node_name, x,
+    if ((st = reduced_dims(names[kind], kc->node_name, x,
                            kc->attrs, red)) != POPC_OK)
         return st;
     walk_init(&w, x, red);
@@ -207,15 +207,15 @@ static popc_status argmin_infer(popc_infer_ctx *ic)
     popc_status st;
 
     if (popc_dtype_size(x->dtype) == 0 || x->dtype == POPC_DTYPE_BOOL)
-        return opu_error(ic->host, POPC_EINVAL, "ArgMin", ic->node_name,
+        return opu_error(POPC_EINVAL, "ArgMin", ic->node_name,
                          "input must be numeric, got %s",
                          popc_dtype_name(x->dtype));
-    if ((st = opu_axis(ic->host, "ArgMin", ic->node_name,
+    if ((st = opu_axis("ArgMin", ic->node_name,
                        popc_attr_int(ic->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;
     if (x->dims[axis] == 0)
-        return opu_error(ic->host, POPC_EINVAL, "ArgMin", ic->node_name,
+        return opu_error(POPC_EINVAL, "ArgMin", ic->node_name,
                          "axis %d has size 0: there is no minimum", axis);
     o->dtype = POPC_DTYPE_I64;
     o->rank = 0;
@@ -238,7 +238,7 @@ static popc_status argmin_forward(const popc_kernel_ctx *kc)
     int64_t dim, inner = 1, s, e;
     popc_status st;
 
-    if ((st = opu_axis(kc->host, "ArgMin", kc->node_name,
+    if ((st = opu_axis("ArgMin", kc->node_name,
                        popc_attr_int(kc->attrs, "axis", 0), x->rank, "axis",
                        &axis)) != POPC_OK)
         return st;

@@ -84,7 +84,7 @@ static popc_status reshape_infer(popc_infer_ctx *ic)
 
     if ((st = opu_need_dtype(ic, "Reshape")) != POPC_OK)
         return st;
-    if ((st = opu_const_ints(ic->host, "Reshape", ic->node_name,
+    if ((st = opu_const_ints("Reshape", ic->node_name,
                              ic->n_inputs > 1 ? &ic->inputs[1] : NULL,
                              "the target shape (input 1)", shape,
                              POPC_MAX_RANK, &n)) != POPC_OK)
@@ -93,7 +93,7 @@ static popc_status reshape_infer(popc_infer_ctx *ic)
     for (int i = 0; i < n; i++) {
         if (shape[i] == -1) {
             if (infer_at >= 0)
-                return opu_error(ic->host, POPC_EINVAL, "Reshape",
+                return opu_error(POPC_EINVAL, "Reshape",
                                  ic->node_name,
                                  "target shape %s has more than one -1",
                                  opu_dims_str(shape, n, a, sizeof a));
@@ -101,12 +101,12 @@ static popc_status reshape_infer(popc_infer_ctx *ic)
             continue;
         }
         if (shape[i] < -1)
-            return opu_error(ic->host, POPC_EINVAL, "Reshape", ic->node_name,
+            return opu_error(POPC_EINVAL, "Reshape", ic->node_name,
                              "target shape %s has a negative dimension",
                              opu_dims_str(shape, n, a, sizeof a));
         if (shape[i] == 0 && !allowzero) {
             if (i >= x->rank)
-                return opu_error(ic->host, POPC_EINVAL, "Reshape",
+                return opu_error(POPC_EINVAL, "Reshape",
                                  ic->node_name,
                                  "target dimension %d is 0 (copy the input "
                                  "dimension) but the input %s has rank %d",
@@ -119,13 +119,13 @@ static popc_status reshape_infer(popc_infer_ctx *ic)
         known *= o->dims[i];
     }
     if (allowzero && has_zero && infer_at >= 0)
-        return opu_error(ic->host, POPC_EINVAL, "Reshape", ic->node_name,
+        return opu_error(POPC_EINVAL, "Reshape", ic->node_name,
                          "with allowzero=1 the target shape %s may not "
                          "hold both 0 and -1",
                          opu_dims_str(shape, n, a, sizeof a));
     if (infer_at >= 0) {
         if (known == 0 || total % known != 0)
-            return opu_error(ic->host, POPC_EINVAL, "Reshape", ic->node_name,
+            return opu_error(POPC_EINVAL, "Reshape", ic->node_name,
                              "cannot reshape input of shape %s (%lld "
                              "elements) to %s: the -1 dimension has no "
                              "whole size", opu_shape_str(x, a, sizeof a),
@@ -135,7 +135,7 @@ static popc_status reshape_infer(popc_infer_ctx *ic)
         known *= o->dims[infer_at];
     }
     if (known != total)
-        return opu_error(ic->host, POPC_EINVAL, "Reshape", ic->node_name,
+        return opu_error(POPC_EINVAL, "Reshape", ic->node_name,
                          "cannot reshape input of shape %s (%lld elements) "
                          "to %s (%lld elements)",
                          opu_shape_str(x, a, sizeof a), (long long)total,
@@ -158,7 +158,7 @@ static popc_status flatten_infer(popc_infer_ctx *ic)
     if ((st = opu_need_dtype(ic, "Flatten")) != POPC_OK)
         return st;
     if (axis < -(int64_t)x->rank || axis > x->rank)
-        return opu_error(ic->host, POPC_EINVAL, "Flatten", ic->node_name,
+        return opu_error(POPC_EINVAL, "Flatten", ic->node_name,
                          "axis %lld is out of range for a rank-%d input; use "
                          "a value in [%d, %d]", (long long)axis, x->rank,
                          -x->rank, x->rank);
@@ -182,11 +182,11 @@ static popc_status read_axes(const popc_infer_ctx *ic, const char *op,
 {
     *n = -1;
     if (ic->n_inputs > 1 && opu_present(&ic->inputs[1]))
-        return opu_const_ints(ic->host, op, ic->node_name, &ic->inputs[1],
+        return opu_const_ints(op, ic->node_name, &ic->inputs[1],
                               "axes (input 1)", axes, cap, n);
     *n = (int)popc_attr_ints(ic->attrs, "axes", axes, cap);
     if (*n > cap)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "%d axes given; at most %d are supported", *n, cap);
     return POPC_OK;
 }
@@ -208,11 +208,11 @@ static popc_status squeeze_infer(popc_infer_ctx *ic)
     for (int i = 0; i < n; i++) {
         int ax;
 
-        if ((st = opu_axis(ic->host, "Squeeze", ic->node_name, axes[i],
+        if ((st = opu_axis("Squeeze", ic->node_name, axes[i],
                            x->rank, "axis", &ax)) != POPC_OK)
             return st;
         if (x->dims[ax] != 1)
-            return opu_error(ic->host, POPC_EINVAL, "Squeeze", ic->node_name,
+            return opu_error(POPC_EINVAL, "Squeeze", ic->node_name,
                              "axis %d has size %lld, not 1 (input shape %s)",
                              ax, (long long)x->dims[ax],
                              opu_shape_str(x, a, sizeof a));
@@ -241,21 +241,21 @@ static popc_status unsqueeze_infer(popc_infer_ctx *ic)
         POPC_OK)
         return st;
     if (n < 0)
-        return opu_error(ic->host, POPC_EINVAL, "Unsqueeze", ic->node_name,
+        return opu_error(POPC_EINVAL, "Unsqueeze", ic->node_name,
                          "axes (input 1) is required");
     rank = x->rank + n;
     if (rank > POPC_MAX_RANK)
-        return opu_error(ic->host, POPC_EINVAL, "Unsqueeze", ic->node_name,
+        return opu_error(POPC_EINVAL, "Unsqueeze", ic->node_name,
                          "the result would have rank %d; at most %d is "
                          "supported", rank, POPC_MAX_RANK);
     for (int i = 0; i < n; i++) {
         int ax;
 
-        if ((st = opu_axis(ic->host, "Unsqueeze", ic->node_name, axes[i],
+        if ((st = opu_axis("Unsqueeze", ic->node_name, axes[i],
                            rank, "axis", &ax)) != POPC_OK)
             return st;
         if (ins[ax])
-            return opu_error(ic->host, POPC_EINVAL, "Unsqueeze",
+            return opu_error(POPC_EINVAL, "Unsqueeze",
                              ic->node_name, "axis %d is given twice", ax);
         ins[ax] = 1;
     }
@@ -277,7 +277,7 @@ static popc_status expand_infer(popc_infer_ctx *ic)
     if ((st = opu_need_dtype(ic, "Expand")) != POPC_OK)
         return st;
     memset(&pair[1], 0, sizeof pair[1]);
-    if ((st = opu_const_ints(ic->host, "Expand", ic->node_name,
+    if ((st = opu_const_ints("Expand", ic->node_name,
                              ic->n_inputs > 1 ? &ic->inputs[1] : NULL,
                              "the shape (input 1)", pair[1].dims,
                              POPC_MAX_RANK, &n)) != POPC_OK)
@@ -286,10 +286,10 @@ static popc_status expand_infer(popc_infer_ctx *ic)
     pair[1].rank = n;
     for (int i = 0; i < n; i++)
         if (pair[1].dims[i] < 0)
-            return opu_error(ic->host, POPC_EINVAL, "Expand", ic->node_name,
+            return opu_error(POPC_EINVAL, "Expand", ic->node_name,
                              "shape has a negative dimension %lld",
                              (long long)pair[1].dims[i]);
-    if ((st = opu_broadcast(ic->host, "Expand", ic->node_name, pair, 2,
+    if ((st = opu_broadcast("Expand", ic->node_name, pair, 2,
                             &ic->outputs[0])) != POPC_OK)
         return st;
     ic->outputs[0].dtype = ic->inputs[0].dtype;

@@ -13,7 +13,7 @@ typedef struct slice_spec {
     int64_t start[POPC_MAX_RANK], step[POPC_MAX_RANK], count[POPC_MAX_RANK];
 } slice_spec;
 
-static popc_status slice_resolve(const popc_host *h, const char *op,
+static popc_status slice_resolve(const char *op,
                                  const char *node, const popc_view *x,
                                  const popc_view *in, int n_in,
                                  slice_spec *sp, popc_view *out)
@@ -24,19 +24,19 @@ static popc_status slice_resolve(const popc_host *h, const char *op,
     int ns, ne, na, nt;
     popc_status st;
 
-    if ((st = opu_const_ints(h, op, node, n_in > 1 ? &in[1] : NULL,
+    if ((st = opu_const_ints(op, node, n_in > 1 ? &in[1] : NULL,
                              "starts (input 1)", starts, POPC_MAX_RANK,
                              &ns)) != POPC_OK ||
-        (st = opu_const_ints(h, op, node, n_in > 2 ? &in[2] : NULL,
+        (st = opu_const_ints(op, node, n_in > 2 ? &in[2] : NULL,
                              "ends (input 2)", ends, POPC_MAX_RANK, &ne)) !=
             POPC_OK)
         return st;
     if (ns != ne)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "starts has %d values but ends has %d", ns, ne);
     na = ns;
     if (n_in > 3 && opu_present(&in[3])) {
-        if ((st = opu_const_ints(h, op, node, &in[3], "axes (input 3)", axes,
+        if ((st = opu_const_ints(op, node, &in[3], "axes (input 3)", axes,
                                  POPC_MAX_RANK, &na)) != POPC_OK)
             return st;
     } else {
@@ -45,7 +45,7 @@ static popc_status slice_resolve(const popc_host *h, const char *op,
     }
     nt = ns;
     if (n_in > 4 && opu_present(&in[4])) {
-        if ((st = opu_const_ints(h, op, node, &in[4], "steps (input 4)",
+        if ((st = opu_const_ints(op, node, &in[4], "steps (input 4)",
                                  steps, POPC_MAX_RANK, &nt)) != POPC_OK)
             return st;
     } else {
@@ -53,7 +53,7 @@ static popc_status slice_resolve(const popc_host *h, const char *op,
             steps[i] = 1;
     }
     if (na != ns || nt != ns)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "starts, ends, axes and steps must have the same "
                          "length (%d, %d, %d, %d)", ns, ne, na, nt);
     for (int d = 0; d < x->rank; d++) {
@@ -65,15 +65,15 @@ static popc_status slice_resolve(const popc_host *h, const char *op,
         int64_t dim, s = starts[i], e = ends[i], t = steps[i];
         int ax;
 
-        if ((st = opu_axis(h, op, node, axes[i], x->rank, "axis", &ax)) !=
+        if ((st = opu_axis(op, node, axes[i], x->rank, "axis", &ax)) !=
             POPC_OK)
             return st;
         if (seen[ax])
-            return opu_error(h, POPC_EINVAL, op, node,
+            return opu_error(POPC_EINVAL, op, node,
                              "axis %d is sliced twice", ax);
         seen[ax] = 1;
         if (t == 0)
-            return opu_error(h, POPC_EINVAL, op, node,
+            return opu_error(POPC_EINVAL, op, node,
                              "step for axis %d is 0", ax);
         dim = x->dims[ax];
         if (s < 0)
@@ -104,9 +104,9 @@ static popc_status slice_infer(popc_infer_ctx *ic)
     slice_spec sp;
 
     if (popc_dtype_size(ic->inputs[0].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, "Slice", ic->node_name,
+        return opu_error(POPC_EINVAL, "Slice", ic->node_name,
                          "input 0 has no known dtype");
-    return slice_resolve(ic->host, "Slice", ic->node_name, &ic->inputs[0],
+    return slice_resolve("Slice", ic->node_name, &ic->inputs[0],
                          ic->inputs, ic->n_inputs, &sp, &ic->outputs[0]);
 }
 
@@ -132,7 +132,7 @@ static popc_status slice_forward(const popc_kernel_ctx *kc)
     popc_status st;
 
     memset(&shape, 0, sizeof shape);
-    if ((st = slice_resolve(kc->host, "Slice", kc->node_name, in, kc->inputs,
+    if ((st = slice_resolve("Slice", kc->node_name, in, kc->inputs,
                             kc->n_inputs, &sp, &shape)) != POPC_OK)
         return st;
     /* the output walked with strides step * input stride from base */
@@ -182,7 +182,7 @@ static popc_status slice_grad(popc_grad_ctx *gc)
 
 /* ---- SliceGrad ------------------------------------------------------------ */
 
-static popc_status slice_grad_shape(const popc_host *h, const char *node,
+static popc_status slice_grad_shape(const char *node,
                                     const popc_attrs *attrs,
                                     const popc_view *g, popc_view *x)
 {
@@ -191,7 +191,7 @@ static popc_status slice_grad_shape(const popc_host *h, const char *node,
     memset(x, 0, sizeof *x);
     n = popc_attr_ints(attrs, "shape", x->dims, POPC_MAX_RANK);
     if (n < 0 || n > POPC_MAX_RANK)
-        return opu_error(h, POPC_EINVAL, "SliceGrad", node,
+        return opu_error(POPC_EINVAL, "SliceGrad", node,
                          "attribute 'shape' (the sliced input's shape, rank "
                          "<= %d) is required", POPC_MAX_RANK);
     x->rank = (int)n;
@@ -208,18 +208,18 @@ static popc_status slice_grad_infer(popc_infer_ctx *ic)
     popc_status st;
 
     if (popc_dtype_size(g->dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, "SliceGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "SliceGrad", ic->node_name,
                          "gradient has no known dtype");
-    if ((st = slice_grad_shape(ic->host, ic->node_name, ic->attrs, g, &x)) !=
+    if ((st = slice_grad_shape(ic->node_name, ic->attrs, g, &x)) !=
         POPC_OK)
         return st;
     memset(&expect, 0, sizeof expect);
-    if ((st = slice_resolve(ic->host, "SliceGrad", ic->node_name, &x,
+    if ((st = slice_resolve("SliceGrad", ic->node_name, &x,
                             ic->inputs, ic->n_inputs, &sp, &expect)) !=
         POPC_OK)
         return st;
     if (!opu_same_shape(&expect, g))
-        return opu_error(ic->host, POPC_EINVAL, "SliceGrad", ic->node_name,
+        return opu_error(POPC_EINVAL, "SliceGrad", ic->node_name,
                          "gradient shape %s does not match the slice shape "
                          "%s", opu_shape_str(g, a, sizeof a),
                          opu_shape_str(&expect, b, sizeof b));
@@ -249,11 +249,11 @@ static popc_status slice_grad_forward(const popc_kernel_ctx *kc)
     int64_t len, s, e;
     popc_status st;
 
-    if ((st = slice_grad_shape(kc->host, kc->node_name, kc->attrs, g, &x)) !=
+    if ((st = slice_grad_shape(kc->node_name, kc->attrs, g, &x)) !=
         POPC_OK)
         return st;
     memset(&shape, 0, sizeof shape);
-    if ((st = slice_resolve(kc->host, "SliceGrad", kc->node_name, &x,
+    if ((st = slice_resolve("SliceGrad", kc->node_name, &x,
                             kc->inputs, kc->n_inputs, &sp, &shape)) !=
         POPC_OK)
         return st;

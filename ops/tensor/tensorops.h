@@ -39,7 +39,7 @@ popc_status top_einsum_grad(popc_grad_ctx *gc);
 popc_status top_det_grad(popc_grad_ctx *gc);
 popc_status top_dft_grad(popc_grad_ctx *gc);
 /* DFT's axis and transform length (linalg.c). */
-popc_status top_dft_geom(const popc_host *h, const char *node,
+popc_status top_dft_geom(const char *node,
                          const popc_view *in, int n_in, const popc_attrs *a,
                          int *axis, int64_t *len);
 

@@ -7,23 +7,22 @@
 
 #include "ops/util/oputil.h"
 
-popc_status opu_error(const popc_host *h, popc_status st, const char *op,
-                      const char *node, const char *fmt, ...)
+popc_status opu_error(popc_status st, const char *op, const char *node,
+                      const char *fmt, ...)
 {
     va_list ap;
 
-    (void)h; /* the service records it; h kept for the callers' clarity */
     va_start(ap, fmt);
     st = opu_svc.op_error(st, op, node, fmt, ap);
     va_end(ap);
     return st;
 }
 
-popc_status opu_axis(const popc_host *h, const char *op, const char *node,
+popc_status opu_axis(const char *op, const char *node,
                      int64_t axis, int rank, const char *what, int *out)
 {
     if (axis < -(int64_t)rank || axis >= rank)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "%s %lld is out of range for a rank-%d input; use a "
                          "value in [%d, %d]", what, (long long)axis, rank,
                          -rank, rank - 1);
@@ -31,7 +30,7 @@ popc_status opu_axis(const popc_host *h, const char *op, const char *node,
     return POPC_OK;
 }
 
-popc_status opu_const_ints(const popc_host *h, const char *op,
+popc_status opu_const_ints(const char *op,
                            const char *node, const popc_view *v,
                            const char *what, int64_t *out, int cap, int *n)
 {
@@ -39,23 +38,23 @@ popc_status opu_const_ints(const popc_host *h, const char *op,
 
     *n = 0;
     if (!opu_present(v))
-        return opu_error(h, POPC_EINVAL, op, node, "%s is missing", what);
+        return opu_error(POPC_EINVAL, op, node, "%s is missing", what);
     if (v->dtype != POPC_DTYPE_I64 && v->dtype != POPC_DTYPE_I32)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "%s must be int64 or int32, got %s", what,
                          popc_dtype_name(v->dtype));
     if (v->rank > 1)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "%s must be a scalar or 1-D tensor, got rank %d",
                          what, v->rank);
     if (!v->data)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "%s must be a constant or initializer known at "
                          "compile time (shapes are static); fold it into a "
                          "constant", what);
     count = popc_view_numel(v);
     if (count > cap)
-        return opu_error(h, POPC_EINVAL, op, node,
+        return opu_error(POPC_EINVAL, op, node,
                          "%s has %lld values; at most %d are supported", what,
                          (long long)count, cap);
     for (int64_t i = 0; i < count; i++)
@@ -97,7 +96,7 @@ popc_status opu_reduction(const char *op, const char *node,
 popc_status opu_need_dtype(const popc_infer_ctx *ic, const char *op)
 {
     if (ic->n_inputs < 1 || popc_dtype_size(ic->inputs[0].dtype) == 0)
-        return opu_error(ic->host, POPC_EINVAL, op, ic->node_name,
+        return opu_error(POPC_EINVAL, op, ic->node_name,
                          "input 0 has no known dtype");
     return POPC_OK;
 }

@@ -60,7 +60,7 @@ double opu_scalar(const popc_view *v)
     }
 }
 
-popc_status opu_broadcast(const popc_host *h, const char *op,
+popc_status opu_broadcast(const char *op,
                           const char *node, const popc_view *in, int n,
                           popc_view *out)
 {
@@ -85,8 +85,7 @@ popc_status opu_broadcast(const popc_host *h, const char *op,
             if (dim != 1 && v != dim) {
                 char a[160], b[160];
 
-                return opu_error(
-                    h, POPC_EINVAL, op, node,
+                return opu_error(POPC_EINVAL, op, node,
                     "cannot broadcast input %d of shape %s with input %d of "
                     "shape %s (dimension %d from the right is %lld vs "
                     "%lld); each dimension must be equal or 1 (numpy "

@@ -101,18 +101,17 @@ char *opu_dims(const popc_view *v, char *buf);
 char *opu_dims_n(const int64_t *dims, int rank, char *buf);
 
 /* Record "<op> '<node>': <message>" and return st. */
-popc_status opu_error(const popc_host *h, popc_status st, const char *op,
-                      const char *node, const char *fmt, ...)
-    POPC_PRINTF(5, 6);
+popc_status opu_error(popc_status st, const char *op, const char *node,
+                      const char *fmt, ...) POPC_PRINTF(4, 5);
 
 /* Normalise an axis in [-rank, rank) to [0, rank). */
-popc_status opu_axis(const popc_host *h, const char *op, const char *node,
+popc_status opu_axis(const char *op, const char *node,
                      int64_t axis, int rank, const char *what, int *out);
 
 /* Read a compile-time constant int32/int64 scalar or 1-D input (at most cap
 ** values) into out; *n receives the count. Fails naming the input `what`
 ** when the value is not known at compile time. */
-popc_status opu_const_ints(const popc_host *h, const char *op,
+popc_status opu_const_ints(const char *op,
                            const char *node, const popc_view *v,
                            const char *what, int64_t *out, int cap, int *n);
 
@@ -137,7 +136,7 @@ double opu_scalar(const popc_view *v);
 
 /* Numpy multidirectional broadcast of in[0..n) into *out (rank and dims;
 ** dtype untouched). The error names both shapes that disagree. */
-popc_status opu_broadcast(const popc_host *h, const char *op,
+popc_status opu_broadcast(const char *op,
                           const char *node, const popc_view *in, int n,
                           popc_view *out);
 
