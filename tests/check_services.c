@@ -359,7 +359,7 @@ static popc_status init_on_fake_host(const char *dir, const char *name,
     char path[4096], sym[128];
     lt_dlhandle mod;
     const popc_plugin_info *(*entry)(void);
-    popc_host fake;
+    static popc_host fake; /* a plugin may keep the table past init() */
     popc_status st;
 
     get_host();

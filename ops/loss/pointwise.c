@@ -29,11 +29,8 @@ static popc_status same_shape(const char *op, const char *node, const char *an,
     if (a->rank == b->rank &&
         !memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->rank))
         return POPC_OK;
-    return opu_host->set_error(POPC_EINVAL,
-                                "%s '%s': %s %s and %s %s must have the same "
-                                "shape",
-                                op, node, an, opu_dims(a, s1), bn,
-                                opu_dims(b, s2));
+    return opu_error(POPC_EINVAL, op, node, "%s %s and %s %s must have the "
+                     "same shape", an, opu_dims(a, s1), bn, opu_dims(b, s2));
 }
 
 static popc_status pw_infer(popc_infer_ctx *ic, int kind)

@@ -46,15 +46,11 @@ static popc_status xent_params(const char *op, const char *node,
     p->has_ignore = ig != NULL;
     p->ignore = ig ? popc_attr_int(attrs, "ignore_index", 0) : 0;
     if (scores->rank < 2)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': scores %s must be [N, C] or "
-                                    "[N, C, d...]",
-                                    op, node, opu_dims(scores, s1));
+        return opu_error(POPC_EINVAL, op, node, "scores %s must be [N, C] or "
+                         "[N, C, d...]", opu_dims(scores, s1));
     if (labels->dtype != POPC_DTYPE_I32 && labels->dtype != POPC_DTYPE_I64)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': labels must be int32 or int64, "
-                                    "got %s",
-                                    op, node, popc_dtype_name(labels->dtype));
+        return opu_error(POPC_EINVAL, op, node, "labels must be int32 or "
+                         "int64, got %s", popc_dtype_name(labels->dtype));
     p->N = scores->dims[0];
     p->C = scores->dims[1];
     p->inner = 1;
@@ -65,19 +61,16 @@ static popc_status xent_params(const char *op, const char *node,
     for (int i = 1; ok && i < labels->rank; i++)
         ok = labels->dims[i] == scores->dims[i + 1];
     if (!ok)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': labels %s must be scores %s "
-                                    "without the class dimension",
-                                    op, node, opu_dims(labels, s1),
-                                    opu_dims(scores, s2));
+        return opu_error(POPC_EINVAL, op, node, "labels %s must be scores %s "
+                         "without the class dimension", opu_dims(labels, s1),
+                         opu_dims(scores, s2));
     if (weights && (weights->dtype != POPC_DTYPE_F32 || weights->rank != 1 ||
                     weights->dims[0] != p->C))
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': weights %s %s must be float32 "
-                                    "[%lld], one per class of scores %s",
-                                    op, node, popc_dtype_name(weights->dtype),
-                                    opu_dims(weights, s1), (long long)p->C,
-                                    opu_dims(scores, s2));
+        return opu_error(POPC_EINVAL, op, node, "weights %s %s must be "
+                         "float32 [%lld], one per class of scores %s",
+                         popc_dtype_name(weights->dtype),
+                         opu_dims(weights, s1), (long long)p->C,
+                         opu_dims(scores, s2));
     return POPC_OK;
 }
 
@@ -108,13 +101,10 @@ static popc_status lane_weight(const char *op, const char *node,
         if (p->has_ignore)
             snprintf(extra, sizeof extra, " (or ignore_index %lld)",
                      (long long)p->ignore);
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': label %lld at position %lld is "
-                                    "out of range for %lld classes; labels "
-                                    "must be in 0..%lld%s",
-                                    op, node, (long long)lab, (long long)l,
-                                    (long long)p->C, (long long)(p->C - 1),
-                                    extra);
+        return opu_error(POPC_EINVAL, op, node, "label %lld at position %lld "
+                         "is out of range for %lld classes; labels must be "
+                         "in 0..%lld%s", (long long)lab, (long long)l,
+                         (long long)p->C, (long long)(p->C - 1), extra);
     }
     *w = weights ? weights[lab] : 1.0f;
     return POPC_OK;
@@ -479,10 +469,8 @@ static popc_status nllg_params(const char *node, const popc_view *in, int n_in,
     const popc_view *w = check_w && opu_present_at(in, n_in, 2) ? &in[2] : NULL;
 
     if (r < 2 || r > POPC_MAX_RANK)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': attribute input_shape must give "
-                                    "the input's shape ([N, C, ...])",
-                                    NLLG, node);
+        return opu_error(POPC_EINVAL, NLLG, node, "attribute input_shape "
+                         "must give the input's shape ([N, C, ...])");
     opu_set(xshape, POPC_DTYPE_F32, d, (int)r);
     return xent_params(NLLG, node, xshape, &in[1], w, attrs, p);
 }

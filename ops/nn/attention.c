@@ -38,12 +38,10 @@ static popc_status att_params(const char *node, const popc_view *in,
         ok = k->dims[r - 2] == q->dims[r - 1] &&
              v->dims[r - 2] == k->dims[r - 1];
     if (!ok)
-        return opu_host->set_error(POPC_EINVAL, "Attention '%s': Q %s, Kt "
-                                    "%s and V %s must be [..., S, D], [..., "
-                                    "D, T] and [..., T, E] with the same "
-                                    "leading dimensions", node,
-                                    opu_dims(q, sq), opu_dims(k, sk),
-                                    opu_dims(v, sv));
+        return opu_error(POPC_EINVAL, "Attention", node, "Q %s, Kt %s and V "
+                         "%s must be [..., S, D], [..., D, T] and [..., T, "
+                         "E] with the same leading dimensions",
+                         opu_dims(q, sq), opu_dims(k, sk), opu_dims(v, sv));
     p->batch = 1;
     for (int i = 0; i < r - 2; i++)
         p->batch *= q->dims[i];

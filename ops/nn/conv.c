@@ -44,41 +44,32 @@ popc_status nn_conv_geom(const char *op, const char *node,
 
     memset(p, 0, sizeof *p);
     if (xr != 3 && xr != 4)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "%s '%s': input X %s must be [N, C, W] "
-                                    "or [N, C, H, W]",
-                                    op, node, opu_dims_n(xd, xr, sx));
+        return opu_error(POPC_EUNSUPPORTED, op, node, "input X %s must be "
+                         "[N, C, W] or [N, C, H, W]", opu_dims_n(xd, xr, sx));
     if (wr != xr)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': weight W %s must have the rank "
-                                    "of input X %s ([M, C/group, kernel...])",
-                                    op, node, opu_dims_n(wd, wr, sw),
-                                    opu_dims_n(xd, xr, sx));
+        return opu_error(POPC_EINVAL, op, node, "weight W %s must have the "
+                         "rank of input X %s ([M, C/group, kernel...])",
+                         opu_dims_n(wd, wr, sw), opu_dims_n(xd, xr, sx));
     if (group < 1)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': group is %lld; it must be at "
-                                    "least 1",
-                                    op, node, (long long)group);
+        return opu_error(POPC_EINVAL, op, node, "group is %lld; it must be "
+                         "at least 1", (long long)group);
     p->N = xd[0];
     p->C = xd[1];
     p->M = wd[0];
     p->G = group;
     p->Cg = wd[1];
     if (p->Cg * group != p->C)
-        return opu_host->set_error(
-            POPC_EINVAL,
-            "%s '%s': input X %s has %lld channels but weight W %s with "
-            "group %lld expects %lld (W's dim 1 times group); make W's dim 1 "
-            "equal to X's channels / group",
-            op, node, opu_dims_n(xd, xr, sx), (long long)p->C,
-            opu_dims_n(wd, wr, sw), (long long)group,
-            (long long)(p->Cg * group));
+        return opu_error(POPC_EINVAL, op, node, "input X %s has %lld "
+                         "channels but weight W %s with group %lld expects "
+                         "%lld (W's dim 1 times group); make W's dim 1 equal "
+                         "to X's channels / group", opu_dims_n(xd, xr, sx),
+                         (long long)p->C, opu_dims_n(wd, wr, sw),
+                         (long long)group, (long long)(p->Cg * group));
     if (p->M % group != 0)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': weight W %s has %lld output "
-                                    "channels, not a multiple of group %lld",
-                                    op, node, opu_dims_n(wd, wr, sw),
-                                    (long long)p->M, (long long)group);
+        return opu_error(POPC_EINVAL, op, node, "weight W %s has %lld output "
+                         "channels, not a multiple of group %lld",
+                         opu_dims_n(wd, wr, sw), (long long)p->M,
+                         (long long)group);
     p->Mg = p->M / group;
     if ((st = nn_window_parse(op, node, attrs, xr - 2, xd + 2, wd + 2, 0, 0,
                               w)) != POPC_OK)
@@ -90,11 +81,9 @@ popc_status nn_conv_geom(const char *op, const char *node,
     p->direct = p->KK == 1 && w->sh == 1 && w->sw == 1 && w->pt == 0 &&
                 w->pl == 0 && w->pb == 0 && w->pr == 0;
     if (p->Kc > 0x7fffffff || p->P > 0x7fffffff || p->Mg > 0x7fffffff)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "%s '%s': X %s with W %s is too large "
-                                    "for BLAS",
-                                    op, node, opu_dims_n(xd, xr, sx),
-                                    opu_dims_n(wd, wr, sw));
+        return opu_error(POPC_EUNSUPPORTED, op, node, "X %s with W %s is too "
+                         "large for BLAS", opu_dims_n(xd, xr, sx),
+                         opu_dims_n(wd, wr, sw));
     return POPC_OK;
 }
 
@@ -486,11 +475,10 @@ static popc_status conv_params(const char *node, const popc_view *in, int n_in,
         (in[2].rank != 1 || in[2].dims[0] != p->M)) {
         char sb[OPU_DIMS_LEN], sw[OPU_DIMS_LEN];
 
-        return opu_host->set_error(POPC_EINVAL,
-                                    "Conv '%s': bias B %s must be [%lld], one "
-                                    "value per output channel of W %s",
-                                    node, opu_dims(&in[2], sb),
-                                    (long long)p->M, opu_dims(&in[1], sw));
+        return opu_error(POPC_EINVAL, "Conv", node, "bias B %s must be "
+                         "[%lld], one value per output channel of W %s",
+                         opu_dims(&in[2], sb), (long long)p->M,
+                         opu_dims(&in[1], sw));
     }
     return POPC_OK;
 }
@@ -752,14 +740,12 @@ static popc_status conv_prepare(const popc_infer_ctx *ic, void **state)
     if (!own)
         return POPC_OK;
     if (strcmp(own, "float") != 0 && strcmp(own, "half") != 0)
-        return opu_host->set_error(POPC_EINVAL, "Conv '%s': partials type "
-                                    "'%s' is unknown; use float or half",
-                                    ic->node_name, own);
+        return opu_error(POPC_EINVAL, "Conv", ic->node_name, "partials type "
+                         "'%s' is unknown; use float or half", own);
     if (strcmp(own, "half") == 0 && !nn_is_float16_node(ic->attrs))
-        return opu_host->set_error(POPC_EINVAL, "Conv '%s': half partials "
-                                    "need a float16 convolution; convert "
-                                    "the model with popc_graph_to_half or "
-                                    "use float partials", ic->node_name);
+        return opu_error(POPC_EINVAL, "Conv", ic->node_name, "half partials "
+                         "need a float16 convolution; convert the model "
+                         "with popc_graph_to_half or use float partials");
     return POPC_OK;
 }
 

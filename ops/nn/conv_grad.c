@@ -44,20 +44,16 @@ static popc_status gi_params(const char *node, const popc_view *in,
     popc_status st;
 
     if (xr < 3 || xr > 4)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': attribute input_shape must "
-                                    "give X's shape ([N, C, H, W])",
-                                    op, node);
+        return opu_error(POPC_EINVAL, op, node, "attribute input_shape must "
+                         "give X's shape ([N, C, H, W])");
     if ((st = nn_conv_geom(op, node, attrs, xd, (int)xr, in[1].dims,
                            in[1].rank, p)) != POPC_OK)
         return st;
     nn_conv_out_dims(p, yd, &r);
     if (in[0].rank != r || memcmp(in[0].dims, yd, sizeof yd[0] * (size_t)r))
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': dY %s must have Conv's output "
-                                    "shape %s",
-                                    op, node, opu_dims(&in[0], s1),
-                                    opu_dims_n(yd, r, s2));
+        return opu_error(POPC_EINVAL, op, node, "dY %s must have Conv's "
+                         "output shape %s", opu_dims(&in[0], s1),
+                         opu_dims_n(yd, r, s2));
     return POPC_OK;
 }
 
@@ -165,11 +161,9 @@ static popc_status gw_params(const char *node, const popc_view *in,
 
     if (x->rank < 3 || x->rank > 4 || nk != x->rank - 2 || group < 1 ||
         dy->rank != x->rank || x->dims[1] % group != 0)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': X %s, dY %s, kernel_shape and "
-                                    "group %lld do not describe a Conv",
-                                    op, node, opu_dims(x, s1),
-                                    opu_dims(dy, s2), (long long)group);
+        return opu_error(POPC_EINVAL, op, node, "X %s, dY %s, kernel_shape "
+                         "and group %lld do not describe a Conv",
+                         opu_dims(x, s1), opu_dims(dy, s2), (long long)group);
     wd[0] = dy->dims[1];
     wd[1] = x->dims[1] / group;
     for (int i = 0; i < nk; i++)
@@ -179,18 +173,14 @@ static popc_status gw_params(const char *node, const popc_view *in,
         return st;
     nn_conv_out_dims(p, yd, &r);
     if (memcmp(dy->dims, yd, sizeof yd[0] * (size_t)r))
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': dY %s must have Conv's output "
-                                    "shape %s",
-                                    op, node, opu_dims(dy, s1),
-                                    opu_dims_n(yd, r, s2));
+        return opu_error(POPC_EINVAL, op, node, "dY %s must have Conv's "
+                         "output shape %s", opu_dims(dy, s1),
+                         opu_dims_n(yd, r, s2));
     p->S = popc_attr_int(attrs, "image_chunks", 0);
     if (p->S < 0 || p->S > 0xfffff)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': image_chunks is %lld; use 0 "
-                                    "(one sum over the batch) or a count of "
-                                    "partial sums up to 1048575",
-                                    op, node, (long long)p->S);
+        return opu_error(POPC_EINVAL, op, node, "image_chunks is %lld; use 0 "
+                         "(one sum over the batch) or a count of partial "
+                         "sums up to 1048575", (long long)p->S);
     return POPC_OK;
 }
 

@@ -41,9 +41,8 @@ popc_status nn_epilogue_parse(const char *op, const char *node,
             continue;
         if (acts[i].params &&
             (!p || p->type != POPC_ATTR_FLOATS || p->n != acts[i].params))
-            return opu_host->set_error(
-                POPC_EINVAL, "%s '%s': activation %s needs %d "
-                "activation_params", op, node, name, acts[i].params);
+            return opu_error(POPC_EINVAL, op, node, "activation %s needs %d "
+                             "activation_params", name, acts[i].params);
         e->act = acts[i].act;
         if (acts[i].params > 0)
             e->lo = (float)p->floats[0];
@@ -51,10 +50,9 @@ popc_status nn_epilogue_parse(const char *op, const char *node,
             e->hi = (float)p->floats[1];
         return POPC_OK;
     }
-    return opu_host->set_error(POPC_EINVAL, "%s '%s': activation '%s' is "
-                                "unknown; use Relu, Clip, LeakyRelu, "
-                                "Sigmoid, Tanh, Gelu, SiLU or none",
-                                op, node, name);
+    return opu_error(POPC_EINVAL, op, node, "activation '%s' is unknown; use "
+                     "Relu, Clip, LeakyRelu, Sigmoid, Tanh, Gelu, SiLU or "
+                     "none", name);
 }
 
 static void add_residual(float *restrict y, const float *restrict z,

@@ -40,9 +40,8 @@ static popc_status check_same(const char *op, const char *node,
         ok = in[i].dims[d] == want[d];
     if (ok)
         return POPC_OK;
-    return opu_host->set_error(POPC_EINVAL, "%s '%s': %s %s must be "
-                                "float32 of the output's shape",
-                                op, node, what, opu_dims(&in[i], sa));
+    return opu_error(POPC_EINVAL, op, node, "%s %s must be float32 of the "
+                     "output's shape", what, opu_dims(&in[i], sa));
 }
 
 /* ---- FusedConv ----------------------------------------------------------- */
@@ -55,17 +54,15 @@ static popc_status fconv_params(const char *node, const popc_view *in,
     popc_status st;
 
     if (in[0].rank != 3 && in[0].rank != 4)
-        return opu_host->set_error(POPC_EUNSUPPORTED, "FusedConv '%s': "
-                                    "input X must be [N, C, W] or [N, C, "
-                                    "H, W]", node);
+        return opu_error(POPC_EUNSUPPORTED, "FusedConv", node, "input X "
+                         "must be [N, C, W] or [N, C, H, W]");
     if ((st = nn_conv_geom("FusedConv", node, attrs, in[0].dims, in[0].rank,
                            in[1].dims, in[1].rank, p)) != POPC_OK)
         return st;
     if (opu_present_at(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->M))
-        return opu_host->set_error(POPC_EINVAL, "FusedConv '%s': bias B %s "
-                                    "must be [%lld]", node,
-                                    opu_dims(&in[2], sb), (long long)p->M);
+        return opu_error(POPC_EINVAL, "FusedConv", node, "bias B %s must be "
+                         "[%lld]", opu_dims(&in[2], sb), (long long)p->M);
     nn_conv_out_dims(p, d, r);
     return check_same("FusedConv", node, in, n_in, 3, "residual Z", d, *r);
 }
@@ -168,17 +165,15 @@ static popc_status fmm_params(const char *node, const popc_view *in, int n_in,
     p->tb = (int)popc_attr_int(attrs, "trans_b", 0);
     p->alpha = (float)popc_attr_float(attrs, "alpha", 1.0);
     if (a->rank < 1 || w->rank != 2 || (p->tb != 0 && p->tb != 1))
-        return opu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': A %s "
-                                    "must have a rank and W %s must be 2-D "
-                                    "(trans_b 0 or 1)", node,
-                                    opu_dims(a, sa), opu_dims(w, sw));
+        return opu_error(POPC_EINVAL, "FusedMatMul", node, "A %s must have a "
+                         "rank and W %s must be 2-D (trans_b 0 or 1)",
+                         opu_dims(a, sa), opu_dims(w, sw));
     p->K = a->dims[a->rank - 1];
     p->N = p->tb ? w->dims[0] : w->dims[1];
     if ((p->tb ? w->dims[1] : w->dims[0]) != p->K)
-        return opu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': A %s and "
-                                    "W %s (trans_b %d) do not multiply",
-                                    node, opu_dims(a, sa), opu_dims(w, sw),
-                                    p->tb);
+        return opu_error(POPC_EINVAL, "FusedMatMul", node, "A %s and W %s "
+                         "(trans_b %d) do not multiply", opu_dims(a, sa),
+                         opu_dims(w, sw), p->tb);
     p->M = 1;
     for (int i = 0; i < a->rank - 1; i++) {
         p->M *= a->dims[i];
@@ -188,9 +183,8 @@ static popc_status fmm_params(const char *node, const popc_view *in, int n_in,
     *r = a->rank;
     if (opu_present_at(in, n_in, 2) &&
         (in[2].rank != 1 || in[2].dims[0] != p->N))
-        return opu_host->set_error(POPC_EINVAL, "FusedMatMul '%s': bias %s "
-                                    "must be [%lld]", node,
-                                    opu_dims(&in[2], sa), (long long)p->N);
+        return opu_error(POPC_EINVAL, "FusedMatMul", node, "bias %s must be "
+                         "[%lld]", opu_dims(&in[2], sa), (long long)p->N);
     return check_same("FusedMatMul", node, in, n_in, 3, "residual Z", d, *r);
 }
 

@@ -45,13 +45,13 @@ static popc_status gs_infer(popc_infer_ctx *ic)
         return st;
     if (x->rank != 4 || g->rank != 4 || g->dims[0] != x->dims[0] ||
         g->dims[3] != 2)
-        return opu_host->set_error(POPC_EINVAL, "GridSample '%s': X must be "
-                                    "[N, C, H, W] and grid [N, H_out, "
-                                    "W_out, 2]", ic->node_name);
+        return opu_error(POPC_EINVAL, "GridSample", ic->node_name,
+                         "X must be [N, C, H, W] and grid [N, H_out, W_out, "
+                         "2]");
     if (pick(ic->attrs, "mode", modes, 3) < 0 ||
         pick(ic->attrs, "padding_mode", pads, 3) < 0)
-        return opu_host->set_error(POPC_EINVAL, "GridSample '%s': unknown "
-                                    "mode or padding_mode", ic->node_name);
+        return opu_error(POPC_EINVAL, "GridSample", ic->node_name,
+                         "unknown mode or padding_mode");
     d[0] = x->dims[0];
     d[1] = x->dims[1];
     d[2] = g->dims[1];
@@ -265,10 +265,9 @@ static popc_status gs_grad_infer(popc_infer_ctx *ic)
         popc_view_numel(&ic->inputs[0]) !=
             ic->inputs[1].dims[0] * ic->inputs[1].dims[1] *
                 ic->inputs[2].dims[1] * ic->inputs[2].dims[2])
-        return opu_host->set_error(POPC_EINVAL, "GridSampleGrad '%s': dY "
-                                    "must be [N, C, Ho, Wo] for X [N, C, H, "
-                                    "W] and grid [N, Ho, Wo, 2]",
-                                    ic->node_name);
+        return opu_error(POPC_EINVAL, "GridSampleGrad", ic->node_name,
+                         "dY must be [N, C, Ho, Wo] for X [N, C, H, W] and "
+                         "grid [N, Ho, Wo, 2]");
     opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     opu_set_like(&ic->outputs[1], &ic->inputs[2]);
     return POPC_OK;
@@ -377,9 +376,9 @@ static popc_status unpool_shape(const char *node, const popc_view *in,
     int64_t k[4], st[4] = {1, 1, 1, 1}, pads[8] = {0};
 
     if (sp < 1 || sp > 3 || popc_attr_ints(a, "kernel_shape", k, sp) != sp)
-        return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': X must "
-                                    "have 1 to 3 spatial dimensions and "
-                                    "kernel_shape one value each", node);
+        return opu_error(POPC_EINVAL, "MaxUnpool", node, "X must have 1 to "
+                         "3 spatial dimensions and kernel_shape one value "
+                         "each");
     popc_attr_ints(a, "strides", st, sp);
     popc_attr_ints(a, "pads", pads, 2 * sp);
     d[0] = natural[0] = x->dims[0];
@@ -389,9 +388,8 @@ static popc_status unpool_shape(const char *node, const popc_view *in,
                          pads[sp + i] + k[i];
     if (n_in > 2 && in[2].dtype != POPC_DTYPE_UNDEFINED) {
         if (!in[2].data || popc_view_numel(&in[2]) != x->rank)
-            return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': "
-                                        "output_shape must be known at "
-                                        "compile time", node);
+            return opu_error(POPC_EINVAL, "MaxUnpool", node, "output_shape "
+                             "must be known at compile time");
         for (int i = 0; i < x->rank; i++)
             d[i] = ((const int64_t *)in[2].data)[i];
         return POPC_OK;
@@ -439,18 +437,18 @@ static popc_status unpool_forward(const popc_kernel_ctx *kc)
         int64_t at_ = 0, rem = src, stride = 1;
 
         if (src < 0 || src >= nat_total)
-            return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': index "
-                                        "%lld is outside the output",
-                                        kc->node_name, (long long)src);
+            return opu_error(POPC_EINVAL, "MaxUnpool", kc->node_name,
+                             "index %lld is outside the output",
+                             (long long)src);
         for (int k = o->rank - 1; k >= 0; k--) {
             at_ += (rem % nat[k]) * stride;
             rem /= nat[k];
             stride *= o->dims[k];
         }
         if (at_ < 0 || at_ >= total)
-            return opu_host->set_error(POPC_EINVAL, "MaxUnpool '%s': index "
-                                        "%lld is outside the output",
-                                        kc->node_name, (long long)at_);
+            return opu_error(POPC_EINVAL, "MaxUnpool", kc->node_name,
+                             "index %lld is outside the output",
+                             (long long)at_);
         y[at_] = xd[i];
     }
     return POPC_OK;

@@ -44,21 +44,18 @@ static popc_status mm_parse(const char *node, const popc_view *a,
 
     memset(s, 0, sizeof *s);
     if (ra < 1 || rb < 1)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "MatMul '%s': operands must have rank 1 "
-                                    "or more, got A %s and B %s",
-                                    node, opu_dims(a, sa), opu_dims(b, sb));
+        return opu_error(POPC_EINVAL, "MatMul", node, "operands must have "
+                         "rank 1 or more, got A %s and B %s", opu_dims(a, sa),
+                         opu_dims(b, sb));
     s->M = ra == 1 ? 1 : a->dims[ra - 2];
     ka = a->dims[ra - 1];
     kb = rb == 1 ? b->dims[0] : b->dims[rb - 2];
     s->N = rb == 1 ? 1 : b->dims[rb - 1];
     if (ka != kb)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "MatMul '%s': A %s has %lld columns but B "
-                                    "%s has %lld rows; the inner dimensions "
-                                    "must agree",
-                                    node, opu_dims(a, sa), (long long)ka,
-                                    opu_dims(b, sb), (long long)kb);
+        return opu_error(POPC_EINVAL, "MatMul", node, "A %s has %lld columns "
+                         "but B %s has %lld rows; the inner dimensions must "
+                         "agree", opu_dims(a, sa), (long long)ka,
+                         opu_dims(b, sb), (long long)kb);
     s->K = ka;
     s->nb = nba > nbb ? nba : nbb;
     /* numpy broadcasting of the batch dims, aligned at the right */
@@ -68,13 +65,10 @@ static popc_status mm_parse(const char *node, const popc_view *a,
         int64_t db = ib >= 0 ? b->dims[ib] : 1;
 
         if (da != db && da != 1 && db != 1)
-            return opu_host->set_error(POPC_EINVAL,
-                                        "MatMul '%s': batch dimensions of A "
-                                        "%s and B %s do not broadcast (%lld "
-                                        "vs %lld)",
-                                        node, opu_dims(a, sa),
-                                        opu_dims(b, sb), (long long)da,
-                                        (long long)db);
+            return opu_error(POPC_EINVAL, "MatMul", node, "batch dimensions "
+                             "of A %s and B %s do not broadcast (%lld vs "
+                             "%lld)", opu_dims(a, sa), opu_dims(b, sb),
+                             (long long)da, (long long)db);
         s->bdims[i] = da == 1 ? db : da;
     }
     mult = 1;
@@ -103,11 +97,9 @@ static popc_status mm_parse(const char *node, const popc_view *a,
     if (rb > 1)
         s->dims[s->rank++] = s->N;
     if (s->M > INT_MAX || s->N > INT_MAX || s->K > INT_MAX)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "MatMul '%s': A %s x B %s has a matrix "
-                                    "dimension above %d, too large for BLAS",
-                                    node, opu_dims(a, sa), opu_dims(b, sb),
-                                    INT_MAX);
+        return opu_error(POPC_EUNSUPPORTED, "MatMul", node, "A %s x B %s has "
+                         "a matrix dimension above %d, too large for BLAS",
+                         opu_dims(a, sa), opu_dims(b, sb), INT_MAX);
     return POPC_OK;
 }
 
@@ -442,29 +434,22 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
     p->alpha = (float)popc_attr_float(attrs, "alpha", 1.0);
     p->beta = (float)popc_attr_float(attrs, "beta", 1.0);
     if (a->rank != 2 || b->rank != 2)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "Gemm '%s': A %s and B %s must both be "
-                                    "matrices (rank 2); use MatMul for other "
-                                    "ranks",
-                                    node, opu_dims(a, sa), opu_dims(b, sb));
+        return opu_error(POPC_EINVAL, "Gemm", node, "A %s and B %s must both "
+                         "be matrices (rank 2); use MatMul for other ranks",
+                         opu_dims(a, sa), opu_dims(b, sb));
     p->M = p->ta ? a->dims[1] : a->dims[0];
     ka = p->ta ? a->dims[0] : a->dims[1];
     kb = p->tb ? b->dims[1] : b->dims[0];
     p->N = p->tb ? b->dims[0] : b->dims[1];
     if (ka != kb)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "Gemm '%s': A %s (transA %d) gives K = "
-                                    "%lld but B %s (transB %d) gives K = "
-                                    "%lld; the inner dimensions must agree",
-                                    node, opu_dims(a, sa), p->ta,
-                                    (long long)ka, opu_dims(b, sb), p->tb,
-                                    (long long)kb);
+        return opu_error(POPC_EINVAL, "Gemm", node, "A %s (transA %d) gives "
+                         "K = %lld but B %s (transB %d) gives K = %lld; the "
+                         "inner dimensions must agree", opu_dims(a, sa), p->ta,
+                         (long long)ka, opu_dims(b, sb), p->tb, (long long)kb);
     p->K = ka;
     if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "Gemm '%s': a dimension is above %d, too "
-                                    "large for BLAS",
-                                    node, INT_MAX);
+        return opu_error(POPC_EUNSUPPORTED, "Gemm", node, "a dimension is "
+                         "above %d, too large for BLAS", INT_MAX);
     p->has_c = opu_present_at(in, n_in, 2);
     if (p->has_c) {
         const popc_view *c = &in[2];
@@ -475,11 +460,10 @@ static popc_status gemm_parse(const char *node, const popc_view *in, int n_in,
         ok = ok && (p->cm == 1 || p->cm == p->M) &&
              (p->cn == 1 || p->cn == p->N);
         if (!ok)
-            return opu_host->set_error(POPC_EINVAL,
-                                        "Gemm '%s': C %s does not broadcast "
-                                        "to the result [%lld, %lld]",
-                                        node, opu_dims(c, sa), (long long)p->M,
-                                        (long long)p->N);
+            return opu_error(POPC_EINVAL, "Gemm", node, "C %s does not "
+                             "broadcast to the result [%lld, %lld]",
+                             opu_dims(c, sa), (long long)p->M,
+                             (long long)p->N);
     }
     return POPC_OK;
 }

@@ -29,11 +29,9 @@ popc_status mms_parse(const char *op, const char *node,
         if (strcmp(mode, mode_names[i]) == 0)
             s->mode = (mms_mode)i;
     if (s->mode == MMS_NONE && strcmp(mode, "none") != 0)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': serialization_mode '%s' is "
-                                    "unknown; use input_channels, "
-                                    "reducing_dim, output_channels or none",
-                                    op, node, mode);
+        return opu_error(POPC_EINVAL, op, node, "serialization_mode '%s' is "
+                         "unknown; use input_channels, reducing_dim, "
+                         "output_channels or none", mode);
     if (s->mode == MMS_NONE)
         return POPC_OK;
     s->factor = popc_attr_int(attrs, POPC_ATTR_SERIAL_FACTOR, 1);
@@ -41,12 +39,10 @@ popc_status mms_parse(const char *op, const char *node,
           : s->mode == MMS_REDUCING_DIM ? K
                                         : N;
     if (s->factor < 1 || dim % s->factor != 0)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': serialization factor %lld "
-                                    "does not divide the %s dimension (%lld); "
-                                    "use a divisor of %lld",
-                                    op, node, (long long)s->factor, mode,
-                                    (long long)dim, (long long)dim);
+        return opu_error(POPC_EINVAL, op, node, "serialization factor %lld "
+                         "does not divide the %s dimension (%lld); use a "
+                         "divisor of %lld", (long long)s->factor, mode,
+                         (long long)dim, (long long)dim);
     return POPC_OK;
 }
 
@@ -130,9 +126,9 @@ popc_status mms_reduce_rows(const popc_kernel_ctx *kc, const mms *s,
         return POPC_OK;
     if ((half_sums || half_partials) &&
         !(P = malloc((size_t)(rows * N) * sizeof *P)))
-        return opu_host->set_error(POPC_ENOMEM,
-                                    "'%s': out of memory for %lld partial "
-                                    "rows", kc->node_name, (long long)rows);
+        return kc->host->set_error(POPC_ENOMEM, "'%s': out of memory for "
+                                   "%lld partial rows", kc->node_name,
+                                   (long long)rows);
     for (int64_t c = 0; c < s->factor && st == POPC_OK; c++) {
         /* slice c of K: columns of op(A), rows of op(B) */
         const float *Ac = A + c * kc_len * (trans_a ? lda : 1);

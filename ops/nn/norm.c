@@ -41,9 +41,8 @@ static popc_status bn_params(const char *op, const char *node,
 
     memset(p, 0, sizeof *p);
     if (x->rank < 2)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': input X %s must be [N, C, ...]",
-                                    op, node, opu_dims(x, s1));
+        return opu_error(POPC_EINVAL, op, node, "input X %s must be [N, C, "
+                         "...]", opu_dims(x, s1));
     p->N = x->dims[0];
     p->C = x->dims[1];
     p->inner = 1;
@@ -51,12 +50,10 @@ static popc_status bn_params(const char *op, const char *node,
         p->inner *= x->dims[i];
     for (int i = 1; i <= n_params; i++)
         if (in[i].rank != 1 || in[i].dims[0] != p->C)
-            return opu_host->set_error(POPC_EINVAL,
-                                        "%s '%s': %s %s must be [%lld], one "
-                                        "value per channel of X %s",
-                                        op, node, names[i - 1],
-                                        opu_dims(&in[i], s1), (long long)p->C,
-                                        opu_dims(x, s2));
+            return opu_error(POPC_EINVAL, op, node, "%s %s must be [%lld], "
+                             "one value per channel of X %s", names[i - 1],
+                             opu_dims(&in[i], s1), (long long)p->C,
+                             opu_dims(x, s2));
     p->eps = popc_attr_float(attrs, "epsilon", 1e-5);
     p->momentum = popc_attr_float(attrs, "momentum", 0.9);
     return POPC_OK;
@@ -74,10 +71,8 @@ static popc_status bn_need_two(const char *op, const char *node,
 
     if (p->N * p->inner > 1)
         return POPC_OK;
-    return opu_host->set_error(POPC_EINVAL,
-                                "%s '%s': expected more than 1 value per "
-                                "channel when training, got input X %s",
-                                op, node, opu_dims(x, s));
+    return opu_error(POPC_EINVAL, op, node, "expected more than 1 value per "
+                     "channel when training, got input X %s", opu_dims(x, s));
 }
 
 static popc_status bn_infer(popc_infer_ctx *ic)
@@ -353,11 +348,9 @@ static popc_status ln_params(const char *op, const char *node,
             xi >= p->axis ? param->dims[i] == x->dims[xi] : param->dims[i] == 1;
     }
     if (!ok)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': %s %s must have the normalised "
-                                    "shape of X %s from axis %d",
-                                    op, node, pname, opu_dims(param, s1),
-                                    opu_dims(x, s2), p->axis);
+        return opu_error(POPC_EINVAL, op, node, "%s %s must have the "
+                         "normalised shape of X %s from axis %d", pname,
+                         opu_dims(param, s1), opu_dims(x, s2), p->axis);
     return POPC_OK;
 }
 

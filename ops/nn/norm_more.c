@@ -28,9 +28,8 @@ static popc_status same_shape_infer(popc_infer_ctx *ic, const char *op,
     if ((st = opu_want_f32(ic, op, 0, "input X")) != POPC_OK)
         return st;
     if (ic->inputs[0].rank < min_rank)
-        return opu_host->set_error(POPC_EINVAL, "%s '%s': input must have "
-                                    "rank >= %d", op, ic->node_name,
-                                    min_rank);
+        return opu_error(POPC_EINVAL, op, ic->node_name, "input must have "
+                         "rank >= %d", min_rank);
     opu_set(&ic->outputs[0], POPC_DTYPE_F32, ic->inputs[0].dims,
              ic->inputs[0].rank);
     return POPC_OK;

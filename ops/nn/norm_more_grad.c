@@ -92,9 +92,9 @@ static popc_status in_grad_infer(popc_infer_ctx *ic)
             return st;
     if (x->rank < 3 || popc_view_numel(&ic->inputs[0]) != popc_view_numel(x) ||
         popc_view_numel(&ic->inputs[2]) != x->dims[1])
-        return opu_host->set_error(POPC_EINVAL, "InstanceNormalizationGrad "
-                                    "'%s': dY must match X [N, C, ...] and "
-                                    "scale have C elements", ic->node_name);
+        return opu_error(POPC_EINVAL, "InstanceNormalizationGrad",
+                         ic->node_name, "dY must match X [N, C, ...] and "
+                         "scale have C elements");
     opu_set_like(&ic->outputs[0], x);
     opu_set_like(&ic->outputs[1], &ic->inputs[2]);
     opu_set_like(&ic->outputs[2], &ic->inputs[2]);
@@ -151,8 +151,8 @@ static popc_status same_as_x_infer(popc_infer_ctx *ic, const char *op)
         (st = opu_want_f32(ic, op, 1, "X")) != POPC_OK)
         return st;
     if (popc_view_numel(&ic->inputs[0]) != popc_view_numel(&ic->inputs[1]))
-        return opu_host->set_error(POPC_EINVAL, "%s '%s': dY and X differ "
-                                    "in size", op, ic->node_name);
+        return opu_error(POPC_EINVAL, op, ic->node_name, "dY and X differ "
+                         "in size");
     opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     return POPC_OK;
 }
@@ -227,8 +227,8 @@ static popc_status lrn_grad_forward(const popc_kernel_ctx *kc)
     double *d = kc->host->alloc(sizeof(double) * (size_t)(total + 1));
 
     if (!d)
-        return opu_host->set_error(POPC_ENOMEM, "LRNGrad '%s': out of "
-                                    "memory", kc->node_name);
+        return opu_error(POPC_ENOMEM, "LRNGrad", kc->node_name, "out of "
+                         "memory");
     for (int64_t i = 0; i < total; i++) {
         int64_t c = (i / P) % C, base = i - c * P;
         double sq = 0;

@@ -32,23 +32,17 @@ static popc_status pool_geom(const char *op, const char *node,
 
     memset(p, 0, sizeof *p);
     if (xr != 3 && xr != 4)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "%s '%s': input X %s must be [N, C, W] "
-                                    "or [N, C, H, W]",
-                                    op, node, opu_dims_n(xd, xr, sx));
+        return opu_error(POPC_EUNSUPPORTED, op, node, "input X %s must be "
+                         "[N, C, W] or [N, C, H, W]", opu_dims_n(xd, xr, sx));
     if (!is_max && popc_attr_ints(attrs, "dilations", d, 2) >= 0)
         for (int i = 0; i < xr - 2; i++)
             if (d[i] != 1)
-                return opu_host->set_error(POPC_EUNSUPPORTED,
-                                            "%s '%s': dilations are not "
-                                            "supported by AveragePool "
-                                            "(opset 17); remove them",
-                                            op, node);
+                return opu_error(POPC_EUNSUPPORTED, op, node, "dilations "
+                                 "are not supported by AveragePool (opset "
+                                 "17); remove them");
     if (is_max && popc_attr_int(attrs, "storage_order", 0) != 0)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "%s '%s': storage_order 1 (column major "
-                                    "indices) is not supported",
-                                    op, node);
+        return opu_error(POPC_EUNSUPPORTED, op, node, "storage_order 1 "
+                         "(column major indices) is not supported");
     if ((st = nn_window_parse(op, node, attrs, xr - 2, xd + 2, NULL, 1, 1,
                               &p->w)) != POPC_OK)
         return st;
@@ -85,11 +79,9 @@ static popc_status check_dy(const char *op, const char *node,
     pool_out_dims(p, d, &r);
     if (dy->rank == r && !memcmp(dy->dims, d, sizeof d[0] * (size_t)r))
         return POPC_OK;
-    return opu_host->set_error(POPC_EINVAL,
-                                "%s '%s': dY %s must have the pool's output "
-                                "shape %s",
-                                op, node, opu_dims(dy, s1),
-                                opu_dims_n(d, r, s2));
+    return opu_error(POPC_EINVAL, op, node, "dY %s must have the pool's "
+                     "output shape %s", opu_dims(dy, s1),
+                     opu_dims_n(d, r, s2));
 }
 
 static popc_status maxpool_forward_2d(const popc_kernel_ctx *kc);
@@ -415,10 +407,8 @@ static popc_status apg_params(const char *node, const popc_view *dy,
     popc_status st;
 
     if (r < 3 || r > 4)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "AveragePoolGrad '%s': attribute "
-                                    "input_shape must give X's shape",
-                                    node);
+        return opu_error(POPC_EINVAL, "AveragePoolGrad", node, "attribute "
+                         "input_shape must give X's shape");
     *xr = (int)r;
     if ((st = pool_geom("AveragePoolGrad", node, attrs, xd, (int)r, 0, p)) !=
         POPC_OK)

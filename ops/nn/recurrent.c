@@ -68,21 +68,18 @@ static popc_status check_optional(const char *node, int kind,
         if (v->dtype == POPC_DTYPE_UNDEFINED)
             continue;
         if (k == 1 && v->dtype != POPC_DTYPE_I32 && v->dtype != POPC_DTYPE_I64)
-            return opu_host->set_error(POPC_EINVAL, "%s '%s': "
-                                        "sequence_lens must be int32 or "
-                                        "int64", rnn_op_names[kind], node);
+            return opu_error(POPC_EINVAL, rnn_op_names[kind], node,
+                             "sequence_lens must be int32 or int64");
         if (k != 1 && v->dtype != POPC_DTYPE_F32)
-            return opu_host->set_error(POPC_EINVAL, "%s '%s': %s must be "
-                                        "float32", rnn_op_names[kind], node,
-                                        names[k]);
+            return opu_error(POPC_EINVAL, rnn_op_names[kind], node,
+                             "%s must be float32", names[k]);
         for (int i = 0; ok && i < rank[k]; i++)
             ok = v->dims[i] == want[k][i];
         if (!ok)
-            return opu_host->set_error(POPC_EINVAL, "%s '%s': %s is %s, but "
-                                        "X, W and R (layout %d) make it %s",
-                                        rnn_op_names[kind], node, names[k],
-                                        opu_dims(v, got), p->layout,
-                                        opu_dims_n(want[k], rank[k], exp));
+            return opu_error(POPC_EINVAL, rnn_op_names[kind], node,
+                             "%s is %s, but X, W and R (layout %d) make it %s",
+                             names[k], opu_dims(v, got), p->layout,
+                             opu_dims_n(want[k], rank[k], exp));
     }
     return POPC_OK;
 }
@@ -109,8 +106,8 @@ popc_status rnn_parse(const char *node, int kind, const popc_view *in,
     p->lbr = (int)popc_attr_int(a, "linear_before_reset", 0);
     if (n_in < 3 || in[0].rank != 3 || in[1].rank != 3 || in[2].rank != 3 ||
         in[0].dtype != POPC_DTYPE_F32)
-        return opu_host->set_error(POPC_EINVAL, "%s '%s': X, W and R must "
-                                    "be 3-D float32", op, node);
+        return opu_error(POPC_EINVAL, op, node, "X, W and R must be 3-D "
+                         "float32");
     p->seq = p->layout ? in[0].dims[1] : in[0].dims[0];
     p->batch = p->layout ? in[0].dims[0] : in[0].dims[1];
     p->in = in[0].dims[2];
@@ -119,12 +116,10 @@ popc_status rnn_parse(const char *node, int kind, const popc_view *in,
     if (in[1].dims[0] != p->dirs || in[1].dims[1] != G * p->hidden ||
         in[1].dims[2] != p->in || in[2].dims[0] != p->dirs ||
         in[2].dims[1] != G * p->hidden || in[2].dims[2] != p->hidden)
-        return opu_host->set_error(POPC_EINVAL, "%s '%s': W must be [%d, "
-                                    "%lld, %lld] and R [%d, %lld, %lld]", op,
-                                    node, p->dirs, (long long)(G * p->hidden),
-                                    (long long)p->in, p->dirs,
-                                    (long long)(G * p->hidden),
-                                    (long long)p->hidden);
+        return opu_error(POPC_EINVAL, op, node, "W must be [%d, %lld, %lld] "
+                         "and R [%d, %lld, %lld]", p->dirs,
+                         (long long)(G * p->hidden), (long long)p->in, p->dirs,
+                         (long long)(G * p->hidden), (long long)p->hidden);
     if ((st = check_optional(node, kind, in, n_in, p)) != POPC_OK)
         return st;
     n_acts = rnn_n_act[kind] * p->dirs;
@@ -140,10 +135,8 @@ popc_status rnn_parse(const char *node, int kind, const popc_view *in,
                 if (!strcasecmp(names->strings[i], act_names[j]))
                     found = j;
             if (found < 0)
-                return opu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': "
-                                            "activation '%s' is not "
-                                            "supported", op, node,
-                                            names->strings[i]);
+                return opu_error(POPC_EUNSUPPORTED, op, node, "activation "
+                                 "'%s' is not supported", names->strings[i]);
             p->acts[i].kind = found;
         }
         act_defaults(&p->acts[i]);
@@ -237,8 +230,8 @@ static popc_status rnn_forward_kind(const popc_kernel_ctx *kc, int kind)
     h = popc_host_calloc(kc->host, (size_t)(4 * H + rnn_step_doubles(&p)),
                          sizeof(double));
     if (!h)
-        return opu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
-                                    rnn_op_names[kind], kc->node_name);
+        return opu_error(POPC_ENOMEM, rnn_op_names[kind], kc->node_name,
+                         "out of memory");
     c = h + H;
     hn = c + H;
     cn = hn + H;

@@ -286,8 +286,8 @@ static popc_status grad_forward_kind(const popc_kernel_ctx *kc, int kind)
     H = p.hidden;
     G = rnn_n_gates[kind];
     if (!(base = bufs_alloc(kc, &p, &w)))
-        return opu_host->set_error(POPC_ENOMEM, "%s '%s': out of memory",
-                                    grad_names[kind], kc->node_name);
+        return opu_error(POPC_ENOMEM, grad_names[kind], kc->node_name,
+                         "out of memory");
     for (int d = 0; d < p.dirs; d++) {
         rnn_grads g = {w.gW + d * G * H * p.in, w.gR + d * G * H * H,
                        w.gB + d * 2 * G * H, w.gB + d * 2 * G * H + G * H,

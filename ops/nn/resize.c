@@ -75,19 +75,16 @@ static popc_status params(const char *node, const popc_view *in, int n_in,
     p->a = popc_attr_float(a, "cubic_coeff_a", -0.75);
     p->extrap = popc_attr_float(a, "extrapolation_value", 0.0);
     if (p->mode < 0 || p->coord < 0 || p->nearest < 0)
-        return opu_host->set_error(POPC_EINVAL, "Resize '%s': unknown mode, "
-                                    "coordinate_transformation_mode or "
-                                    "nearest_mode", node);
+        return opu_error(POPC_EINVAL, "Resize", node, "unknown mode, "
+                         "coordinate_transformation_mode or nearest_mode");
     if ((sc && !sc->data) || (sz && !sz->data) || (!sc && !sz))
-        return opu_host->set_error(POPC_EINVAL, "Resize '%s': scales or "
-                                    "sizes must be given and known at "
-                                    "compile time (shapes are static)",
-                                    node);
+        return opu_error(POPC_EINVAL, "Resize", node, "scales or sizes must "
+                         "be given and known at compile time (shapes are "
+                         "static)");
     if ((sc && popc_view_numel(sc) != x->rank) ||
         (sz && popc_view_numel(sz) != x->rank))
-        return opu_host->set_error(POPC_EINVAL, "Resize '%s': scales or "
-                                    "sizes need one value per dimension "
-                                    "(%d)", node, x->rank);
+        return opu_error(POPC_EINVAL, "Resize", node, "scales or sizes need "
+                         "one value per dimension (%d)", x->rank);
     for (int d = 0; d < x->rank; d++) {
         p->in[d] = x->dims[d];
         if (sz) {
@@ -101,9 +98,8 @@ static popc_status params(const char *node, const popc_view *in, int n_in,
             p->out[d] = (int64_t)floor((double)p->in[d] * p->scale[d]);
         }
         if (p->out[d] < 0 || p->scale[d] <= 0)
-            return opu_host->set_error(POPC_EINVAL, "Resize '%s': "
-                                        "dimension %d gets a non-positive "
-                                        "scale", node, d);
+            return opu_error(POPC_EINVAL, "Resize", node, "dimension %d gets "
+                             "a non-positive scale", d);
         p->roi[d] = 0;
         p->roi[d + x->rank] = 1;
         if (roi && roi->data && popc_view_numel(roi) == 2 * x->rank) {
@@ -230,8 +226,8 @@ static popc_status walk(const popc_kernel_ctx *kc, const rs_params *p,
         tw[d] = kc->host->alloc(sizeof(double) * 4 * (size_t)(p->out[d] + 1));
         tn[d] = kc->host->alloc(sizeof(int) * (size_t)(p->out[d] + 1));
         if (!tidx[d] || !tw[d] || !tn[d]) {
-            st = opu_host->set_error(POPC_ENOMEM, "Resize '%s': out of "
-                                      "memory", kc->node_name);
+            st = opu_error(POPC_ENOMEM, "Resize", kc->node_name, "out of "
+                           "memory");
             goto done;
         }
         for (int64_t o = 0; o < p->out[d]; o++)
@@ -329,9 +325,8 @@ static popc_status resize_grad_infer(popc_infer_ctx *ic)
         return st;
     for (int d = 0; d < p.rank; d++)
         if (ic->inputs[0].rank != p.rank || ic->inputs[0].dims[d] != p.out[d])
-            return opu_host->set_error(POPC_EINVAL, "ResizeGrad '%s': dY "
-                                        "must have the resized shape",
-                                        ic->node_name);
+            return opu_error(POPC_EINVAL, "ResizeGrad", ic->node_name,
+                             "dY must have the resized shape");
     opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     return POPC_OK;
 }

@@ -38,10 +38,9 @@ static popc_status ints_attr(const char *op, const char *node,
         return POPC_OK;
     }
     if (got != n)
-        return opu_host->set_error(POPC_EINVAL, "%s '%s': attribute %s has "
-                                    "%lld values; the input has %d spatial "
-                                    "dimensions", op, node, name,
-                                    (long long)got, n);
+        return opu_error(POPC_EINVAL, op, node, "attribute %s has %lld "
+                         "values; the input has %d spatial dimensions", name,
+                         (long long)got, n);
     return POPC_OK;
 }
 
@@ -69,9 +68,8 @@ static popc_status win_forward(const char *op, const char *node,
 
     w->sp = x->rank - 2;
     if (w->sp < 1 || w->sp > MAX_SP)
-        return opu_host->set_error(POPC_EUNSUPPORTED, "%s '%s': input must "
-                                    "have 1 to 3 spatial dimensions", op,
-                                    node);
+        return opu_error(POPC_EUNSUPPORTED, op, node, "input must have 1 to "
+                         "3 spatial dimensions");
     for (int i = 0; i < w->sp; i++)
         w->in[i] = x->dims[2 + i];
     if (kd)
@@ -81,18 +79,16 @@ static popc_status win_forward(const char *op, const char *node,
         (st = ints_attr(op, node, a, "dilations", w->sp, 1, w->d)) !=
             POPC_OK ||
         (st = ints_attr(op, node, a, "pads", 2 * w->sp, 0, pads)) != POPC_OK)
-        return opu_host->set_error(POPC_EINVAL, "%s '%s': kernel_shape, "
-                                    "strides, dilations and pads must have "
-                                    "one value per spatial dimension (pads "
-                                    "two)", op, node);
+        return opu_error(POPC_EINVAL, op, node, "kernel_shape, strides, "
+                         "dilations and pads must have one value per "
+                         "spatial dimension (pads two)");
     ceil_mode = ceil_ok ? (int)popc_attr_int(a, "ceil_mode", 0) : 0;
     for (int i = 0; i < w->sp; i++) {
         int64_t span = w->d[i] * (w->k[i] - 1) + 1, num;
 
         if (w->s[i] < 1 || w->d[i] < 1 || w->k[i] < 1)
-            return opu_host->set_error(POPC_EINVAL, "%s '%s': kernel, "
-                                        "strides and dilations must be >= 1",
-                                        op, node);
+            return opu_error(POPC_EINVAL, op, node, "kernel, strides and "
+                             "dilations must be >= 1");
         w->p0[i] = pads[i];
         w->p1[i] = pads[i + w->sp];
         if (ap == 1 || ap == 2) {
@@ -108,9 +104,8 @@ static popc_status win_forward(const char *op, const char *node,
         }
         num = w->in[i] + w->p0[i] + w->p1[i] - span;
         if (num < 0)
-            return opu_host->set_error(POPC_EINVAL, "%s '%s': the kernel "
-                                        "is larger than the padded input",
-                                        op, node);
+            return opu_error(POPC_EINVAL, op, node, "the kernel is larger "
+                             "than the padded input");
         if (ceil_mode) {
             w->out[i] = (num + w->s[i] - 1) / w->s[i] + 1;
             if ((w->out[i] - 1) * w->s[i] >= w->in[i] + w->p0[i])
@@ -168,15 +163,14 @@ static popc_status conv_win(const char *node, const popc_view *in,
 
     *group = popc_attr_int(a, "group", 1);
     if (in[1].rank != in[0].rank)
-        return opu_host->set_error(POPC_EINVAL, "Conv '%s': W must have X's "
-                                    "rank", node);
+        return opu_error(POPC_EINVAL, "Conv", node, "W must have X's rank");
     if ((st = win_forward("Conv", node, a, &in[0], in[1].dims + 2, 0, w)) !=
         POPC_OK)
         return st;
     if (*group < 1 || in[1].dims[1] * *group != in[0].dims[1] ||
         in[1].dims[0] % *group)
-        return opu_host->set_error(POPC_EINVAL, "Conv '%s': channels do not "
-                                    "match W and group", node);
+        return opu_error(POPC_EINVAL, "Conv", node, "channels do not match "
+                         "W and group");
     return POPC_OK;
 }
 
@@ -363,13 +357,12 @@ static popc_status convt_win(const char *node, const popc_view *in,
     *group = popc_attr_int(a, "group", 1);
     w->sp = x->rank - 2;
     if (w->sp < 1 || w->sp > MAX_SP || wt->rank != x->rank)
-        return opu_host->set_error(POPC_EUNSUPPORTED, "ConvTranspose '%s': "
-                                    "X must have 1 to 3 spatial dimensions "
-                                    "and W the same rank", node);
+        return opu_error(POPC_EUNSUPPORTED, "ConvTranspose", node,
+                         "X must have 1 to 3 spatial dimensions and W the "
+                         "same rank");
     if (*group < 1 || wt->dims[0] != x->dims[1] || x->dims[1] % *group)
-        return opu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': W's "
-                                    "dim 0 must equal X's channels, "
-                                    "divisible by group", node);
+        return opu_error(POPC_EINVAL, "ConvTranspose", node, "W's dim 0 "
+                         "must equal X's channels, divisible by group");
     for (int i = 0; i < w->sp; i++) {
         w->in[i] = x->dims[2 + i];
         w->k[i] = wt->dims[2 + i];
@@ -409,8 +402,8 @@ static popc_status convt_win(const char *node, const popc_view *in,
         }
         w->out[i] = full - w->p0[i] - w->p1[i];
         if (w->out[i] < 1)
-            return opu_host->set_error(POPC_EINVAL, "ConvTranspose '%s': "
-                                        "the output would be empty", node);
+            return opu_error(POPC_EINVAL, "ConvTranspose", node, "the "
+                             "output would be empty");
     }
     return POPC_OK;
 }
@@ -529,9 +522,8 @@ static popc_status convt_grad_infer(popc_infer_ctx *ic)
     if (popc_view_numel(&ic->inputs[0]) !=
         ic->inputs[1].dims[0] * ic->inputs[2].dims[1] * g *
             sp_size(w.out, w.sp))
-        return opu_host->set_error(POPC_EINVAL, "ConvTransposeGrad '%s': "
-                                    "dY does not have the forward's output "
-                                    "shape", ic->node_name);
+        return opu_error(POPC_EINVAL, "ConvTransposeGrad", ic->node_name,
+                         "dY does not have the forward's output shape");
     opu_set_like(&ic->outputs[0], &ic->inputs[1]);
     opu_set_like(&ic->outputs[1], &ic->inputs[2]);
     {
@@ -566,8 +558,8 @@ static popc_status convt_grad_forward(const popc_kernel_ctx *kc)
     ksz = sp_size(w.k, w.sp);
     if (!(acc = kc->host->alloc(sizeof(double) *
                                 (size_t)(popc_view_numel(wt) + M + 1))))
-        return opu_host->set_error(POPC_ENOMEM, "ConvTransposeGrad '%s': "
-                                    "out of memory", kc->node_name);
+        return opu_error(POPC_ENOMEM, "ConvTransposeGrad", kc->node_name,
+                         "out of memory");
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++) {
             int64_t grp = c / Cg;
@@ -617,9 +609,8 @@ static popc_status conv_integer_infer(popc_infer_ctx *ic)
 
     if (popc_dtype_is_float(ic->inputs[0].dtype) ||
         popc_dtype_is_float(ic->inputs[1].dtype))
-        return opu_host->set_error(POPC_EINVAL, "ConvInteger '%s': x and w "
-                                    "must be 8-bit integers",
-                                    ic->node_name);
+        return opu_error(POPC_EINVAL, "ConvInteger", ic->node_name,
+                         "x and w must be 8-bit integers");
     if ((st = conv_win(ic->node_name, ic->inputs, ic->attrs, &w, &g)) !=
         POPC_OK)
         return st;

@@ -25,19 +25,15 @@ static popc_status read_ints(const char *op, const char *node,
         return POPC_OK;
     }
     if (got != n)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': attribute %s has %lld values "
-                                    "but the input has %d spatial "
-                                    "dimension%s, so it needs %d",
-                                    op, node, name, (long long)got, sp,
-                                    sp == 1 ? "" : "s", n);
+        return opu_error(POPC_EINVAL, op, node, "attribute %s has %lld "
+                         "values but the input has %d spatial dimension%s, "
+                         "so it needs %d", name, (long long)got, sp,
+                         sp == 1 ? "" : "s", n);
     for (int i = 0; i < n; i++)
         if (out[i] < min)
-            return opu_host->set_error(POPC_EINVAL,
-                                        "%s '%s': attribute %s[%d] is %lld; "
-                                        "it must be at least %lld",
-                                        op, node, name, i, (long long)out[i],
-                                        (long long)min);
+            return opu_error(POPC_EINVAL, op, node, "attribute %s[%d] is "
+                             "%lld; it must be at least %lld", name, i,
+                             (long long)out[i], (long long)min);
     return POPC_OK;
 }
 
@@ -51,16 +47,13 @@ static popc_status out_len(const char *op, const char *node, const char *dim,
     int64_t n;
 
     if (num < 0)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': the %s kernel spans %lld "
-                                    "elements (kernel %lld, dilation %lld) "
-                                    "but the padded input has only %lld "
-                                    "(size %lld, pads %lld + %lld); use a "
-                                    "smaller kernel or more padding",
-                                    op, node, dim, (long long)dk, (long long)k,
-                                    (long long)d, (long long)(in + p0 + p1),
-                                    (long long)in, (long long)p0,
-                                    (long long)p1);
+        return opu_error(POPC_EINVAL, op, node, "the %s kernel spans %lld "
+                         "elements (kernel %lld, dilation %lld) but the "
+                         "padded input has only %lld (size %lld, pads %lld + "
+                         "%lld); use a smaller kernel or more padding", dim,
+                         (long long)dk, (long long)k, (long long)d,
+                         (long long)(in + p0 + p1), (long long)in,
+                         (long long)p0, (long long)p1);
     if (ceil_mode) {
         n = (num + s - 1) / s + 1;
         if ((n - 1) * s >= in + p0)
@@ -85,42 +78,36 @@ popc_status nn_window_parse(const char *op, const char *node,
 
     memset(w, 0, sizeof *w);
     if (sp != 1 && sp != 2)
-        return opu_host->set_error(POPC_EUNSUPPORTED,
-                                    "%s '%s': %d spatial dimensions are not "
-                                    "supported; inputs must be [N, C, W] or "
-                                    "[N, C, H, W]",
-                                    op, node, sp);
+        return opu_error(POPC_EUNSUPPORTED, op, node, "%d spatial dimensions "
+                         "are not supported; inputs must be [N, C, W] or [N, "
+                         "C, H, W]", sp);
     got = popc_attr_ints(attrs, "kernel_shape", k, sp);
     if (kdims) {
         if (got >= 0 && got != sp)
-            return opu_host->set_error(POPC_EINVAL,
-                                        "%s '%s': kernel_shape has %lld "
-                                        "values for %d spatial dimensions",
-                                        op, node, (long long)got, sp);
+            return opu_error(POPC_EINVAL, op, node, "kernel_shape has %lld "
+                             "values for %d spatial dimensions",
+                             (long long)got, sp);
         for (int i = 0; got >= 0 && i < sp; i++)
             if (k[i] != kdims[i]) {
                 char a[OPU_DIMS_LEN], b[OPU_DIMS_LEN];
-                return opu_host->set_error(
-                    POPC_EINVAL,
-                    "%s '%s': kernel_shape %s disagrees with the weight's "
-                    "spatial shape %s; drop kernel_shape or fix it",
-                    op, node, opu_dims_n(k, sp, a), opu_dims_n(kdims, sp, b));
+                return opu_error(POPC_EINVAL, op, node, "kernel_shape %s "
+                                 "disagrees with the weight's spatial shape "
+                                 "%s; drop kernel_shape or fix it",
+                                 opu_dims_n(k, sp, a),
+                                 opu_dims_n(kdims, sp, b));
             }
         for (int i = 0; i < sp; i++)
             k[i] = kdims[i];
     } else if (got != sp) {
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': attribute kernel_shape is %s; "
-                                    "it needs %d values",
-                                    op, node, got < 0 ? "missing" : "wrong",
-                                    sp);
+        return opu_error(POPC_EINVAL, op, node, "attribute kernel_shape is "
+                         "%s; it needs %d values",
+                         got < 0 ? "missing" : "wrong", sp);
     }
     for (int i = 0; i < sp; i++)
         if (k[i] < 1)
-            return opu_host->set_error(POPC_EINVAL,
-                                        "%s '%s': kernel_shape[%d] is %lld; "
-                                        "it must be at least 1",
-                                        op, node, i, (long long)k[i]);
+            return opu_error(POPC_EINVAL, op, node, "kernel_shape[%d] is "
+                             "%lld; it must be at least 1", i,
+                             (long long)k[i]);
     if ((st = read_ints(op, node, attrs, "strides", sp, sp, 1, 1, s)) !=
         POPC_OK)
         return st;
@@ -132,10 +119,8 @@ popc_status nn_window_parse(const char *op, const char *node,
             POPC_OK)
             return st;
     } else if (popc_attrs_find(attrs, "pads")) {
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': pads and auto_pad '%s' are "
-                                    "both given; use only one of them",
-                                    op, node, auto_pad);
+        return opu_error(POPC_EINVAL, op, node, "pads and auto_pad '%s' are "
+                         "both given; use only one of them", auto_pad);
     } else if (strcmp(auto_pad, "VALID") == 0) {
         memset(p, 0, sizeof p);
     } else if (strcmp(auto_pad, "SAME_UPPER") == 0 ||
@@ -150,22 +135,20 @@ popc_status nn_window_parse(const char *op, const char *node,
             p[i + sp] = total - p[i];
         }
     } else {
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': auto_pad '%s' is unknown; use "
-                                    "NOTSET, VALID, SAME_UPPER or SAME_LOWER",
-                                    op, node, auto_pad);
+        return opu_error(POPC_EINVAL, op, node, "auto_pad '%s' is unknown; "
+                         "use NOTSET, VALID, SAME_UPPER or SAME_LOWER",
+                         auto_pad);
     }
     if (is_pool)
         for (int i = 0; i < 2 * sp; i++) {
             int64_t dk = d[i % sp] * (k[i % sp] - 1) + 1;
 
             if (p[i] >= dk)
-                return opu_host->set_error(
-                    POPC_EINVAL,
-                    "%s '%s': pads[%d] is %lld but the window spans %lld; a "
-                    "window inside the padding would see no input, so pads "
-                    "must be smaller than the (dilated) kernel",
-                    op, node, i, (long long)p[i], (long long)dk);
+                return opu_error(POPC_EINVAL, op, node, "pads[%d] is %lld "
+                                 "but the window spans %lld; a window inside "
+                                 "the padding would see no input, so pads "
+                                 "must be smaller than the (dilated) kernel",
+                                 i, (long long)p[i], (long long)dk);
         }
     if (sp == 2) {
         w->H = in[0];

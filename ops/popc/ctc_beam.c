@@ -83,8 +83,8 @@ static int64_t round_key(double total)
 
 static popc_status oom(const char *nodename)
 {
-    return opu_host->set_error(POPC_ENOMEM, "CTCBeamSearchDecoder '%s': out "
-                                "of memory", nodename);
+    return opu_error(POPC_ENOMEM, "CTCBeamSearchDecoder", nodename,
+                     "out of memory");
 }
 
 static int grow(void **p, int *cap, int need, size_t size)
@@ -296,19 +296,16 @@ static popc_status attrs_of(const char *nodename, const popc_attrs *attrs,
     int64_t tp = popc_attr_int(attrs, "top_paths", 1);
 
     if (bl < 0 || bl >= C)
-        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
-                                    "blank %lld is not a class of the %lld "
-                                    "classes", nodename, (long long)bl,
-                                    (long long)C);
+        return opu_error(POPC_EINVAL, "CTCBeamSearchDecoder", nodename,
+                         "blank %lld is not a class of the %lld classes",
+                         (long long)bl, (long long)C);
     if (w < 1 || w > 100000)
-        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
-                                    "beam_width %lld; give 1..100000",
-                                    nodename, (long long)w);
+        return opu_error(POPC_EINVAL, "CTCBeamSearchDecoder", nodename,
+                         "beam_width %lld; give 1..100000", (long long)w);
     if (tp < 1 || tp > w)
-        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
-                                    "top_paths %lld; give 1..beam_width "
-                                    "(%lld)", nodename, (long long)tp,
-                                    (long long)w);
+        return opu_error(POPC_EINVAL, "CTCBeamSearchDecoder", nodename,
+                         "top_paths %lld; give 1..beam_width (%lld)",
+                         (long long)tp, (long long)w);
     *blank = (int)bl;
     *width = (int)w;
     *top = (int)tp;
@@ -326,16 +323,14 @@ static popc_status ctc_infer(popc_infer_ctx *ic)
         POPC_OK)
         return st;
     if (lp->rank != 3 || lp->dims[2] < 1)
-        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
-                                    "log_probs must be [input_length, "
-                                    "batch_size, num_classes]",
-                                    ic->node_name);
+        return opu_error(POPC_EINVAL, "CTCBeamSearchDecoder", ic->node_name,
+                         "log_probs must be [input_length, batch_size, "
+                         "num_classes]");
     if ((len->dtype != POPC_DTYPE_I32 && len->dtype != POPC_DTYPE_I64) ||
         len->rank != 1 || len->dims[0] != lp->dims[1])
-        return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder '%s': "
-                                    "lengths must be int32 or int64 "
-                                    "[batch_size] (%lld)", ic->node_name,
-                                    (long long)lp->dims[1]);
+        return opu_error(POPC_EINVAL, "CTCBeamSearchDecoder", ic->node_name,
+                         "lengths must be int32 or int64 [batch_size] (%lld)",
+                         (long long)lp->dims[1]);
     if ((st = attrs_of(ic->node_name, ic->attrs, lp->dims[2], &blank, &width,
                        &top)) != POPC_OK)
         return st;
@@ -377,12 +372,10 @@ static popc_status ctc_forward(const popc_kernel_ctx *kc)
 
         if (len < 0 || len > T) {
             decoder_free(&d);
-            return opu_host->set_error(POPC_EINVAL, "CTCBeamSearchDecoder "
-                                        "'%s': lengths[%lld] is %lld, "
-                                        "outside 0..%lld (the input "
-                                        "length)", kc->node_name,
-                                        (long long)b, (long long)len,
-                                        (long long)T);
+            return opu_error(POPC_EINVAL, "CTCBeamSearchDecoder",
+                             kc->node_name, "lengths[%lld] is %lld, outside "
+                             "0..%lld (the input length)", (long long)b,
+                             (long long)len, (long long)T);
         }
         if ((st = decode(&d, kc->node_name, lpv->data, T, B, C, b, len,
                          blank, width, &beams, &n)) != POPC_OK) {

@@ -47,11 +47,9 @@ static popc_status il_reduction(const char *op, const char *node,
         r = popc_attr_int(attrs, "reduction", RED_MEAN);
     }
     if (r < RED_SUM || r > RED_NONE)
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': Unsupported reduction type! "
-                                    "Use 0 or \"sum\", 1 or \"mean\", 2 or "
-                                    "\"none\"",
-                                    op, node);
+        return opu_error(POPC_EINVAL, op, node, "Unsupported reduction "
+                         "type! Use 0 or \"sum\", 1 or \"mean\", 2 or "
+                         "\"none\"");
     *out = (int)r;
     return POPC_OK;
 }

@@ -85,11 +85,8 @@ popc_status opu_reduction(const char *op, const char *node,
     else if (strcmp(s, "none") == 0)
         *out = OPU_RED_NONE;
     else
-        return opu_host->set_error(POPC_EINVAL,
-                                    "%s '%s': reduction '%s' is not "
-                                    "supported; use \"mean\", \"sum\" or "
-                                    "\"none\"",
-                                    op, node, s);
+        return opu_error(POPC_EINVAL, op, node, "reduction '%s' is not "
+                         "supported; use \"mean\", \"sum\" or \"none\"", s);
     return POPC_OK;
 }
 

@@ -3,7 +3,6 @@
 
 #include "ops/util/host.h"
 
-const popc_host *opu_host;
 opu_services opu_svc;
 
 static popc_status missing(const popc_host *host, const char *plugin,
@@ -15,16 +14,20 @@ static popc_status missing(const popc_host *host, const char *plugin,
                            plugin, name);
 }
 
-/* One service into its typed slot, or the init() failure naming it. */
+/* One service into its typed slot (written only when it changes: see
+** host.h), or the init() failure naming it. */
 #define LOOK_UP(slot, name)                                                 \
     do {                                                                    \
-        if (!(opu_svc.slot = (__typeof__(opu_svc.slot))host->get_proc(name))) \
+        __typeof__(opu_svc.slot) fn_ =                                      \
+            (__typeof__(opu_svc.slot))host->get_proc(name);                 \
+        if (!fn_)                                                           \
             return missing(host, plugin, name);                             \
+        if (opu_svc.slot != fn_)                                            \
+            opu_svc.slot = fn_;                                             \
     } while (0)
 
 popc_status opu_init(const popc_host *host, const char *plugin)
 {
-    opu_host = host;
     if (!POPC_HAS_FIELD(popc_host, host->size, get_proc) || !host->get_proc)
         return host->set_error(POPC_EUNSUPPORTED, "plugin '%s': the host "
                                "has no get_proc (libpopc before 0.4.0); "

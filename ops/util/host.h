@@ -1,9 +1,11 @@
-/* host.h - what the op utility library keeps of its host: the table and
-** the services (popc/services.h) it looked up once, in opu_init().
+/* host.h - what the op utility library keeps of its host: the services
+** (popc/services.h) it looked up once, in opu_init().
 **
 ** The library is linked into each op plugin as a convenience library with
-** hidden symbols, so every plugin has its own opu_host and opu_svc, set by
-** its own init().
+** hidden symbols, so every plugin has its own opu_svc, set by its own
+** init(). Kernels read it without a lock: opu_init writes a slot only
+** when its value changes, and a later registry loading the same plugin
+** finds the same functions, so it writes nothing.
 */
 #ifndef POPC_OPS_UTIL_HOST_H
 #define POPC_OPS_UTIL_HOST_H
@@ -23,11 +25,9 @@ typedef struct opu_services {
     popc_op_dtype_error_fn op_dtype_error;
 } opu_services;
 
-/* The host table of the plugin this copy is linked into. */
-extern const popc_host *opu_host;
 extern opu_services opu_svc;
 
-/* Keeps host and looks every service up. A host without one (older than
+/* Looks every service up through host. A host without one (older than
 ** this library) fails with POPC_EUNSUPPORTED naming the plugin and the
 ** missing service; the plugin's init() returns that status. */
 popc_status opu_init(const popc_host *host, const char *plugin);
