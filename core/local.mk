@@ -6,8 +6,8 @@ libpopc_la_SOURCES = \
     %reldir%/host.c %reldir%/host_services.c %reldir%/host_priv.h \
     %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
-libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)
-libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(ZLIB_LIBS) -lm
+libpopc_la_CFLAGS  = $(AM_CFLAGS) $(ZLIB_CFLAGS)
+libpopc_la_LIBADD  = $(LIBLTDL) $(ZLIB_LIBS) -lm
 libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
 
 pkginclude_HEADERS += \

@@ -8,9 +8,11 @@
 */
 #include "config.h"
 
+#include "core/layer/options_table.h"
 #include "core/runtime/hooks_priv.h"
 #include "exe/executable_priv.h"
 #include "opt/opt_hooks.h"
+#include "optfmt/optfmt.h"
 #include "profile/profile_priv.h"
 
 const popci_model_hooks *const popci_layer_hooks[] = {
@@ -19,6 +21,11 @@ const popci_model_hooks *const popci_layer_hooks[] = {
     &popci_profile_hooks,
     NULL,
 };
+
+/* The JSON form of options (optfmt/), which popc_options_new applies
+** POPC_DEFAULT_OPTIONS with (core/layer/options_table.h). */
+const popci_options_json_fn popci_layer_options_json =
+    popci_options_apply_json;
 
 _Static_assert(sizeof popci_layer_hooks / sizeof *popci_layer_hooks <=
                    POPCI_MAX_LAYERS + 1,

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 #include "popc/run.h"
-#include "core/options/config_priv.h"
+#include "run/run_config_priv.h"
 
 typedef enum run_layer_kind {
     RUN_LINEAR,

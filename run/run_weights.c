@@ -34,7 +34,7 @@
 #include "popc/tensor.h"
 #include "core/layer/alloc.h"
 #include "core/atomic_file_priv.h"
-#include "core/options/config_priv.h"
+#include "run/run_config_priv.h"
 #include "core/runtime/model_state_priv.h"
 #include "run/run_priv.h"
 

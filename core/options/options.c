@@ -21,7 +21,7 @@
 #include "popc/log.h"
 #include "popc/options.h"
 #include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
+#include "core/layer/suggest.h"
 #include "core/options/options_priv.h"
 
 /* Other spellings PopTorch users write: the method name where the option
@@ -572,7 +572,7 @@ static popc_status apply_environment(popc_options *o)
                                   "%s", popc_last_error());
     }
     if (json && *json)
-        return popci_options_apply_json(o, "POPC_DEFAULT_OPTIONS", json);
+        return popci_layer_options_json(o, "POPC_DEFAULT_OPTIONS", json);
     return POPC_OK;
 }
 

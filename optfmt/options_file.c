@@ -28,9 +28,8 @@
 #include <string.h>
 
 #include "popc/options.h"
-#include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "optfmt/optfmt_priv.h"
 
 /* Nesting depth of lists/calls in one line: plenty for options. */
 #define MAX_DEPTH 16
