@@ -22,10 +22,10 @@ const popci_model_hooks *const popci_layer_hooks[] = {
     NULL,
 };
 
-/* The JSON form of options (optfmt/), which popc_options_new applies
-** POPC_DEFAULT_OPTIONS with (core/layer/options_table.h). */
-const popci_options_json_fn popci_layer_options_json =
-    popci_options_apply_json;
+/* The environment's options (optfmt/), which popc_options_new applies to
+** every new popc_options (core/layer/options_table.h). */
+const popci_options_env_fn popci_layer_options_env =
+    popci_options_apply_environment;
 
 _Static_assert(sizeof popci_layer_hooks / sizeof *popci_layer_hooks <=
                    POPCI_MAX_LAYERS + 1,

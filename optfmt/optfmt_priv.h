@@ -52,4 +52,11 @@ popc_status popci_options_call(popc_options *o, const char *prefix,
                                int n, const char **kind,
                                const char **next_prefix);
 
+/* Parse a JSON object of "dotted.name": value and apply each entry as
+** PopTorch's method call (a list value is splatted as positional
+** arguments). what names the source in messages ("POPC_DEFAULT_OPTIONS").
+** o changes only when every entry applies. */
+popc_status popci_options_apply_json(popc_options *o, const char *what,
+                                     const char *json);
+
 #endif /* POPC_OPTFMT_PRIV_H */

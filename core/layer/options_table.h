@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "popc/options.h"
+#include "core/layer/options.h"
 
 #define POPCI_OPT_COMPILE  (1u << 0) /* affects compilation: hashed */
 #define POPCI_OPT_NULLABLE (1u << 1) /* accepts None ("None", "" or NULL) */
@@ -101,16 +102,20 @@ const popci_optval *popci_options_val(const popc_options *o,
 ** left empty and must still be freed. Used to apply a file atomically. */
 void popci_options_move(popc_options *dst, popc_options *src);
 
-/* ---- the text front-ends' hook ------------------------------------------- */
+/* Change the value o starts from without marking it set by the user
+** (POPC_THREADS changes the default of threads); v is the caller's to
+** check. */
+void popci_options_set_start_int(popc_options *o, popci_opt_id id,
+                                 int64_t v);
 
-/* Parse the JSON object json ("dotted.name": value, PopTorch's
-** POPTORCH_DEFAULT_OPTIONS form) and apply it to o; what names the source
-** in messages. popc_options_new applies POPC_DEFAULT_OPTIONS through the
-** one lib/layers.c names (optfmt/'s popci_options_apply_json), so the core
-** parses no JSON and names no layer. */
-typedef popc_status (*popci_options_json_fn)(popc_options *o,
-                                             const char *what,
-                                             const char *json);
-extern const popci_options_json_fn popci_layer_options_json;
+/* ---- the environment ----------------------------------------------------- */
+
+/* Apply the process environment's options (POPC_THREADS, OMPI_COMM_WORLD_*,
+** POPC_CACHE_DIR, POPC_DEFAULT_OPTIONS) to new options o, with errors
+** naming the variable. popc_options_new calls the one lib/layers.c names
+** (optfmt/'s popci_options_apply_environment), so the core reads no
+** environment, parses no JSON and names no layer. */
+typedef popc_status (*popci_options_env_fn)(popc_options *o);
+extern const popci_options_env_fn popci_layer_options_env;
 
 #endif /* POPC_LAYER_OPTIONS_TABLE_H */

@@ -504,76 +504,10 @@ static popc_status alloc_options(popc_options **out)
     return POPC_OK;
 }
 
-/* "POPC_THREADS", "OMPI_COMM_WORLD_SIZE": a non-negative integer or an
-** error naming the variable. */
-static popc_status env_int(const char *var, int64_t min, int64_t max,
-                           int *present, int64_t *out)
+void popci_options_set_start_int(popc_options *o, popci_opt_id id,
+                                 int64_t v)
 {
-    const char *s = getenv(var);
-    char *end;
-    long long x;
-
-    *present = 0;
-    if (!s || !*s)
-        return POPC_OK;
-    errno = 0;
-    x = strtoll(s, &end, 10);
-    if (*end || errno || x < min || x > max)
-        return popc_set_error(POPC_EINVAL, "environment variable %s: must be "
-                              "an integer between %" PRId64 " and %" PRId64
-                              " (got '%s')", var, min, max, s);
-    *present = 1;
-    *out = (int64_t)x;
-    return POPC_OK;
-}
-
-static popc_status apply_environment(popc_options *o)
-{
-    const char *cache = getenv("POPC_CACHE_DIR");
-    const char *json = getenv("POPC_DEFAULT_OPTIONS");
-    int64_t n = 1, id = 0;
-    int has_n, has_id;
-    char buf[32];
-    popc_status st;
-
-    /* POPC_THREADS changes the default rather than setting the option. */
-    if ((st = env_int("POPC_THREADS", 0, 4096, &has_n, &n)) != POPC_OK)
-        return st;
-    if (has_n)
-        o->v[popci_options_must("threads")].i = n;
-    /* PopTorch: Distributed.setEnvVarNames("OMPI_COMM_WORLD_SIZE",
-    ** "OMPI_COMM_WORLD_RANK") in every new Options. */
-    n = 1;
-    if ((st = env_int("OMPI_COMM_WORLD_SIZE", 1, INT32_MAX, &has_n, &n)) ||
-        (st = env_int("OMPI_COMM_WORLD_RANK", 0, INT32_MAX, &has_id, &id)))
-        return st;
-    if (has_n) {
-        snprintf(buf, sizeof buf, "%" PRId64, n);
-        if ((st = popci_options_commit_other(o, "Distributed.numProcesses",
-                                             buf)) != POPC_OK)
-            return popc_set_error(st, "environment variable "
-                                  "OMPI_COMM_WORLD_SIZE: %s",
-                                  popc_last_error());
-    }
-    if (has_id) {
-        snprintf(buf, sizeof buf, "%" PRId64, id);
-        if ((st = popci_options_commit_other(o, "Distributed.processId",
-                                             buf)) != POPC_OK)
-            return popc_set_error(st, "environment variable "
-                                  "OMPI_COMM_WORLD_RANK: %s",
-                                  popc_last_error());
-    }
-    if (cache && *cache) {
-        popc_log(POPC_LOG_INFO, "POPC_CACHE_DIR is set: setting cache path "
-                 "to %s", cache);
-        if ((st = popci_options_commit_other(o, "enableExecutableCaching",
-                                             cache)) != POPC_OK)
-            return popc_set_error(st, "environment variable POPC_CACHE_DIR: "
-                                  "%s", popc_last_error());
-    }
-    if (json && *json)
-        return popci_layer_options_json(o, "POPC_DEFAULT_OPTIONS", json);
-    return POPC_OK;
+    o->v[id].i = v;
 }
 
 static popc_status set_defaults(popc_options *o)
@@ -599,7 +533,7 @@ popc_status popc_options_new(popc_options **out)
     if ((st = alloc_options(&o)) != POPC_OK)
         return st;
     if ((st = set_defaults(o)) != POPC_OK ||
-        (st = apply_environment(o)) != POPC_OK) {
+        (st = popci_layer_options_env(o)) != POPC_OK) {
         popc_options_free(o);
         return st;
     }
