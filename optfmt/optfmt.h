@@ -20,6 +20,12 @@
 ** the function lib/layers.c hands the core as popci_layer_options_env. */
 popc_status popci_options_apply_environment(popc_options *o);
 
+/* Whether a file loader (who: "popc_options_load_ini") may change o from
+** path: POPC_EINVAL for NULL arguments, POPC_ESTATE ("Can't modify frozen
+** Options") once a model uses o. */
+popc_status popci_options_loadable(const popc_options *o, const char *who,
+                                   const char *path);
+
 /* POPC_ECONFIG "<name>:<line>: invalid UTF-8 ..." at the first byte that
 ** is not valid UTF-8 in text[0..len), else POPC_OK; text starts on line
 ** first_line of the file. */

@@ -556,6 +556,19 @@ static popc_status apply_statement(popc_options *o, const stmt *s,
                           SHOWN, s->line, cut(s->line));
 }
 
+popc_status popci_options_loadable(const popc_options *o, const char *who,
+                                   const char *path)
+{
+    if (!o || !path)
+        return popc_set_error(POPC_EINVAL, "%s: NULL options or path", who);
+    if (popc_options_frozen(o))
+        return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
+                              "cannot load %s once a model uses these "
+                              "options; load into a copy from "
+                              "popc_options_clone", path);
+    return POPC_OK;
+}
+
 popc_status popc_options_load_file(popc_options *o, const char *path)
 {
     popc_options *work = NULL;

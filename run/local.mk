@@ -11,6 +11,7 @@ libpopc_la_SOURCES += \
     %reldir%/run_format.c \
     %reldir%/run_data.c \
     %reldir%/run_weights.c \
+    %reldir%/run_lock.c \
     %reldir%/run_train.c \
     %reldir%/run_custom.c %reldir%/run_custom_priv.h
 

@@ -23,6 +23,7 @@
 #include "popc/options.h"
 #include "core/layer/alloc.h"
 #include "core/layer/options_table.h"
+#include "optfmt/optfmt.h"
 #include "run/run_config_priv.h"
 
 #define SECTION "options"

@@ -195,6 +195,16 @@ popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
                                   const char *dir);
 
 
+/* ---- run_lock.c ---------------------------------------------------------- */
+
+/* Claim path for this process: an exclusive flock on "<path>.lock"
+** (created if needed and left in place: removing it would let two
+** processes lock different files of the same name). *fd holds the lock
+** until popci_unlock_path. POPC_ESTATE naming path and `what` when
+** another process holds it; a file system without locks only warns. */
+popc_status popci_lock_path(const char *path, const char *what, int *fd);
+void popci_unlock_path(int fd); /* -1 is a no-op */
+
 /* ---- run_ini.c: outputs ------------------------------------------------- */
 
 /* The model INI: [options], [model], the layers, the test data settings

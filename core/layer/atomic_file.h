@@ -33,14 +33,6 @@ popc_status popci_write_file_atomic(const char *path, const void *data,
 ** keeps its leftover until that process ends. */
 void popci_remove_stale_temps(const char *path);
 
-/* Claim path for this process: an exclusive flock on "<path>.lock"
-** (created if needed and left in place: removing it would let two
-** processes lock different files of the same name). *fd holds the lock
-** until popci_unlock_path. POPC_ESTATE naming path and `what` when
-** another process holds it; a file system without locks only warns. */
-popc_status popci_lock_path(const char *path, const char *what, int *fd);
-void popci_unlock_path(int fd); /* -1 is a no-op */
-
 /* mkdir -p: dir and its missing parents. POPC_EIO naming `what` (the
 ** option or command the directory is for) and the part that failed. */
 popc_status popci_mkdir_p(const char *dir, const char *what);

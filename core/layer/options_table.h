@@ -81,23 +81,11 @@ popc_status popci_options_unknown(const char *name);
 ** message starts with the option name. POPC_EINVAL, POPC_ENOMEM. */
 popc_status popci_options_parse(const popci_optdef *d, const char *text,
                                 popci_optval *v);
-/* Whether a file loader (who: "popc_options_load_ini") may change o from
-** path: POPC_EINVAL for NULL arguments, POPC_ESTATE ("Can't modify frozen
-** Options") once a model uses o. */
-popc_status popci_options_loadable(const popc_options *o, const char *who,
-                                   const char *path);
 /* Validate and store *v in option idx (takes v->s in every case). */
 popc_status popci_options_commit(popc_options *o, int idx, popci_optval *v);
 /* For hooks: set another option from text, with all its checks. */
 popc_status popci_options_commit_other(popc_options *o, const char *name,
                                        const char *text);
-/* Canonical text of a value. */
-const char *popci_options_format_val(const popci_optdef *d,
-                                     const popci_optval *v, char *buf,
-                                     size_t size);
-/* Current value of a known option (table code only). */
-const popci_optval *popci_options_val(const popc_options *o,
-                                      const char *name);
 /* Move every value of src into dst (dst's old values are freed); src is
 ** left empty and must still be freed. Used to apply a file atomically. */
 void popci_options_move(popc_options *dst, popc_options *src);

@@ -409,19 +409,6 @@ static popc_status check_value(const popci_optdef *d, const popci_optval *v)
                           d->info.name);
 }
 
-popc_status popci_options_loadable(const popc_options *o, const char *who,
-                                   const char *path)
-{
-    if (!o || !path)
-        return popc_set_error(POPC_EINVAL, "%s: NULL options or path", who);
-    if (o->frozen)
-        return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
-                              "cannot load %s once a model uses these "
-                              "options; load into a copy from "
-                              "popc_options_clone", path);
-    return POPC_OK;
-}
-
 popc_status popci_options_commit(popc_options *o, int idx, popci_optval *v)
 {
     const popci_optdef *d = &popci_option_table[idx];

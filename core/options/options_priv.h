@@ -13,6 +13,14 @@
 #include "core/layer/options.h"
 #include "core/layer/options_table.h"
 
+/* Canonical text of a value. */
+const char *popci_options_format_val(const popci_optdef *d,
+                                     const popci_optval *v, char *buf,
+                                     size_t size);
+/* Current value of a known option (table code only). */
+const popci_optval *popci_options_val(const popc_options *o,
+                                      const char *name);
+
 struct popc_options {
     popci_optval *v;          /* popci_option_count values */
     int frozen;
