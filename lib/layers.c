@@ -8,11 +8,9 @@
 */
 #include "config.h"
 
-#include "core/layer/options_table.h"
 #include "core/runtime/hooks_priv.h"
 #include "exe/executable_priv.h"
 #include "opt/opt_hooks.h"
-#include "optfmt/optfmt.h"
 #include "profile/profile_priv.h"
 
 const popci_model_hooks *const popci_layer_hooks[] = {
@@ -21,11 +19,6 @@ const popci_model_hooks *const popci_layer_hooks[] = {
     &popci_profile_hooks,
     NULL,
 };
-
-/* The environment's options (optfmt/), which popc_options_new applies to
-** every new popc_options (core/layer/options_table.h). */
-const popci_options_env_fn popci_layer_options_env =
-    popci_options_apply_environment;
 
 _Static_assert(sizeof popci_layer_hooks / sizeof *popci_layer_hooks <=
                    POPCI_MAX_LAYERS + 1,

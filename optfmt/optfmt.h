@@ -17,7 +17,7 @@
 #include "popc/options.h"
 
 /* The environment's options applied to new options o (options_env.c):
-** the function lib/layers.c hands the core as popci_layer_options_env. */
+** the function lib/options_env.c hands the core as popci_layer_options_env. */
 popc_status popci_options_apply_environment(popc_options *o);
 
 /* Whether a file loader (who: "popc_options_load_ini") may change o from

@@ -1,6 +1,6 @@
 /* options_env.c - the environment's options, applied to every new
 ** popc_options (popc_options_new calls this through
-** popci_layer_options_env, which lib/layers.c defines):
+** popci_layer_options_env, which lib/options_env.c defines):
 **  - POPC_THREADS changes the default of `threads` (not a user setting);
 **  - OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_RANK set
 **    Distributed.numProcesses and processId, as PopTorch's

@@ -100,7 +100,7 @@ void popci_options_set_start_int(popc_options *o, popci_opt_id id,
 
 /* Apply the process environment's options (POPC_THREADS, OMPI_COMM_WORLD_*,
 ** POPC_CACHE_DIR, POPC_DEFAULT_OPTIONS) to new options o, with errors
-** naming the variable. popc_options_new calls the one lib/layers.c names
+** naming the variable. popc_options_new calls the one lib/options_env.c names
 ** (optfmt/'s popci_options_apply_environment), so the core reads no
 ** environment, parses no JSON and names no layer. */
 typedef popc_status (*popci_options_env_fn)(popc_options *o);
