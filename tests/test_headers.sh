@@ -55,6 +55,7 @@ for l in $layers; do
     for u in $above; do
         pats="#include \"$u/"
         for h in "$POPC_SRCDIR/$u"/include/popc/*.h; do
+            [ -e "$h" ] || continue
             pats="$pats
 include \"popc/$(basename "$h")\"
 include <popc/$(basename "$h")>"
