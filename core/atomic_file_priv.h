@@ -1,49 +1,8 @@
-/* atomic_file_priv.h - writing a file so that readers see the old file or
-** the whole new one, never a half-written one.
-**
-** The data goes to a temporary file next to `path` ("<path>.tmp-<pid>.
-** XXXXXX" by mkstemp, mode 0644), is flushed and fsync'ed, then renamed
-** over `path`. On any failure the temporary file is removed and `path` is
-** untouched. The public face is popc_write_file_atomic (popc/file.h).
-*/
+/* atomic_file_priv.h - the atomic writer, for the core's own files; its
+** interface is core/layer/atomic_file.h, which the layers include. */
 #ifndef POPC_ATOMIC_FILE_PRIV_H
 #define POPC_ATOMIC_FILE_PRIV_H
 
-#include <stddef.h>
-#include <stdio.h>
-
-#include "popc/status.h"
-
-/* fill() writes the contents to f; a failure it reports (with a message)
-** aborts the write. Write errors of f itself are caught afterwards.
-** POPC_EIO names path and the failing step. */
-popc_status popci_write_atomic(const char *path,
-                               popc_status (*fill)(FILE *f, void *arg),
-                               void *arg);
-
-/* popci_write_atomic of len bytes. */
-popc_status popci_write_file_atomic(const char *path, const void *data,
-                                    size_t len);
-
-/* Remove "<path>.tmp-<pid>[.*]" and "<path>.old-<pid>[.*]" files and
-** directories left by processes that no longer run (kill(pid, 0) gives
-** ESRCH). Best effort: errors are ignored. A pid reused by a live process
-** keeps its leftover until that process ends. */
-void popci_remove_stale_temps(const char *path);
-
-/* Claim path for this process: an exclusive flock on "<path>.lock"
-** (created if needed and left in place: removing it would let two
-** processes lock different files of the same name). *fd holds the lock
-** until popci_unlock_path. POPC_ESTATE naming path and `what` when
-** another process holds it; a file system without locks only warns. */
-popc_status popci_lock_path(const char *path, const char *what, int *fd);
-void popci_unlock_path(int fd); /* -1 is a no-op */
-
-/* mkdir -p: dir and its missing parents. POPC_EIO naming `what` (the
-** option or command the directory is for) and the part that failed. */
-popc_status popci_mkdir_p(const char *dir, const char *what);
-
-/* rm -r path, without following symlinks; best effort. */
-void popci_remove_tree(const char *path);
+#include "core/layer/atomic_file.h"
 
 #endif /* POPC_ATOMIC_FILE_PRIV_H */

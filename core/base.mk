@@ -1,7 +1,7 @@
-# core/base.mk - the counted allocator and fault switches, tensors, .npy files, the plugin registry and loader.
+# core/base.mk - the counted allocator and fault switches, tensors, the plugin registry and loader.
 libpopc_la_SOURCES += \
     %reldir%/fault.c %reldir%/alloc_priv.h %reldir%/layer/alloc.h \
-    %reldir%/tensor.c %reldir%/tensor_priv.h \
-    %reldir%/npy.c \
-    %reldir%/atomic_file.c %reldir%/atomic_file_priv.h \
+    %reldir%/tensor.c %reldir%/tensor_priv.h %reldir%/layer/shape.h \
+    %reldir%/atomic_file.c %reldir%/atomic_file_priv.h %reldir%/layer/atomic_file.h \
+    %reldir%/layer/model_state.h \
     %reldir%/registry.c %reldir%/loader.c %reldir%/registry_priv.h

@@ -7,8 +7,8 @@ libpopc_la_SOURCES = \
     %reldir%/op_errors.c %reldir%/op_errors.h \
     %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
-libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)
-libpopc_la_LIBADD  = $(LIBLTDL) $(INI_LIBS) $(ZLIB_LIBS) -lm
+libpopc_la_CFLAGS  = $(AM_CFLAGS) $(ZLIB_CFLAGS)
+libpopc_la_LIBADD  = $(LIBLTDL) $(ZLIB_LIBS) -lm
 libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
 
 pkginclude_HEADERS += \

@@ -1,12 +1,8 @@
-# core/options.mk - PopTorch's Options (table, values, PopTorch's
-# loadFromFile grammar, POPC_DEFAULT_OPTIONS JSON, INI [options]) and the
-# libini_config wrapper used by every INI reader.
+# core/options.mk - PopTorch's Options: the table, typed values, their
+# validation and the environment; the "did you mean" every reader of names
+# uses. The text forms are read above the core (optfmt/, and run/ for INI).
 libpopc_la_SOURCES += \
-    %reldir%/options/config.c %reldir%/options/config_priv.h %reldir%/options/utf8.c \
-    %reldir%/options/suggest.c \
+    %reldir%/options/suggest.c %reldir%/layer/suggest.h \
     %reldir%/options/options.c %reldir%/options/options_priv.h \
-    %reldir%/options/options_table.c %reldir%/options/options_list.h \
-    %reldir%/options/options_call.c \
-    %reldir%/options/options_file.c \
-    %reldir%/options/options_json.c \
-    %reldir%/options/options_ini.c
+    %reldir%/options/options_table.c %reldir%/layer/options_list.h \
+    %reldir%/layer/options.h %reldir%/layer/options_table.h

@@ -1,4 +1,4 @@
-/* tensor_priv.h - shape validation shared by tensor.c and npy.c, and
+/* tensor_priv.h - shape validation (core/layer/shape.h), and
 ** float16 rounding of float arrays. */
 #ifndef POPC_TENSOR_PRIV_H
 #define POPC_TENSOR_PRIV_H
@@ -7,13 +7,8 @@
 #include <stdint.h>
 
 #include "popc/tensor.h"
+#include "core/layer/shape.h" /* popci_shape_size */
 
-/* Checks dtype, rank and dims and computes the element count and byte size
-** without overflow. what names the caller in the message ("popc_tensor_new",
-** a file name). Returns POPC_OK or POPC_EINVAL with a message. */
-popc_status popci_shape_size(const char *what, popc_dtype dt,
-                             const int64_t *dims, int rank, int64_t *numel,
-                             size_t *nbytes);
 
 /* "[2, 3]" into buf (always terminated). Returns buf. */
 char *popci_dims_str(const int64_t *dims, int rank, char *buf, size_t size);

@@ -1,8 +1,10 @@
-# data/local.mk - datasets (IDX, NumPy, CSV), samplers and the data loader
-# (popc/data.h): PopTorch's DataLoader and AsynchronousDataAccessor, a
-# layer of libpopc above the core.
+# data/local.mk - NumPy .npy files (popc_npy_*, declared in popc/tensor.h),
+# datasets (IDX, NumPy, CSV), samplers and the data loader (popc/data.h):
+# PopTorch's DataLoader and AsynchronousDataAccessor, a layer of libpopc
+# above the core.
 libpopc_la_SOURCES += \
     %reldir%/data_priv.h \
+    %reldir%/npy.c \
     %reldir%/dataset.c \
     %reldir%/dataset_idx.c \
     %reldir%/dataset_csv.c \

@@ -21,7 +21,7 @@
 #include "popc/optimizer.h"
 #include "popc/run.h"
 #include "core/layer/alloc.h"
-#include "core/options/options_priv.h"
+#include "core/layer/options.h"
 #include "run/run_priv.h"
 
 static const char *const sections[] = {"options", "data",  "optimizer",

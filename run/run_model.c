@@ -58,48 +58,7 @@ static const char *const k_loop[] = {"type", "count", "body", NULL};
 static const char *const k_place[] = {"ipu", "block", "stage", "phase",
                                       "recompute", NULL};
 
-typedef struct layer_type {
-    const char *name;
-    run_layer_kind kind;
-    const char *op;              /* RUN_ACTIVATION */
-    const char *const *keys;
-    int weights;                 /* has parameters: listed once */
-} layer_type;
-
-static const layer_type types[] = {
-    {"linear", RUN_LINEAR, NULL, k_linear, 1},
-    {"conv2d", RUN_CONV2D, NULL, k_conv, 1},
-    {"maxpool2d", RUN_MAXPOOL2D, NULL, k_pool, 0},
-    {"avgpool2d", RUN_AVGPOOL2D, NULL, k_pool, 0},
-    {"global_avgpool", RUN_GLOBAL_AVGPOOL, NULL, k_none, 0},
-    {"batchnorm2d", RUN_BATCHNORM2D, NULL, k_bn, 1},
-    {"layernorm", RUN_LAYERNORM, NULL, k_ln, 1},
-    {"flatten", RUN_FLATTEN, NULL, k_none, 0},
-    {"dropout", RUN_DROPOUT, NULL, k_drop, 0},
-    {"softmax", RUN_SOFTMAX, NULL, k_softmax, 0},
-    {"log_softmax", RUN_LOG_SOFTMAX, NULL, k_softmax, 0},
-    {"relu", RUN_ACTIVATION, "Relu", k_none, 0},
-    {"gelu", RUN_ACTIVATION, "Gelu", k_none, 0},
-    {"sigmoid", RUN_ACTIVATION, "Sigmoid", k_none, 0},
-    {"tanh", RUN_ACTIVATION, "Tanh", k_none, 0},
-    {"leaky_relu", RUN_ACTIVATION, "LeakyRelu", k_leaky, 0},
-    /* keys checked by run/run_custom.c */
-    {"custom", RUN_CUSTOM, NULL, NULL, 0},
-    {"foreign", RUN_FOREIGN, NULL, NULL, 0},
-    /* its body layers carry the weights */
-    {"loop", RUN_LOOP, NULL, k_loop, 0},
-};
-#define N_TYPES ((int)(sizeof types / sizeof types[0]))
-
-static const layer_type *find_type(const char *name)
-{
-    for (int i = 0; i < N_TYPES; i++)
-        if (strcmp(types[i].name, name) == 0)
-            return &types[i];
-    return NULL;
-}
-
-/* ---- parsing ------------------------------------------------------------ */
+/* ---- a layer's settings -------------------------------------------------- */
 
 typedef struct lctx {
     popc_run *r;
@@ -120,141 +79,208 @@ static popc_status lfloat(lctx *c, const char *key, double def, double min,
                                   c->section, key, def, min, max, out);
 }
 
+static popc_status lbool(lctx *c, const char *key, int def, int *out)
+{
+    return popci_config_get_bool(popci_run_src(c->r, c->section, key),
+                                 c->section, key, def, out);
+}
+
 static popc_status lrequire(lctx *c, const char *key)
 {
     return popci_config_require(popci_run_src(c->r, c->section, key),
                                 c->section, key);
 }
 
-static popc_status parse_settings(lctx *c, popci_run_layer *L)
-{
-    popc_status st = POPC_OK;
-    int64_t v;
+/* Each reader below is the one place its keys' defaults are stated: an
+** absent key, or the absent section of a type listed bare, reads as the
+** default. */
 
-    L->stride = 1;
-    L->dilation = 1;
-    L->groups = 1;
-    L->bias = 1;
-    L->eps = 1e-5;
-    L->momentum = 0.1;
-    L->p = 0.5;
-    L->axis = -1;
-    L->alpha = 0.01;
-    L->ipu = L->stage = L->phase = -1;
-    if (!L->has_section)
-        return POPC_OK;
-    if ((st = lint(c, "ipu", -1, 0, 63, &v)) != POPC_OK)
-        return st;
-    L->ipu = (int)v;
-    if ((st = lint(c, "stage", -1, 0, 1 << 20, &v)) != POPC_OK)
-        return st;
-    L->stage = (int)v;
-    if ((st = lint(c, "phase", -1, 0, 1 << 20, &v)) != POPC_OK)
-        return st;
-    L->phase = (int)v;
-    if ((st = popci_config_get_bool(popci_run_src(c->r, c->section,
-                                                  "recompute"),
-                                    c->section, "recompute", 0,
-                                    &L->recompute)) != POPC_OK ||
+/* ipu, stage, phase (-1: not given), recompute, block: every type's
+** (docs/semantics.md §6) */
+static popc_status parse_placement(lctx *c, popci_run_layer *L)
+{
+    int64_t ipu, stage, phase;
+    popc_status st;
+
+    if ((st = lint(c, "ipu", -1, 0, 63, &ipu)) ||
+        (st = lint(c, "stage", -1, 0, 1 << 20, &stage)) ||
+        (st = lint(c, "phase", -1, 0, 1 << 20, &phase)) ||
+        (st = lbool(c, "recompute", 0, &L->recompute)) ||
         (st = popci_config_get_string(popci_run_src(c->r, c->section,
                                                     "block"),
                                       c->section, "block", NULL,
-                                      &L->block)) != POPC_OK)
+                                      &L->block)))
         return st;
-    switch (L->kind) {
-    case RUN_LINEAR:
-        if ((st = lrequire(c, "out_features")) ||
-            (st = lint(c, "out_features", 0, 1, 1 << 30, &L->out)) ||
-            (st = popci_config_get_bool(popci_run_src(c->r, c->section,
-                                                      "bias"),
-                                        c->section, "bias", 1, &L->bias)) ||
-            (st = popci_config_get_enum(popci_run_src(c->r, c->section,
-                                                      "serialize"),
-                                        c->section, "serialize",
-                                        serialize_modes, 0,
-                                        &L->serialize)) ||
-            (st = lint(c, "serialize_factor", 1, 1, 1 << 30,
-                       &L->serialize_factor)) ||
-            (st = popci_config_get_bool(popci_run_src(c->r, c->section,
-                                                      "keep_precision"),
-                                        c->section, "keep_precision", 0,
-                                        &L->keep_precision)))
-            return st;
-        if (!L->serialize && (popci_run_has(c->r, c->section,
-                                            "serialize_factor") ||
-                              popci_run_has(c->r, c->section,
-                                            "keep_precision"))) {
-            char where[700];
+    L->ipu = (int)ipu;
+    L->stage = (int)stage;
+    L->phase = (int)phase;
+    return POPC_OK;
+}
 
-            return popc_set_error(
-                POPC_ECONFIG, "%s: serialize_factor and keep_precision "
-                "apply to a serialized layer; add serialize = "
-                "input_channels, reducing_dim or output_channels",
-                popci_run_where(c->r, c->section,
-                                popci_run_has(c->r, c->section,
-                                              "serialize_factor")
-                                    ? "serialize_factor"
-                                    : "keep_precision",
-                                where, sizeof where));
-        }
-        break;
-    case RUN_CONV2D:
-        if ((st = lrequire(c, "out_channels")) ||
-            (st = lint(c, "out_channels", 0, 1, 1 << 24, &L->out)) ||
-            (st = lrequire(c, "kernel")) ||
-            (st = lint(c, "kernel", 0, 1, 1 << 16, &L->kernel)) ||
-            (st = lint(c, "stride", 1, 1, 1 << 16, &L->stride)) ||
-            (st = lint(c, "padding", 0, 0, 1 << 16, &L->padding)) ||
-            (st = lint(c, "dilation", 1, 1, 1 << 16, &L->dilation)) ||
-            (st = lint(c, "groups", 1, 1, 1 << 24, &L->groups)) ||
-            (st = popci_config_get_bool(popci_run_src(c->r, c->section,
-                                                      "bias"),
-                                        c->section, "bias", 1, &L->bias)))
-            return st;
-        break;
-    case RUN_MAXPOOL2D:
-    case RUN_AVGPOOL2D:
-        if ((st = lrequire(c, "kernel")) ||
-            (st = lint(c, "kernel", 0, 1, 1 << 16, &L->kernel)) ||
-            (st = lint(c, "stride", 0, 1, 1 << 16, &L->stride)) ||
-            (st = lint(c, "padding", 0, 0, 1 << 16, &L->padding)))
-            return st;
-        if (!popci_run_has(c->r, c->section, "stride"))
-            L->stride = 0;
-        break;
-    case RUN_BATCHNORM2D:
-        if ((st = lfloat(c, "eps", 1e-5, 1e-30, 1.0, &L->eps)) ||
-            (st = lfloat(c, "momentum", 0.1, 0.0, 1.0, &L->momentum)))
-            return st;
-        break;
-    case RUN_LAYERNORM:
-        st = lfloat(c, "eps", 1e-5, 1e-30, 1.0, &L->eps);
-        break;
-    case RUN_DROPOUT:
-        st = lfloat(c, "p", 0.5, 0.0, 0.999999, &L->p);
-        break;
-    case RUN_SOFTMAX:
-    case RUN_LOG_SOFTMAX:
-        st = lint(c, "dim", -1, -POPC_MAX_RANK, POPC_MAX_RANK - 1, &L->axis);
-        break;
-    case RUN_ACTIVATION:
-        if (strcmp(L->op, "LeakyRelu") == 0)
-            st = lfloat(c, "negative_slope", 0.01, -1e6, 1e6, &L->alpha);
-        break;
-    case RUN_CUSTOM:
-    case RUN_FOREIGN:
-        st = popci_run_parse_custom(c->r, c->section,
-                                    L->kind == RUN_FOREIGN);
-        break;
-    case RUN_LOOP:
-        if ((st = lrequire(c, "count")) ||
-            (st = lint(c, "count", 0, 0, 1 << 20, &L->count)) ||
-            (st = lrequire(c, "body")))
-            return st;
-        break;
-    default:
-        break;
-    }
+static popc_status parse_linear(lctx *c, popci_run_layer *L)
+{
+    popc_status st;
+    const char *lone;
+    char where[700];
+
+    if ((st = lrequire(c, "out_features")) ||
+        (st = lint(c, "out_features", 0, 1, 1 << 30, &L->out)) ||
+        (st = lbool(c, "bias", 1, &L->bias)) ||
+        (st = popci_config_get_enum(popci_run_src(c->r, c->section,
+                                                  "serialize"),
+                                    c->section, "serialize",
+                                    serialize_modes, 0, &L->serialize)) ||
+        (st = lint(c, "serialize_factor", 1, 1, 1 << 30,
+                   &L->serialize_factor)) ||
+        (st = lbool(c, "keep_precision", 0, &L->keep_precision)))
+        return st;
+    if (L->serialize)
+        return POPC_OK;
+    lone = popci_run_has(c->r, c->section, "serialize_factor")
+               ? "serialize_factor"
+           : popci_run_has(c->r, c->section, "keep_precision")
+               ? "keep_precision"
+               : NULL;
+    if (!lone)
+        return POPC_OK;
+    return popc_set_error(
+        POPC_ECONFIG, "%s: serialize_factor and keep_precision apply to a "
+        "serialized layer; add serialize = input_channels, reducing_dim or "
+        "output_channels",
+        popci_run_where(c->r, c->section, lone, where, sizeof where));
+}
+
+static popc_status parse_conv(lctx *c, popci_run_layer *L)
+{
+    popc_status st;
+
+    if ((st = lrequire(c, "out_channels")) ||
+        (st = lint(c, "out_channels", 0, 1, 1 << 24, &L->out)) ||
+        (st = lrequire(c, "kernel")) ||
+        (st = lint(c, "kernel", 0, 1, 1 << 16, &L->kernel)) ||
+        (st = lint(c, "stride", 1, 1, 1 << 16, &L->stride)) ||
+        (st = lint(c, "padding", 0, 0, 1 << 16, &L->padding)) ||
+        (st = lint(c, "dilation", 1, 1, 1 << 16, &L->dilation)) ||
+        (st = lint(c, "groups", 1, 1, 1 << 24, &L->groups)))
+        return st;
+    return lbool(c, "bias", 1, &L->bias);
+}
+
+/* stride 0: the kernel size, as torch.nn's pooling layers default it */
+static popc_status parse_pool(lctx *c, popci_run_layer *L)
+{
+    popc_status st;
+
+    if ((st = lrequire(c, "kernel")) ||
+        (st = lint(c, "kernel", 0, 1, 1 << 16, &L->kernel)) ||
+        (st = lint(c, "stride", 0, 1, 1 << 16, &L->stride)))
+        return st;
+    return lint(c, "padding", 0, 0, 1 << 16, &L->padding);
+}
+
+static popc_status parse_batchnorm(lctx *c, popci_run_layer *L)
+{
+    popc_status st = lfloat(c, "eps", 1e-5, 1e-30, 1.0, &L->eps);
+
+    return st ? st : lfloat(c, "momentum", 0.1, 0.0, 1.0, &L->momentum);
+}
+
+static popc_status parse_layernorm(lctx *c, popci_run_layer *L)
+{
+    return lfloat(c, "eps", 1e-5, 1e-30, 1.0, &L->eps);
+}
+
+static popc_status parse_dropout(lctx *c, popci_run_layer *L)
+{
+    return lfloat(c, "p", 0.5, 0.0, 0.999999, &L->p);
+}
+
+static popc_status parse_softmax(lctx *c, popci_run_layer *L)
+{
+    return lint(c, "dim", -1, -POPC_MAX_RANK, POPC_MAX_RANK - 1, &L->axis);
+}
+
+static popc_status parse_leaky_relu(lctx *c, popci_run_layer *L)
+{
+    return lfloat(c, "negative_slope", 0.01, -1e6, 1e6, &L->alpha);
+}
+
+static popc_status parse_custom(lctx *c, popci_run_layer *L)
+{
+    (void)L;
+    return popci_run_parse_custom(c->r, c->section, 0);
+}
+
+static popc_status parse_foreign(lctx *c, popci_run_layer *L)
+{
+    (void)L;
+    return popci_run_parse_custom(c->r, c->section, 1);
+}
+
+static popc_status parse_loop(lctx *c, popci_run_layer *L)
+{
+    popc_status st;
+
+    if ((st = lrequire(c, "count")) ||
+        (st = lint(c, "count", 0, 0, 1 << 20, &L->count)))
+        return st;
+    return lrequire(c, "body");
+}
+
+/* ---- the layer types ------------------------------------------------------ */
+
+typedef struct layer_type {
+    const char *name;
+    run_layer_kind kind;
+    const char *op;              /* RUN_ACTIVATION */
+    const char *const *keys;
+    int weights;                 /* has parameters: listed once */
+    /* reads the type's own keys; NULL: it has none */
+    popc_status (*settings)(lctx *c, popci_run_layer *L);
+} layer_type;
+
+static const layer_type types[] = {
+    {"linear", RUN_LINEAR, NULL, k_linear, 1, parse_linear},
+    {"conv2d", RUN_CONV2D, NULL, k_conv, 1, parse_conv},
+    {"maxpool2d", RUN_MAXPOOL2D, NULL, k_pool, 0, parse_pool},
+    {"avgpool2d", RUN_AVGPOOL2D, NULL, k_pool, 0, parse_pool},
+    {"global_avgpool", RUN_GLOBAL_AVGPOOL, NULL, k_none, 0, NULL},
+    {"batchnorm2d", RUN_BATCHNORM2D, NULL, k_bn, 1, parse_batchnorm},
+    {"layernorm", RUN_LAYERNORM, NULL, k_ln, 1, parse_layernorm},
+    {"flatten", RUN_FLATTEN, NULL, k_none, 0, NULL},
+    {"dropout", RUN_DROPOUT, NULL, k_drop, 0, parse_dropout},
+    {"softmax", RUN_SOFTMAX, NULL, k_softmax, 0, parse_softmax},
+    {"log_softmax", RUN_LOG_SOFTMAX, NULL, k_softmax, 0, parse_softmax},
+    {"relu", RUN_ACTIVATION, "Relu", k_none, 0, NULL},
+    {"gelu", RUN_ACTIVATION, "Gelu", k_none, 0, NULL},
+    {"sigmoid", RUN_ACTIVATION, "Sigmoid", k_none, 0, NULL},
+    {"tanh", RUN_ACTIVATION, "Tanh", k_none, 0, NULL},
+    {"leaky_relu", RUN_ACTIVATION, "LeakyRelu", k_leaky, 0,
+     parse_leaky_relu},
+    /* keys checked by run/run_custom.c */
+    {"custom", RUN_CUSTOM, NULL, NULL, 0, parse_custom},
+    {"foreign", RUN_FOREIGN, NULL, NULL, 0, parse_foreign},
+    /* its body layers carry the weights */
+    {"loop", RUN_LOOP, NULL, k_loop, 0, parse_loop},
+};
+#define N_TYPES ((int)(sizeof types / sizeof types[0]))
+
+static const layer_type *find_type(const char *name)
+{
+    for (int i = 0; i < N_TYPES; i++)
+        if (strcmp(types[i].name, name) == 0)
+            return &types[i];
+    return NULL;
+}
+
+/* The placement keys, then the type's own. */
+static popc_status parse_settings(lctx *c, popci_run_layer *L,
+                                  const layer_type *t)
+{
+    popc_status st = parse_placement(c, L);
+
+    if (st == POPC_OK && t->settings)
+        st = t->settings(c, L);
     return st;
 }
 
@@ -296,7 +322,7 @@ static popc_status parse_layer(popc_run *r, const char *name,
         L->type = t->name;
         L->op = t->op;
         *tp = t;
-        return parse_settings(&c, L);
+        return parse_settings(&c, L, t);
     }
     if ((st = lrequire(&c, "type")) != POPC_OK)
         return st;
@@ -340,7 +366,7 @@ static popc_status parse_layer(popc_run *r, const char *name,
     L->type = t->name;
     L->op = t->op;
     *tp = t;
-    return parse_settings(&c, L);
+    return parse_settings(&c, L, t);
 }
 
 /* Split "a, b c" into names (malloc'd array of malloc'd strings). */

@@ -10,11 +10,11 @@
 #ifndef POPC_RUN_PRIV_H
 #define POPC_RUN_PRIV_H
 
-#include "core/atomic_file_priv.h"
+#include "core/layer/atomic_file.h"
 
 #include <stdint.h>
 #include "popc/run.h"
-#include "core/options/config_priv.h"
+#include "run/run_config_priv.h"
 
 typedef enum run_layer_kind {
     RUN_LINEAR,
@@ -194,6 +194,16 @@ popc_status popci_checkpoint_save(popc_model *m, const popci_checkpoint *c,
 popc_status popci_checkpoint_load(popc_model *m, popci_checkpoint *c,
                                   const char *dir);
 
+
+/* ---- run_lock.c ---------------------------------------------------------- */
+
+/* Claim path for this process: an exclusive flock on "<path>.lock"
+** (created if needed and left in place: removing it would let two
+** processes lock different files of the same name). *fd holds the lock
+** until popci_unlock_path. POPC_ESTATE naming path and `what` when
+** another process holds it; a file system without locks only warns. */
+popc_status popci_lock_path(const char *path, const char *what, int *fd);
+void popci_unlock_path(int fd); /* -1 is a no-op */
 
 /* ---- run_ini.c: outputs ------------------------------------------------- */
 

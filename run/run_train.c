@@ -16,8 +16,8 @@
 #include "popc/distributed.h"
 #include "popc/log.h"
 #include "popc/run.h"
-#include "core/atomic_file_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/atomic_file.h"
+#include "core/layer/options.h"
 #include "run/run_priv.h"
 
 static double now(void)

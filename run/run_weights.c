@@ -33,9 +33,9 @@
 #include "popc/run.h"
 #include "popc/tensor.h"
 #include "core/layer/alloc.h"
-#include "core/atomic_file_priv.h"
-#include "core/options/config_priv.h"
-#include "core/runtime/model_state_priv.h"
+#include "core/layer/atomic_file.h"
+#include "run/run_config_priv.h"
+#include "core/layer/model_state.h"
 #include "run/run_priv.h"
 
 #define STATE_VERSION 1

@@ -11,7 +11,7 @@
 #include <check.h>
 
 #include "popc/status.h"
-#include "core/options/config_priv.h"
+#include "run/run_config_priv.h"
 
 static char path_buf[4096];
 

@@ -13,7 +13,7 @@
 
 #include "popc/log.h"
 #include "popc/options.h"
-#include "core/options/options_priv.h"
+#include "core/layer/options.h"
 
 static popc_options *opts;
 static char path_buf[4096];
@@ -133,7 +133,7 @@ START_TEST(typed_ids_match_the_table)
 {
 #define OPTION(ID, ...) #ID,
     static const char *const ids[] = {
-#include "core/options/options_list.h"
+#include "core/layer/options_list.h"
     };
 #undef OPTION
 

@@ -245,6 +245,82 @@ START_TEST(cnn_layers)
 }
 END_TEST
 
+/* The first node of op in g, failing the test when there is none. */
+static int node_of(const popc_graph *g, const char *op)
+{
+    for (int i = 0; i < popc_graph_n_nodes(g); i++)
+        if (strcmp(popc_graph_node_op(g, i), op) == 0)
+            return i;
+    ck_abort_msg("no %s node in the graph", op);
+    return -1;
+}
+
+/* Every [layer] key left out takes torch.nn's default (Conv2d stride 1,
+** padding 0, dilation 1, groups 1, bias; MaxPool2d stride = kernel;
+** BatchNorm2d eps 1e-5, momentum 0.1; LayerNorm eps 1e-5; LeakyReLU
+** negative_slope 0.01; Linear bias), log_softmax's dim is -1, and a type
+** listed bare (relu) is placed nowhere: what the built graph holds. */
+START_TEST(layer_defaults_reach_the_graph)
+{
+    static const char text[] =
+        "[options]\nbackend = cpu\n\n" DATA "\n"
+        "[model]\ninput = 1, 8, 8\nclasses = 4\n"
+        "layers = conv, bn, pool, relu, leaky, flatten, ln, fc, lsm\n\n"
+        "[layer conv]\ntype = conv2d\nout_channels = 3\nkernel = 3\n\n"
+        "[layer bn]\ntype = batchnorm2d\n\n"
+        "[layer pool]\ntype = maxpool2d\nkernel = 2\n\n"
+        "[layer leaky]\ntype = leaky_relu\n\n"
+        "[layer ln]\ntype = layernorm\n\n"
+        "[layer fc]\ntype = linear\nout_features = 4\n\n"
+        "[layer lsm]\ntype = log_softmax\n";
+    popc_run *r = load(write_ini("defaults.ini", text), NULL, 0);
+    popc_graph *g = NULL;
+    popc_attrs a;
+    popc_annotations an;
+    int64_t v[4];
+    int n;
+
+    OK(popc_run_build_graph(r, 0, 2, &g));
+    n = node_of(g, "Conv");
+    a = popc_graph_node_attrs(g, n);
+    ck_assert_int_eq(popc_graph_node_n_inputs(g, n), 3); /* with its bias */
+    ck_assert_int_eq(popc_attr_ints(&a, "strides", v, 4), 2);
+    ck_assert(v[0] == 1 && v[1] == 1);
+    ck_assert_int_eq(popc_attr_ints(&a, "pads", v, 4), 4);
+    ck_assert(v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0);
+    ck_assert_int_eq(popc_attr_ints(&a, "dilations", v, 4), 2);
+    ck_assert(v[0] == 1 && v[1] == 1);
+    ck_assert_int_eq(popc_attr_int(&a, "group", 0), 1);
+    a = popc_graph_node_attrs(g, node_of(g, "BatchNormalization"));
+    ck_assert_double_eq_tol(popc_attr_float(&a, "epsilon", 0), 1e-5, 1e-12);
+    /* ONNX's momentum is 1 - torch's */
+    ck_assert_double_eq_tol(popc_attr_float(&a, "momentum", 0), 0.9, 1e-9);
+    a = popc_graph_node_attrs(g, node_of(g, "MaxPool"));
+    ck_assert_int_eq(popc_attr_ints(&a, "strides", v, 4), 2);
+    ck_assert(v[0] == 2 && v[1] == 2);
+    a = popc_graph_node_attrs(g, node_of(g, "LeakyRelu"));
+    ck_assert_double_eq_tol(popc_attr_float(&a, "alpha", 0), 0.01, 1e-9);
+    a = popc_graph_node_attrs(g, node_of(g, "LayerNormalization"));
+    ck_assert_double_eq_tol(popc_attr_float(&a, "epsilon", 0), 1e-5, 1e-12);
+    a = popc_graph_node_attrs(g, node_of(g, "LogSoftmax"));
+    ck_assert_int_eq(popc_attr_int(&a, "axis", 0), -1);
+    ck_assert_int_ge(popc_graph_find_value(g, "fc.bias"), 0);
+    /* conv 3x6x6, pool 3x3x3: 27 features reach fc */
+    ck_assert_int_eq(popc_graph_value_info(g, popc_graph_find_value(
+                                                  g, "fc.weight"))
+                         .dims[1],
+                     27);
+    an = popc_graph_node_annotations(g, node_of(g, "Relu"));
+    ck_assert_int_eq(an.ipu, -1);
+    ck_assert_int_eq(an.stage, -1);
+    ck_assert_int_eq(an.phase, -1);
+    ck_assert_int_ne(an.recompute, 1); /* no checkpoint */
+    ck_assert_ptr_null(an.block);
+    popc_graph_free(g);
+    popc_run_free(r);
+}
+END_TEST
+
 START_TEST(csv_and_npy_data)
 {
     static const char csv[] =
@@ -1168,6 +1244,7 @@ static Suite *run_suite(void)
     tcase_add_test(ini, good_mlp);
     tcase_add_test(ini, overrides);
     tcase_add_test(ini, cnn_layers);
+    tcase_add_test(ini, layer_defaults_reach_the_graph);
     tcase_add_test(ini, csv_and_npy_data);
     tcase_add_loop_test(ini, bad_files, 0,
                         (int)(sizeof bad / sizeof bad[0]));

@@ -1,7 +1,7 @@
 # tests/options.mk - options (check_options), the INI wrapper
 # (check_config) and a reader for every supported option
-# (test_option_readers.sh). check_config calls core-internal popci_config_*
-# functions, which libpopc hides: it compiles core/options/config.c itself.
+# (test_option_readers.sh). check_config calls run/'s internal popci_config_*
+# functions, which libpopc hides: it compiles run/run_config.c itself.
 EXTRA_DIST += \
     %reldir%/data/options/README \
     %reldir%/data/options/config_dupkey.ini \
@@ -41,7 +41,7 @@ TESTS += %reldir%/check_options %reldir%/check_config
 %canon_reldir%_check_options_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_options_LDADD = libpopc.la $(CHECK_LIBS)
 %canon_reldir%_check_config_SOURCES = %reldir%/check_config.c \
-    core/options/config.c core/options/config_priv.h core/options/utf8.c core/fault.c \
+    run/run_config.c run/run_config_priv.h optfmt/utf8.c core/fault.c \
     core/options/suggest.c
 %canon_reldir%_check_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
     $(INI_CFLAGS)

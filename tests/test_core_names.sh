@@ -3,7 +3,7 @@
 # plugin or op by name: it picks backends by capabilities and scores
 # (popc_registry_best_backend), builds the ops of its own passes by role
 # (popc_registry_find_role) and reads its defaults from the option table
-# (core/options/options_list.h and options_table.c, the only files allowed
+# (core/layer/options_list.h and options_table.c, the only files allowed
 # to spell them). Every name a plugin of this tree registers, and every op
 # `popc plugins` lists, is looked for, quoted, in the code of core/
 # (comments may cite examples). Option values that share an op's name

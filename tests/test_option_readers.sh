@@ -3,7 +3,7 @@
 # is read by code outside the option layer (by name, or by its typed id
 # POPCI_O_...): an option accepted but never
 # read would change nothing, which the project treats as a defect. The
-# option layer itself (core/options*.c) parses, validates and writes
+# option layer itself (core/options*.c, and optfmt/) parses, validates and writes
 # options, so a name found only there does not count; the few options
 # whose effect lives there are listed below with the place that reads
 # them, and the list is checked too.
@@ -34,7 +34,7 @@ supported=$("$POPC" options | awk '/^[A-Za-z]/ && !/not supported yet/ {print $1
 count=0
 for opt in $supported; do
     count=$((count + 1))
-    # read by name (public API), or by id (POPCI_O_..., core/options/options_priv.h)
+    # read by name (public API), or by id (POPCI_O_..., core/layer/options.h)
     id=POPCI_O_$(printf '%s' "$opt" | tr . _)
     if grep -rqF "\"$opt\"" "$src/core" "$src/helpers" "$src/data" \
         "$src/run" "$src/backends" "$src/optim" \

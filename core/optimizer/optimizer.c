@@ -20,7 +20,7 @@
 #include "popc/optimizer.h"
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
+#include "core/layer/suggest.h"
 #include "core/optimizer/optimizer_priv.h"
 
 /* ---- internal helpers --------------------------------------------------- */

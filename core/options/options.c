@@ -21,7 +21,7 @@
 #include "popc/log.h"
 #include "popc/options.h"
 #include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
+#include "core/layer/suggest.h"
 #include "core/options/options_priv.h"
 
 /* Other spellings PopTorch users write: the method name where the option
@@ -409,19 +409,6 @@ static popc_status check_value(const popci_optdef *d, const popci_optval *v)
                           d->info.name);
 }
 
-popc_status popci_options_loadable(const popc_options *o, const char *who,
-                                   const char *path)
-{
-    if (!o || !path)
-        return popc_set_error(POPC_EINVAL, "%s: NULL options or path", who);
-    if (o->frozen)
-        return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
-                              "cannot load %s once a model uses these "
-                              "options; load into a copy from "
-                              "popc_options_clone", path);
-    return POPC_OK;
-}
-
 popc_status popci_options_commit(popc_options *o, int idx, popci_optval *v)
 {
     const popci_optdef *d = &popci_option_table[idx];
@@ -504,76 +491,10 @@ static popc_status alloc_options(popc_options **out)
     return POPC_OK;
 }
 
-/* "POPC_THREADS", "OMPI_COMM_WORLD_SIZE": a non-negative integer or an
-** error naming the variable. */
-static popc_status env_int(const char *var, int64_t min, int64_t max,
-                           int *present, int64_t *out)
+void popci_options_set_start_int(popc_options *o, popci_opt_id id,
+                                 int64_t v)
 {
-    const char *s = getenv(var);
-    char *end;
-    long long x;
-
-    *present = 0;
-    if (!s || !*s)
-        return POPC_OK;
-    errno = 0;
-    x = strtoll(s, &end, 10);
-    if (*end || errno || x < min || x > max)
-        return popc_set_error(POPC_EINVAL, "environment variable %s: must be "
-                              "an integer between %" PRId64 " and %" PRId64
-                              " (got '%s')", var, min, max, s);
-    *present = 1;
-    *out = (int64_t)x;
-    return POPC_OK;
-}
-
-static popc_status apply_environment(popc_options *o)
-{
-    const char *cache = getenv("POPC_CACHE_DIR");
-    const char *json = getenv("POPC_DEFAULT_OPTIONS");
-    int64_t n = 1, id = 0;
-    int has_n, has_id;
-    char buf[32];
-    popc_status st;
-
-    /* POPC_THREADS changes the default rather than setting the option. */
-    if ((st = env_int("POPC_THREADS", 0, 4096, &has_n, &n)) != POPC_OK)
-        return st;
-    if (has_n)
-        o->v[popci_options_must("threads")].i = n;
-    /* PopTorch: Distributed.setEnvVarNames("OMPI_COMM_WORLD_SIZE",
-    ** "OMPI_COMM_WORLD_RANK") in every new Options. */
-    n = 1;
-    if ((st = env_int("OMPI_COMM_WORLD_SIZE", 1, INT32_MAX, &has_n, &n)) ||
-        (st = env_int("OMPI_COMM_WORLD_RANK", 0, INT32_MAX, &has_id, &id)))
-        return st;
-    if (has_n) {
-        snprintf(buf, sizeof buf, "%" PRId64, n);
-        if ((st = popci_options_commit_other(o, "Distributed.numProcesses",
-                                             buf)) != POPC_OK)
-            return popc_set_error(st, "environment variable "
-                                  "OMPI_COMM_WORLD_SIZE: %s",
-                                  popc_last_error());
-    }
-    if (has_id) {
-        snprintf(buf, sizeof buf, "%" PRId64, id);
-        if ((st = popci_options_commit_other(o, "Distributed.processId",
-                                             buf)) != POPC_OK)
-            return popc_set_error(st, "environment variable "
-                                  "OMPI_COMM_WORLD_RANK: %s",
-                                  popc_last_error());
-    }
-    if (cache && *cache) {
-        popc_log(POPC_LOG_INFO, "POPC_CACHE_DIR is set: setting cache path "
-                 "to %s", cache);
-        if ((st = popci_options_commit_other(o, "enableExecutableCaching",
-                                             cache)) != POPC_OK)
-            return popc_set_error(st, "environment variable POPC_CACHE_DIR: "
-                                  "%s", popc_last_error());
-    }
-    if (json && *json)
-        return popci_options_apply_json(o, "POPC_DEFAULT_OPTIONS", json);
-    return POPC_OK;
+    o->v[id].i = v;
 }
 
 static popc_status set_defaults(popc_options *o)
@@ -599,7 +520,7 @@ popc_status popc_options_new(popc_options **out)
     if ((st = alloc_options(&o)) != POPC_OK)
         return st;
     if ((st = set_defaults(o)) != POPC_OK ||
-        (st = apply_environment(o)) != POPC_OK) {
+        (st = popci_layer_options_env(o)) != POPC_OK) {
         popc_options_free(o);
         return st;
     }

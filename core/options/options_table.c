@@ -427,7 +427,7 @@ static popc_status hook_amp(popc_options *o, const popci_optdef *d,
 /* the entries of core/options/options_list.h, in its order */
 #define OPTION(ID, ...) __VA_ARGS__,
 const popci_optdef popci_option_table[] = {
-#include "core/options/options_list.h"
+#include "core/layer/options_list.h"
 };
 #undef OPTION
 

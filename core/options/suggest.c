@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "core/options/config_priv.h"
+#include "core/layer/suggest.h"
 
 #define MAX_SUGGEST_LEN 128
 

@@ -139,6 +139,11 @@ POPC_API const char *popc_options_format(const popc_options *o,
 ** Since 0.1.0. Thread-safe while no thread changes o. */
 POPC_API int popc_options_is_set(const popc_options *o, const char *name);
 
+/* The text forms of options: libpopc reads them in the layers above its
+** core, which parse text into the same checked setters (INI sections in
+** run/, loadFromFile files and JSON in optfmt/); the functions are part
+** of libpopc like the rest of this header. */
+
 /* Apply an INI file's [options] section (keys are option names, e.g.
 ** "Training.gradientAccumulation = 4"). Errors name the file and line:
 ** "<file>:<line>: [options] deviceIterations: must be >= 1 (got 0)".
@@ -147,8 +152,8 @@ POPC_API int popc_options_is_set(const popc_options *o, const char *name);
 ** other sections are ignored. All or nothing: on failure the options are
 ** unchanged (plugins a pluginPath line loaded stay loaded). Since 0.1.0.
 ** Not thread-safe on one object. POPC_OK, POPC_EINVAL (o or path NULL),
-** POPC_ESTATE (frozen), POPC_EIO/POPC_ECONFIG for the file
-** (core/options/config_priv.h), POPC_ENOMEM, else the failing option's
+** POPC_ESTATE (frozen), POPC_EIO/POPC_ECONFIG for the file (as every
+** INI file popc reads, docs/ini-format.md), POPC_ENOMEM, else the failing option's
 ** status (POPC_ENOTFOUND, POPC_EINVAL, POPC_EUNSUPPORTED). */
 POPC_API POPC_NODISCARD popc_status popc_options_load_ini(popc_options *o,
     const char *path);

@@ -158,7 +158,8 @@ static inline uint16_t popc_f16_stochastic(float x, uint32_t random,
     return an < ao ? near : other;
 }
 
-/* NumPy .npy files (format 1.0/2.0/3.0, little endian, C order; dtypes <f4
+/* NumPy .npy files (format 1.0/2.0/3.0, read and written by libpopc's data
+** layer, data/npy.c; little endian, C order; dtypes <f4
 ** <f2 <i4 <i8 |u1 |b1, and |i1 <i2 <u2 <u4 <u8; <f8 is read as float32).
 ** The caller owns *out (NULL on failure). Errors name the file and what
 ** is wrong: POPC_EIO (cannot open, truncated, bad magic, corrupt header),

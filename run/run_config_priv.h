@@ -1,4 +1,6 @@
-/* config_priv.h - INI files: the one wrapper of libini_config (STYLE.md B11).
+/* run_config_priv.h - INI files: the one wrapper of libini_config, in the
+** run layer, which reads every INI file (run files, model INI files,
+** checkpoints' state.ini, INI [options] sections).
 **
 ** Nothing else in popc includes <ini_configobj.h>. A popci_config is an
 ** immutable snapshot of one parsed file: sections and keys in file order,
@@ -23,12 +25,13 @@
 ** Strings returned are borrowed from the popci_config and valid until
 ** popci_config_free.
 */
-#ifndef POPC_CONFIG_PRIV_H
-#define POPC_CONFIG_PRIV_H
+#ifndef POPC_RUN_CONFIG_PRIV_H
+#define POPC_RUN_CONFIG_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "popc/status.h"
+#include "core/layer/suggest.h" /* popci_closest_name, for the readers */
 
 typedef struct popci_config popci_config;
 
@@ -37,11 +40,6 @@ typedef struct popci_config popci_config;
 ** parse error, "<file>: Error (5) on line 3: Equal sign is missing.",
 ** further errors are logged), POPC_ENOMEM. Free with popci_config_free. */
 popc_status popci_config_open(const char *path, popci_config **out);
-/* POPC_ECONFIG "<name>:<line>: invalid UTF-8 ..." at the first byte that
-** is not valid UTF-8 in text[0..len), else POPC_OK; text starts on line
-** first_line of the file. */
-popc_status popci_check_utf8(const char *name, int first_line,
-                             const char *text, size_t len);
 /* The same from text (copied); name is used in messages like a path. */
 popc_status popci_config_from_text(const char *name, const char *text,
                                    popci_config **out);
@@ -117,10 +115,4 @@ popc_status popci_config_check_keys(const popci_config *c,
 popc_status popci_config_check_sections(const popci_config *c,
                                         const char *const *allowed);
 
-/* The candidate closest to word by edit distance (case-insensitive), or
-** NULL when none is close enough to be a plausible typo. n < 0: cands is
-** NULL-terminated. */
-const char *popci_closest_name(const char *word, const char *const *cands,
-                               int n);
-
-#endif /* POPC_CONFIG_PRIV_H */
+#endif /* POPC_RUN_CONFIG_PRIV_H */

@@ -1,6 +1,6 @@
-/* options_list.h - every option, in the order of the option table
+/* layer/options_list.h - every option, in the order of the option table
 ** (core/options/options_table.c): the one list both the table and the option ids
-** (popci_opt_id, core/options/options_priv.h) are made from.
+** (popci_opt_id, core/layer/options.h) are made from.
 **
 ** Each entry is OPTION(ID, initializer): ID is the option's name with '.'
 ** as '_' (POPCI_O_ID), the initializer its popci_optdef. Include it with
@@ -13,7 +13,7 @@
 ** before connectionType, ipuVersion and backend).
 */
 #ifndef OPTION
-#error "define OPTION(ID, ...) before including core/options/options_list.h"
+#error "define OPTION(ID, ...) before including core/layer/options_list.h"
 #endif
 
 /* The six TensorLocationSettings of one tensor class, flattened; their

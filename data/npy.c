@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "popc/tensor.h"
-#include "core/alloc_priv.h"
-#include "core/atomic_file_priv.h"
-#include "core/tensor_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/atomic_file.h"
+#include "core/layer/shape.h"
 
 /* NumPy refuses headers above 10000 bytes by default; allow more but keep
 ** a corrupt length from making us allocate gigabytes. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "popc/log.h"
-#include "core/options/options_priv.h"
+#include "optfmt/optfmt_priv.h"
 
 /* ---- values ----------------------------------------------------------------- */
 
@@ -673,7 +673,7 @@ popc_status popci_options_call(popc_options *o, const char *prefix,
     *kind = "ValueError";
     snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
     *next_prefix = category_of(full);
-    if (o->frozen) {
+    if (popc_options_frozen(o)) {
         *kind = "AttributeError";
         return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: %s "
                               "cannot change once a model uses these "

@@ -28,9 +28,8 @@
 #include <string.h>
 
 #include "popc/options.h"
-#include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "optfmt/optfmt_priv.h"
 
 /* Nesting depth of lists/calls in one line: plenty for options. */
 #define MAX_DEPTH 16
@@ -555,6 +554,19 @@ static popc_status apply_statement(popc_options *o, const stmt *s,
     return popc_set_error(st, "%s at line %d of %s: %s\n> options.%.*s%s",
                           kind, s->n, base_name(path), popc_last_error(),
                           SHOWN, s->line, cut(s->line));
+}
+
+popc_status popci_options_loadable(const popc_options *o, const char *who,
+                                   const char *path)
+{
+    if (!o || !path)
+        return popc_set_error(POPC_EINVAL, "%s: NULL options or path", who);
+    if (popc_options_frozen(o))
+        return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
+                              "cannot load %s once a model uses these "
+                              "options; load into a copy from "
+                              "popc_options_clone", path);
+    return POPC_OK;
 }
 
 popc_status popc_options_load_file(popc_options *o, const char *path)

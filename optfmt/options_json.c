@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "popc/options.h"
-#include "core/alloc_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "optfmt/optfmt_priv.h"
 
 #define MAX_DEPTH 16
 
@@ -279,7 +279,7 @@ popc_status popc_options_load_json(popc_options *o, const char *json)
     if (!o || !json)
         return popc_set_error(POPC_EINVAL, "popc_options_load_json: NULL "
                               "options or text");
-    if (o->frozen)
+    if (popc_options_frozen(o))
         return popc_set_error(POPC_ESTATE, "Can't modify frozen Options: "
                               "load into a copy from popc_options_clone");
     return popci_options_apply_json(o, "options JSON", json);

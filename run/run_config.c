@@ -1,4 +1,4 @@
-/* config.c - INI files through libini_config, as an immutable snapshot.
+/* run_config.c - INI files through libini_config, as an immutable snapshot.
 **
 ** libini_config parses and reports syntax errors; the result is copied into
 ** plain arrays (sections and keys in file order with their lines) and the
@@ -23,8 +23,9 @@
 #include <ini_valueobj.h>
 
 #include "popc/log.h"
-#include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
+#include "core/layer/alloc.h"
+#include "optfmt/optfmt.h" /* popci_check_utf8 */
+#include "run/run_config_priv.h"
 
 /* Larger INI files are certainly a mistake (a weight file given as
 ** configuration, say); refuse them instead of parsing megabytes. */

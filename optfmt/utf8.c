@@ -7,7 +7,7 @@
 #include "config.h"
 
 #include <stddef.h>
-#include "core/options/config_priv.h"
+#include "optfmt/optfmt.h"
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), or 0.
 ** Overlong forms, surrogates and code points above U+10FFFF are invalid. */

@@ -1,4 +1,7 @@
-/* options_ini.c - the [options] section of an INI file.
+/* run_options_ini.c - the [options] section of an INI file
+** (popc_options_load_ini): PopTorch's options in INI form, read here next
+** to the INI reader (run_config.c) and applied through the core's option
+** table (core/layer/options_table.h).
 **
 ** Keys are option names as `popc options` lists them (PopTorch's dotted
 ** names, case-sensitive), values their text ("4", "true", "Sum",
@@ -18,9 +21,10 @@
 #include <strings.h>
 
 #include "popc/options.h"
-#include "core/alloc_priv.h"
-#include "core/options/config_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/options_table.h"
+#include "optfmt/optfmt.h"
+#include "run/run_config_priv.h"
 
 #define SECTION "options"
 
