@@ -9,5 +9,5 @@ libpopc_la_SOURCES += \
     %reldir%/runtime/model.c %reldir%/runtime/model_config.c %reldir%/runtime/model_config_priv.h %reldir%/runtime/locations.c %reldir%/runtime/host_io.c %reldir%/runtime/anchors.c %reldir%/runtime/anchors_priv.h %reldir%/runtime/ipu_count.c %reldir%/runtime/model_log.c %reldir%/runtime/model_weights.c %reldir%/runtime/model_priv.h %reldir%/runtime/model_state_priv.h \
     %reldir%/runtime/attach.c \
     %reldir%/runtime/compile_key.c \
-    %reldir%/runtime/hooks.c %reldir%/runtime/hooks_priv.h \
+    %reldir%/runtime/hooks.c %reldir%/runtime/hooks_priv.h %reldir%/layer/hooks.h \
     %reldir%/runtime/trace.c
