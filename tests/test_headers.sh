@@ -2,8 +2,8 @@
 # test_headers.sh - every public header compiles on its own (C11, -Wall
 # -Wextra, no warnings), and graph.h, which programs include to build
 # graphs, does not pull in the plugin ABI (popc/plugin.h); the layers of
-# libpopc (core, opt, exe, profile, helpers, data, run, onnx) include only
-# downward (lib/, the assembly above them all, names exe and profile),
+# libpopc (core, opt, dist, exe, profile, helpers, data, run, onnx) include only
+# downward (lib/, the assembly above them all, names the layers it lists),
 # helpers/ uses only the core's public headers, and no file outside core/
 # includes a core *_priv.h (core/layer/ holds what the layers may use).
 #
@@ -20,7 +20,7 @@ n=0
 
 # the layers of libpopc, lowest first: a layer includes only its own and
 # lower layers' headers (docs/architecture.md)
-layers="core opt exe profile helpers data run onnx"
+layers="core opt dist exe profile helpers data run onnx"
 incs=""
 for l in $layers; do incs="$incs -I$POPC_SRCDIR/$l/include"; done
 for l in $layers; do

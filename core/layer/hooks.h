@@ -23,6 +23,26 @@
 typedef struct popci_plan_config popci_plan_config;
 typedef struct popci_exec popci_exec;
 typedef struct popci_trace popci_trace;
+typedef struct popci_dist_port popci_dist_port; /* core/layer/dist.h */
+
+/* Replica grouping of one weight (PopTorch's replicaGrouping): the weight
+** has n_groups values; replica r holds value r % n_groups (orthogonal) or
+** r / (R / n_groups) (consecutive). */
+typedef struct popci_exec_grouping {
+    const char *name;              /* the weight (borrowed) */
+    int n_groups;                  /* divides R */
+    int orthogonal;
+} popci_exec_grouping;
+
+/* What a layer may add to the executor's configuration (exec_config). */
+typedef struct popci_exec_extras {
+    int training;                  /* in */
+    int64_t input_group;           /* in: inputReplicaGrouping's size G */
+    int n_groupings;               /* in: replica-grouped weights ... */
+    const popci_exec_grouping *groupings; /* ... (borrowed) */
+    popci_dist_port *dist;         /* out: the ranks gradients are reduced
+                                      over; NULL: this process only */
+} popci_exec_extras;
 
 /* The phases of a compile, in order. */
 enum {
@@ -34,7 +54,7 @@ enum {
 };
 
 /* Most tables popci_layer_hooks may hold. */
-#define POPCI_MAX_LAYERS 4
+#define POPCI_MAX_LAYERS 6
 
 typedef struct popci_model_hooks {
     const char *layer;         /* "exe": names the layer in messages */
@@ -66,6 +86,14 @@ typedef struct popci_model_hooks {
     ** level; values named in keep[0..n_keep) (anchors) must survive. */
     popc_status (*rewrite_graph)(popc_graph *g, int level, int training,
                                  const char *const *keep, int n_keep);
+    /* The executor's configuration is being built from the plan of
+    ** inputs[0..n); a failure fails the compile. */
+    popc_status (*exec_config)(popc_model *m, void **data,
+                               popci_exec_extras *x,
+                               popc_tensor *const *inputs, int n);
+    /* m holds its new executor (after compiled); a failure fails the
+    ** compile, and m has no executor again. */
+    popc_status (*adopted)(popc_model *m, void **data);
 } popci_model_hooks;
 
 /* NULL-terminated, at most POPCI_MAX_LAYERS tables. */

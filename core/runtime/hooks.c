@@ -152,3 +152,32 @@ popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
     }
     return POPC_OK;
 }
+
+popc_status popci_hooks_exec_config(popc_model *m, popci_exec_extras *x,
+                                    popc_tensor *const *inputs, int n)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->exec_config &&
+            (st = h->exec_config(m, &m->layer_data[i], x, inputs, n)) !=
+                POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+popc_status popci_hooks_adopted(popc_model *m)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->adopted && (st = h->adopted(m, &m->layer_data[i])) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}

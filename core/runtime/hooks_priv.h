@@ -31,6 +31,9 @@ void popci_hooks_compile_end(popci_compile_states *cs, popc_model *m,
 popci_trace *popci_hooks_run_begin(popc_model *m);
 void popci_hooks_run_end(popc_model *m, double t0);
 void popci_hooks_model_free(popc_model *m);
+popc_status popci_hooks_exec_config(popc_model *m, popci_exec_extras *x,
+                                    popc_tensor *const *inputs, int n);
+popc_status popci_hooks_adopted(popc_model *m);
 /* Every table's rewrite_graph in turn (a popci_plan_config.rewrite). */
 popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
                                       const char *const *keep, int n_keep);

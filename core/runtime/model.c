@@ -14,7 +14,6 @@
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/anchors_priv.h"
-#include "core/dist/dist_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_config_priv.h"
 #include "core/runtime/model_priv.h"
@@ -446,22 +445,24 @@ static popc_status make_plan(popc_model *m, compile_job *j,
     return popci_config_plan_options(m, j->be, *plan);
 }
 
-/* The executor's configuration: replica groups, the ranks of a
-** distributed run, float16 accumulators, tensor locations. */
+/* The executor's configuration: replica groups, what the layers add (the
+** ranks of a distributed run), float16 accumulators, tensor locations. */
 static popc_status make_exec_config(popc_model *m, compile_job *j,
                                     popci_plan *plan,
                                     popc_tensor *const *inputs, int n)
 {
+    popci_exec_extras x = {.training = m->training};
     popc_status st;
 
     popci_config_exec(m, &j->b, plan, &j->ec);
-    j->ec.groupings = popci_rgroups_exec(m, &j->ec.n_groupings);
-    /* training reduces gradients over every rank; inference never
-    ** communicates (each rank classifies its own share) */
-    if (m->training &&
-        ((st = popci_comm_open(m->opts, &j->ec.comm)) != POPC_OK ||
-         (st = popci_dist_check_config(m, &j->ec, inputs, n)) != POPC_OK))
+    x.input_group = j->ec.input_group;
+    x.groupings = popci_rgroups_exec(m, &x.n_groupings);
+    /* a distribution layer may reduce the gradients over several ranks */
+    if ((st = popci_hooks_exec_config(m, &x, inputs, n)) != POPC_OK)
         return st;
+    j->ec.n_groupings = x.n_groupings;
+    j->ec.groupings = x.groupings;
+    j->ec.dist = x.dist;
     if (m->training) {
         half_accumulators(m, &j->ec);
         if ((st = mark_half_storage(m, plan, &j->ec)) != POPC_OK)
@@ -495,8 +496,8 @@ static popc_status bind_signature(popc_model *m, const popci_exec *e,
     return POPC_OK;
 }
 
-/* m takes e once the layers accept it; replica groups and the ranks of a
-** distributed run then agree on its weights. On failure m has no
+/* m takes e once the layers accept it; replica groups and the layers
+** (the ranks of a distributed run) then set its weights. On failure m has no
 ** executor again and the caller frees e. */
 static popc_status adopt_exec(popc_model *m, compile_job *j, popci_exec *e)
 {
@@ -508,7 +509,7 @@ static popc_status adopt_exec(popc_model *m, compile_job *j, popci_exec *e)
     m->host_dirty = 0;
     m->device_dirty = 0;
     if ((st = popci_rgroups_compiled(m)) != POPC_OK ||
-        (st = popci_dist_share_weights(m)) != POPC_OK) {
+        (st = popci_hooks_adopted(m)) != POPC_OK) {
         m->exec = NULL;
         return st;
     }

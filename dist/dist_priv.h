@@ -1,8 +1,9 @@
-/* dist_priv.h - distributed runs inside the core: the process-wide
-** communicator (core/dist/dist_comm.c), the ordered gradient reduction across
-** ranks (core/dist/dist_reduce.c) and the model-level agreements (core/
+/* dist_priv.h - the distribution layer (dist/): the process-wide
+** communicator (dist/dist_comm.c), the ordered gradient reduction across
+** ranks (dist/dist_reduce.c), the model-level agreements (dist/
 ** dist_model.c: the same compiled model on every rank, the same starting
-** weights, identical weights at the end).
+** weights, identical weights at the end) and the hooks by which it follows
+** a training model's compiles (dist/dist_hooks.c, core/layer/hooks.h).
 **
 ** The communicator is opened on the first compile of a training model
 ** whose options say Distributed.numProcesses > 1, and stays open until
@@ -18,6 +19,8 @@
 
 #include "popc/collectives.h"
 #include "popc/options.h"
+#include "core/layer/dist.h"
+#include "core/layer/hooks.h"
 
 typedef struct popci_comm popci_comm;
 
@@ -47,18 +50,43 @@ popc_status popci_comm_allgather(popci_comm *c, const void *mine, void *all,
 popc_status popci_comm_agree(popci_comm *c, uint64_t value, const char *what,
                              const char *fix);
 
+/* ---- one model's distribution (dist/dist_hooks.c) ----------------------- */
+
+/* A training model's port to the executor (first, so that the port is the
+** model's state), its communicator and figures. The layer's data of the
+** model; it outlives the model's executor. */
+typedef struct popci_dist_model {
+    popci_dist_port port;
+    popci_comm *comm;          /* NULL: one process */
+    float *buf;                /* the gradients of every trained weight,
+                                  flat; NULL until the first step */
+    int64_t len;               /* ... in floats */
+    int64_t steps;             /* distributed steps run */
+    double seconds;            /* ... and their time in collectives
+                                  (waiting for slower ranks included) */
+} popci_dist_model;
+
+extern const popci_model_hooks popci_dist_hooks;
+
+/* The distribution of m, NULL when it has none (one process, inference,
+** not compiled). */
+const popci_dist_model *popci_dist_of(const popc_model *m);
+
 /* ---- dist_model.c (on a training model's compile) ----------------------- */
 
-struct popc_model;
-struct popci_exec_config;
-struct popc_tensor;
-
-/* Before the plan is built: refuse what is not distributed yet, and check
-** that every rank compiles the same model (popci_compile_key). */
-popc_status popci_dist_check_config(const struct popc_model *m,
-                                    const struct popci_exec_config *ec,
-                                    struct popc_tensor *const *inputs, int n);
+/* Before the executor is built: refuse what is not distributed yet, and
+** check that every rank compiles the same model (popci_compile_key). */
+popc_status popci_dist_check_config(const popc_model *m, popci_comm *c,
+                                    const popci_exec_extras *x,
+                                    popc_tensor *const *inputs, int n);
 /* After compile: every rank takes rank 0's device weights. */
-popc_status popci_dist_share_weights(struct popc_model *m);
+popc_status popci_dist_share_weights(popc_model *m, popci_comm *c);
+
+/* ---- dist_reduce.c (the port's calls) ------------------------------------ */
+
+popc_status popci_dist_reduce(popci_dist_port *self, popci_exec *e,
+                              const int *trained, int n, int64_t step);
+popc_status popci_dist_broadcast_buffers(popci_dist_port *self,
+                                         popci_exec *e);
 
 #endif /* POPC_DIST_PRIV_H */
