@@ -1,4 +1,5 @@
-/* dist_priv.h - the distribution layer (dist/): the process-wide
+/* dist_priv.h - the distribution layer (dist/): replica grouping of a
+** model's weights (dist/replica_groups.c), the process-wide
 ** communicator (dist/dist_comm.c), the ordered gradient reduction across
 ** ranks (dist/dist_reduce.c), the model-level agreements (dist/
 ** dist_model.c: the same compiled model on every rank, the same starting
@@ -52,11 +53,14 @@ popc_status popci_comm_agree(popci_comm *c, uint64_t value, const char *what,
 
 /* ---- one model's distribution (dist/dist_hooks.c) ----------------------- */
 
-/* A training model's port to the executor (first, so that the port is the
-** model's state), its communicator and figures. The layer's data of the
-** model; it outlives the model's executor. */
+typedef struct popci_rgroups popci_rgroups;
+
+/* The layer's data of a model: its replica groups; training, its port to
+** the executor (first, so that the port is the model's state), its
+** communicator and figures. It outlives the model's executor. */
 typedef struct popci_dist_model {
     popci_dist_port port;
+    popci_rgroups *groups;     /* replicaGrouping; NULL: none */
     popci_comm *comm;          /* NULL: one process */
     float *buf;                /* the gradients of every trained weight,
                                   flat; NULL until the first step */
@@ -71,6 +75,26 @@ extern const popci_model_hooks popci_dist_hooks;
 /* The distribution of m, NULL when it has none (one process, inference,
 ** not compiled). */
 const popci_dist_model *popci_dist_of(const popc_model *m);
+/* The layer's data of m, created when missing; POPC_ENOMEM. */
+popc_status popci_dist_model_of(popc_model *m, popci_dist_model **out);
+
+/* ---- replica_groups.c ---------------------------------------------------- */
+
+void popci_rgroups_free(popci_rgroups *r); /* NULL-safe */
+/* The groupings for the executor (borrowed from r, valid until the
+** grouping changes); *n = 0 and NULL without any. */
+const popci_exec_grouping *popci_rgroups_exec(popci_rgroups *r, int *n);
+/* Device -> host copies of groups 1.. (after the graph's weights). */
+void popci_rgroups_pull(popc_model *m, popci_rgroups *r);
+/* Host -> device copies of groups 1.. (after the graph's weights). */
+void popci_rgroups_push(popc_model *m, popci_rgroups *r);
+/* After a compile: optimizer state per group, groups' values to the
+** device. Errors of popci_model_state_set_groups. */
+popc_status popci_rgroups_compiled(popc_model *m, popci_rgroups *r);
+/* Weight `weight` (model index) was set on the host: every group takes
+** the graph's new value. */
+popc_status popci_rgroups_set_all(popc_model *m, popci_rgroups *r,
+                                  int weight);
 
 /* ---- dist_model.c (on a training model's compile) ----------------------- */
 

@@ -35,6 +35,13 @@ void *popci_exec_weight(popci_exec *e, int w);
 /* Overwrite plan weight w on every replica (nbytes of the weight). */
 void popci_exec_write_weight(popci_exec *e, int w, const void *data);
 
+/* Replica groups of plan weight w (1: ungrouped); the device copy of
+** group g (borrowed) and its overwrite on every replica of the group. */
+int popci_exec_n_groups(const popci_exec *e, int w);
+void *popci_exec_group_weight(popci_exec *e, int w, int g);
+void popci_exec_write_group_weight(popci_exec *e, int w, int g,
+                                   const void *data);
+
 /* The float32 gradient accumulator of weight w on local replica r. */
 float *popci_exec_accum(popci_exec *e, int r, int w);
 /* What the optimizer step does to weight w's gradient once it is summed

@@ -94,6 +94,12 @@ typedef struct popci_model_hooks {
     /* m holds its new executor (after compiled); a failure fails the
     ** compile, and m has no executor again. */
     popc_status (*adopted)(popc_model *m, void **data);
+    /* The host copies of m's weights were refreshed from the device. */
+    void (*weights_to_host)(popc_model *m, void **data);
+    /* The device copies of m's weights were written from the host. */
+    void (*weights_to_device)(popc_model *m, void **data);
+    /* Weight i of m (popci_model_n_weights' order) was set on the host. */
+    popc_status (*weight_set)(popc_model *m, void **data, int i);
 } popci_model_hooks;
 
 /* NULL-terminated, at most POPCI_MAX_LAYERS tables. */

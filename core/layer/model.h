@@ -32,6 +32,27 @@ popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
 ** values were written): the host copy is refreshed before it is read. */
 void popci_model_host_stale(popc_model *m);
 
+/* m's weights (initializers of its graph): count, name, the host tensor
+** (borrowed; the graph's) and its index among the executor's plan
+** weights (-1: not compiled, or not in the plan). */
+int popci_model_n_weights(const popc_model *m);
+const char *popci_model_weight_name(const popc_model *m, int i);
+popc_tensor *popci_model_weight_host(const popc_model *m, int i);
+int popci_model_weight_plan(const popc_model *m, int i);
+/* The name of m's graph. */
+const char *popci_model_graph_name(const popc_model *m);
+
+/* Device -> host for every weight when the device is newer. */
+popc_status popci_model_sync_host(popc_model *m);
+/* A host copy was changed in place: the device takes it before the next
+** run. */
+void popci_model_host_changed(popc_model *m);
+
+/* Weight name's optimizer state holds n_groups states (replica groups),
+** when m has a state; POPC_EINVAL (n_groups < 1), POPC_ENOMEM. */
+popc_status popci_model_state_set_groups(popc_model *m, const char *name,
+                                         int n_groups);
+
 /* The optimizer state m holds (0 when none): entry i's name and a new
 ** copy of its value (the caller frees it). */
 int popci_model_n_states(const popc_model *m);

@@ -120,16 +120,11 @@ popc_view popci_exec_output_view(const popci_exec *e, int i);
 /* popci_exec_weight, popci_exec_write_weight and the other views of the
 ** weights are in core/layer/exec.h. */
 
-/* Replica groups of plan weight w (1: ungrouped), the group of replica r
-** and the first replica of group g (where the group's copy lives). */
-int popci_exec_n_groups(const popci_exec *e, int w);
+/* The group of replica r for plan weight w (popci_exec_n_groups of
+** core/layer/exec.h) and the first replica of group g (where the
+** group's copy lives). */
 int popci_exec_group_of(const popci_exec *e, int w, int r);
 int popci_exec_group_leader(const popci_exec *e, int w, int g);
-/* Device copy of group g of weight w; borrowed. */
-void *popci_exec_group_weight(popci_exec *e, int w, int g);
-/* Overwrite group g of weight w on every replica of the group. */
-void popci_exec_write_group_weight(popci_exec *e, int w, int g,
-                                   const void *data);
 
 /* Estimated device cycles of one micro-batch (0 when the backend has no
 ** model of them). */

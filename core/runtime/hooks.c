@@ -181,3 +181,37 @@ popc_status popci_hooks_adopted(popc_model *m)
     }
     return POPC_OK;
 }
+
+void popci_hooks_weights_to_host(popc_model *m)
+{
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->weights_to_host)
+            h->weights_to_host(m, &m->layer_data[i]);
+    }
+}
+
+void popci_hooks_weights_to_device(popc_model *m)
+{
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->weights_to_device)
+            h->weights_to_device(m, &m->layer_data[i]);
+    }
+}
+
+popc_status popci_hooks_weight_set(popc_model *m, int w)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->weight_set &&
+            (st = h->weight_set(m, &m->layer_data[i], w)) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}

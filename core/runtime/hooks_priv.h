@@ -34,6 +34,9 @@ void popci_hooks_model_free(popc_model *m);
 popc_status popci_hooks_exec_config(popc_model *m, popci_exec_extras *x,
                                     popc_tensor *const *inputs, int n);
 popc_status popci_hooks_adopted(popc_model *m);
+void popci_hooks_weights_to_host(popc_model *m);
+void popci_hooks_weights_to_device(popc_model *m);
+popc_status popci_hooks_weight_set(popc_model *m, int i);
 /* Every table's rewrite_graph in turn (a popci_plan_config.rewrite). */
 popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
                                       const char *const *keep, int n_keep);

@@ -211,7 +211,6 @@ void popc_model_free(popc_model *m)
     popci_hooks_model_free(m);
     popci_callbacks_free(m->callbacks);
     popci_optstate_free(m->state);
-    popci_rgroups_free(m->groups);
     popc_optimizer_free(m->optimizer);
     popc_graph_free(m->graph);
     popc_options_free(m->opts);
@@ -445,7 +444,7 @@ static popc_status make_plan(popc_model *m, compile_job *j,
     return popci_config_plan_options(m, j->be, *plan);
 }
 
-/* The executor's configuration: replica groups, what the layers add (the
+/* The executor's configuration: what the layers add (replica groups, the
 ** ranks of a distributed run), float16 accumulators, tensor locations. */
 static popc_status make_exec_config(popc_model *m, compile_job *j,
                                     popci_plan *plan,
@@ -456,8 +455,8 @@ static popc_status make_exec_config(popc_model *m, compile_job *j,
 
     popci_config_exec(m, &j->b, plan, &j->ec);
     x.input_group = j->ec.input_group;
-    x.groupings = popci_rgroups_exec(m, &x.n_groupings);
-    /* a distribution layer may reduce the gradients over several ranks */
+    /* a layer may group weights over replicas and reduce the gradients
+    ** over several ranks */
     if ((st = popci_hooks_exec_config(m, &x, inputs, n)) != POPC_OK)
         return st;
     j->ec.n_groupings = x.n_groupings;
@@ -496,8 +495,8 @@ static popc_status bind_signature(popc_model *m, const popci_exec *e,
     return POPC_OK;
 }
 
-/* m takes e once the layers accept it; replica groups and the layers
-** (the ranks of a distributed run) then set its weights. On failure m has no
+/* m takes e once the layers accept it; the layers (replica groups, the
+** ranks of a distributed run) then set its weights. On failure m has no
 ** executor again and the caller frees e. */
 static popc_status adopt_exec(popc_model *m, compile_job *j, popci_exec *e)
 {
@@ -508,8 +507,7 @@ static popc_status adopt_exec(popc_model *m, compile_job *j, popci_exec *e)
     m->exec = e;
     m->host_dirty = 0;
     m->device_dirty = 0;
-    if ((st = popci_rgroups_compiled(m)) != POPC_OK ||
-        (st = popci_hooks_adopted(m)) != POPC_OK) {
+    if ((st = popci_hooks_adopted(m)) != POPC_OK) {
         m->exec = NULL;
         return st;
     }

@@ -58,8 +58,6 @@ struct popc_model {
     ** executable being loaded, profile/ the figures and files */
     void *layer_data[POPCI_MAX_LAYERS];
 
-    /* replica grouping of weights (core/strategies/replica_groups.c); NULL: none */
-    struct popci_rgroups *groups;
     int detached;                /* popc_model_detach_from_device */
     FILE *log_file;              /* logDir/NAME.log; NULL: none */
     struct popci_anchors *anchors; /* anchorTensor (core/runtime/anchors_priv.h);
@@ -70,8 +68,7 @@ struct popc_model {
 
 /* ---- model_weights.c ----------------------------------------------------- */
 
-/* Device -> host for every weight when the device is newer. */
-popc_status popci_model_sync_host(popc_model *m);
+/* popci_model_sync_host: core/layer/model.h */
 /* Host -> device for every weight. */
 void popci_model_push_weights(popc_model *m);
 /* Inference sharing a training model: bring its weights over if they
