@@ -1,0 +1,5 @@
+# extend/local.mk - graph builders for plugin ops, a layer above the core:
+# poptorch.custom_op, CPU ops (popc::HostOp) and foreign C calls
+# (popc::ForeignCall), declared in popc/custom.h. The callbacks of CPU ops
+# and the undo of failed runs stay in the core's executor (core/extend/).
+libpopc_la_SOURCES += %reldir%/custom_op.c
