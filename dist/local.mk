@@ -7,3 +7,6 @@ libpopc_la_SOURCES += \
     %reldir%/dist_model.c %reldir%/dist_hooks.c %reldir%/replica_groups.c
 
 pkginclude_HEADERS += %reldir%/include/popc/distributed.h
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

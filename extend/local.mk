@@ -3,3 +3,6 @@
 # (popc::ForeignCall), declared in popc/custom.h. The callbacks of CPU ops
 # and the undo of failed runs stay in the core's executor (core/extend/).
 libpopc_la_SOURCES += %reldir%/custom_op.c
+
+# the layer's guide (docs/architecture.md links to it)
+EXTRA_DIST += %reldir%/README.md

@@ -42,7 +42,7 @@
 #include "core/runtime/plan_priv.h"
 
 typedef struct popci_optstate popci_optstate;
-typedef struct popci_trace popci_trace; /* core/runtime/hooks_priv.h */
+typedef struct popci_trace popci_trace; /* core/layer/hooks.h */
 
 /* popci_exec_grouping: core/layer/hooks.h */
 

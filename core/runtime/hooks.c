@@ -1,4 +1,4 @@
-/* hooks.c - the core's side of the layer hooks (hooks_priv.h): it calls
+/* hooks.c - the core's side of the layer hooks (core/layer/hooks.h): it calls
 ** every table of popci_layer_hooks in order and gives each its slot of
 ** the model.
 */

@@ -54,7 +54,7 @@ struct popc_model {
                                     NULL until one is registered */
 
     /* what the layers above the core keep per model, one slot per table
-    ** of popci_layer_hooks (core/runtime/hooks_priv.h): exe/ the
+    ** of popci_layer_hooks (core/layer/hooks.h): exe/ the
     ** executable being loaded, profile/ the figures and files */
     void *layer_data[POPCI_MAX_LAYERS];
 
