@@ -17,6 +17,8 @@
 popc_status popci_model_require_compiled(const popc_model *m);
 /* m's executor, NULL when not compiled; borrowed. */
 popci_exec *popci_model_executor(popc_model *m);
+/* 1 for a training model, 0 for inference. */
+int popci_model_training(const popc_model *m);
 /* The options m was made with (frozen); borrowed. */
 const popc_options *popci_model_options(const popc_model *m);
 

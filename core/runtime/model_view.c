@@ -11,6 +11,11 @@ popci_exec *popci_model_executor(popc_model *m)
     return m ? m->exec : NULL;
 }
 
+int popci_model_training(const popc_model *m)
+{
+    return m->training;
+}
+
 const popc_options *popci_model_options(const popc_model *m)
 {
     return m->opts;
