@@ -36,7 +36,6 @@ include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
 include %reldir%/extend.mk
 include %reldir%/strategies.mk
-include %reldir%/dist.mk
 
 # the layer's guide (docs/architecture.md links to it)
 EXTRA_DIST += %reldir%/README.md

@@ -19,8 +19,8 @@
 #include "popc/optimizer.h"
 #include "popc/registry.h"
 #include "popc/version.h"
+#include "core/layer/strbuf.h"
 #include "exe/executable_priv.h"
-#include "core/graph/graph_priv.h"
 
 static void bytes_text(popci_sb *sb, uint64_t b)
 {

@@ -14,7 +14,7 @@
 #include "popc/graph.h"
 #include "popc/model.h"
 #include "core/graph/bytes_priv.h"
-#include "core/runtime/hooks_priv.h"
+#include "core/layer/hooks.h"
 #include "core/runtime/plan_priv.h"
 
 /* Version of the container layout; a file of another version is refused.
@@ -159,7 +159,7 @@ void popci_exe_tensors_free(int n, const char **names, popc_tensor **ts);
 
 typedef struct popci_exe_cache popci_exe_cache;
 
-/* The hooks of a model's compile (core/runtime/hooks_priv.h). Before
+/* The hooks of a model's compile (core/layer/hooks.h). Before
 ** planning, a compiled graph from popc_load (the layer's model data) or
 ** from the executable cache (enableExecutableCaching / POPC_CACHE_DIR)
 ** goes into pc->compiled; a miss keeps the entry's lock until the compile

@@ -1,6 +1,6 @@
 /* optimize.c - the pass driver: runs the passes of a level in order,
 ** prunes what each one left dead, and is the layer's hook into a model's
-** compile (core/runtime/hooks_priv.h). */
+** compile (core/layer/hooks.h). */
 #include "config.h"
 
 #include <string.h>

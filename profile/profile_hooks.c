@@ -9,7 +9,7 @@
 
 #include "popc/graph.h"
 #include "core/layer/alloc.h"
-#include "core/runtime/model_priv.h"
+#include "core/layer/model.h"
 #include "profile/profile_priv.h"
 
 /* state: this compile's popci_progress; data: the model's popci_profile */
@@ -20,7 +20,8 @@ static popc_status compile_begin(popc_model *m, void **data, void **state)
     (void)data;
     if (!p)
         return popc_set_error(POPC_ENOMEM, "compile: out of memory");
-    popci_progress_begin(p, m->opts, popc_graph_name(m->graph), m->training);
+    popci_progress_begin(p, popci_model_options(m), popci_model_graph_name(m),
+                         popci_model_training(m));
     *state = p;
     return POPC_OK;
 }

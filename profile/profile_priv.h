@@ -1,6 +1,6 @@
 /* profile_priv.h - what the model records about compiles and runs
 ** (profile/profile_stats.c), from the run trace the executor fills
-** (core/runtime/hooks_priv.h), the enableProfiling files
+** (core/layer/hooks.h), the enableProfiling files
 ** (profile/profile.c, profile/profile_html.c) and the compile progress bar
 ** (profile/progress.c); profile_hooks.c connects them to a model. The
 ** public side is popc/profile.h.
@@ -18,7 +18,7 @@
 #include "popc/options.h"
 #include "popc/profile.h"
 #include "core/runtime/exec_priv.h"
-#include "core/runtime/hooks_priv.h"
+#include "core/layer/hooks.h"
 #include "core/graph/graph_priv.h"
 
 /* ---- progress.c --------------------------------------------------------- */
@@ -79,7 +79,7 @@ typedef struct popci_profile {
 
 void popci_profile_free(popci_profile *p); /* NULL-safe */
 
-/* The hooks of a model's compiles and runs (core/runtime/hooks_priv.h;
+/* The hooks of a model's compiles and runs (core/layer/hooks.h;
 ** profile_hooks.c): the progress of each compile, then the model's
 ** popci_profile, kept as the layer's model data. */
 extern const popci_model_hooks popci_profile_hooks;

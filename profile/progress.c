@@ -18,7 +18,6 @@
 
 #include "popc/log.h"
 #include "profile/profile_priv.h"
-#include "core/options/options_priv.h"
 
 #define BAR_WIDTH 30
 
@@ -47,7 +46,7 @@ void popci_progress_begin(popci_progress *p, const popc_options *o,
                           const char *name, int training)
 {
     memset(p, 0, sizeof *p);
-    p->on = o && popci_opt_int(o, POPCI_O_showCompilationProgressBar);
+    p->on = o && popc_options_get_int(o, "showCompilationProgressBar");
     p->tty = p->on && stderr_is_terminal();
     p->training = training;
     p->phase = -1;

@@ -2,10 +2,11 @@
 # test_headers.sh - every public header compiles on its own (C11, -Wall
 # -Wextra, no warnings), and graph.h, which programs include to build
 # graphs, does not pull in the plugin ABI (popc/plugin.h); the layers of
-# libpopc (core, optfmt, opt, exe, profile, helpers, data, run, onnx)
-# include only
-# downward (lib/, the assembly above them all, names exe and profile), and
-# helpers/ uses only the core's public headers.
+# libpopc (core, optfmt, opt, dist, extend, exe, profile, helpers, data, run, onnx)
+# include only downward (lib/, the assembly above them all, names the
+# layers it lists),
+# helpers/ uses only the core's public headers, and no file outside core/
+# includes a core *_priv.h (core/layer/ holds what the layers may use).
 #
 # Environment (set by make check): POPC_SRCDIR; CC (default cc).
 set -u
@@ -20,7 +21,7 @@ n=0
 
 # the layers of libpopc, lowest first: a layer includes only its own and
 # lower layers' headers (docs/architecture.md)
-layers="core optfmt opt exe profile helpers data run onnx"
+layers="core optfmt opt dist extend exe profile helpers data run onnx"
 incs=""
 for l in $layers; do incs="$incs -I$POPC_SRCDIR/$l/include"; done
 for l in $layers; do
@@ -90,6 +91,29 @@ if grep -l '#include "core/' "$POPC_SRCDIR"/helpers/*.c \
     echo "FAIL: helpers/ includes private core headers (above)"
     fail=1
 fi
+# no file outside core/ includes a private header of the core (a
+# core/**/*_priv.h): the layers use the narrow interfaces of core/layer/.
+# TODO(issue 28 merge): the folders in priv_pending are listed but not yet
+# failed on; they are freed on other branches (run/, tests/) or still to
+# do (exe/, profile/). Empty priv_pending when they are clean.
+priv_pending="exe profile tests"
+for d in "$POPC_SRCDIR"/*/; do
+    d=${d%/}
+    name=$(basename "$d")
+    case $name in core | build | build-* | autom4te.cache) continue ;; esac
+    offenders=$(grep -rlE '#[[:space:]]*include[[:space:]]*"core/([^"]*/)?[^"/]*_priv\.h"' \
+        --include='*.[ch]' "$d" 2>/dev/null)
+    [ -n "$offenders" ] || continue
+    case " $priv_pending " in
+    *" $name "*)
+        for f in $offenders; do echo "TODO: ${f#"$POPC_SRCDIR"/} includes a core *_priv.h"; done
+        ;;
+    *)
+        for f in $offenders; do echo "FAIL: ${f#"$POPC_SRCDIR"/} includes a core *_priv.h (use core/layer/)"; done
+        fail=1
+        ;;
+    esac
+done
 [ $fail -eq 0 ] && echo "PASS: $n public headers compile alone; graph.h" \
     "stays clear of plugin.h; the layers $layers include only downward"
 exit $fail

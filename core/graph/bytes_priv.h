@@ -19,6 +19,7 @@
 
 #include "popc/graph.h"
 #include "popc/tensor.h"
+#include "core/layer/bytes.h"
 
 /* Version of the encoding (the graph bytes and the executable container
 ** built from them); bytes of another version are refused. */
@@ -90,9 +91,6 @@ popc_status popci_graph_write(const popc_graph *g, unsigned flags,
 ** POPC_ENOMEM. */
 popc_status popci_graph_read(popci_rbuf *r, popc_graph **out);
 
-/* FNV-1a, 64 bits, continued from h (start with POPCI_FNV_INIT);
-** bytes.c. */
-#define POPCI_FNV_INIT 14695981039346656037ull
-uint64_t popci_fnv1a(uint64_t h, const void *p, size_t n);
+/* popci_fnv1a (bytes.c) is in core/layer/bytes.h. */
 
 #endif /* POPC_BYTES_PRIV_H */

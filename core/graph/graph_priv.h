@@ -16,6 +16,7 @@
 
 #include "popc/graph.h"
 #include "popc/registry.h"
+#include "core/layer/strbuf.h"
 
 /* Annotations as stored: strings owned (may be NULL). */
 /* Return addresses kept per node (core/graph/graph_source.c). */
@@ -201,21 +202,7 @@ void popci_attrs_free(popc_attr *a, int n);
 struct popci_sb;
 void popci_attrs_describe(struct popci_sb *sb, const popc_attr *a, int n);
 
-/* ---- growable string (graph_attr.c) ------------------------------------- */
-
-typedef struct popci_sb {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} popci_sb;
-
-void popci_sb_printf(popci_sb *sb, const char *fmt, ...) POPC_PRINTF(2, 3);
-void popci_sb_vprintf(popci_sb *sb, const char *fmt, va_list ap);
-/* "float32[2, 3]" */
-void popci_sb_view(popci_sb *sb, const popc_view *v);
-/* Takes the buffer (caller frees); NULL after an allocation failure. */
-char *popci_sb_take(popci_sb *sb);
-void popci_sb_free(popci_sb *sb);
+/* ---- growable string (graph_attr.c): core/layer/strbuf.h ------------- */
 
 /* ---- topo.c ----------------------------------------------------------- */
 

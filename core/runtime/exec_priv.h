@@ -36,21 +36,15 @@
 #include "popc/model.h"
 #include "popc/options.h"
 #include "popc/plugin.h"
+#include "core/layer/dist.h"
+#include "core/layer/exec.h"
+#include "core/layer/hooks.h"
 #include "core/runtime/plan_priv.h"
 
-typedef struct popci_exec popci_exec;
-typedef struct popci_comm popci_comm;     /* core/dist/dist_priv.h */
 typedef struct popci_optstate popci_optstate;
-typedef struct popci_trace popci_trace; /* core/runtime/hooks_priv.h */
+typedef struct popci_trace popci_trace; /* core/layer/hooks.h */
 
-/* Replica grouping of one weight (PopTorch's replicaGrouping, helper
-** "strategies"): the weight has n_groups values; replica r holds value
-** r % n_groups (orthogonal) or r / (R / n_groups) (consecutive). */
-typedef struct popci_exec_grouping {
-    const char *name;              /* the weight (borrowed) */
-    int n_groups;                  /* divides R */
-    int orthogonal;
-} popci_exec_grouping;
+/* popci_exec_grouping: core/layer/hooks.h */
 
 /* syntheticDataMode: values of generated floating-point inputs. */
 enum { POPCI_SYNTH_NORMAL = 0, POPCI_SYNTH_UNIFORM = 1, POPCI_SYNTH_ZEROS = 2 };
@@ -79,10 +73,11 @@ typedef struct popci_exec_config {
     int n_groupings;               /* grouped weights (borrowed array, read
                                       by popci_exec_new) */
     const popci_exec_grouping *groupings;
-    /* Distributed training (core/dist/dist_priv.h): the ranks the gradients
-    ** are reduced over; NULL or one rank: this process only. Local
-    ** replica r is global replica replica_base + r of replicas_global. */
-    popci_comm *comm;
+    /* Distributed training (core/layer/dist.h): the ranks the gradients
+    ** are reduced over, through a layer's port (borrowed); NULL or one
+    ** rank: this process only. Local replica r is global replica
+    ** replica_base + r of replicas_global. */
+    popci_dist_port *dist;
     int64_t replica_base;          /* set by popci_exec_new from comm */
     int64_t replicas_global;
     /* per anchorTensor (plan->anchor_slots): output mode and period
@@ -122,25 +117,14 @@ int popci_exec_n_phases(const popci_exec *e);
 /* Shape and dtype of graph output i as a run returns it (R1.6). */
 popc_view popci_exec_output_view(const popci_exec *e, int i);
 
-/* Device copy of plan weight w (replica 0 for per-replica buffers);
-** borrowed. */
-void *popci_exec_weight(popci_exec *e, int w);
-/* Overwrite plan weight w on every replica (nbytes of the weight). */
-void popci_exec_write_weight(popci_exec *e, int w, const void *data);
+/* popci_exec_weight, popci_exec_write_weight and the other views of the
+** weights are in core/layer/exec.h. */
 
-/* Replica groups of plan weight w (1: ungrouped), the group of replica r
-** and the first replica of group g (where the group's copy lives). */
-int popci_exec_n_groups(const popci_exec *e, int w);
+/* The group of replica r for plan weight w (popci_exec_n_groups of
+** core/layer/exec.h) and the first replica of group g (where the
+** group's copy lives). */
 int popci_exec_group_of(const popci_exec *e, int w, int r);
 int popci_exec_group_leader(const popci_exec *e, int w, int g);
-/* Device copy of group g of weight w; borrowed. */
-void *popci_exec_group_weight(popci_exec *e, int w, int g);
-/* Overwrite group g of weight w on every replica of the group. */
-void popci_exec_write_group_weight(popci_exec *e, int w, int g,
-                                   const void *data);
-
-/* Monotonic clock in seconds (latency figures). */
-double popci_exec_now(void);
 
 /* Estimated device cycles of one micro-batch (0 when the backend has no
 ** model of them). */
@@ -195,19 +179,6 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io);
 ** weight w: what multiplies its summed gradient. */
 float popci_exec_grad_scale(const popci_exec *e, int w);
 
-/* ---- dist_reduce.c ------------------------------------------------------- */
-
-/* The cross-replica reduction over every rank (cfg.comm with more than one
-** rank): the accumulators of the n weights trained[] are summed in global
-** replica order, scaled, and left in local replica 0's accumulators on
-** every rank. step names the optimizer step in error messages. */
-popc_status popci_dist_reduce(popci_exec *e, const int *trained, int n,
-                              int64_t step);
-/* broadcastBuffers across ranks: rank 0's replica 0 buffers to replica 0
-** of every rank (the local broadcast then copies them on). */
-popc_status popci_dist_broadcast_buffers(popci_exec *e);
-
-
 /* ---- the executor's state, shared by its three files --------------------- */
 
 struct popci_exec {
@@ -239,13 +210,6 @@ struct popci_exec {
     int64_t finite_steps;          /* automatic loss scaling: steps since
                                       the scale last changed */
     int64_t skipped_steps;         /* ... and steps skipped (non-finite) */
-    float *dist_buf;               /* distributed reduction: the gradients
-                                      of every trained weight, flat; NULL
-                                      until the first distributed step */
-    int64_t dist_len;              /* ... in floats */
-    int64_t dist_steps;            /* distributed steps run */
-    double dist_seconds;           /* ... and their time in collectives
-                                      (waiting for slower ranks included) */
 };
 
 /* Slot of returned tensor i: graph output i, then anchor i - n_outputs. */

@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "core/alloc_priv.h"
-#include "core/dist/dist_priv.h"
 #include "core/runtime/exec_priv.h"
 #include "core/host_priv.h"
 
@@ -380,7 +379,6 @@ void popci_exec_free(popci_exec *e)
     free(e->wdata);
     free(e->w_own);
     free(e->accum);
-    free(e->dist_buf);
     free(e->out_views);
     free(e->out_item);
     free(e->ret_mode);
@@ -409,13 +407,13 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
     }
     e->plan = plan;
     e->cfg = *cfg;
-    if (!cfg->comm || popci_comm_size(cfg->comm) <= 1) {
-        e->cfg.comm = NULL;
+    if (!cfg->dist || cfg->dist->size <= 1) {
+        e->cfg.dist = NULL;
         e->cfg.replica_base = 0;
         e->cfg.replicas_global = cfg->replicas;
     } else {
-        e->cfg.replica_base = popci_comm_rank(cfg->comm) * cfg->replicas;
-        e->cfg.replicas_global = popci_comm_size(cfg->comm) * cfg->replicas;
+        e->cfg.replica_base = cfg->dist->rank * cfg->replicas;
+        e->cfg.replicas_global = cfg->dist->size * cfg->replicas;
     }
     e->be = be;
     e->micro_batches = cfg->device_iterations * cfg->grad_accum;

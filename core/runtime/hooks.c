@@ -1,4 +1,4 @@
-/* hooks.c - the core's side of the layer hooks (hooks_priv.h): it calls
+/* hooks.c - the core's side of the layer hooks (core/layer/hooks.h): it calls
 ** every table of popci_layer_hooks in order and gives each its slot of
 ** the model.
 */
@@ -148,6 +148,69 @@ popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
         if (h->rewrite_graph &&
             (st = h->rewrite_graph(g, level, training, keep, n_keep)) !=
                 POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+popc_status popci_hooks_exec_config(popc_model *m, popci_exec_extras *x,
+                                    popc_tensor *const *inputs, int n)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->exec_config &&
+            (st = h->exec_config(m, &m->layer_data[i], x, inputs, n)) !=
+                POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+popc_status popci_hooks_adopted(popc_model *m)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->adopted && (st = h->adopted(m, &m->layer_data[i])) != POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
+void popci_hooks_weights_to_host(popc_model *m)
+{
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->weights_to_host)
+            h->weights_to_host(m, &m->layer_data[i]);
+    }
+}
+
+void popci_hooks_weights_to_device(popc_model *m)
+{
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->weights_to_device)
+            h->weights_to_device(m, &m->layer_data[i]);
+    }
+}
+
+popc_status popci_hooks_weight_set(popc_model *m, int w)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->weight_set &&
+            (st = h->weight_set(m, &m->layer_data[i], w)) != POPC_OK)
             return st;
     }
     return POPC_OK;

@@ -1,68 +1,14 @@
-/* hooks_priv.h - how the layers above the core follow a model's compiles
-** and runs: the executable cache and popc_load (exe/), profiles and the
-** compile progress (profile/).
-**
-** The core includes no header of those layers. It calls, in order, the
-** tables of popci_layer_hooks, which the top of libpopc defines
-** (libpopc_layers.c) and so links in. Each table keeps its per-model data
-** in one slot of the model (m->layer_data), which the hooks receive as
-** `data`; a compile's own state (`state`) lives from compile_begin to
-** compile_end. Any hook may be NULL. The hooks run on the thread that
-** compiles or runs the model, under the model's rules (one thread).
+/* hooks_priv.h - the core's side of the layer hooks (core/layer/hooks.h):
+** calling every table of popci_layer_hooks in order (core/runtime/hooks.c)
+** and the run trace a layer may ask the executor to fill.
 */
 #ifndef POPC_HOOKS_PRIV_H
 #define POPC_HOOKS_PRIV_H
 
 #include "popc/model.h"
+#include "core/layer/hooks.h"
 #include "core/runtime/exec_priv.h"
 #include "core/runtime/plan_priv.h"
-
-/* The phases of a compile, in order. */
-enum {
-    POPCI_PHASE_VERIFY = 0,    /* inputs, options, backend lookup */
-    POPCI_PHASE_PLAN,          /* verification, autodiff (training),
-                                  schedule and memory plan: popci_plan_new */
-    POPCI_PHASE_BACKEND,       /* the backend's compile, device buffers */
-    POPCI_PHASES
-};
-
-/* Most tables popci_layer_hooks may hold. */
-#define POPCI_MAX_LAYERS 4
-
-typedef struct popci_model_hooks {
-    const char *layer;         /* "exe": names the layer in messages */
-    /* A compile of m began, before its inputs are checked. */
-    popc_status (*compile_begin)(popc_model *m, void **data, void **state);
-    /* The compile entered phase (POPCI_PHASE_*). */
-    void (*compile_phase)(void *state, int phase);
-    /* Before planning: may hand the planner a compiled graph in
-    ** pc->compiled (a cache hit, a loaded executable); may create the
-    ** compile's state here instead of in compile_begin. */
-    popc_status (*compile_plan)(void **state, popc_model *m, void **data,
-                                popc_tensor *const *inputs, int n,
-                                popci_plan_config *pc);
-    /* The executor e is built (m->exec is not set yet); a failure fails
-    ** the compile. */
-    popc_status (*compiled)(void *state, popc_model *m, void **data,
-                            const popci_exec *e);
-    /* The compile ended: ok (m is compiled) or failed. Frees state. */
-    void (*compile_end)(void *state, popc_model *m, void **data, int ok);
-    /* A run of m is about to start: the trace its executor fills, or
-    ** NULL. The first table that returns one wins. */
-    popci_trace *(*run_begin)(popc_model *m, void **data);
-    /* A run that began at t0 succeeded (m->lat_* are set). */
-    void (*run_end)(popc_model *m, void **data, double t0);
-    /* m is being freed: release *data. */
-    void (*model_free)(popc_model *m, void **data);
-    /* Planning, after the input shapes are bound and the pipeline stages
-    ** resolved, before autodiff: may rewrite g (the plan's own copy) at optimizationLevel
-    ** level; values named in keep[0..n_keep) (anchors) must survive. */
-    popc_status (*rewrite_graph)(popc_graph *g, int level, int training,
-                                 const char *const *keep, int n_keep);
-} popci_model_hooks;
-
-/* NULL-terminated, at most POPCI_MAX_LAYERS tables. */
-extern const popci_model_hooks *const popci_layer_hooks[];
 
 /* ---- calling them (core/runtime/hooks.c) -------------------------------- */
 
@@ -85,28 +31,17 @@ void popci_hooks_compile_end(popci_compile_states *cs, popc_model *m,
 popci_trace *popci_hooks_run_begin(popc_model *m);
 void popci_hooks_run_end(popc_model *m, double t0);
 void popci_hooks_model_free(popc_model *m);
+popc_status popci_hooks_exec_config(popc_model *m, popci_exec_extras *x,
+                                    popc_tensor *const *inputs, int n);
+popc_status popci_hooks_adopted(popc_model *m);
+void popci_hooks_weights_to_host(popc_model *m);
+void popci_hooks_weights_to_device(popc_model *m);
+popc_status popci_hooks_weight_set(popc_model *m, int i);
 /* Every table's rewrite_graph in turn (a popci_plan_config.rewrite). */
 popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
                                       const char *const *keep, int n_keep);
 
-/* The slot of m that table h keeps its data in; NULL when h is not one
-** of popci_layer_hooks (a table looks its own slot up outside a hook,
-** e.g. popc_model_load_executable). */
-void **popci_model_layer_data(popc_model *m, const popci_model_hooks *h);
-const void *popci_model_layer_data_c(const popc_model *m,
-                                     const popci_model_hooks *h);
-
-/* ---- the run trace (core/runtime/trace.c; filled by batching.c) -------- */
-
-/* Absolute popci_exec_now() times of one run. A task is (replica r, phase
-** p, micro-batch mb of the run). */
-struct popci_trace {
-    int64_t micro_batches;     /* per replica */
-    int64_t windows;           /* optimizer steps per run (training) */
-    int replicas, phases;
-    double *task;              /* 4 per task, at ((mb * R + r) * P + p) */
-    double *step;              /* 2 per optimizer step */
-};
+/* ---- the run trace (core/layer/hooks.h; filled by batching.c) ---------- */
 
 /* ts: the task began (before its inputs were fed), ts[1] its nodes
 ** started, ts[2] they ended, ts[3] it was done (outputs gathered and

@@ -14,8 +14,8 @@
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/anchors_priv.h"
-#include "core/dist/dist_priv.h"
 #include "core/graph/graph_priv.h"
+#include "core/runtime/model_config_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
@@ -31,31 +31,6 @@
 static popc_status oom(const char *where)
 {
     return popc_set_error(POPC_ENOMEM, "%s: out of memory", where);
-}
-
-/* setAvailableMemoryProportion ("IPU0=0.5,IPU1=0.3") applies per IPU: a
-** node without a proportion of its own takes its IPU's. IPUs the option
-** does not name keep the backend's default. */
-static void apply_ipu_memory(const popc_options *o, popci_plan *plan)
-{
-    const char *s = popci_opt_string(o, POPCI_O_setAvailableMemoryProportion);
-
-    for (int k = 0; s && k < plan->pub.n_nodes; k++) {
-        popc_plan_node *pn = &plan->nodes[k];
-        const char *q = s;
-        char key[32];
-        size_t kl;
-
-        if (pn->available_memory > 0.0)
-            continue;
-        kl = (size_t)snprintf(key, sizeof key, "IPU%d=", pn->ipu);
-        /* the option's canonical form is "IPU0=0.5,IPU1=0.3" (hook_amp) */
-        while (q && strncmp(q, key, kl) != 0)
-            if ((q = strchr(q, ',')) != NULL)
-                q++;
-        if (q)
-            pn->available_memory = strtod(q + kl, NULL);
-    }
 }
 
 static const char *torch_dtype(popc_dtype dt)
@@ -236,7 +211,6 @@ void popc_model_free(popc_model *m)
     popci_hooks_model_free(m);
     popci_callbacks_free(m->callbacks);
     popci_optstate_free(m->state);
-    popci_rgroups_free(m->groups);
     popc_optimizer_free(m->optimizer);
     popc_graph_free(m->graph);
     popc_options_free(m->opts);
@@ -252,37 +226,8 @@ void popc_model_free(popc_model *m)
 
 /* ---- compile ------------------------------------------------------------- */
 
-typedef struct batching {
-    int64_t di, r, ga, g;
-    int orthogonal;
-} batching;
-
-static batching read_batching(const popc_model *m)
-{
-    const popc_options *o = m->opts;
-    batching b;
-
-    b.di = popci_opt_int(o, POPCI_O_deviceIterations);
-    b.r = popci_opt_int(o, POPCI_O_replicationFactor);
-    b.ga = m->training
-               ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation)
-               : 1;
-    b.g = popci_opt_int(o, POPCI_O_inputReplicaGrouping_size);
-    b.orthogonal = popci_opt_int(o, POPCI_O_inputReplicaGrouping_type) ==
-                   POPC_COMM_ORTHOGONAL;
-    if (b.di < 1)
-        b.di = 1;
-    if (b.r < 1)
-        b.r = 1;
-    if (b.ga < 1)
-        b.ga = 1;
-    if (b.g < 1 || b.r % b.g != 0)
-        b.g = 1;
-    return b;
-}
-
 /* R1.1 and the dtype each input is streamed in. */
-static popc_status check_inputs(popc_model *m, const batching *b,
+static popc_status check_inputs(popc_model *m, const popci_batching *b,
                                 popc_tensor *const *inputs, int n,
                                 popc_view *micro)
 {
@@ -348,108 +293,6 @@ static popc_status check_inputs(popc_model *m, const batching *b,
     return POPC_OK;
 }
 
-static popc_status resolve_output_mode(const popc_model *m, int64_t di,
-                                       popc_output_mode *mode,
-                                       int64_t *period)
-{
-    int64_t v = popci_opt_int(m->opts, POPCI_O_outputMode);
-
-    *period = popci_opt_int(m->opts, POPCI_O_outputReturnPeriod);
-    if (v == POPC_OUTPUT_DEFAULT)
-        v = m->training ? POPC_OUTPUT_FINAL : POPC_OUTPUT_ALL;
-    *mode = (popc_output_mode)v;
-    if (v != POPC_OUTPUT_EVERYN) {
-        *period = 1;
-        return POPC_OK;
-    }
-    if (*period <= 0)
-        return popc_set_error(POPC_EINVAL, "EveryN anchor must have "
-                              "output_return_period set to valid positive "
-                              "integer");
-    if (*period > di)
-        return popc_set_error(POPC_EINVAL, "Return period must be <= to the "
-                              "number of batches per step (outputReturnPeriod "
-                              "%lld, deviceIterations %lld)",
-                              (long long)*period, (long long)di);
-    if (di % *period != 0)
-        return popc_set_error(POPC_EINVAL, "Return period must be a factor "
-                              "of the number of batches per step "
-                              "(outputReturnPeriod %lld, deviceIterations "
-                              "%lld)", (long long)*period, (long long)di);
-    return POPC_OK;
-}
-
-const popc_backend_def *popci_backend_for(const popc_options *o,
-                                          const popc_registry *reg,
-                                          int *stand_in)
-{
-    const char *name = popci_opt_string(o, POPCI_O_backend);
-    const popc_backend_def *d = name && *name
-                                    ? popc_registry_find_backend(reg, name)
-                                    : NULL;
-
-    *stand_in = 0;
-    /* Only a backend the user asked for must exist; for the option's
-    ** default, the best loaded backend that runs stands in. */
-    if (!d && !popci_opt_is_set(o, POPCI_O_backend) &&
-        (d = popc_registry_best_backend(reg, POPC_BACKEND_CAN_RUN, 0)))
-        *stand_in = 1;
-    return d;
-}
-
-static popc_status find_backend(const popc_model *m,
-                                const popc_backend_def **out)
-{
-    const char *name = popci_opt_string(m->opts, POPCI_O_backend);
-    popc_registry *reg;
-    popc_status st;
-    int stand_in;
-
-    *out = NULL;
-    if ((st = popc_registry_global(&reg)) != POPC_OK)
-        return st;
-    if ((*out = popci_backend_for(m->opts, reg, &stand_in)) && stand_in)
-        popc_log(POPC_LOG_WARN, "backend '%s' is not available; using the "
-                 "%s backend", name ? name : "", (*out)->name);
-    if (!*out) {
-        char names[512];
-
-        /* a value of the backend option: the configuration's to fix */
-        popci_registry_backend_names(reg, names, sizeof names);
-        return popc_set_error(POPC_ECONFIG, "backend '%s' is not "
-                              "registered: no loaded plugin provides it; "
-                              "the registered backends are %s (check "
-                              "POPC_PLUGIN_PATH and `popc plugins`)%s%s",
-                              name, names, *popc_registry_problems(reg) ?
-                              "; refused plugins: " : "",
-                              popc_registry_problems(reg));
-    }
-    return POPC_OK;
-}
-
-static popc_backend_config backend_config(const popc_model *m)
-{
-    const popc_options *o = m->opts;
-    popc_backend_config c;
-
-    memset(&c, 0, sizeof c);
-    c.size = sizeof c;
-    c.threads = (int)popci_opt_int(o, POPCI_O_threads);
-    c.ipu_version = (int)popci_opt_int(o, POPCI_O_ipuVersion);
-    c.log_cycles = (int)popci_opt_int(o, POPCI_O_logCycleCount);
-    c.io_tiles = (int)popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles);
-    c.conv_dithering =
-        (int)popci_opt_int(o, POPCI_O_Training_setConvolutionDithering);
-    c.sync_pattern = (int)popci_opt_int(o, POPCI_O_syncPattern);
-    c.ipu_id = popci_use_ipu_id(o);
-    c.device_iterations = popci_opt_int(o, POPCI_O_deviceIterations);
-    c.gradient_accumulation =
-        m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation)
-                    : 1;
-    c.profile_dir = popci_opt_string(o, POPCI_O_enableProfiling);
-    return c;
-}
-
 /* STATE slots for the optimizer state of every trained weight. */
 static popc_status add_states(popc_model *m, popci_plan *plan)
 {
@@ -474,19 +317,13 @@ static popc_status add_states(popc_model *m, popci_plan *plan)
 
 /* §6: a pipeline needs as many micro-batches in flight as it has stages:
 ** F forward stages (one per IPU switch in op order) and, training, F - 1
-** more for the backward pass. Only multi-IPU pipelines are pipelined. */
-static int pipelined(const popc_model *m, const popci_plan *p)
-{
-    return popci_opt_int(m->opts, POPCI_O_setExecutionStrategy) ==
-               POPC_EXEC_PIPELINED && p->pub.n_ipus > 1;
-}
-
+** more for the backward pass. */
 static popc_status check_pipeline(const popc_model *m, const popci_plan *p,
-                                  const batching *b)
+                                  const popci_batching *b)
 {
     int64_t f = 1;
 
-    if (!pipelined(m, p))
+    if (!popci_config_pipelined(b, p))
         return POPC_OK;
     for (int i = 1; i < p->pub.n_forward; i++)
         if (p->nodes[i].ipu != p->nodes[i - 1].ipu)
@@ -556,144 +393,95 @@ static popc_status mark_half_storage(const popc_model *m, popci_plan *plan,
     return POPC_OK;
 }
 
-static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
-{
-    batching b = read_batching(m);
-    popc_view *micro = NULL;
+/* One compile's working state, from the request to the executor. */
+typedef struct compile_job {
+    popci_batching b;
+    popc_view *micro;          /* per input: the micro-batch as streamed */
     popci_plan_config pc;
     popci_exec_config ec;
-    popc_backend_config bc;
     const popc_backend_def *be;
-    popci_plan *plan = NULL;
-    popci_exec *e = NULL;
-    popci_compile_states cs = {{NULL}};
-    double t0 = popci_exec_now();
+    popci_compile_states cs;
+} compile_job;
+
+/* The inputs, the output mode, the backend, the anchors and the plan's
+** configuration; training, the optimizer's state, whose slots the plan
+** gets. */
+static popc_status verify_request(popc_model *m, compile_job *j,
+                                  popc_tensor *const *inputs, int n)
+{
     popc_status st;
 
-    if (!(micro = popci_calloc((size_t)n + 1, sizeof *micro)))
-        return oom("compile");
-    if ((st = popci_hooks_compile_begin(m, &cs)) != POPC_OK)
-        goto fail;
-    popci_hooks_compile_phase(&cs, POPCI_PHASE_VERIFY);
-    memset(&ec, 0, sizeof ec);
-    if ((st = check_inputs(m, &b, inputs, n, micro)) != POPC_OK ||
-        (st = resolve_output_mode(m, b.di, &ec.mode, &ec.period)) !=
-            POPC_OK ||
-        (st = find_backend(m, &be)) != POPC_OK)
-        goto fail;
-    popci_anchors_free(m->anchors);
-    m->anchors = NULL;
-    if ((st = popci_anchors_parse(
-             popci_opt_string(m->opts, POPCI_O_anchorTensor), ec.mode,
-             ec.period, b.di, &m->anchors)) != POPC_OK)
-        goto fail;
-    pc = (popci_plan_config){.training = m->training, .n_inputs = n,
-                             .inputs = micro, .replicas = (int)b.r,
-                             .loss_scaling = 1.0,
-                             .strategy = popci_strategy_from_options(
-                                 m->opts),
-                             .rewrite = popci_hooks_rewrite_graph,
-                             .opt_level = (int)popci_opt_int(
-                                 m->opts, POPCI_O_optimizationLevel)};
-    if (m->anchors) {
-        pc.n_anchors = m->anchors->n;
-        pc.anchors = (const char *const *)m->anchors->long_names;
-        ec.anchor_mode = m->anchors->mode;
-        ec.anchor_period = m->anchors->period;
-    }
-    if (m->training) {
-        pc.loss_scaling = popci_optimizer_loss_scaling(m->optimizer);
-        if (pc.loss_scaling == 0.0) {
-            st = popc_set_error(POPC_EINVAL, "Loss scaling cannot be 0");
-            goto fail;
-        }
-        if ((st = popci_model_ensure_state(m)) != POPC_OK)
-            goto fail;
-    }
+    if ((st = check_inputs(m, &j->b, inputs, n, j->micro)) != POPC_OK ||
+        (st = popci_config_output_mode(m, j->b.di, &j->ec)) != POPC_OK ||
+        (st = popci_config_find_backend(m, &j->be)) != POPC_OK ||
+        (st = popci_config_anchors(m, &j->b, &j->ec)) != POPC_OK ||
+        (st = popci_config_plan(m, &j->b, j->micro, n, &j->pc)) != POPC_OK)
+        return st;
+    return m->training ? popci_model_ensure_state(m) : POPC_OK;
+}
+
+/* The plan (or the compiled graph a layer hands over), with its
+** optimizer states, pipeline check, IPUs and per-plan options. */
+static popc_status make_plan(popc_model *m, compile_job *j,
+                             popc_tensor *const *inputs, int n,
+                             popci_plan **plan)
+{
+    popc_status st;
+
     /* the executable cache or popc_load may supply the compiled graph */
-    if ((st = popci_hooks_compile_plan(&cs, m, inputs, n, &pc)) != POPC_OK)
-        goto fail;
-    popci_hooks_compile_phase(&cs, POPCI_PHASE_PLAN);
-    if ((st = popci_plan_new(m->graph, &pc, &plan)) != POPC_OK)
-        goto fail;
-    if (m->training && (st = add_states(m, plan)) != POPC_OK)
-        goto fail;
-    if ((st = check_pipeline(m, plan, &b)) != POPC_OK)
-        goto fail;
-    if ((st = popci_ipu_count(m->opts, be, plan->pub.n_ipus, b.r,
+    if ((st = popci_hooks_compile_plan(&j->cs, m, inputs, n, &j->pc)) !=
+        POPC_OK)
+        return st;
+    popci_hooks_compile_phase(&j->cs, POPCI_PHASE_PLAN);
+    if ((st = popci_plan_new(m->graph, &j->pc, plan)) != POPC_OK)
+        return st;
+    if ((m->training && (st = add_states(m, *plan)) != POPC_OK) ||
+        (st = check_pipeline(m, *plan, &j->b)) != POPC_OK ||
+        (st = popci_ipu_count(m->opts, j->be, (*plan)->pub.n_ipus, j->b.r,
                               &m->reserved_ipus)) != POPC_OK ||
-        (st = popci_ipu_device_options(m->opts, be)) != POPC_OK)
-        goto fail;
-    apply_ipu_memory(m->opts, plan);
-    if ((st = popci_plan_store_marked(plan)) != POPC_OK)
-        goto fail;
-    if (popci_opt_int(m->opts, POPCI_O_enableStableNorm))
-        plan->pub.kernel_flags |= POPC_KERNEL_STABLE_NORM;
-    if (popci_opt_int(m->opts,
-                      POPCI_O_Precision_enableFloatingPointExceptions))
-        plan->pub.kernel_flags |= POPC_KERNEL_FP_EXCEPTIONS;
-    /* setPartialsType's enum: 1 is half */
-    if (popci_opt_int(m->opts, POPCI_O_Precision_setPartialsType) == 1)
-        plan->pub.kernel_flags |= POPC_KERNEL_HALF_PARTIALS;
-    if (popci_opt_int(m->opts, POPCI_O_Precision_enableStochasticRounding)) {
-        if (!(be->caps & POPC_BACKEND_STOCHASTIC_ROUNDING)) {
-            st = popc_set_error(POPC_EUNSUPPORTED, "Precision."
-                                "enableStochasticRounding: the %s backend "
-                                "rounds float16 to nearest (it is the "
-                                "deterministic reference); use the ipumodel "
-                                "backend", be->name);
-            goto fail;
-        }
-        plan->pub.kernel_flags |= POPC_KERNEL_STOCHASTIC_ROUNDING;
-    }
-    ec.training = m->training;
-    ec.device_iterations = b.di;
-    ec.replicas = b.r;
-    ec.grad_accum = b.ga;
-    ec.input_group = b.g;
-    ec.input_orthogonal = b.orthogonal;
-    ec.reduction = (popc_reduction_type)popci_opt_int(
-        m->opts, POPCI_O_Training_accumulationAndReplicationReductionType);
-    ec.strategy = (popc_mean_strategy)popci_opt_int(
-        m->opts,
-        POPCI_O_Training_meanAccumulationAndReplicationReductionStrategy);
-    ec.random_seed = (uint64_t)popci_opt_int(m->opts, POPCI_O_randomSeed);
-    ec.synthetic = (int)popci_opt_int(m->opts, POPCI_O_enableSyntheticData);
-    ec.auto_loss_scaling =
-        m->training &&
-        popci_opt_int(m->opts, POPCI_O_Training_setAutomaticLossScaling);
-    ec.synthetic_mode = (int)popci_opt_int(m->opts, POPCI_O_syntheticDataMode);
-    ec.pipelined = pipelined(m, plan);
-    ec.broadcast_buffers =
-        (int)popci_opt_int(m->opts, POPCI_O_broadcastBuffers);
-    ec.groupings = popci_rgroups_exec(m, &ec.n_groupings);
-    /* training reduces gradients over every rank; inference never
-    ** communicates (each rank classifies its own share) */
-    if (m->training &&
-        ((st = popci_comm_open(m->opts, &ec.comm)) != POPC_OK ||
-         (st = popci_dist_check_config(m, &ec, inputs, n)) != POPC_OK))
-        goto fail;
+        (st = popci_ipu_device_options(m->opts, j->be)) != POPC_OK)
+        return st;
+    return popci_config_plan_options(m, j->be, *plan);
+}
+
+/* The executor's configuration: what the layers add (replica groups, the
+** ranks of a distributed run), float16 accumulators, tensor locations. */
+static popc_status make_exec_config(popc_model *m, compile_job *j,
+                                    popci_plan *plan,
+                                    popc_tensor *const *inputs, int n)
+{
+    popci_exec_extras x = {.training = m->training};
+    popc_status st;
+
+    popci_config_exec(m, &j->b, plan, &j->ec);
+    x.input_group = j->ec.input_group;
+    /* a layer may group weights over replicas and reduce the gradients
+    ** over several ranks */
+    if ((st = popci_hooks_exec_config(m, &x, inputs, n)) != POPC_OK)
+        return st;
+    j->ec.n_groupings = x.n_groupings;
+    j->ec.groupings = x.groupings;
+    j->ec.dist = x.dist;
     if (m->training) {
-        half_accumulators(m, &ec);
-        if ((st = mark_half_storage(m, plan, &ec)) != POPC_OK)
-            goto fail;
+        half_accumulators(m, &j->ec);
+        if ((st = mark_half_storage(m, plan, &j->ec)) != POPC_OK)
+            return st;
     }
-    if ((st = popci_locations_apply(plan, m->opts, b.r)) != POPC_OK)
-        goto fail;
-    bc = backend_config(m);
-    popci_hooks_compile_phase(&cs, POPCI_PHASE_BACKEND);
-    st = popci_exec_new(plan, be, &bc, &ec, &e);
-    plan = NULL; /* owned by the executor now */
-    if (st != POPC_OK)
-        goto fail;
+    return popci_locations_apply(plan, m->opts, j->b.r);
+}
+
+/* What later runs are checked against (R1.3) and where each model weight
+** is in e's plan. */
+static popc_status bind_signature(popc_model *m, const popci_exec *e,
+                                  popc_tensor *const *inputs,
+                                  const popc_view *micro, int n)
+{
     free(m->sig);
     free(m->run_dtype);
     m->sig = popci_calloc((size_t)n + 1, sizeof *m->sig);
     m->run_dtype = popci_calloc((size_t)n + 1, sizeof *m->run_dtype);
-    if (!m->sig || !m->run_dtype) {
-        st = oom("compile");
-        goto fail;
-    }
+    if (!m->sig || !m->run_dtype)
+        return oom("compile");
     for (int i = 0; i < n; i++) {
         m->sig[i] = popc_tensor_view(inputs[i]);
         m->sig[i].data = NULL;
@@ -704,33 +492,70 @@ static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
         m->weight_plan[i] = popci_plan_find_weight(
             popci_exec_plan(e),
             popc_graph_value_name(m->graph, m->weight_values[i]));
-    if ((st = popci_hooks_compiled(&cs, m, e)) != POPC_OK)
-        goto fail;
+    return POPC_OK;
+}
+
+/* m takes e once the layers accept it; the layers (replica groups, the
+** ranks of a distributed run) then set its weights. On failure m has no
+** executor again and the caller frees e. */
+static popc_status adopt_exec(popc_model *m, compile_job *j, popci_exec *e)
+{
+    popc_status st;
+
+    if ((st = popci_hooks_compiled(&j->cs, m, e)) != POPC_OK)
+        return st;
     m->exec = e;
     m->host_dirty = 0;
     m->device_dirty = 0;
-    /* replica groups: their values and optimizer states */
-    if ((st = popci_rgroups_compiled(m)) != POPC_OK ||
-        (st = popci_dist_share_weights(m)) != POPC_OK) {
+    if ((st = popci_hooks_adopted(m)) != POPC_OK) {
         m->exec = NULL;
-        goto fail;
+        return st;
     }
     m->state_exists = m->training;
+    return POPC_OK;
+}
+
+static popc_status compile(popc_model *m, popc_tensor *const *inputs, int n)
+{
+    compile_job j = {.b = popci_config_batching(m)};
+    popc_backend_config bc;
+    popci_plan *plan = NULL;
+    popci_exec *e = NULL;
+    double t0 = popci_exec_now();
+    popc_status st;
+
+    if (!(j.micro = popci_calloc((size_t)n + 1, sizeof *j.micro)))
+        return oom("compile");
+    if ((st = popci_hooks_compile_begin(m, &j.cs)) != POPC_OK)
+        goto fail;
+    popci_hooks_compile_phase(&j.cs, POPCI_PHASE_VERIFY);
+    if ((st = verify_request(m, &j, inputs, n)) != POPC_OK ||
+        (st = make_plan(m, &j, inputs, n, &plan)) != POPC_OK ||
+        (st = make_exec_config(m, &j, plan, inputs, n)) != POPC_OK)
+        goto fail;
+    bc = popci_config_backend(m);
+    popci_hooks_compile_phase(&j.cs, POPCI_PHASE_BACKEND);
+    st = popci_exec_new(plan, j.be, &bc, &j.ec, &e);
+    plan = NULL; /* owned by the executor now */
+    if (st != POPC_OK ||
+        (st = bind_signature(m, e, inputs, j.micro, n)) != POPC_OK ||
+        (st = adopt_exec(m, &j, e)) != POPC_OK)
+        goto fail;
     m->compile_time = popci_exec_now() - t0;
-    popci_hooks_compile_end(&cs, m, 1);
-    free(micro);
+    popci_hooks_compile_end(&j.cs, m, 1);
+    free(j.micro);
     popc_log(POPC_LOG_INFO, "compiled '%s' for %s on backend %s in %.3f s: "
              "%d IPUs per replica, %d pipeline phases, activations %zu "
              "bytes per frame", popc_graph_name(m->graph),
-             m->training ? "training" : "inference", be->name,
+             m->training ? "training" : "inference", j.be->name,
              m->compile_time, popci_exec_plan(e)->pub.n_ipus,
              popci_exec_n_phases(e), popci_exec_plan(e)->arena_bytes);
     return POPC_OK;
 fail:
-    popci_hooks_compile_end(&cs, m, 0);
+    popci_hooks_compile_end(&j.cs, m, 0);
     popci_plan_free(plan);
     popci_exec_free(e);
-    free(micro);
+    free(j.micro);
     return st;
 }
 

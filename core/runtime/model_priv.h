@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "popc/model.h"
+#include "core/layer/model.h"
 #include "core/runtime/exec_priv.h"
 #include "core/runtime/hooks_priv.h"
 #include "core/extend/callbacks_priv.h"
@@ -53,12 +54,10 @@ struct popc_model {
                                     NULL until one is registered */
 
     /* what the layers above the core keep per model, one slot per table
-    ** of popci_layer_hooks (core/runtime/hooks_priv.h): exe/ the
+    ** of popci_layer_hooks (core/layer/hooks.h): exe/ the
     ** executable being loaded, profile/ the figures and files */
     void *layer_data[POPCI_MAX_LAYERS];
 
-    /* replica grouping of weights (core/strategies/replica_groups.c); NULL: none */
-    struct popci_rgroups *groups;
     int detached;                /* popc_model_detach_from_device */
     FILE *log_file;              /* logDir/NAME.log; NULL: none */
     struct popci_anchors *anchors; /* anchorTensor (core/runtime/anchors_priv.h);
@@ -69,8 +68,7 @@ struct popc_model {
 
 /* ---- model_weights.c ----------------------------------------------------- */
 
-/* Device -> host for every weight when the device is newer. */
-popc_status popci_model_sync_host(popc_model *m);
+/* popci_model_sync_host: core/layer/model.h */
 /* Host -> device for every weight. */
 void popci_model_push_weights(popc_model *m);
 /* Inference sharing a training model: bring its weights over if they
@@ -83,8 +81,8 @@ void popci_model_unshare(popc_model *m);
 
 /* ---- model.c ------------------------------------------------------------- */
 
-/* POPC_ESTATE "Model has not been compiled or has been destroyed." */
-popc_status popci_model_require_compiled(const popc_model *m);
+/* popci_model_require_compiled and the other views the layers have of a
+** model are in core/layer/model.h. */
 
 /* The modelName option, or "training" / "inference" when it is None
 ** (PopTorch's default): names the model's profile subdirectory. */
@@ -123,12 +121,6 @@ const popc_backend_def *popci_backend_for(const popc_options *o,
 
 /* ---- compile_key.c -------------------------------------------------------- */
 
-/* What identifies a compiled model (PopTorch's cache hash): the graph
-** without weight values, the input signature, the compile options, the
-** optimizer's type and constants, and the versions of popc and the
-** plugins the graph uses. The executable cache files entries under it;
-** the ranks of a distributed run compare it. */
-popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
-                              int n, uint64_t *key);
+/* popci_compile_key is in core/layer/model.h. */
 
 #endif /* POPC_MODEL_PRIV_H */

@@ -44,7 +44,7 @@ static void copy_to_host(popc_model *m)
         memcpy(popc_tensor_data(t), popci_exec_weight(m->exec, pw),
                popc_tensor_nbytes(t));
     }
-    popci_rgroups_pull(m);
+    popci_hooks_weights_to_host(m);
     m->host_dirty = 0;
     m->host_version++;
 }
@@ -64,7 +64,7 @@ void popci_model_push_weights(popc_model *m)
             popci_exec_write_weight(m->exec, m->weight_plan[i],
                                     popc_tensor_cdata(t));
     }
-    popci_rgroups_push(m);
+    popci_hooks_weights_to_device(m);
     m->device_dirty = 0;
 }
 
@@ -128,7 +128,7 @@ popc_status popc_model_set_weight(popc_model *m, const char *name,
         return st;
     if ((st = popc_graph_set_initializer(m->graph, m->weight_values[i], t)) !=
         POPC_OK ||
-        (st = popci_rgroups_set_all(m, i)) != POPC_OK)
+        (st = popci_hooks_weight_set(m, i)) != POPC_OK)
         return st;
     m->host_version++;
     if (m->exec)

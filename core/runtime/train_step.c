@@ -547,8 +547,9 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
         goto done;
     }
     c = (step_ctx){e, io, trained};
-    st = e->cfg.comm ? popci_dist_reduce(e, trained, n,
-                                         popci_optstate_steps(io->state) + 1)
+    st = e->cfg.dist ? e->cfg.dist->reduce(e->cfg.dist, e, trained, n,
+                                           popci_optstate_steps(io->state) +
+                                               1)
                      : for_each(e, n, reduce_one, &c);
     if (st != POPC_OK)
         goto done;
@@ -559,7 +560,8 @@ popc_status popci_exec_train_step(popci_exec *e, const popci_exec_io *io)
     if ((st = for_each(e, n, apply_one, &c)) != POPC_OK)
         goto done;
     if (e->cfg.broadcast_buffers && e->cfg.training) {
-        if (e->cfg.comm && (st = popci_dist_broadcast_buffers(e)) != POPC_OK)
+        if (e->cfg.dist &&
+            (st = e->cfg.dist->broadcast_buffers(e->cfg.dist, e)) != POPC_OK)
             goto done;
         broadcast_buffers(e);
     }

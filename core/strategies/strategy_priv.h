@@ -93,23 +93,4 @@ popc_status popci_host_io_mark(popci_plan *p, const popc_options *o,
 ** (TensorLocations keeping activations on chip). */
 popc_status popci_offchip_refigure(popci_plan *p);
 
-/* ---- replica grouping of a model's weights (core/strategies/replica_groups.c) ----- */
-
-typedef struct popci_rgroups popci_rgroups; /* popc_model.groups */
-
-void popci_rgroups_free(popci_rgroups *r); /* NULL-safe */
-/* The groupings for popci_exec_config (borrowed from the model, valid
-** until the grouping changes); *n = 0 and NULL without any. */
-const popci_exec_grouping *popci_rgroups_exec(const popc_model *m, int *n);
-/* Device -> host copies of groups 1.. (after the graph's weights). */
-void popci_rgroups_pull(popc_model *m);
-/* Host -> device copies of groups 1.. (after the graph's weights). */
-void popci_rgroups_push(popc_model *m);
-/* After a compile: optimizer state per group, groups' values to the
-** device. Errors of popci_optstate_set_groups. */
-popc_status popci_rgroups_compiled(popc_model *m);
-/* Weight `weight` (model index) was set on the host: every group takes
-** the graph's new value. */
-popc_status popci_rgroups_set_all(popc_model *m, int weight);
-
 #endif /* POPC_STRATEGY_PRIV_H */

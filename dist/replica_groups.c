@@ -3,12 +3,13 @@
 ** way to and from the device.
 **
 ** The model's graph keeps group 0's host value (so every other part of
-** the model sees an ordinary weight); groups 1.. have host tensors here.
-** The executor holds one device copy per group (exec_priv.h) and reduces
-** gradients within groups (train_step.c). Host and device copies move
-** together with the graph's: model_weights.c calls popci_rgroups_pull
-** after copying weights to the host and popci_rgroups_push after copying
-** them to the device.
+** the model sees an ordinary weight); groups 1.. have host tensors here,
+** in the distribution layer's data of the model (dist/dist_priv.h). The
+** executor holds one device copy per group and reduces gradients within
+** groups (core/runtime/train_step.c). Host and device copies move
+** together with the graph's, through the layer's hooks (dist_hooks.c):
+** popci_rgroups_pull after the weights are copied to the host,
+** popci_rgroups_push after they are copied to the device.
 */
 #include "config.h"
 
@@ -16,10 +17,9 @@
 #include <string.h>
 
 #include "popc/strategy.h"
-#include "core/alloc_priv.h"
-#include "core/runtime/model_priv.h"
-#include "core/strategies/strategy_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/model.h"
+#include "dist/dist_priv.h"
 
 typedef struct rgroup {
     char *name;
@@ -65,38 +65,50 @@ void popci_rgroups_free(popci_rgroups *r)
 
 static int find_weight(const popc_model *m, const char *name)
 {
-    for (int i = 0; name && i < m->n_weights; i++)
-        if (strcmp(popc_graph_value_name(m->graph, m->weight_values[i]),
-                   name) == 0)
+    for (int i = 0; name && i < popci_model_n_weights(m); i++)
+        if (strcmp(popci_model_weight_name(m, i), name) == 0)
             return i;
     return -1;
 }
 
+/* m's groups, NULL when none. */
+static popci_rgroups *groups_of(const popc_model *m)
+{
+    const popci_dist_model *d =
+        popci_model_layer_data_c(m, &popci_dist_hooks);
+
+    return d ? d->groups : NULL;
+}
+
+static rgroup *find_in(popci_rgroups *r, int weight)
+{
+    for (int i = 0; r && i < r->n; i++)
+        if (r->g[i].weight == weight)
+            return &r->g[i];
+    return NULL;
+}
+
 static rgroup *find_group(const popc_model *m, int weight)
 {
-    for (int i = 0; m->groups && i < m->groups->n; i++)
-        if (m->groups->g[i].weight == weight)
-            return &m->groups->g[i];
-    return NULL;
+    return find_in(groups_of(m), weight);
 }
 
 static popc_tensor *host_tensor(const popc_model *m, int weight)
 {
-    return popc_graph_value_tensor(m->graph, m->weight_values[weight]);
+    return popci_model_weight_host(m, weight);
 }
 
 static popc_status unknown(const popc_model *m, const char *name)
 {
     return popc_set_error(POPC_ENOTFOUND, "replica grouping: model '%s' has "
                           "no weight or buffer named '%s'",
-                          popc_graph_name(m->graph), name ? name : "(null)");
+                          popci_model_graph_name(m), name ? name : "(null)");
 }
 
 /* ---- the device side ---------------------------------------------------- */
 
-const popci_exec_grouping *popci_rgroups_exec(const popc_model *m, int *n)
+const popci_exec_grouping *popci_rgroups_exec(popci_rgroups *r, int *n)
 {
-    popci_rgroups *r = m->groups;
 
     *n = r ? r->n : 0;
     if (!r)
@@ -107,13 +119,13 @@ const popci_exec_grouping *popci_rgroups_exec(const popc_model *m, int *n)
     return r->exec;
 }
 
-void popci_rgroups_pull(popc_model *m)
+void popci_rgroups_pull(popc_model *m, popci_rgroups *r)
 {
-    popci_exec *e = m->exec;
+    popci_exec *e = popci_model_executor(m);
 
-    for (int i = 0; e && m->groups && i < m->groups->n; i++) {
-        rgroup *g = &m->groups->g[i];
-        int pw = m->weight_plan[g->weight];
+    for (int i = 0; e && r && i < r->n; i++) {
+        rgroup *g = &r->g[i];
+        int pw = popci_model_weight_plan(m, g->weight);
 
         if (pw < 0 || popci_exec_n_groups(e, pw) != g->n_groups)
             continue;
@@ -124,13 +136,13 @@ void popci_rgroups_pull(popc_model *m)
     }
 }
 
-void popci_rgroups_push(popc_model *m)
+void popci_rgroups_push(popc_model *m, popci_rgroups *r)
 {
-    popci_exec *e = m->exec;
+    popci_exec *e = popci_model_executor(m);
 
-    for (int i = 0; e && m->groups && i < m->groups->n; i++) {
-        rgroup *g = &m->groups->g[i];
-        int pw = m->weight_plan[g->weight];
+    for (int i = 0; e && r && i < r->n; i++) {
+        rgroup *g = &r->g[i];
+        int pw = popci_model_weight_plan(m, g->weight);
 
         if (pw < 0 || popci_exec_n_groups(e, pw) != g->n_groups)
             continue;
@@ -140,23 +152,24 @@ void popci_rgroups_push(popc_model *m)
     }
 }
 
-popc_status popci_rgroups_compiled(popc_model *m)
+popc_status popci_rgroups_compiled(popc_model *m, popci_rgroups *r)
 {
     popc_status st;
 
-    for (int i = 0; m->groups && i < m->groups->n; i++) {
-        rgroup *g = &m->groups->g[i];
-        if (m->state && (st = popci_optstate_set_groups(
-                             m->state, g->name, g->n_groups)) != POPC_OK)
+    for (int i = 0; r && i < r->n; i++) {
+        rgroup *g = &r->g[i];
+        if ((st = popci_model_state_set_groups(m, g->name, g->n_groups)) !=
+            POPC_OK)
             return st;
     }
-    popci_rgroups_push(m);
+    popci_rgroups_push(m, r);
     return POPC_OK;
 }
 
-popc_status popci_rgroups_set_all(popc_model *m, int weight)
+popc_status popci_rgroups_set_all(popc_model *m, popci_rgroups *r,
+                                  int weight)
 {
-    rgroup *g = find_group(m, weight);
+    rgroup *g = find_in(r, weight);
     const popc_tensor *t = host_tensor(m, weight);
 
     for (int k = 1; g && t && k < g->n_groups; k++)
@@ -171,7 +184,8 @@ static popc_status group_count(const popc_model *m, const char *name,
                                popc_comm_group_type type, int shards,
                                int *n_groups)
 {
-    int64_t r = popci_opt_int(m->opts, POPCI_O_replicationFactor);
+    int64_t r = popc_options_get_int(popci_model_options(m),
+                                     "replicationFactor");
 
     switch (type) {
     case POPC_COMM_ALL:
@@ -199,17 +213,21 @@ static popc_status group_count(const popc_model *m, const char *name,
 /* The group entry of weight w, created empty when missing. */
 static popc_status group_entry(popc_model *m, int w, rgroup **out)
 {
-    popci_rgroups *r = m->groups;
+    popci_dist_model *d;
+    popci_rgroups *r;
     rgroup *g;
     popci_exec_grouping *ex;
+    popc_status st;
 
     *out = find_group(m, w);
     if (*out)
         return POPC_OK;
-    if (!r) {
+    if ((st = popci_dist_model_of(m, &d)) != POPC_OK)
+        return st;
+    if (!(r = d->groups)) {
         if (!(r = popci_calloc(1, sizeof *r)))
             return oom();
-        m->groups = r;
+        d->groups = r;
     }
     g = popci_realloc(r->g, sizeof *g * (size_t)(r->n + 1));
     if (g)
@@ -221,8 +239,7 @@ static popc_status group_entry(popc_model *m, int w, rgroup **out)
         return oom();
     g = &r->g[r->n];
     memset(g, 0, sizeof *g);
-    if (!(g->name = popci_strdup(popc_graph_value_name(
-              m->graph, m->weight_values[w]))))
+    if (!(g->name = popci_strdup(popci_model_weight_name(m, w))))
         return oom();
     g->weight = w;
     r->n++;
@@ -245,7 +262,7 @@ popc_status popc_model_set_replica_grouping(popc_model *m, const char *weight,
                               "model is NULL");
     if ((w = find_weight(m, weight)) < 0)
         return unknown(m, weight);
-    if (m->exec)
+    if (popc_model_is_compiled(m))
         return popc_set_error(POPC_ESTATE, "replicaGrouping of '%s': the "
                               "model is compiled; set replica groups before "
                               "the first run (or after popc_model_destroy)",
@@ -345,9 +362,7 @@ popc_status popc_model_set_group_weight(popc_model *m, const char *weight,
                               popc_tensor_describe(t, b, sizeof b));
     memcpy(popc_tensor_data(dst), popc_tensor_cdata(t),
            popc_tensor_nbytes(t));
-    m->host_version++;
-    if (m->exec)
-        m->device_dirty = 1;
+    popci_model_host_changed(m);
     return POPC_OK;
 }
 
@@ -389,7 +404,8 @@ popc_status popc_model_get_grouped_weight(popc_model *m, const char *weight,
                               "for a group dimension", weight,
                               popc_tensor_rank(g0));
     all = g && g->mode == POPC_RETRIEVE_ALL_REPLICAS;
-    n = all ? (int)popci_opt_int(m->opts, POPCI_O_replicationFactor)
+    n = all ? (int)popc_options_get_int(popci_model_options(m),
+                                        "replicationFactor")
             : (g ? g->n_groups : 1);
     dims[0] = n;
     memcpy(dims + 1, popc_tensor_dims(g0),

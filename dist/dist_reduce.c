@@ -18,10 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_priv.h"
-#include "core/dist/dist_priv.h"
-#include "core/runtime/exec_priv.h"
-#include "core/tensor_priv.h"
+#include "core/layer/alloc.h"
+#include "dist/dist_priv.h"
 
 /* Floats per message. A chain of N ranks moving C chunks takes N - 1 + C
 ** message times, so chunks must be small against the buffer (a quarter
@@ -39,40 +37,36 @@ static int64_t chunk_floats(int64_t total, int n_ranks)
     return c;
 }
 
-static int64_t weight_len(const popci_exec *e, int w)
-{
-    return popc_view_numel(&e->plan->slots[e->plan->weights[w].slot].info);
-}
-
-static popc_status ensure_buffer(popci_exec *e, const int *trained, int n)
+static popc_status ensure_buffer(popci_dist_model *d, const popci_exec *e,
+                                 const int *trained, int n)
 {
     int64_t total = 0;
 
     for (int i = 0; i < n; i++)
-        total += weight_len(e, trained[i]);
-    if (e->dist_buf && e->dist_len == total)
+        total += popci_exec_weight_numel(e, trained[i]);
+    if (d->buf && d->len == total)
         return POPC_OK;
-    free(e->dist_buf);
-    e->dist_len = 0;
-    if (!(e->dist_buf = popci_malloc(sizeof(float) * (size_t)(total + 1))))
+    free(d->buf);
+    d->len = 0;
+    if (!(d->buf = popci_malloc(sizeof(float) * (size_t)(total + 1))))
         return popc_set_error(POPC_ENOMEM, "distributed gradient reduction: "
                               "out of memory for %lld gradients",
                               (long long)total);
-    e->dist_len = total;
+    d->len = total;
     return POPC_OK;
 }
 
 /* Add this rank's replicas into flat elements [lo, hi). With no partial
 ** sum from earlier ranks (rank 0) the first replica starts it. */
-static void fold(popci_exec *e, const int *trained, int n, int64_t lo,
-                 int64_t hi, int have_partial)
+static void fold(popci_dist_model *d, popci_exec *e, const int *trained,
+                 int n, int64_t lo, int64_t hi, int have_partial)
 {
-    int nw = e->plan->n_weights, R = (int)e->cfg.replicas;
+    int R = (int)popci_exec_replicas(e);
     int64_t off = 0;
 
     for (int i = 0; i < n && off < hi; i++) {
         int w = trained[i];
-        int64_t len = weight_len(e, w), a, b;
+        int64_t len = popci_exec_weight_numel(e, w), a, b;
         float *dst;
 
         if (off + len <= lo) {
@@ -81,9 +75,9 @@ static void fold(popci_exec *e, const int *trained, int n, int64_t lo,
         }
         a = lo > off ? lo - off : 0;
         b = (hi < off + len ? hi : off + len) - off;
-        dst = e->dist_buf + off + a;
+        dst = d->buf + off + a;
         for (int r = 0; r < R; r++) {
-            const float *src = e->accum[r * nw + w] + a;
+            const float *src = popci_exec_accum(e, r, w) + a;
 
             if (r == 0 && !have_partial) {
                 memcpy(dst, src, sizeof(float) * (size_t)(b - a));
@@ -97,28 +91,24 @@ static void fold(popci_exec *e, const int *trained, int n, int64_t lo,
 }
 
 /* The last rank: what core/runtime/train_step.c does to a finished sum. */
-static void finish(popci_exec *e, const int *trained, int n)
+static void finish(popci_dist_model *d, const popci_exec *e,
+                   const int *trained, int n)
 {
     int64_t off = 0;
 
     for (int i = 0; i < n; i++) {
-        int w = trained[i];
-        int64_t len = weight_len(e, w);
-        float *g = e->dist_buf + off, scale = popci_exec_grad_scale(e, w);
+        int64_t len = popci_exec_weight_numel(e, trained[i]);
 
-        if (e->cfg.accum_f16 && e->cfg.replicas_global > 1)
-            popci_round_f16(g, len);
-        if (scale != 1.0f)
-            for (int64_t j = 0; j < len; j++)
-                g[j] *= scale;
+        popci_exec_finish_sum(e, trained[i], d->buf + off, len);
         off += len;
     }
 }
 
-popc_status popci_dist_reduce(popci_exec *e, const int *trained, int n,
-                              int64_t step)
+popc_status popci_dist_reduce(popci_dist_port *self, popci_exec *e,
+                              const int *trained, int n, int64_t step)
 {
-    popci_comm *c = e->cfg.comm;
+    popci_dist_model *d = (popci_dist_model *)self;
+    popci_comm *c = d->comm;
     int k = popci_comm_rank(c), N = popci_comm_size(c);
     char what[96];
     int64_t off = 0, chunk;
@@ -126,63 +116,66 @@ popc_status popci_dist_reduce(popci_exec *e, const int *trained, int n,
 
     double t0 = popci_exec_now();
 
-    if ((st = ensure_buffer(e, trained, n)) != POPC_OK)
+    if ((st = ensure_buffer(d, e, trained, n)) != POPC_OK)
         return st;
-    chunk = chunk_floats(e->dist_len, N);
-    for (int64_t lo = 0; lo < e->dist_len; lo += chunk) {
-        int64_t hi = lo + chunk < e->dist_len ? lo + chunk : e->dist_len;
+    chunk = chunk_floats(d->len, N);
+    for (int64_t lo = 0; lo < d->len; lo += chunk) {
+        int64_t hi = lo + chunk < d->len ? lo + chunk : d->len;
         size_t bytes = sizeof(float) * (size_t)(hi - lo);
 
         if (k > 0) {
             snprintf(what, sizeof what, "the gradient reduction of step "
                      "%lld, receiving from rank %d", (long long)step, k - 1);
-            if ((st = popci_comm_recv(c, k - 1, e->dist_buf + lo, bytes,
+            if ((st = popci_comm_recv(c, k - 1, d->buf + lo, bytes,
                                       what)) != POPC_OK)
                 return st;
         }
-        fold(e, trained, n, lo, hi, k > 0);
+        fold(d, e, trained, n, lo, hi, k > 0);
         if (k < N - 1) {
             snprintf(what, sizeof what, "the gradient reduction of step "
                      "%lld, sending to rank %d", (long long)step, k + 1);
-            if ((st = popci_comm_send(c, k + 1, e->dist_buf + lo, bytes,
+            if ((st = popci_comm_send(c, k + 1, d->buf + lo, bytes,
                                       what)) != POPC_OK)
                 return st;
         }
     }
     if (k == N - 1)
-        finish(e, trained, n);
+        finish(d, e, trained, n);
     snprintf(what, sizeof what, "the broadcast of the reduced gradients of "
              "step %lld from rank %d", (long long)step, N - 1);
-    if ((st = popci_comm_bcast(c, N - 1, e->dist_buf,
-                               sizeof(float) * (size_t)e->dist_len, what)) !=
+    if ((st = popci_comm_bcast(c, N - 1, d->buf,
+                               sizeof(float) * (size_t)d->len, what)) !=
         POPC_OK)
         return st;
     for (int i = 0; i < n; i++) {
         int w = trained[i];
-        int64_t len = weight_len(e, w);
+        int64_t len = popci_exec_weight_numel(e, w);
 
-        memcpy(e->accum[w], e->dist_buf + off, sizeof(float) * (size_t)len);
+        memcpy(popci_exec_accum(e, 0, w), d->buf + off,
+               sizeof(float) * (size_t)len);
         off += len;
     }
-    e->dist_steps++;
-    e->dist_seconds += popci_exec_now() - t0;
+    d->steps++;
+    d->seconds += popci_exec_now() - t0;
     return POPC_OK;
 }
 
-popc_status popci_dist_broadcast_buffers(popci_exec *e)
+popc_status popci_dist_broadcast_buffers(popci_dist_port *self,
+                                         popci_exec *e)
 {
-    const popci_plan *p = e->plan;
+    popci_dist_model *d = (popci_dist_model *)self;
     double t0 = popci_exec_now();
     popc_status st;
 
-    for (int w = 0; w < p->n_weights; w++) {
-        if (p->weights[w].update_slot < 0)
+    for (int w = 0; w < popci_exec_n_weights(e); w++) {
+        if (!popci_exec_weight_is_buffer(e, w))
             continue;
-        if ((st = popci_comm_bcast(e->cfg.comm, 0, e->wdata[w],
-                                   popci_plan_slot_bytes(p, p->weights[w].slot),
-                                   "broadcastBuffers from rank 0")) != POPC_OK)
+        if ((st = popci_comm_bcast(d->comm, 0, popci_exec_weight(e, w),
+                                   popci_exec_weight_bytes(e, w),
+                                   "broadcastBuffers from rank 0")) !=
+            POPC_OK)
             return st;
     }
-    e->dist_seconds += popci_exec_now() - t0;
+    d->seconds += popci_exec_now() - t0;
     return POPC_OK;
 }

@@ -5,7 +5,8 @@
 ** Every builder checks its arguments and resolves the op in the registry
 ** before it touches the graph, so a failing call leaves the graph as it
 ** was. The ops themselves live in plugins (ops/host, ops/ffi, third-party
-** modules); the core only knows their names and attributes.
+** modules); this layer only knows their names and attributes, and adds
+** their nodes through the core's layer interface (core/layer/graph.h).
 */
 #include "config.h"
 
@@ -16,9 +17,8 @@
 
 #include "popc/custom.h"
 #include "popc/registry.h"
-#include "core/alloc_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/registry_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/graph.h"
 
 #define VALUES_TEXT                                                         \
     "Attribute values must be floats, ints, strings or a list/tuple of "   \
@@ -313,37 +313,6 @@ static popc_status find_def(const char *domain, const char *op, int version,
     return POPC_OK;
 }
 
-/* Add a node named after base in the current scope (made unique). */
-static popc_status add_named(popc_graph *g, const char *domain,
-                             const char *op, int version, const char *base,
-                             const int *inputs, int n_inputs, int *outputs,
-                             int n_outputs, const popc_attr *attrs,
-                             int n_attrs)
-{
-    popci_annot a = g->annot;
-    size_t len;
-    char *name;
-    popc_status st;
-
-    if (g->block_ended) /* as popc_graph_add_node */
-        return popc_set_error(POPC_ESTATE, "No active Block, all the ops "
-                              "must belong to a Block (adding %s %s after "
-                              "popc_block_end; start one with "
-                              "popc_block_begin)", op, base);
-    a.scope = g->scope_joined;
-    popci_source_capture(&a);
-    len = (a.scope ? strlen(a.scope) + 1 : 0) + strlen(base) + 1;
-    if (!(name = popci_malloc(len)))
-        return popc_set_error(POPC_ENOMEM, "graph: out of memory");
-    snprintf(name, len, "%s%s%s", a.scope ? a.scope : "", a.scope ? "/" : "",
-             base);
-    st = popci_graph_add_node_ex(g, domain, op, version, inputs, n_inputs,
-                                 outputs, n_outputs, attrs, n_attrs, name, &a,
-                                 1, 1, NULL);
-    free(name);
-    return st;
-}
-
 static int view_ok(const popc_view *v)
 {
     if (!popc_dtype_size(v->dtype) || v->rank < 0 || v->rank > POPC_MAX_RANK)
@@ -518,8 +487,9 @@ popc_status popc_cpu_op(popc_graph *g, const char *id, const int *inputs,
     at[2] = (popc_attr){.name = "output_shapes", .type = POPC_ATTR_INTS,
                         .n = n_shape, .ints = shapes};
     at[3] = (popc_attr){.name = "batch", .type = POPC_ATTR_INT, .i = batch};
-    st = add_named(g, def->domain, def->name, def->since_version, id, inputs,
-                   n, outputs, n_out, at, 4);
+    st = popci_graph_add_named(g, def->domain, def->name,
+                               def->since_version, id, inputs, n, outputs,
+                               n_out, at, 4);
 done:
     free(dtypes);
     free(shapes);
@@ -582,6 +552,7 @@ popc_status popc_foreign_op(popc_graph *g, const char *library,
         at[n_at++] = (popc_attr){.name = "output_shapes",
                                  .type = POPC_ATTR_STRINGS, .n = n_outputs,
                                  .strings = output_shapes};
-    return add_named(g, def->domain, def->name, def->since_version, symbol,
-                     inputs, n_inputs, outputs, n_outputs, at, n_at);
+    return popci_graph_add_named(g, def->domain, def->name,
+                                 def->since_version, symbol, inputs,
+                                 n_inputs, outputs, n_outputs, at, n_at);
 }

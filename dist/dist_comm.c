@@ -1,7 +1,7 @@
 /* dist_comm.c - the process-wide communicator of a distributed run, and
 ** the built-in single-process collectives.
 **
-** The core names no collectives plugin: with `collectives = auto` it asks
+** popc names no collectives plugin: with `collectives = auto` it asks
 ** every loaded one how well it fits this process (probe) and takes the
 ** best. A process joins one group for its lifetime, so the communicator
 ** is opened once and every later model must agree with it.
@@ -17,9 +17,7 @@
 #include "popc/distributed.h"
 #include "popc/log.h"
 #include "popc/registry.h"
-#include "core/dist/dist_priv.h"
-#include "core/log_priv.h"
-#include "core/options/options_priv.h"
+#include "dist/dist_priv.h"
 
 struct popci_comm {
     const popc_collectives_def *def;
@@ -150,7 +148,7 @@ static popc_status join(const popc_options *o, int64_t np, int64_t pid)
     popc_status st;
 
     if (!process_comm.def) {
-        if ((st = choose(popci_opt_string(o, POPCI_O_collectives), &d)) !=
+        if ((st = choose(popc_options_get_string(o, "collectives"), &d)) !=
             POPC_OK)
             return st;
         if ((st = d->open(&process_comm.ctx, &rank, &size)) != POPC_OK)
@@ -183,8 +181,8 @@ static popc_status join(const popc_options *o, int64_t np, int64_t pid)
 
 popc_status popci_comm_open(const popc_options *o, popci_comm **out)
 {
-    int64_t np = popci_opt_int(o, POPCI_O_Distributed_numProcesses);
-    int64_t pid = popci_opt_int(o, POPCI_O_Distributed_processId);
+    int64_t np = popc_options_get_int(o, "Distributed.numProcesses");
+    int64_t pid = popc_options_get_int(o, "Distributed.processId");
     popc_status st;
 
     *out = NULL;
@@ -197,7 +195,7 @@ popc_status popci_comm_open(const popc_options *o, popci_comm **out)
     if (st == POPC_OK) {
         /* the timeout is per run: the latest model's options */
         process_comm.timeout =
-            (double)popci_opt_int(o, POPCI_O_collectivesTimeout);
+            (double)popc_options_get_int(o, "collectivesTimeout");
         *out = &process_comm;
     }
     pthread_mutex_unlock(&comm_lock);

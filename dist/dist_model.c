@@ -9,34 +9,34 @@
 
 #include "popc/distributed.h"
 #include "popc/log.h"
-#include "core/dist/dist_priv.h"
-#include "core/graph/bytes_priv.h"
-#include "core/runtime/model_priv.h"
+#include "core/layer/bytes.h"
+#include "core/layer/model.h"
+#include "dist/dist_priv.h"
 
-popc_status popci_dist_check_config(const popc_model *m,
-                                    const popci_exec_config *ec,
+popc_status popci_dist_check_config(const popc_model *m, popci_comm *c,
+                                    const popci_exec_extras *x,
                                     popc_tensor *const *inputs, int n)
 {
     uint64_t key;
     popc_status st;
 
-    if (!ec->comm || popci_comm_size(ec->comm) <= 1)
+    if (!c || popci_comm_size(c) <= 1)
         return POPC_OK;
     /* A group's replicas must all live on one rank for now: the reduction
     ** of a grouped weight and the host layout of grouped inputs are
     ** defined per process. */
-    if (ec->n_groupings > 0)
+    if (x->n_groupings > 0)
         return popc_set_error(POPC_EUNSUPPORTED, "replica-grouped weights "
                               "(replicaGrouping) with Distributed."
                               "numProcesses > 1 are not supported yet; "
                               "remove the grouping or run one process");
-    if (ec->input_group > 1)
+    if (x->input_group > 1)
         return popc_set_error(POPC_EUNSUPPORTED, "inputReplicaGrouping with "
                               "Distributed.numProcesses > 1 is not supported "
                               "yet; remove it or run one process");
     if ((st = popci_compile_key(m, inputs, n, &key)) != POPC_OK)
         return st;
-    return popci_comm_agree(ec->comm, key, "the compiled model (graph, "
+    return popci_comm_agree(c, key, "the compiled model (graph, "
                             "input shapes, compile options, optimizer or "
                             "plugin versions)",
                             "every rank must compile the same model with the "
@@ -44,24 +44,22 @@ popc_status popci_dist_check_config(const popc_model *m,
                             "differ");
 }
 
-popc_status popci_dist_share_weights(popc_model *m)
+popc_status popci_dist_share_weights(popc_model *m, popci_comm *c)
 {
-    popci_exec *e = m->exec;
-    const popci_plan *p = e->plan;
+    popci_exec *e = popci_model_executor(m);
     popc_status st;
 
-    if (!e->cfg.comm)
+    if (!c)
         return POPC_OK;
-    for (int w = 0; w < p->n_weights; w++) {
-        if ((st = popci_comm_bcast(e->cfg.comm, 0, e->wdata[w],
-                                   popci_plan_slot_bytes(p,
-                                                         p->weights[w].slot),
+    for (int w = 0; w < popci_exec_n_weights(e); w++) {
+        if ((st = popci_comm_bcast(c, 0, popci_exec_weight(e, w),
+                                   popci_exec_weight_bytes(e, w),
                                    "the starting weights from rank 0")) !=
             POPC_OK)
             return st;
-        popci_exec_write_weight(e, w, e->wdata[w]);
+        popci_exec_write_weight(e, w, popci_exec_weight(e, w));
     }
-    m->host_dirty = 1; /* the device may now hold rank 0's values */
+    popci_model_host_stale(m); /* the device may now hold rank 0's values */
     return POPC_OK;
 }
 
@@ -72,17 +70,17 @@ static uint64_t mix(uint64_t h, const void *p, size_t n)
 
 double popc_model_collective_seconds(const popc_model *m, int64_t *steps)
 {
-    const popci_exec *e = m ? m->exec : NULL;
+    const popci_dist_model *d = popci_dist_of(m);
 
     if (steps)
-        *steps = e ? e->dist_steps : 0;
-    return e ? e->dist_seconds : 0.0;
+        *steps = d ? d->steps : 0;
+    return d ? d->seconds : 0.0;
 }
 
 popc_status popc_model_check_ranks_agree(popc_model *m, uint64_t *checksum)
 {
     uint64_t h = POPCI_FNV_INIT;
-    const popci_plan *p;
+    const popci_dist_model *d;
     popci_exec *e;
     popc_status st;
 
@@ -95,30 +93,32 @@ popc_status popc_model_check_ranks_agree(popc_model *m, uint64_t *checksum)
                               "model is NULL");
     if ((st = popci_model_require_compiled(m)) != POPC_OK)
         return st;
-    e = m->exec;
-    p = e->plan;
+    e = popci_model_executor(m);
     /* replica 0's device copies: buffers only when every rank follows
     ** rank 0's (broadcastBuffers), since they are per replica otherwise */
-    for (int w = 0; w < p->n_weights; w++) {
-        if (p->weights[w].update_slot >= 0 && !e->cfg.broadcast_buffers)
+    for (int w = 0; w < popci_exec_n_weights(e); w++) {
+        const char *name = popci_exec_weight_name(e, w);
+
+        if (popci_exec_weight_is_buffer(e, w) &&
+            !popci_exec_broadcasts_buffers(e))
             continue;
-        h = mix(h, p->weights[w].name, strlen(p->weights[w].name) + 1);
-        h = mix(h, e->wdata[w], popci_plan_slot_bytes(p, p->weights[w].slot));
+        h = mix(h, name, strlen(name) + 1);
+        h = mix(h, popci_exec_weight(e, w), popci_exec_weight_bytes(e, w));
     }
-    for (int i = 0; m->state && i < popci_optstate_count(m->state); i++) {
+    for (int i = 0; i < popci_model_n_states(m); i++) {
+        const char *name = popci_model_state_name(m, i);
         popc_tensor *t = NULL;
 
-        if ((st = popci_optstate_get(m->state, i, &t)) != POPC_OK)
+        if ((st = popci_model_state_get(m, i, &t)) != POPC_OK)
             return st;
-        h = mix(h, popci_optstate_name(m->state, i),
-                strlen(popci_optstate_name(m->state, i)) + 1);
+        h = mix(h, name, strlen(name) + 1);
         h = mix(h, popc_tensor_cdata(t), popc_tensor_nbytes(t));
         popc_tensor_free(t);
     }
     *checksum = h;
-    if (!e->cfg.comm)
+    if (!(d = popci_dist_of(m)) || !d->comm)
         return POPC_OK;
-    return popci_comm_agree(e->cfg.comm, h, "the checksum of the weights and "
+    return popci_comm_agree(d->comm, h, "the checksum of the weights and "
                             "optimizer state",
                             "the ranks trained different models: this is a "
                             "bug in popc or in a plugin, please report it");

@@ -1,0 +1,65 @@
+/* layer/model.h - a model, as the layers above the core see it beside the
+** public popc/model.h: its executor, the key of its compile, and the
+** optimizer state and host copy it keeps. The model itself is
+** core/runtime/model_priv.h.
+*/
+#ifndef POPC_LAYER_MODEL_H
+#define POPC_LAYER_MODEL_H
+
+#include <stdint.h>
+
+#include "popc/model.h"
+#include "popc/options.h"
+#include "core/layer/exec.h"
+
+/* POPC_ESTATE "Model has not been compiled or has been destroyed." unless
+** m has an executor. */
+popc_status popci_model_require_compiled(const popc_model *m);
+/* m's executor, NULL when not compiled; borrowed. */
+popci_exec *popci_model_executor(popc_model *m);
+/* 1 for a training model, 0 for inference. */
+int popci_model_training(const popc_model *m);
+/* The options m was made with (frozen); borrowed. */
+const popc_options *popci_model_options(const popc_model *m);
+
+/* What identifies a compiled model (PopTorch's cache hash): the graph
+** without weight values, the input signature, the compile options, the
+** optimizer's type and constants, and the versions of popc and the
+** plugins the graph uses. The executable cache files entries under it;
+** the ranks of a distributed run compare it. */
+popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
+                              int n, uint64_t *key);
+
+/* The device copies changed behind the model's back (e.g. another rank's
+** values were written): the host copy is refreshed before it is read. */
+void popci_model_host_stale(popc_model *m);
+
+/* m's weights (initializers of its graph): count, name, the host tensor
+** (borrowed; the graph's) and its index among the executor's plan
+** weights (-1: not compiled, or not in the plan). */
+int popci_model_n_weights(const popc_model *m);
+const char *popci_model_weight_name(const popc_model *m, int i);
+popc_tensor *popci_model_weight_host(const popc_model *m, int i);
+int popci_model_weight_plan(const popc_model *m, int i);
+/* The name of m's graph. */
+const char *popci_model_graph_name(const popc_model *m);
+
+/* Device -> host for every weight when the device is newer. */
+popc_status popci_model_sync_host(popc_model *m);
+/* A host copy was changed in place: the device takes it before the next
+** run. */
+void popci_model_host_changed(popc_model *m);
+
+/* Weight name's optimizer state holds n_groups states (replica groups),
+** when m has a state; POPC_EINVAL (n_groups < 1), POPC_ENOMEM. */
+popc_status popci_model_state_set_groups(popc_model *m, const char *name,
+                                         int n_groups);
+
+/* The optimizer state m holds (0 when none): entry i's name and a new
+** copy of its value (the caller frees it). */
+int popci_model_n_states(const popc_model *m);
+const char *popci_model_state_name(const popc_model *m, int i);
+popc_status popci_model_state_get(const popc_model *m, int i,
+                                  popc_tensor **out);
+
+#endif /* POPC_LAYER_MODEL_H */

@@ -1,0 +1,82 @@
+/* model_view.c - a model as the layers above the core see it
+** (core/layer/model.h): its executor, its weights and their host copies,
+** its optimizer state.
+*/
+#include "config.h"
+
+#include "core/runtime/model_priv.h"
+
+popci_exec *popci_model_executor(popc_model *m)
+{
+    return m ? m->exec : NULL;
+}
+
+int popci_model_training(const popc_model *m)
+{
+    return m->training;
+}
+
+const popc_options *popci_model_options(const popc_model *m)
+{
+    return m->opts;
+}
+
+void popci_model_host_stale(popc_model *m)
+{
+    m->host_dirty = 1;
+}
+
+int popci_model_n_weights(const popc_model *m)
+{
+    return m->n_weights;
+}
+
+const char *popci_model_weight_name(const popc_model *m, int i)
+{
+    return popc_graph_value_name(m->graph, m->weight_values[i]);
+}
+
+popc_tensor *popci_model_weight_host(const popc_model *m, int i)
+{
+    return popc_graph_value_tensor(m->graph, m->weight_values[i]);
+}
+
+int popci_model_weight_plan(const popc_model *m, int i)
+{
+    return m->exec ? m->weight_plan[i] : -1;
+}
+
+const char *popci_model_graph_name(const popc_model *m)
+{
+    return popc_graph_name(m->graph);
+}
+
+void popci_model_host_changed(popc_model *m)
+{
+    m->host_version++;
+    if (m->exec)
+        m->device_dirty = 1;
+}
+
+popc_status popci_model_state_set_groups(popc_model *m, const char *name,
+                                         int n_groups)
+{
+    return m->state ? popci_optstate_set_groups(m->state, name, n_groups)
+                    : POPC_OK;
+}
+
+int popci_model_n_states(const popc_model *m)
+{
+    return m->state ? popci_optstate_count(m->state) : 0;
+}
+
+const char *popci_model_state_name(const popc_model *m, int i)
+{
+    return popci_optstate_name(m->state, i);
+}
+
+popc_status popci_model_state_get(const popc_model *m, int i,
+                                  popc_tensor **out)
+{
+    return popci_optstate_get(m->state, i, out);
+}
