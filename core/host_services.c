@@ -13,6 +13,8 @@ typedef struct host_service {
 
 /* Sorted by nothing: the table is short and looked up once per plugin. */
 static const host_service services[] = {
+    {POPC_SERVICE_PLAN_KERNEL_CTX, (void *)popci_plan_kernel_ctx},
+    {POPC_SERVICE_NODE_SEED, (void *)popci_node_seed},
     {NULL, NULL},
 };
 

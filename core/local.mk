@@ -4,6 +4,9 @@ libpopc_la_SOURCES = \
     %reldir%/error.c \
     %reldir%/version.c \
     %reldir%/host.c %reldir%/host_services.c %reldir%/host_priv.h \
+    %reldir%/kernel_call.c %reldir%/backend_option.c \
+    %reldir%/backend_option.h \
+    %reldir%/abi2.c %reldir%/abi2_priv.h \
     %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(INI_CFLAGS) $(ZLIB_CFLAGS)

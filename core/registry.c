@@ -21,6 +21,7 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
+#include "core/abi2_priv.h"
 #include "core/alloc_priv.h"
 #include "core/host_priv.h"
 #include "core/registry_priv.h"
@@ -36,6 +37,7 @@ struct popc_registrar {
     int open;                 /* only inside init() */
     const char *plugin;       /* for messages */
     const char *path;
+    unsigned abi;             /* the plugin's ABI major (abi2.c adapts 2) */
     popc_status error;        /* first refused registration */
     char message[512];
     staged_defs staged[POPCI_KIND_COUNT];
@@ -129,6 +131,13 @@ static popc_status check_optim(const popci_def *u, const char *who)
         return popc_set_error(POPC_EINVAL, "%s: optimizer '%s' needs n_state, "
                               "step, and hypers for its %d hyperparameters",
                               who, d->name, d->n_hypers);
+    if (d->n_hypers > 0 &&
+        POPC_HAS_FIELD(popc_optim_def, d->size, hyper_size) &&
+        d->hyper_size < sizeof(popc_hyper_def))
+        return popc_set_error(POPC_EINVAL, "%s: optimizer '%s' has "
+                              "hyper_size %u; set .hyper_size = "
+                              "sizeof(popc_hyper_def)", who, d->name,
+                              (unsigned)d->hyper_size);
     return POPC_OK;
 }
 
@@ -334,6 +343,9 @@ static popc_status stage(popc_registrar *g, popci_kind kind, const void *d)
         return closed();
     if ((st = check_def(kind, d, g->path)) != POPC_OK)
         return refuse(g, st);
+    if (g->abi != POPC_PLUGIN_ABI_MAJOR &&
+        (st = popci_abi2_accepts(kind, g->path)) != POPC_OK)
+        return refuse(g, st);
     s = &g->staged[kind];
     if (reserve(&s->defs, &s->cap, s->n + 1, sizeof *s->defs))
         return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
@@ -365,6 +377,7 @@ static popc_status stage_collectives(popc_registrar *g,
 }
 
 static popc_host plugin_host;
+static popc_host abi2_host;  /* what ABI 2 plugins get (abi2.c) */
 static pthread_once_t plugin_host_once = PTHREAD_ONCE_INIT;
 
 static void make_plugin_host(void)
@@ -374,6 +387,8 @@ static void make_plugin_host(void)
     plugin_host.register_optimizer = stage_optim;
     plugin_host.register_backend = stage_backend;
     plugin_host.register_collectives = stage_collectives;
+    abi2_host = plugin_host;
+    popci_abi2_host_patch(&abi2_host);
 }
 
 static void staged_clear(popc_registrar *g)
@@ -438,6 +453,7 @@ void popc_registry_free(popc_registry *r)
     /* Entries point into the modules: drop them before unloading. */
     for (int k = 0; k < POPCI_KIND_COUNT; k++) {
         for (int i = 0; i < r->tables[k].n; i++) {
+            popci_abi2_forget(r->tables[k].entries[i]);
             free(r->tables[k].entries[i]);
         }
         free(r->tables[k].entries);
@@ -608,6 +624,7 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
     for (int i = 0; i < total; i++)
         if (!(entries[n_entries++] = popci_malloc(sizeof **entries)))
             goto nomem;
+    /* Adapting an older ABI's definitions allocates too: before linking. */
     n_entries = 0;
     for (int k = 0; k < POPCI_KIND_COUNT; k++)
         for (int i = 0; i < g->staged[k].n; i++) {
@@ -616,6 +633,9 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
             e->def = g->staged[k].defs[i];
             e->plugin = idx;
             e->origin = NULL;
+            if (g->abi != POPC_PLUGIN_ABI_MAJOR &&
+                popci_abi2_adapt((popci_kind)k, e) != POPC_OK)
+                goto nomem_adapted;
         }
 
     /* Nothing below fails except item names (then the item is "?"). */
@@ -630,6 +650,7 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
                 already(r, (popci_kind)k, have, &e->def, g->path, g->path,
                         "; keeping the first");
                 duplicate(r, &st, first, first_size);
+                popci_abi2_forget(e);
                 free(e);
                 continue;
             }
@@ -643,6 +664,10 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
     r->plugins[r->n_plugins++] = p;
     free(entries);
     return st;
+nomem_adapted:
+    for (int i = 0; i < n_entries; i++)
+        popci_abi2_forget(entries[i]);
+    n_entries = total;
 nomem:
     for (int i = 0; entries && i < n_entries; i++)
         free(entries[i]);
@@ -683,8 +708,11 @@ popc_status popci_registry_attach(popc_registry *r,
     }
     g->plugin = p->name;
     g->path = p->path;
+    g->abi = info->abi_version;
     g->open = 1;
-    st = info->init(&plugin_host, g);
+    st = info->init(g->abi == POPC_PLUGIN_ABI_MAJOR ? &plugin_host
+                                                    : &abi2_host,
+                    g);
     g->open = 0;
     if (st != POPC_OK) {
         st = popc_set_error(POPC_EPLUGIN, "%s: plugin '%s' init failed (%s): "

@@ -385,7 +385,7 @@ static void encode_optm(popc_model *m, popci_wbuf *w)
     popci_w_str(w, o->def->name);
     popci_w_u32(w, (uint32_t)o->n_hypers);
     for (int h = 0; h < o->n_hypers; h++) {
-        popci_w_str(w, o->def->hypers[h].name);
+        popci_w_str(w, popc_optim_hyper_at(o->def, h)->name);
         popci_w_u8(w, o->variable[h]);
     }
     popci_w_u32(w, (uint32_t)o->n_groups);

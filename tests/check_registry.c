@@ -136,6 +136,8 @@ START_TEST(good_plugin_registers_everything)
         popc_kernel_ctx kc;
 
         memset(&kc, 0, sizeof kc);
+        kc.size = sizeof kc;
+        kc.op = op;
         kc.host = popc_registry_host();
         kc.n_inputs = kc.n_outputs = 1;
         kc.inputs = &in;
@@ -199,8 +201,8 @@ START_TEST(future_abi_is_refused_with_both_versions)
     ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/badabi"),
                      POPC_EABI);
     snprintf(msg, sizeof msg, "%s", popc_last_error());
-    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 2; rebuild the "
-                    "plugin against this popc");
+    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 3.0 (loads ABI 2 "
+                    "and 3 plugins); rebuild the plugin against this popc");
     ck_assert_int_eq(popc_registry_op_count(reg), 0);
     ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
     ck_assert_ptr_null(popc_registry_find_op(reg, NULL, "BadAbiOp", 0));
@@ -326,7 +328,7 @@ START_TEST(mixed_dir_skips_foreign_files)
     write_file("notes", "plain text without extension\n");
 
     ck_assert_int_eq(popc_registry_load_path(reg, tmpdir), POPC_EABI);
-    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 2");
+    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 3.0");
     ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
     /* ops/ subdirectory scanned after the directory itself. */
     ck_assert_ptr_nonnull(popc_registry_find_op(reg, NULL, "DupOnly", 0));
@@ -531,6 +533,8 @@ START_TEST(module_outlives_one_of_two_registries)
     op = popc_registry_find_op(reg, NULL, "Twice", 7);
     ck_assert_ptr_nonnull(op);
     memset(&kc, 0, sizeof kc);
+    kc.size = sizeof kc;
+    kc.op = op;
     kc.n_inputs = kc.n_outputs = 1;
     kc.inputs = &in;
     kc.outputs = &out;

@@ -20,6 +20,7 @@
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/registry_priv.h"
+#include "core/backend_option.h"
 #include "core/strategies/strategy_priv.h"
 
 #define RUNTIME_SUFFIX                                                       \
@@ -438,10 +439,7 @@ static popc_backend_config backend_config(const popc_model *m)
     c.ipu_version = (int)popci_opt_int(o, POPCI_O_ipuVersion);
     c.log_cycles = (int)popci_opt_int(o, POPCI_O_logCycleCount);
     c.io_tiles = (int)popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles);
-    c.conv_dithering =
-        (int)popci_opt_int(o, POPCI_O_Training_setConvolutionDithering);
-    c.sync_pattern = (int)popci_opt_int(o, POPCI_O_syncPattern);
-    c.ipu_id = popci_use_ipu_id(o);
+    popci_backend_config_options(&c, o);
     c.device_iterations = popci_opt_int(o, POPCI_O_deviceIterations);
     c.gradient_accumulation =
         m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation)
