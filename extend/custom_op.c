@@ -333,7 +333,7 @@ static popc_status check_examples(const popc_graph *g, const popc_op_def *def,
 {
     popc_view *in = popci_calloc((size_t)n_inputs + 1, sizeof *in);
     popc_view *outs = popci_calloc((size_t)n_outputs + 1, sizeof *outs);
-    popc_attrs av = {as->n, as->a};
+    popc_attrs av = POPC_ATTRS(as->n, as->a);
     char who[300], a[128], b[128];
     int ready = 0;
     popc_status st = POPC_OK;

@@ -198,6 +198,7 @@ static popc_status adamw_step(const popc_optim_step_ctx *c)
 static const popc_optim_def adam_defs[] = {
     {
         .size = sizeof(popc_optim_def),
+        .hyper_size = sizeof(popc_hyper_def),
         .name = "adam",
         .n_hypers = N_ADAM_HYPERS,
         .hypers = adam_hypers,
@@ -211,6 +212,7 @@ static const popc_optim_def adam_defs[] = {
     },
     {
         .size = sizeof(popc_optim_def),
+        .hyper_size = sizeof(popc_hyper_def),
         .name = "adamw",
         .n_hypers = N_ADAMW_HYPERS,
         .hypers = adamw_hypers,

@@ -206,6 +206,7 @@ static popc_status sgd_step(const popc_optim_step_ctx *c)
 
 static const popc_optim_def sgd_def = {
     .size = sizeof(popc_optim_def),
+    .hyper_size = sizeof(popc_hyper_def),
     .name = "sgd",
     .n_hypers = N_HYPERS,
     .hypers = sgd_hypers,

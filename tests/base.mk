@@ -4,8 +4,13 @@
 base_test_plugins = \
     %reldir%/plugins/good.la %reldir%/plugins/badabi.la \
     %reldir%/plugins/failinit.la %reldir%/plugins/wrongname.la \
-    %reldir%/plugins/dupop.la %reldir%/plugins/notaplugin.la
+    %reldir%/plugins/dupop.la %reldir%/plugins/notaplugin.la \
+    %reldir%/plugins/newminor.la %reldir%/plugins/nohypersize.la
 check_LTLIBRARIES += $(base_test_plugins)
+%canon_reldir%_plugins_newminor_la_SOURCES = %reldir%/plugins/newminor.c
+%canon_reldir%_plugins_newminor_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
+%canon_reldir%_plugins_nohypersize_la_SOURCES = %reldir%/plugins/nohypersize.c
+%canon_reldir%_plugins_nohypersize_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_good_la_SOURCES = %reldir%/plugins/good.c
 %canon_reldir%_plugins_good_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_badabi_la_SOURCES = %reldir%/plugins/badabi.c

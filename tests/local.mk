@@ -10,6 +10,7 @@ include %reldir%/ops.mk
 include %reldir%/options.mk
 include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
+include %reldir%/abi2.mk
 include %reldir%/helpers.mk
 include %reldir%/data.mk
 include %reldir%/cli.mk
