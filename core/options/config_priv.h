@@ -1,4 +1,4 @@
-/* config_priv.h - INI files: the one wrapper of libini_config (STYLE.md B11).
+/* config_priv.h - INI files: the one wrapper of libini_config.
 **
 ** Nothing else in popc includes <ini_configobj.h>. A popci_config is an
 ** immutable snapshot of one parsed file: sections and keys in file order,

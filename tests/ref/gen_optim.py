@@ -257,7 +257,7 @@ def run_case(name, opt, given, manual=None, schedule=None, groups=None,
 def main():
     os.makedirs(OUT, exist_ok=True)
     cases = [
-        # SGD (torch.optim.SGD; Q4: popc matches torch's first step)
+        # SGD (torch.optim.SGD; R4.3: popc matches torch's first step)
         ("sgd", "sgd", {"lr": 0.01}),
         ("sgd_momentum", "sgd", {"lr": 0.01, "momentum": 0.9}),
         ("sgd_dampening", "sgd", {"lr": 0.01, "momentum": 0.9,
