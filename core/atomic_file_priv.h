@@ -4,7 +4,8 @@
 ** The data goes to a temporary file next to `path` ("<path>.tmp-<pid>.
 ** XXXXXX" by mkstemp, mode 0644), is flushed and fsync'ed, then renamed
 ** over `path`, and the directory holding it is fsync'ed. On any failure
-** the temporary file is removed and `path` is untouched. The public face is popc_write_file_atomic (popc/file.h).
+** the temporary file is removed and `path` is untouched. The public face
+** is popc_write_file_atomic (popc/file.h).
 */
 #ifndef POPC_ATOMIC_FILE_PRIV_H
 #define POPC_ATOMIC_FILE_PRIV_H

@@ -108,7 +108,8 @@ def hash_comments(text, python):
 
 
 def semantics_index(src):
-    with open(os.path.join(src, "docs", "semantics.md"), encoding="utf-8") as f:
+    path = os.path.join(src, "docs", "semantics.md")
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     sections = set(re.findall(r"^#+\s*§(\d+[a-z]?)\b", text, re.M))
     rules = set(re.findall(r"\*\*R(\d+\.\d+)\*\*", text))
