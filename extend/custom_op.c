@@ -190,7 +190,7 @@ static popc_status convert_one(attr_set *s, const popc_custom_attr *c,
     }
 }
 
-/* PopTorch's checks (python/ops.py custom_op) on every attribute, then the
+/* PopTorch's checks (poptorch.custom_op's) on every attribute, then the
 ** graph's representation. Strings are borrowed from attrs: the graph
 ** copies them when the node is added. */
 static popc_status convert_attrs(const char *domain, const char *name,

@@ -1,6 +1,6 @@
 /* check_preload.c - static builds: plugins linked into the program with
 ** libtool -dlopen are found through the preload table, with the same
-** checks as files (built only with --disable-shared, STYLE.md P6). */
+** checks as files (built only with --disable-shared). */
 #include "config.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 ** ipumodel backend (backends/common), but nothing ever runs.
 **
 ** The core refuses a run on an offline model before it reaches a backend
-** (semantics §5a); run_nodes gives PopTorch's text as well, so a caller
+** (semantics §5); run_nodes gives PopTorch's text as well, so a caller
 ** driving the backend directly gets the same answer.
 */
 #include "config.h"
