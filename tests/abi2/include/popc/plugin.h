@@ -528,7 +528,7 @@ struct popc_host {
                              const popc_view *outputs, int n_outputs);
     /* The calling thread's last error message (popc_last_error), so that a
     ** backend can hand the reason of a failure on a worker thread to the
-    ** thread that joins it (a failure on a worker thread must reach the joining thread). May be NULL: read it only when
+    ** thread that joins it. May be NULL: read it only when
     ** POPC_HAS_FIELD(popc_host, size, last_error) and it is set. */
     const char *(*last_error)(void);
     /* Subgraphs (POPC_ATTR_GRAPH attributes: the bodies of If, Loop and
