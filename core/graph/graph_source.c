@@ -24,6 +24,7 @@
 
 #include "popc/graph.h"
 #include "core/graph/graph_priv.h"
+#include "core/layer/graph.h"
 
 void popci_source_capture(popci_annot *a)
 {

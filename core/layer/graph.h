@@ -33,6 +33,11 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
     const popc_view *in, int n_in, popc_view *outs, int n_out,
     const popc_attrs *attrs, int training);
 
+/* Give node dn of dst the call stack that added node sn of src (where it
+** was added, popc_graph_node_source), for a copy of a graph. */
+void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
+                       int sn);
+
 /* Same shape and dtype (data ignored). */
 int popci_view_same(const popc_view *a, const popc_view *b);
 
