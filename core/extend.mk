@@ -5,4 +5,4 @@ libpopc_la_SOURCES += \
     %reldir%/extend/callbacks.c %reldir%/extend/callbacks_priv.h \
     %reldir%/extend/txn.c %reldir%/extend/txn_priv.h
 
-pkginclude_HEADERS += %reldir%/include/popc/custom.h
+pkginclude_HEADERS += %reldir%/include/popc/callback.h

@@ -19,7 +19,6 @@ libpopc_la_SOURCES += \
     %reldir%/graph/subgraph.c \
     %reldir%/graph/subgraph_grad.c \
     %reldir%/graph/autodiff.c \
-    %reldir%/graph/half.c \
     %reldir%/graph/half_simd.c \
     %reldir%/graph/half_service.c \
     %reldir%/graph/half_simd.h \
@@ -28,5 +27,4 @@ libpopc_la_SOURCES += \
     %reldir%/graph/bytes.c %reldir%/graph/bytes_priv.h \
     %reldir%/graph/serialize.c
 
-pkginclude_HEADERS += %reldir%/include/popc/random.h \
-    %reldir%/include/popc/precision.h
+pkginclude_HEADERS += %reldir%/include/popc/random.h

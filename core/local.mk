@@ -17,7 +17,6 @@ libpopc_la_LDFLAGS = -version-info $(POPC_LT_VERSION) -no-undefined
 pkginclude_HEADERS += \
     %reldir%/include/popc/version.h \
     %reldir%/include/popc/status.h \
-    %reldir%/include/popc/file.h \
     %reldir%/include/popc/fault.h \
     %reldir%/include/popc/limits.h \
     %reldir%/include/popc/types.h \

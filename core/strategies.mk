@@ -11,4 +11,4 @@ libpopc_la_SOURCES += \
     %reldir%/strategies/plan_info.c
 
 pkginclude_HEADERS += %reldir%/include/popc/blocks.h \
-    %reldir%/include/popc/strategy.h
+    %reldir%/include/popc/plan_info.h

@@ -17,7 +17,7 @@
 
 #include "popc/tensor.h"
 #include "core/layer/alloc.h"
-#include "core/layer/atomic_file.h"
+#include "fileio/atomic_file.h"
 #include "core/layer/shape.h"
 
 /* NumPy refuses headers above 10000 bytes by default; allow more but keep

@@ -29,7 +29,7 @@
 #include "popc/registry.h"
 #include "popc/version.h"
 #include "core/layer/alloc.h"
-#include "core/atomic_file_priv.h"
+#include "fileio/atomic_file.h"
 #include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"

@@ -4,5 +4,7 @@
 # and the undo of failed runs stay in the core's executor (core/extend/).
 libpopc_la_SOURCES += %reldir%/custom_op.c
 
+pkginclude_HEADERS += %reldir%/include/popc/custom.h
+
 # the layer's guide (docs/architecture.md links to it)
 EXTRA_DIST += %reldir%/README.md

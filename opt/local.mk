@@ -1,6 +1,7 @@
 # opt/local.mk - the graph optimizer: passes a model's compile runs on its
 # copy of the graph (optimizationLevel), a layer just above the core that
-# follows compiles through the core's hooks.
+# follows compiles through the core's hooks; and model.half() (half.c), the
+# float16 copy of a graph.
 libpopc_la_SOURCES += \
     %reldir%/opt_priv.h \
     %reldir%/opt_hooks.h \
@@ -13,8 +14,10 @@ libpopc_la_SOURCES += \
     %reldir%/pass_gelu.c \
     %reldir%/pass_layernorm.c \
     %reldir%/pass_attention.c \
-    %reldir%/pass_fuse.c
+    %reldir%/pass_fuse.c \
+    %reldir%/half.c
 
-pkginclude_HEADERS += %reldir%/include/popc/optimize.h
+pkginclude_HEADERS += %reldir%/include/popc/optimize.h \
+    %reldir%/include/popc/precision.h
 
 EXTRA_DIST += %reldir%/README.md

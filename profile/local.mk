@@ -8,7 +8,8 @@ libpopc_la_SOURCES += \
     %reldir%/profile.c \
     %reldir%/profile_html.c \
     %reldir%/progress.c \
-    %reldir%/profile_hooks.c
+    %reldir%/profile_hooks.c \
+    %reldir%/node_source.c
 
 pkginclude_HEADERS += %reldir%/include/popc/profile.h
 

@@ -10,7 +10,7 @@
 #ifndef POPC_RUN_PRIV_H
 #define POPC_RUN_PRIV_H
 
-#include "core/layer/atomic_file.h"
+#include "fileio/atomic_file.h"
 
 #include <stdint.h>
 #include "popc/run.h"

@@ -16,7 +16,7 @@
 #include "popc/distributed.h"
 #include "popc/log.h"
 #include "popc/run.h"
-#include "core/layer/atomic_file.h"
+#include "fileio/atomic_file.h"
 #include "core/layer/options.h"
 #include "run/run_priv.h"
 

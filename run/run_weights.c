@@ -33,7 +33,7 @@
 #include "popc/run.h"
 #include "popc/tensor.h"
 #include "core/layer/alloc.h"
-#include "core/layer/atomic_file.h"
+#include "fileio/atomic_file.h"
 #include "run/run_config_priv.h"
 #include "core/layer/model_state.h"
 #include "run/run_priv.h"

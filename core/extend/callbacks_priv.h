@@ -8,7 +8,7 @@
 #ifndef POPC_CALLBACKS_PRIV_H
 #define POPC_CALLBACKS_PRIV_H
 
-#include "popc/custom.h"
+#include "popc/callback.h"
 
 typedef struct popci_callbacks popci_callbacks;
 
@@ -16,7 +16,7 @@ typedef struct popci_callbacks popci_callbacks;
 popc_status popci_callbacks_new(popci_callbacks **out);
 void popci_callbacks_free(popci_callbacks *cb); /* NULL-safe */
 
-/* Register fn under id (first registration wins; see custom.h). */
+/* Register fn under id (first registration wins; see popc/callback.h). */
 popc_status popci_callbacks_add(popci_callbacks *cb, const char *id,
                                 popc_callback_fn fn, void *user);
 

@@ -160,9 +160,7 @@ void popci_source_capture(popci_annot *a);
 ** valgrind reports as definitely lost). The plugin loader calls it
 ** before it opens a module; once per process. */
 void popci_source_prepare(void);
-/* Node dn of dst takes the recorded origin of node sn of src. */
-void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
-                       int sn);
+/* popci_source_copy, for copies of graphs: core/layer/graph.h. */
 
 /* ---- graph_names.c ------------------------------------------------------ */
 

@@ -33,6 +33,18 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
     const popc_view *in, int n_in, popc_view *outs, int n_out,
     const popc_attrs *attrs, int training);
 
+/* The return addresses recorded when node `node` of g was added (the
+** innermost first; *frames borrowed from g), for popc_graph_node_source
+** (profile/node_source.c); 0 with *frames NULL for a NULL g or a node out
+** of range. */
+int popci_graph_node_frames(const popc_graph *g, int node,
+                            void *const **frames);
+
+/* Give node dn of dst the call stack that added node sn of src (where it
+** was added, popc_graph_node_source), for a copy of a graph. */
+void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
+                       int sn);
+
 /* Same shape and dtype (data ignored). */
 int popci_view_same(const popc_view *a, const popc_view *b);
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "core/alloc_priv.h"
-#include "core/atomic_file_priv.h"
+#include "core/layer/mkdir.h"
 #include "core/log_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/options/options_priv.h"

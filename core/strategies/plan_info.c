@@ -1,4 +1,4 @@
-/* plan_info.c - the figures of a compiled model's plan (popc/strategy.h):
+/* plan_info.c - the figures of a compiled model's plan (popc/plan_info.h):
 ** stages, phases, recomputation and activation memory.
 */
 #include "config.h"
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "popc/strategy.h"
+#include "popc/plan_info.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/model_priv.h"
 #include "core/strategies/strategy_priv.h"

@@ -9,6 +9,10 @@
 ** operands, and its float results are cast to float16 under their
 ** original names, the float32 results keeping "<name>/f32". Operands
 ** mixing float16 and float32 follow Precision.halfFloatCasting.
+**
+** A rewrite the core never runs itself (run/ and programs call it), built
+** on the public graph API and core/layer/; the float16 conversions of
+** tensors stay in the core (core/graph/half_simd.c).
 */
 #include "config.h"
 
@@ -18,10 +22,9 @@
 
 #include "popc/precision.h"
 #include "popc/tensor.h"
-#include "core/alloc_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/options/options_priv.h"
-#include "core/registry_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/graph.h"
+#include "core/layer/options.h"
 
 #define ONNX_FLOAT 1
 #define ONNX_FLOAT16 10

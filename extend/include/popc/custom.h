@@ -6,7 +6,8 @@
 ** of that op with PopTorch's attribute rules. CPU ops run a function of the
 ** application on the host in the middle of a compiled graph: the graph
 ** holds only the ID (op popc::HostOp, plugin ops/host), and the function is
-** registered with the model that runs it. Foreign ops (popc::ForeignCall,
+** registered with the model that runs it (popc/callback.h, the core's
+** part, which this header includes). Foreign ops (popc::ForeignCall,
 ** plugin ops/ffi) call a C function of any shared library, bound by name
 ** and a signature string when the model is compiled.
 **
@@ -21,6 +22,7 @@
 #include "popc/types.h"
 #include "popc/graph.h"
 #include "popc/model.h"
+#include "popc/callback.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -118,19 +120,6 @@ POPC_API POPC_NODISCARD popc_status popc_custom_op(popc_graph *g,
 
 /* ---- CPU ops ------------------------------------------------------------ */
 
-/* A host callback. in[0..n_in) are the op's inputs (borrowed, read-only),
-** out[0..n_out) its outputs with the dtypes and shapes given to
-** popc_cpu_op, zero-filled before each call; write every element. Every
-** dtype is passed as it is (no conversion to float32). Return POPC_OK, or
-** an error status after popc_set_error() with the reason: the run stops
-** with that message (status POPC_ECALLBACK) and a training model keeps
-** the weights and optimizer state it had before the run. Callbacks of one
-** model are called one at a time, on whatever thread runs the node; they
-** must not call back into the model that runs them. */
-typedef popc_status (*popc_callback_fn)(void *user, const popc_view *in,
-                                        int n_in, const popc_view *out,
-                                        int n_out);
-
 /* poptorch.CPU: add a node (op popc::HostOp, plugin ops/host) that calls
 ** the callback registered under id with the model running the graph.
 ** output_infos[0..n_out) give the outputs' dtypes and shapes (data
@@ -147,19 +136,6 @@ typedef popc_status (*popc_callback_fn)(void *user, const popc_view *in,
 POPC_API POPC_NODISCARD popc_status popc_cpu_op(popc_graph *g,
     const char *id, const int *inputs, int n, const popc_view *output_infos,
     int n_out, int *outputs);
-
-/* Register fn (with user, borrowed) under id for the CPU ops of model m.
-** The first registration of an ID wins: registering the same fn and user
-** again is POPC_OK, another function under a taken ID is POPC_EEXIST (the
-** first stays). May be called before or after compiling. The time spent
-** in callbacks is counted in popc_model_latency's host_ipu figure (the
-** device waits for the host meanwhile), not in compute.
-** Returns POPC_OK, POPC_EEXIST, POPC_EINVAL (NULL argument; empty or
-** non-printable id), POPC_ENOMEM. fn and user must stay valid while m
-** lives. Not thread-safe on one model: register before m runs on another
-** thread (the callbacks themselves are serialised). Since 0.1.0. */
-POPC_API POPC_NODISCARD popc_status popc_model_register_callback(
-    popc_model *m, const char *id, popc_callback_fn fn, void *user);
 
 /* ---- foreign C functions ------------------------------------------------ */
 
