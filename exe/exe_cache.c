@@ -38,7 +38,7 @@
 #include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
+#include "core/layer/optimizer.h"
 #include "core/registry_priv.h"
 #include "core/options/options_priv.h"
 

@@ -25,7 +25,7 @@
 #include "core/layer/alloc.h"
 #include "exe/executable_priv.h"
 #include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
+#include "core/layer/optimizer.h"
 #include "core/options/options_priv.h"
 
 /* ---- queries ------------------------------------------------------------------ */

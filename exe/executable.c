@@ -29,11 +29,11 @@
 #include "popc/registry.h"
 #include "popc/version.h"
 #include "core/layer/alloc.h"
-#include "core/atomic_file_priv.h"
+#include "core/layer/atomic_file.h"
 #include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
+#include "core/layer/optimizer.h"
 #include "core/registry_priv.h"
 
 static const unsigned char magic[8] = {'P', 'O', 'P', 'C',

@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "core/layer/alloc.h"
-#include "core/atomic_file_priv.h"
+#include "core/layer/atomic_file.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
 #include "profile/profile_priv.h"
