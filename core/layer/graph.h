@@ -33,6 +33,9 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
     const popc_view *in, int n_in, popc_view *outs, int n_out,
     const popc_attrs *attrs, int training);
 
+/* The node named name, or -1 (NULL g: -1). */
+int popci_graph_find_node(const popc_graph *g, const char *name);
+
 /* Same shape and dtype (data ignored). */
 int popci_view_same(const popc_view *a, const popc_view *b);
 

@@ -21,6 +21,19 @@ popci_exec *popci_model_executor(popc_model *m);
 int popci_model_training(const popc_model *m);
 /* The options m was made with (frozen); borrowed. */
 const popc_options *popci_model_options(const popc_model *m);
+/* m's executor through a const model (reports read it); borrowed. */
+const popci_exec *popci_model_executor_c(const popc_model *m);
+
+/* The modelName option, or "training" / "inference" when it is None
+** (PopTorch's default): names the model's profile subdirectory. */
+const char *popci_model_name(const popc_model *m);
+/* IPUs m holds: all replicas', rounded up as the device is attached. */
+int64_t popci_model_reserved_ipus(const popc_model *m);
+/* Seconds the last compile took, and the last run's total, host-to-
+** device and compute wall times (set before the layers' run_end). */
+double popci_model_compile_time(const popc_model *m);
+void popci_model_latencies(const popc_model *m, double *total,
+                           double *host, double *compute);
 
 /* What identifies a compiled model (PopTorch's cache hash): the graph
 ** without weight values, the input signature, the compile options, the

@@ -21,6 +21,29 @@ const popc_options *popci_model_options(const popc_model *m)
     return m->opts;
 }
 
+const popci_exec *popci_model_executor_c(const popc_model *m)
+{
+    return m ? m->exec : NULL;
+}
+
+int64_t popci_model_reserved_ipus(const popc_model *m)
+{
+    return m->reserved_ipus;
+}
+
+double popci_model_compile_time(const popc_model *m)
+{
+    return m->compile_time;
+}
+
+void popci_model_latencies(const popc_model *m, double *total,
+                           double *host, double *compute)
+{
+    *total = m->lat_total;
+    *host = m->lat_host;
+    *compute = m->lat_compute;
+}
+
 void popci_model_host_stale(popc_model *m)
 {
     m->host_dirty = 1;
