@@ -33,6 +33,11 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
     const popc_view *in, int n_in, popc_view *outs, int n_out,
     const popc_attrs *attrs, int training);
 
+/* Look up the registered definition of every node's op, each distinct
+** op once (a graph read from a file, e.g. a cached compiled graph, knows
+** its ops only by name). */
+void popci_graph_resolve_ops(popc_graph *g);
+
 /* The node named name, or -1 (NULL g: -1). */
 int popci_graph_find_node(const popc_graph *g, const char *name);
 

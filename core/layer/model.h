@@ -56,6 +56,19 @@ popc_tensor *popci_model_weight_host(const popc_model *m, int i);
 int popci_model_weight_plan(const popc_model *m, int i);
 /* The name of m's graph. */
 const char *popci_model_graph_name(const popc_model *m);
+/* The graph holding m's host weights (m's; borrowed), for the layers
+** that restore weights into it (exe/: popc_model_load_executable), and
+** the value id of weight i in it. */
+popc_graph *popci_model_host_graph(const popc_model *m);
+int popci_model_weight_value(const popc_model *m, int i);
+/* The input signature m was compiled with: count, and input i as given
+** (combined batch; data NULL or borrowed). */
+int popci_model_n_inputs(const popc_model *m);
+popc_view popci_model_input_sig(const popc_model *m, int i);
+/* m's optimizer (training; NULL for inference); borrowed. */
+const popc_optimizer *popci_model_optimizer(const popc_model *m);
+/* Runs so far, which seed random ops: restored with a saved model. */
+void popci_model_set_runs(popc_model *m, uint64_t runs);
 
 /* Device -> host for every weight when the device is newer. */
 popc_status popci_model_sync_host(popc_model *m);

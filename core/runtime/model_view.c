@@ -74,6 +74,36 @@ const char *popci_model_graph_name(const popc_model *m)
     return popc_graph_name(m->graph);
 }
 
+popc_graph *popci_model_host_graph(const popc_model *m)
+{
+    return m->graph;
+}
+
+int popci_model_weight_value(const popc_model *m, int i)
+{
+    return m->weight_values[i];
+}
+
+int popci_model_n_inputs(const popc_model *m)
+{
+    return m->n_inputs;
+}
+
+popc_view popci_model_input_sig(const popc_model *m, int i)
+{
+    return m->sig[i];
+}
+
+const popc_optimizer *popci_model_optimizer(const popc_model *m)
+{
+    return m->optimizer;
+}
+
+void popci_model_set_runs(popc_model *m, uint64_t runs)
+{
+    m->runs = runs;
+}
+
 void popci_model_host_changed(popc_model *m)
 {
     m->host_version++;
