@@ -2,7 +2,8 @@
 
 # cpu: the reference interpreter (the oracle for the other backends)
 backends_LTLIBRARIES += %reldir%/cpu.la
-%canon_reldir%_cpu_la_SOURCES = %reldir%/cpu/cpu.c %reldir%/common/fpx.h
+%canon_reldir%_cpu_la_SOURCES = %reldir%/cpu/cpu.c %reldir%/common/fpx.h \
+    %reldir%/common/services.h
 %canon_reldir%_cpu_la_LDFLAGS = $(POPC_MODULE_FLAGS)
 %canon_reldir%_cpu_la_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
 %canon_reldir%_cpu_la_LIBADD = $(BLAS_LIBS) -lpthread
@@ -12,6 +13,7 @@ backends_LTLIBRARIES += %reldir%/cpu.la
 IPUM_COMMON_SOURCES = %reldir%/common/tilemap.c %reldir%/common/tilemap.h \
     %reldir%/common/report.c %reldir%/common/devices.c \
     %reldir%/common/multiconv.c %reldir%/common/fpx.h \
+    %reldir%/common/services.h \
     %reldir%/ipumodel/cost.c
 
 # ipumodel: threaded IPU model (worker pool, tile memory, cycle estimates)

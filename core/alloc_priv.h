@@ -15,4 +15,9 @@ int popci_alloc_should_fail(void);
 long long popci_write_room(long long written, int *err);
 int popci_sync_fault(void);
 
+/* fsync(fd), counted when it succeeds (popc_fault_sync_count), then the
+** armed sync fault if any: the real call always runs, so a test can see
+** that a writer synced and not only that it asked the fault switch. */
+int popci_fsync(int fd);
+
 #endif /* POPC_ALLOC_PRIV_H */

@@ -159,16 +159,34 @@ static FILE *open_stream(int fd)
     return f;
 }
 
-/* fsync, or the injected error. */
-static int sync_file(int fd)
+/* The rename is durable only once the directory holding the entry is
+** synced too. Some file systems refuse fsync on a directory (EINVAL);
+** there nothing more can be done. */
+static int sync_parent_dir(const char *path)
 {
-    int err = popci_sync_fault();
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    size_t len = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    int fd, rc, err;
 
-    if (err) {
-        errno = err;
+    if (len >= sizeof dir) {
+        errno = ENAMETOOLONG;
         return -1;
     }
-    return fsync(fd);
+    if (len)
+        memcpy(dir, path, len);
+    else
+        dir[len++] = '.';
+    dir[len] = '\0';
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return -1;
+    rc = popci_fsync(fd);
+    err = errno;
+    close(fd);
+    if (rc != 0 && err == EINVAL)
+        return 0;
+    errno = err;
+    return rc;
 }
 
 popc_status popci_write_atomic(const char *path,
@@ -204,7 +222,7 @@ popc_status popci_write_atomic(const char *path,
         goto fail;
     }
     errno = 0;
-    if (ferror(f) || fflush(f) != 0 || sync_file(fd) != 0) {
+    if (ferror(f) || fflush(f) != 0 || popci_fsync(fd) != 0) {
         st = popc_set_error(POPC_EIO, "%s: write failed: %s", path,
                             strerror(errno ? errno : EIO));
         goto fail;
@@ -224,6 +242,13 @@ popc_status popci_write_atomic(const char *path,
         goto fail;
     }
     free(tmp);
+    /* The file is whole and in place, so this is no failure of the write
+    ** (which promises an untouched path on failure): only a crash could
+    ** still lose the rename. */
+    if (sync_parent_dir(path) != 0)
+        popc_log(POPC_LOG_WARN, "%s: written, but syncing its directory "
+                 "failed (%s): a crash may still lose the new file", path,
+                 strerror(errno));
     return POPC_OK;
 fail:
     if (f) {

@@ -2,10 +2,12 @@
 ** (popc/fault.h, core/alloc_priv.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "popc/fault.h"
 #include "core/alloc_priv.h"
@@ -17,6 +19,7 @@ static atomic_int fired;
 
 static atomic_int write_err;
 static atomic_llong write_limit;
+static atomic_long syncs;
 
 void popc_fault_fail_alloc(long nth, int persist)
 {
@@ -97,4 +100,23 @@ int popci_sync_fault(void)
     int err = atomic_load(&write_err);
 
     return err && atomic_load(&write_limit) < 0 ? err : 0;
+}
+
+int popci_fsync(int fd)
+{
+    int err;
+
+    if (fsync(fd) != 0)
+        return -1;
+    atomic_fetch_add(&syncs, 1);
+    if ((err = popci_sync_fault()) != 0) {
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+long popc_fault_sync_count(void)
+{
+    return atomic_load(&syncs);
 }

@@ -32,6 +32,12 @@ typedef struct popci_callback_impl {
 /* The one host table (static, lives forever). */
 const popc_host *popci_host(void);
 
+/* The kernel-call services (kernel_call.c; popc/services.h). */
+void popci_plan_kernel_ctx(const popc_host *host, const popc_plan *plan,
+                           int k, const popc_frame *frame, popc_view *in,
+                           popc_view *out, popc_kernel_ctx *kc);
+uint64_t popci_node_seed(uint64_t frame_seed, int node);
+
 /* The host's get_proc (host_services.c): a service by name, or NULL. */
 void *popci_host_get_proc(const char *name);
 

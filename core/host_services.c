@@ -30,6 +30,8 @@ static const host_service services[] = {
     SERVICE(POPC_SERVICE_DIMS_FORMAT, popc_dims_format_fn, popci_dims_str),
     SERVICE(POPC_SERVICE_OP_ERROR, popc_op_error_fn, popci_op_error),
     SERVICE(POPC_SERVICE_OP_DTYPE_ERROR, popc_op_dtype_error_fn, popci_op_dtype_error),
+    SERVICE(POPC_SERVICE_PLAN_KERNEL_CTX, popc_plan_kernel_ctx_fn, popci_plan_kernel_ctx),
+    SERVICE(POPC_SERVICE_NODE_SEED, popc_node_seed_fn, popci_node_seed),
     {NULL, NULL},
 };
 

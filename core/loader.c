@@ -24,6 +24,7 @@
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
+#include "core/abi2_priv.h"
 #include "core/registry_priv.h"
 
 #ifndef POPC_PLUGINDIR
@@ -226,18 +227,25 @@ static popc_status check_and_attach(popc_registry *r, lt_dlhandle h,
                             "NULL", path);
         goto report;
     }
-    if (info->abi_version != POPC_PLUGIN_ABI_VERSION) {
-        st = popc_set_error(POPC_EABI, "%s: plugin ABI %u, core ABI %u; "
-                            "rebuild the plugin against this popc", path,
+    /* Same major: any minor (every struct is read through its size).
+    ** Major 2 (popc 0.2, 0.3): through the adapter of abi2.c. */
+    if (info->abi_version != POPC_PLUGIN_ABI_MAJOR &&
+        info->abi_version != POPCI_ABI2_MAJOR) {
+        st = popc_set_error(POPC_EABI, "%s: plugin ABI %u, core ABI %u.%u "
+                            "(loads ABI %u and %u plugins); rebuild the "
+                            "plugin against this popc", path,
                             (unsigned)info->abi_version,
-                            (unsigned)POPC_PLUGIN_ABI_VERSION);
+                            (unsigned)POPC_PLUGIN_ABI_MAJOR,
+                            (unsigned)POPC_PLUGIN_ABI_MINOR,
+                            (unsigned)POPCI_ABI2_MAJOR,
+                            (unsigned)POPC_PLUGIN_ABI_MAJOR);
         goto report;
     }
     if (!POPC_HAS_FIELD(popc_plugin_info, info->size, init)) {
         st = popc_set_error(POPC_EABI, "%s: plugin info is %u bytes, core "
                             "ABI %u needs at least %zu; rebuild the plugin "
                             "against this popc", path, (unsigned)info->size,
-                            (unsigned)POPC_PLUGIN_ABI_VERSION,
+                            (unsigned)POPC_PLUGIN_ABI_MAJOR,
                             offsetof(popc_plugin_info, init) +
                                 sizeof info->init);
         goto report;

@@ -1,7 +1,8 @@
 /* log.c - leveled logging to stderr, stdout, a file or a callback.
 **
-** Settings are process-global (ARCHITECTURE.md allows the log settings as
-** global state) and guarded by one mutex so lines from worker threads do
+** Settings are process-global (the log settings are one of the few pieces
+** of global state popc allows: one process has one log) and guarded by one
+** mutex so lines from worker threads do
 ** not interleave. The environment (POPC_LOG_LEVEL, POPC_LOG_DEST) is read
 ** once, on first use; a bad value there is reported through the log itself
 ** rather than printed behind the application's back.

@@ -1,5 +1,6 @@
-/* registry.c - the tables of ops, optimizers and backends, the staging
-** registrar handed to plugin init(), lookups and plugin records.
+/* registry.c - the tables of ops, optimizers, backends and collectives,
+** the staging registrar handed to plugin init(), lookups and plugin
+** records.
 **
 ** A plugin's registrations are staged in its popc_registrar and committed
 ** only when init() returns POPC_OK, so a failing plugin leaves nothing
@@ -7,6 +8,9 @@
 ** half-way: all memory is reserved before the first entry is linked in.
 ** The first registration of a name wins; a later one is skipped and
 ** reported as POPC_EEXIST.
+**
+** Every kind of definition goes through the same staging, commit and
+** look-up code; what differs between kinds is one row of `kinds` below.
 */
 #include "config.h"
 
@@ -17,26 +21,26 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
+#include "core/abi2_priv.h"
 #include "core/alloc_priv.h"
 #include "core/host_priv.h"
 #include "core/registry_priv.h"
 
 #define DEFAULT_DOMAIN "ai.onnx"
 
+typedef struct staged_defs {
+    popci_def *defs;
+    int n, cap;
+} staged_defs;
+
 struct popc_registrar {
     int open;                 /* only inside init() */
     const char *plugin;       /* for messages */
     const char *path;
+    unsigned abi;             /* the plugin's ABI major (abi2.c adapts 2) */
     popc_status error;        /* first refused registration */
     char message[512];
-    popc_op_def *ops;
-    int n_ops, cap_ops;
-    popc_optim_def *optims;
-    int n_optims, cap_optims;
-    popc_backend_def *backends;
-    int n_backends, cap_backends;
-    popc_collectives_def *colls;
-    int n_colls, cap_colls;
+    staged_defs staged[POPCI_KIND_COUNT];
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -93,16 +97,12 @@ static const char *op_domain(const char *domain)
     return domain && *domain ? domain : DEFAULT_DOMAIN;
 }
 
-/* ---- validation ---------------------------------------------------------- */
+/* ---- what differs between kinds ------------------------------------------ */
 
-static popc_status check_op(const popc_op_def *d, const char *who)
+static popc_status check_op(const popci_def *u, const char *who)
 {
-    if (!d)
-        return popc_set_error(POPC_EINVAL, "%s: register_op(NULL)", who);
-    if (!POPC_HAS_FIELD(popc_op_def, d->size, forward))
-        return popc_set_error(POPC_EINVAL, "%s: popc_op_def.size is %u, "
-                              "too small for this ABI; set .size = "
-                              "sizeof(popc_op_def)", who, (unsigned)d->size);
+    const popc_op_def *d = &u->op;
+
     if (!d->name || !*d->name)
         return popc_set_error(POPC_EINVAL, "%s: op definition without a "
                               "name", who);
@@ -119,16 +119,10 @@ static popc_status check_op(const popc_op_def *d, const char *who)
     return POPC_OK;
 }
 
-static popc_status check_optim(const popc_optim_def *d, const char *who)
+static popc_status check_optim(const popci_def *u, const char *who)
 {
-    if (!d)
-        return popc_set_error(POPC_EINVAL, "%s: register_optimizer(NULL)",
-                              who);
-    if (!POPC_HAS_FIELD(popc_optim_def, d->size, step))
-        return popc_set_error(POPC_EINVAL, "%s: popc_optim_def.size is %u, "
-                              "too small for this ABI; set .size = "
-                              "sizeof(popc_optim_def)", who,
-                              (unsigned)d->size);
+    const popc_optim_def *d = &u->optim;
+
     if (!d->name || !*d->name)
         return popc_set_error(POPC_EINVAL, "%s: optimizer definition without "
                               "a name", who);
@@ -137,18 +131,20 @@ static popc_status check_optim(const popc_optim_def *d, const char *who)
         return popc_set_error(POPC_EINVAL, "%s: optimizer '%s' needs n_state, "
                               "step, and hypers for its %d hyperparameters",
                               who, d->name, d->n_hypers);
+    if (d->n_hypers > 0 &&
+        POPC_HAS_FIELD(popc_optim_def, d->size, hyper_size) &&
+        d->hyper_size < sizeof(popc_hyper_def))
+        return popc_set_error(POPC_EINVAL, "%s: optimizer '%s' has "
+                              "hyper_size %u; set .hyper_size = "
+                              "sizeof(popc_hyper_def)", who, d->name,
+                              (unsigned)d->hyper_size);
     return POPC_OK;
 }
 
-static popc_status check_backend(const popc_backend_def *d, const char *who)
+static popc_status check_backend(const popci_def *u, const char *who)
 {
-    if (!d)
-        return popc_set_error(POPC_EINVAL, "%s: register_backend(NULL)", who);
-    if (!POPC_HAS_FIELD(popc_backend_def, d->size, run_nodes))
-        return popc_set_error(POPC_EINVAL, "%s: popc_backend_def.size is %u, "
-                              "too small for this ABI; set .size = "
-                              "sizeof(popc_backend_def)", who,
-                              (unsigned)d->size);
+    const popc_backend_def *d = &u->backend;
+
     if (!d->name || !*d->name)
         return popc_set_error(POPC_EINVAL, "%s: backend definition without a "
                               "name", who);
@@ -160,17 +156,10 @@ static popc_status check_backend(const popc_backend_def *d, const char *who)
     return POPC_OK;
 }
 
-static popc_status check_collectives(const popc_collectives_def *d,
-                                     const char *who)
+static popc_status check_collectives(const popci_def *u, const char *who)
 {
-    if (!d)
-        return popc_set_error(POPC_EINVAL, "%s: register_collectives(NULL)",
-                              who);
-    if (!POPC_HAS_FIELD(popc_collectives_def, d->size, abort))
-        return popc_set_error(POPC_EINVAL, "%s: popc_collectives_def.size is "
-                              "%u, too small for this ABI; set .size = "
-                              "sizeof(popc_collectives_def)", who,
-                              (unsigned)d->size);
+    const popc_collectives_def *d = &u->colls;
+
     if (!d->name || !*d->name)
         return popc_set_error(POPC_EINVAL, "%s: collectives definition "
                               "without a name", who);
@@ -182,16 +171,149 @@ static popc_status check_collectives(const popc_collectives_def *d,
     return POPC_OK;
 }
 
+/* Ops are one entry per (domain, name, since_version); the other kinds one
+** per name. */
+static int same_op(const popci_def *a, const popci_def *b)
+{
+    return a->op.since_version == b->op.since_version &&
+           strcmp(a->op.name, b->op.name) == 0 &&
+           strcmp(a->op.domain, b->op.domain) == 0;
+}
+
+static int same_optim(const popci_def *a, const popci_def *b)
+{
+    return strcmp(a->optim.name, b->optim.name) == 0;
+}
+
+static int same_backend(const popci_def *a, const popci_def *b)
+{
+    return strcmp(a->backend.name, b->backend.name) == 0;
+}
+
+static int same_colls(const popci_def *a, const popci_def *b)
+{
+    return strcmp(a->colls.name, b->colls.name) == 0;
+}
+
+/* What messages call a definition ("op ai.onnx::Relu@14", "optimizer
+** 'sgd'"), and the item name `popc plugins` lists. */
+static char *describe_op(const popci_def *d)
+{
+    return format_item("op %s::%s@%d", d->op.domain, d->op.name,
+                       d->op.since_version);
+}
+
+static char *item_op(const popci_def *d)
+{
+    return format_item("%s::%s@%d", d->op.domain, d->op.name,
+                       d->op.since_version);
+}
+
+static char *describe_optim(const popci_def *d)
+{
+    return format_item("optimizer '%s'", d->optim.name);
+}
+
+static char *item_optim(const popci_def *d)
+{
+    return format_item("optim:%s", d->optim.name);
+}
+
+static char *describe_backend(const popci_def *d)
+{
+    return format_item("backend '%s'", d->backend.name);
+}
+
+static char *item_backend(const popci_def *d)
+{
+    return format_item("backend:%s", d->backend.name);
+}
+
+static char *describe_colls(const popci_def *d)
+{
+    return format_item("collectives '%s'", d->colls.name);
+}
+
+static char *item_colls(const popci_def *d)
+{
+    return format_item("collectives:%s", d->colls.name);
+}
+
+static void normalize_op(popci_def *d)
+{
+    d->op.domain = op_domain(d->op.domain);
+}
+
+typedef struct kind_desc {
+    const char *call;         /* the host member: "register_op" */
+    const char *type;         /* "popc_op_def" */
+    const char *verb;         /* "is" / "are" already registered */
+    size_t min_size;          /* the smallest size this ABI reads */
+    size_t core_size;         /* sizeof the definition here */
+    popc_status (*check)(const popci_def *d, const char *who);
+    void (*normalize)(popci_def *d);  /* (optional) after the copy */
+    int (*same)(const popci_def *a, const popci_def *b);
+    char *(*describe)(const popci_def *d);
+    char *(*item)(const popci_def *d);
+} kind_desc;
+
+#define MIN_SIZE(T, m) (offsetof(T, m) + sizeof(((T *)0)->m))
+
+static const kind_desc kinds[POPCI_KIND_COUNT] = {
+    [POPCI_KIND_OP] = {"register_op", "popc_op_def", "is",
+                       MIN_SIZE(popc_op_def, forward), sizeof(popc_op_def),
+                       check_op, normalize_op, same_op, describe_op,
+                       item_op},
+    [POPCI_KIND_OPTIM] = {"register_optimizer", "popc_optim_def", "is",
+                          MIN_SIZE(popc_optim_def, step),
+                          sizeof(popc_optim_def), check_optim, NULL,
+                          same_optim, describe_optim, item_optim},
+    [POPCI_KIND_BACKEND] = {"register_backend", "popc_backend_def", "is",
+                            MIN_SIZE(popc_backend_def, run_nodes),
+                            sizeof(popc_backend_def), check_backend, NULL,
+                            same_backend, describe_backend, item_backend},
+    [POPCI_KIND_COLLS] = {"register_collectives", "popc_collectives_def",
+                          "are", MIN_SIZE(popc_collectives_def, abort),
+                          sizeof(popc_collectives_def), check_collectives,
+                          NULL, same_colls, describe_colls, item_colls},
+};
+
+/* ---- validation ---------------------------------------------------------- */
+
+static popc_status check_def(popci_kind kind, const void *d, const char *who)
+{
+    const kind_desc *k = &kinds[kind];
+    popci_def u;
+    uint32_t size;
+
+    if (!d)
+        return popc_set_error(POPC_EINVAL, "%s: %s(NULL)", who, k->call);
+    memcpy(&size, d, sizeof size);
+    if (size < k->min_size)
+        return popc_set_error(POPC_EINVAL, "%s: %s.size is %u, too small for "
+                              "this ABI; set .size = sizeof(%s)", who, k->type,
+                              (unsigned)size, k->type);
+    memset(&u, 0, sizeof u);
+    memcpy(&u, d, size < k->core_size ? size : k->core_size);
+    return k->check(&u, who);
+}
+
 /* Copies a definition at the core's own size: a smaller (older) one is
 ** zero-extended and keeps its size so POPC_HAS_FIELD still tells. */
-#define COPY_DEF(dst, src)                                                   \
-    do {                                                                     \
-        uint32_t n_ = (src)->size < sizeof *(dst) ? (src)->size              \
-                                                  : (uint32_t)sizeof *(dst); \
-        memset((dst), 0, sizeof *(dst));                                     \
-        memcpy((dst), (src), n_);                                            \
-        (dst)->size = n_;                                                    \
-    } while (0)
+static void copy_def(popci_kind kind, popci_def *dst, const void *src)
+{
+    size_t core = kinds[kind].core_size;
+    uint32_t size;
+
+    memcpy(&size, src, sizeof size);
+    if (size > core)
+        size = (uint32_t)core;
+    memset(dst, 0, sizeof *dst);
+    memcpy(dst, src, size);
+    dst->size = size;
+    if (kinds[kind].normalize)
+        kinds[kind].normalize(dst);
+}
 
 /* ---- the host table plugins get ------------------------------------------ */
 
@@ -212,75 +334,50 @@ static popc_status closed(void)
                           "plugin's init(), with the registrar it was given");
 }
 
-static popc_status stage_op(popc_registrar *g, const popc_op_def *d)
+static popc_status stage(popc_registrar *g, popci_kind kind, const void *d)
 {
+    staged_defs *s;
     popc_status st;
 
     if (!g || !g->open)
         return closed();
-    if ((st = check_op(d, g->path)) != POPC_OK)
+    if ((st = check_def(kind, d, g->path)) != POPC_OK)
         return refuse(g, st);
-    if (reserve(&g->ops, &g->cap_ops, g->n_ops + 1, sizeof *g->ops))
+    if (g->abi != POPC_PLUGIN_ABI_MAJOR &&
+        (st = popci_abi2_accepts(kind, g->path)) != POPC_OK)
+        return refuse(g, st);
+    s = &g->staged[kind];
+    if (reserve(&s->defs, &s->cap, s->n + 1, sizeof *s->defs))
         return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
                                         g->path));
-    COPY_DEF(&g->ops[g->n_ops], d);
-    g->ops[g->n_ops].domain = op_domain(d->domain);
-    g->n_ops++;
+    copy_def(kind, &s->defs[s->n++], d);
     return POPC_OK;
+}
+
+/* The host members, one per kind: their types are the plugin ABI. */
+static popc_status stage_op(popc_registrar *g, const popc_op_def *d)
+{
+    return stage(g, POPCI_KIND_OP, d);
 }
 
 static popc_status stage_optim(popc_registrar *g, const popc_optim_def *d)
 {
-    popc_status st;
-
-    if (!g || !g->open)
-        return closed();
-    if ((st = check_optim(d, g->path)) != POPC_OK)
-        return refuse(g, st);
-    if (reserve(&g->optims, &g->cap_optims, g->n_optims + 1,
-                sizeof *g->optims))
-        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
-                                        g->path));
-    COPY_DEF(&g->optims[g->n_optims], d);
-    g->n_optims++;
-    return POPC_OK;
+    return stage(g, POPCI_KIND_OPTIM, d);
 }
 
 static popc_status stage_backend(popc_registrar *g, const popc_backend_def *d)
 {
-    popc_status st;
-
-    if (!g || !g->open)
-        return closed();
-    if ((st = check_backend(d, g->path)) != POPC_OK)
-        return refuse(g, st);
-    if (reserve(&g->backends, &g->cap_backends, g->n_backends + 1,
-                sizeof *g->backends))
-        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
-                                        g->path));
-    COPY_DEF(&g->backends[g->n_backends], d);
-    g->n_backends++;
-    return POPC_OK;
+    return stage(g, POPCI_KIND_BACKEND, d);
 }
 
 static popc_status stage_collectives(popc_registrar *g,
                                      const popc_collectives_def *d)
 {
-    popc_status st;
-
-    if (!g || !g->open)
-        return closed();
-    if ((st = check_collectives(d, g->path)) != POPC_OK)
-        return refuse(g, st);
-    if (reserve(&g->colls, &g->cap_colls, g->n_colls + 1, sizeof *g->colls))
-        return refuse(g, popc_set_error(POPC_ENOMEM, "%s: out of memory",
-                                        g->path));
-    COPY_DEF(&g->colls[g->n_colls], d);
-    g->n_colls++;
-    return POPC_OK;
+    return stage(g, POPCI_KIND_COLLS, d);
 }
 
 static popc_host plugin_host;
+static popc_host abi2_host;  /* what ABI 2 plugins get (abi2.c) */
 static pthread_once_t plugin_host_once = PTHREAD_ONCE_INIT;
 
 static void make_plugin_host(void)
@@ -290,16 +387,23 @@ static void make_plugin_host(void)
     plugin_host.register_optimizer = stage_optim;
     plugin_host.register_backend = stage_backend;
     plugin_host.register_collectives = stage_collectives;
+    abi2_host = plugin_host;
+    popci_abi2_host_patch(&abi2_host);
+}
+
+static void staged_clear(popc_registrar *g)
+{
+    for (int k = 0; k < POPCI_KIND_COUNT; k++) {
+        free(g->staged[k].defs);
+        memset(&g->staged[k], 0, sizeof g->staged[k]);
+    }
 }
 
 static void registrar_free(popc_registrar *g)
 {
     if (!g)
         return;
-    free(g->ops);
-    free(g->optims);
-    free(g->backends);
-    free(g->colls);
+    staged_clear(g);
     free(g);
 }
 
@@ -347,18 +451,13 @@ void popc_registry_free(popc_registry *r)
     if (!r)
         return;
     /* Entries point into the modules: drop them before unloading. */
-    for (int i = 0; i < r->n_ops; i++)
-        free(r->ops[i]);
-    for (int i = 0; i < r->n_optims; i++)
-        free(r->optims[i]);
-    for (int i = 0; i < r->n_backends; i++)
-        free(r->backends[i]);
-    for (int i = 0; i < r->n_colls; i++)
-        free(r->colls[i]);
-    free(r->ops);
-    free(r->optims);
-    free(r->backends);
-    free(r->colls);
+    for (int k = 0; k < POPCI_KIND_COUNT; k++) {
+        for (int i = 0; i < r->tables[k].n; i++) {
+            popci_abi2_forget(r->tables[k].entries[i]);
+            free(r->tables[k].entries[i]);
+        }
+        free(r->tables[k].entries);
+    }
     for (int i = r->n_plugins - 1; i >= 0; i--) {
         popci_plugin *p = r->plugins[i];
         if (p->fini)
@@ -450,15 +549,14 @@ const char *popc_registry_problems(const popc_registry *r)
 
 /* ---- commit -------------------------------------------------------------- */
 
-static int find_op_exact(const popc_registry *r, const char *domain,
-                         const char *name, int version)
+static int find_same(const popc_registry *r, popci_kind kind,
+                     const popci_def *d)
 {
-    for (int i = 0; i < r->n_ops; i++) {
-        const popc_op_def *d = &r->ops[i]->def;
-        if (d->since_version == version && strcmp(d->name, name) == 0 &&
-            strcmp(d->domain, domain) == 0)
+    const popci_table *t = &r->tables[kind];
+
+    for (int i = 0; i < t->n; i++)
+        if (kinds[kind].same(&t->entries[i]->def, d))
             return i;
-    }
     return -1;
 }
 
@@ -472,28 +570,20 @@ static const char *owner_name(const popc_registry *r, int plugin,
     return plugin < r->n_plugins ? r->plugins[plugin]->path : pending;
 }
 
-static int find_optim_index(const popc_registry *r, const char *name)
+/* Sets the error for d of `kind` found already registered at index have
+** (d->what "is already registered by" its owner). */
+static popc_status already(const popc_registry *r, popci_kind kind, int have,
+                           const popci_def *d, const char *who,
+                           const char *pending, const char *tail)
 {
-    for (int i = 0; i < r->n_optims; i++)
-        if (strcmp(r->optims[i]->def.name, name) == 0)
-            return i;
-    return -1;
-}
+    char *what = kinds[kind].describe(d);
+    popc_status st = popc_set_error(
+        POPC_EEXIST, "%s: %s %s already registered by %s%s", who,
+        what ? what : "definition", kinds[kind].verb,
+        owner_name(r, r->tables[kind].entries[have]->plugin, pending), tail);
 
-static int find_backend_index(const popc_registry *r, const char *name)
-{
-    for (int i = 0; i < r->n_backends; i++)
-        if (strcmp(r->backends[i]->def.name, name) == 0)
-            return i;
-    return -1;
-}
-
-static int find_colls_index(const popc_registry *r, const char *name)
-{
-    for (int i = 0; i < r->n_colls; i++)
-        if (strcmp(r->colls[i]->def.name, name) == 0)
-            return i;
-    return -1;
+    free(what);
+    return st;
 }
 
 /* Records a skipped duplicate; keeps the first such message in first. */
@@ -514,132 +604,70 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
                           popci_plugin *p, int idx, char *first,
                           size_t first_size)
 {
-    int total = g->n_ops + g->n_optims + g->n_backends + g->n_colls;
-    void **entries = NULL;
-    int n_entries = 0;
+    int total = 0, n_entries = 0, n_items = 0;
+    popci_entry **entries = NULL;
     popc_status st = POPC_OK;
 
-    if (reserve(&r->ops, &r->cap_ops, r->n_ops + g->n_ops, sizeof *r->ops) ||
-        reserve(&r->optims, &r->cap_optims, r->n_optims + g->n_optims,
-                sizeof *r->optims) ||
-        reserve(&r->backends, &r->cap_backends,
-                r->n_backends + g->n_backends, sizeof *r->backends) ||
-        reserve(&r->colls, &r->cap_colls, r->n_colls + g->n_colls,
-                sizeof *r->colls) ||
-        reserve(&r->plugins, &r->cap_plugins, r->n_plugins + 1,
+    for (int k = 0; k < POPCI_KIND_COUNT; k++) {
+        total += g->staged[k].n;
+        if (reserve(&r->tables[k].entries, &r->tables[k].cap,
+                    r->tables[k].n + g->staged[k].n,
+                    sizeof *r->tables[k].entries))
+            goto nomem;
+    }
+    if (reserve(&r->plugins, &r->cap_plugins, r->n_plugins + 1,
                 sizeof *r->plugins))
         goto nomem;
     if (!(p->items = popci_calloc((size_t)total + 1, sizeof *p->items)) ||
         !(entries = popci_calloc((size_t)total + 1, sizeof *entries)))
         goto nomem;
-    for (int i = 0; i < g->n_ops; i++)
-        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_op_entry))))
+    for (int i = 0; i < total; i++)
+        if (!(entries[n_entries++] = popci_malloc(sizeof **entries)))
             goto nomem;
-    for (int i = 0; i < g->n_optims; i++)
-        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_optim_entry))))
-            goto nomem;
-    for (int i = 0; i < g->n_backends; i++)
-        if (!(entries[n_entries++] =
-                  popci_malloc(sizeof(popci_backend_entry))))
-            goto nomem;
-    for (int i = 0; i < g->n_colls; i++)
-        if (!(entries[n_entries++] = popci_malloc(sizeof(popci_colls_entry))))
-            goto nomem;
+    /* Adapting an older ABI's definitions allocates too: before linking. */
+    n_entries = 0;
+    for (int k = 0; k < POPCI_KIND_COUNT; k++)
+        for (int i = 0; i < g->staged[k].n; i++) {
+            popci_entry *e = entries[n_entries++];
+
+            e->def = g->staged[k].defs[i];
+            e->plugin = idx;
+            e->origin = NULL;
+            if (g->abi != POPC_PLUGIN_ABI_MAJOR &&
+                popci_abi2_adapt((popci_kind)k, e) != POPC_OK)
+                goto nomem_adapted;
+        }
 
     /* Nothing below fails except item names (then the item is "?"). */
     n_entries = 0;
-    for (int i = 0; i < g->n_ops; i++) {
-        popci_op_entry *e = entries[n_entries];
-        const popc_op_def *d = &g->ops[i];
-        int have = find_op_exact(r, d->domain, d->name, d->since_version);
+    for (int k = 0; k < POPCI_KIND_COUNT; k++)
+        for (int i = 0; i < g->staged[k].n; i++) {
+            popci_entry *e = entries[n_entries];
+            int have = find_same(r, (popci_kind)k, &e->def);
 
-        entries[n_entries++] = NULL;
-        if (have >= 0) {
-            popc_set_error(POPC_EEXIST, "%s: op %s::%s@%d is already "
-                           "registered by %s; keeping the first", g->path,
-                           d->domain, d->name, d->since_version,
-                           owner_name(r, r->ops[have]->plugin, g->path));
-            duplicate(r, &st, first, first_size);
-            free(e);
-            continue;
+            entries[n_entries++] = NULL;
+            if (have >= 0) {
+                already(r, (popci_kind)k, have, &e->def, g->path, g->path,
+                        "; keeping the first");
+                duplicate(r, &st, first, first_size);
+                popci_abi2_forget(e);
+                free(e);
+                continue;
+            }
+            r->tables[k].entries[r->tables[k].n++] = e;
+            p->items[n_items++] = kinds[k].item(&e->def);
+            p->n_items_of[k]++;
         }
-        e->def = *d;
-        e->plugin = idx;
-        r->ops[r->n_ops++] = e;
-        p->items[p->n_ops++] = format_item("%s::%s@%d", d->domain, d->name,
-                                           d->since_version);
-    }
-    for (int i = 0; i < g->n_optims; i++) {
-        popci_optim_entry *e = entries[n_entries];
-        const popc_optim_def *d = &g->optims[i];
-        int have = find_optim_index(r, d->name);
-
-        entries[n_entries++] = NULL;
-        if (have >= 0) {
-            popc_set_error(POPC_EEXIST, "%s: optimizer '%s' is already "
-                           "registered by %s; keeping the first", g->path,
-                           d->name,
-                           owner_name(r, r->optims[have]->plugin, g->path));
-            duplicate(r, &st, first, first_size);
-            free(e);
-            continue;
-        }
-        e->def = *d;
-        e->plugin = idx;
-        r->optims[r->n_optims++] = e;
-        p->items[p->n_ops + p->n_optimizers++] =
-            format_item("optim:%s", d->name);
-    }
-    for (int i = 0; i < g->n_backends; i++) {
-        popci_backend_entry *e = entries[n_entries];
-        const popc_backend_def *d = &g->backends[i];
-        int have = find_backend_index(r, d->name);
-        int k = p->n_ops + p->n_optimizers + p->n_backends;
-
-        entries[n_entries++] = NULL;
-        if (have >= 0) {
-            popc_set_error(POPC_EEXIST, "%s: backend '%s' is already "
-                           "registered by %s; keeping the first", g->path,
-                           d->name,
-                           owner_name(r, r->backends[have]->plugin, g->path));
-            duplicate(r, &st, first, first_size);
-            free(e);
-            continue;
-        }
-        e->def = *d;
-        e->plugin = idx;
-        r->backends[r->n_backends++] = e;
-        p->items[k] = format_item("backend:%s", d->name);
-        p->n_backends++;
-    }
-    for (int i = 0; i < g->n_colls; i++) {
-        popci_colls_entry *e = entries[n_entries];
-        const popc_collectives_def *d = &g->colls[i];
-        int have = find_colls_index(r, d->name);
-        int k = popci_plugin_n_items(p);
-
-        entries[n_entries++] = NULL;
-        if (have >= 0) {
-            popc_set_error(POPC_EEXIST, "%s: collectives '%s' are already "
-                           "registered by %s; keeping the first", g->path,
-                           d->name,
-                           owner_name(r, r->colls[have]->plugin, g->path));
-            duplicate(r, &st, first, first_size);
-            free(e);
-            continue;
-        }
-        e->def = *d;
-        e->plugin = idx;
-        r->colls[r->n_colls++] = e;
-        p->items[k] = format_item("collectives:%s", d->name);
-        p->n_collectives++;
-    }
     for (int i = 0; i < popci_plugin_n_items(p); i++)
         if (!p->items[i])
             p->items[i] = dup_str("?");
     r->plugins[r->n_plugins++] = p;
     free(entries);
     return st;
+nomem_adapted:
+    for (int i = 0; i < n_entries; i++)
+        popci_abi2_forget(entries[i]);
+    n_entries = total;
 nomem:
     for (int i = 0; entries && i < n_entries; i++)
         free(entries[i]);
@@ -680,8 +708,11 @@ popc_status popci_registry_attach(popc_registry *r,
     }
     g->plugin = p->name;
     g->path = p->path;
+    g->abi = info->abi_version;
     g->open = 1;
-    st = info->init(&plugin_host, g);
+    st = info->init(g->abi == POPC_PLUGIN_ABI_MAJOR ? &plugin_host
+                                                    : &abi2_host,
+                    g);
     g->open = 0;
     if (st != POPC_OK) {
         st = popc_set_error(POPC_EPLUGIN, "%s: plugin '%s' init failed (%s): "
@@ -709,15 +740,7 @@ popc_status popci_registry_attach(popc_registry *r,
     }
     /* The staged copies were moved; keep the closed registrar so a plugin
     ** that kept its pointer gets POPC_ESTATE, not a dangling read. */
-    free(g->ops);
-    free(g->optims);
-    free(g->backends);
-    free(g->colls);
-    g->ops = NULL;
-    g->optims = NULL;
-    g->backends = NULL;
-    g->colls = NULL;
-    g->n_ops = g->n_optims = g->n_backends = g->n_colls = 0;
+    staged_clear(g);
     p->registrar = g;
     if (st != POPC_OK)
         popc_set_error(st, "%s", first);
@@ -740,38 +763,51 @@ int popci_registry_has_handle(const popc_registry *r, void *handle)
     return found;
 }
 
+int popci_registry_def_plugin(const popc_registry *r, popci_kind kind,
+                              const void *def)
+{
+    int plugin = -1;
+
+    read_lock(r);
+    for (int i = 0; def && i < r->tables[kind].n; i++)
+        if (&r->tables[kind].entries[i]->def == def)
+            plugin = r->tables[kind].entries[i]->plugin;
+    unlock(r);
+    return plugin;
+}
+
 popc_status popc_registry_add_op(popc_registry *r, const popc_op_def *def)
 {
-    popci_op_entry *e;
+    popci_table *t;
+    popci_entry *e;
+    popci_def d;
     popc_status st;
     int have;
 
     if (!r)
         return popc_set_error(POPC_EINVAL, "popc_registry_add_op: registry "
                               "is NULL");
-    if ((st = check_op(def, "popc_registry_add_op")) != POPC_OK)
+    if ((st = check_def(POPCI_KIND_OP, def, "popc_registry_add_op")) !=
+        POPC_OK)
         return st;
+    copy_def(POPCI_KIND_OP, &d, def);
+    t = &r->tables[POPCI_KIND_OP];
     write_lock(r);
-    have = find_op_exact(r, op_domain(def->domain), def->name,
-                         def->since_version);
-    if (have >= 0) {
-        st = popc_set_error(POPC_EEXIST, "popc_registry_add_op: op %s::%s@%d "
-                            "is already registered by %s",
-                            op_domain(def->domain), def->name,
-                            def->since_version,
-                            owner_name(r, r->ops[have]->plugin, NULL));
+    if ((have = find_same(r, POPCI_KIND_OP, &d)) >= 0) {
+        st = already(r, POPCI_KIND_OP, have, &d, "popc_registry_add_op",
+                     NULL, "");
         goto out;
     }
-    if (reserve(&r->ops, &r->cap_ops, r->n_ops + 1, sizeof *r->ops) ||
+    if (reserve(&t->entries, &t->cap, t->n + 1, sizeof *t->entries) ||
         !(e = popci_malloc(sizeof *e))) {
         st = popc_set_error(POPC_ENOMEM, "popc_registry_add_op: out of "
                             "memory");
         goto out;
     }
-    COPY_DEF(&e->def, def);
-    e->def.domain = op_domain(def->domain);
+    e->def = d;
     e->plugin = -1;
-    r->ops[r->n_ops++] = e;
+    e->origin = NULL;
+    t->entries[t->n++] = e;
 out:
     unlock(r);
     return st;
@@ -779,18 +815,71 @@ out:
 
 /* ---- lookups ------------------------------------------------------------- */
 
+/* The definition of `kind` named name (any kind but ops), or NULL. */
+static const popci_def *find_named(const popc_registry *r, popci_kind kind,
+                                   const char *name)
+{
+    const popci_def *d = NULL;
+    popci_def key;
+
+    if (!r || !name)
+        return NULL;
+    memset(&key, 0, sizeof key);
+    /* every named kind keeps its name right after its size */
+    key.optim.name = name;
+    _Static_assert(offsetof(popc_optim_def, name) ==
+                           offsetof(popc_backend_def, name) &&
+                       offsetof(popc_optim_def, name) ==
+                           offsetof(popc_collectives_def, name),
+                   "named definitions keep the name at one offset");
+    read_lock(r);
+    for (int i = find_same(r, kind, &key); !d && i >= 0; i = -1)
+        d = &r->tables[kind].entries[i]->def;
+    unlock(r);
+    return d;
+}
+
+/* Entry i of `kind`'s table (NULL when out of range). */
+static const popci_def *def_at(const popc_registry *r, popci_kind kind,
+                               int i)
+{
+    const popci_def *d = NULL;
+
+    if (!r)
+        return NULL;
+    read_lock(r);
+    if (i >= 0 && i < r->tables[kind].n)
+        d = &r->tables[kind].entries[i]->def;
+    unlock(r);
+    return d;
+}
+
+static int def_count(const popc_registry *r, popci_kind kind)
+{
+    int n;
+
+    if (!r)
+        return 0;
+    read_lock(r);
+    n = r->tables[kind].n;
+    unlock(r);
+    return n;
+}
+
 const popc_op_def *popc_registry_find_op(const popc_registry *r,
                                          const char *domain, const char *name,
                                          int version)
 {
+    const popci_table *t;
     const popc_op_def *best = NULL;
 
     if (!r || !name)
         return NULL;
     domain = op_domain(domain);
+    t = &r->tables[POPCI_KIND_OP];
     read_lock(r);
-    for (int i = 0; i < r->n_ops; i++) {
-        const popc_op_def *d = &r->ops[i]->def;
+    for (int i = 0; i < t->n; i++) {
+        const popc_op_def *d = &t->entries[i]->def.op;
         if (strcmp(d->name, name) != 0 || strcmp(d->domain, domain) != 0)
             continue;
         if (version > 0 && d->since_version > version)
@@ -808,13 +897,15 @@ const popc_op_def *popc_registry_find_op(const popc_registry *r,
 const popc_op_def *popc_registry_find_role(const popc_registry *r,
                                            popc_op_role role)
 {
+    const popci_table *t;
     const popc_op_def *best = NULL;
 
     if (!r || role <= POPC_ROLE_NONE || role >= POPC_ROLE_COUNT)
         return NULL;
+    t = &r->tables[POPCI_KIND_OP];
     read_lock(r);
-    for (int i = 0; i < r->n_ops; i++) {
-        const popc_op_def *d = &r->ops[i]->def;
+    for (int i = 0; i < t->n; i++) {
+        const popc_op_def *d = &t->entries[i]->def.op;
         if (d->role != (int)role)
             continue;
         if (!best || (strcmp(d->name, best->name) == 0 &&
@@ -862,43 +953,30 @@ popc_status popci_role_op(popc_op_role role, const char *why,
 const popc_optim_def *popc_registry_find_optimizer(const popc_registry *r,
                                                    const char *name)
 {
-    const popc_optim_def *d = NULL;
+    const popci_def *d = find_named(r, POPCI_KIND_OPTIM, name);
 
-    if (!r || !name)
-        return NULL;
-    read_lock(r);
-    for (int i = 0; !d && i < r->n_optims; i++)
-        if (strcmp(r->optims[i]->def.name, name) == 0)
-            d = &r->optims[i]->def;
-    unlock(r);
-    return d;
+    return d ? &d->optim : NULL;
 }
 
 const popc_backend_def *popc_registry_find_backend(const popc_registry *r,
                                                    const char *name)
 {
-    const popc_backend_def *d = NULL;
+    const popci_def *d = find_named(r, POPCI_KIND_BACKEND, name);
 
-    if (!r || !name)
-        return NULL;
-    read_lock(r);
-    for (int i = 0; !d && i < r->n_backends; i++)
-        if (strcmp(r->backends[i]->def.name, name) == 0)
-            d = &r->backends[i]->def;
-    unlock(r);
-    return d;
+    return d ? &d->backend : NULL;
 }
 
 void popci_registry_backend_names(const popc_registry *r, char *buf,
                                   size_t size)
 {
+    const popci_table *t = &r->tables[POPCI_KIND_BACKEND];
     size_t off = 0;
 
     buf[0] = '\0';
     read_lock(r);
-    for (int i = 0; i < r->n_backends && off + 1 < size; i++)
+    for (int i = 0; i < t->n && off + 1 < size; i++)
         off += (size_t)snprintf(buf + off, size - off, "%s'%s'",
-                                i ? ", " : "", r->backends[i]->def.name);
+                                i ? ", " : "", t->entries[i]->def.backend.name);
     unlock(r);
     if (!buf[0])
         snprintf(buf, size, "none");
@@ -908,13 +986,15 @@ const popc_backend_def *popc_registry_best_backend(const popc_registry *r,
                                                    unsigned need,
                                                    unsigned refuse)
 {
+    const popci_table *t;
     const popc_backend_def *best = NULL;
 
     if (!r)
         return NULL;
+    t = &r->tables[POPCI_KIND_BACKEND];
     read_lock(r);
-    for (int i = 0; i < r->n_backends; i++) {
-        const popc_backend_def *d = &r->backends[i]->def;
+    for (int i = 0; i < t->n; i++) {
+        const popc_backend_def *d = &t->entries[i]->def.backend;
 
         if (d->score > 0 && (d->caps & need) == need && !(d->caps & refuse) &&
             (!best || d->score > best->score))
@@ -927,41 +1007,22 @@ const popc_backend_def *popc_registry_best_backend(const popc_registry *r,
 const popc_collectives_def *popc_registry_find_collectives(
     const popc_registry *r, const char *name)
 {
-    const popc_collectives_def *d = NULL;
+    const popci_def *d = find_named(r, POPCI_KIND_COLLS, name);
 
-    if (!r || !name)
-        return NULL;
-    read_lock(r);
-    if (find_colls_index(r, name) >= 0)
-        d = &r->colls[find_colls_index(r, name)]->def;
-    unlock(r);
-    return d;
+    return d ? &d->colls : NULL;
 }
 
 int popc_registry_collectives_count(const popc_registry *r)
 {
-    int n;
-
-    if (!r)
-        return 0;
-    read_lock(r);
-    n = r->n_colls;
-    unlock(r);
-    return n;
+    return def_count(r, POPCI_KIND_COLLS);
 }
 
 const popc_collectives_def *popc_registry_collectives_at(
     const popc_registry *r, int i)
 {
-    const popc_collectives_def *d = NULL;
+    const popci_def *d = def_at(r, POPCI_KIND_COLLS, i);
 
-    if (!r)
-        return NULL;
-    read_lock(r);
-    if (i >= 0 && i < r->n_colls)
-        d = &r->colls[i]->def;
-    unlock(r);
-    return d;
+    return d ? &d->colls : NULL;
 }
 
 const popc_host *popc_registry_host(void)
@@ -971,27 +1032,14 @@ const popc_host *popc_registry_host(void)
 
 int popc_registry_op_count(const popc_registry *r)
 {
-    int n;
-
-    if (!r)
-        return 0;
-    read_lock(r);
-    n = r->n_ops;
-    unlock(r);
-    return n;
+    return def_count(r, POPCI_KIND_OP);
 }
 
 const popc_op_def *popc_registry_op_at(const popc_registry *r, int i)
 {
-    const popc_op_def *d = NULL;
+    const popci_def *d = def_at(r, POPCI_KIND_OP, i);
 
-    if (!r)
-        return NULL;
-    read_lock(r);
-    if (i >= 0 && i < r->n_ops)
-        d = &r->ops[i]->def;
-    unlock(r);
-    return d;
+    return d ? &d->op : NULL;
 }
 
 int popc_registry_plugin_count(const popc_registry *r)
@@ -1019,10 +1067,10 @@ popc_plugin_record popc_registry_plugin_at(const popc_registry *r, int i)
         rec.version = r->plugins[i]->version;
         rec.description = r->plugins[i]->description;
         rec.path = r->plugins[i]->path;
-        rec.n_ops = r->plugins[i]->n_ops;
-        rec.n_optimizers = r->plugins[i]->n_optimizers;
-        rec.n_backends = r->plugins[i]->n_backends;
-        rec.n_collectives = r->plugins[i]->n_collectives;
+        rec.n_ops = r->plugins[i]->n_items_of[POPCI_KIND_OP];
+        rec.n_optimizers = r->plugins[i]->n_items_of[POPCI_KIND_OPTIM];
+        rec.n_backends = r->plugins[i]->n_items_of[POPCI_KIND_BACKEND];
+        rec.n_collectives = r->plugins[i]->n_items_of[POPCI_KIND_COLLS];
     }
     unlock(r);
     return rec;

@@ -9,9 +9,30 @@
 #define POPC_REGISTRY_PRIV_H
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "popc/collectives.h"
 #include "popc/registry.h"
+
+/* The kinds of definition a plugin registers. The registry keeps one
+** table per kind; registry.c describes each kind once (its checks,
+** duplicate rule, messages), so adding a kind adds a row there. */
+typedef enum popci_kind {
+    POPCI_KIND_OP,
+    POPCI_KIND_OPTIM,
+    POPCI_KIND_BACKEND,
+    POPCI_KIND_COLLS,
+    POPCI_KIND_COUNT
+} popci_kind;
+
+/* A definition of any kind; each starts with its uint32_t size. */
+typedef union popci_def {
+    uint32_t size;
+    popc_op_def op;
+    popc_optim_def optim;
+    popc_backend_def backend;
+    popc_collectives_def colls;
+} popci_def;
 
 /* One loaded plugin module. Strings are owned copies; handle is an
 ** lt_dlhandle closed by popci_loader_close(). */
@@ -19,31 +40,26 @@ typedef struct popci_plugin {
     char *name, *version, *description, *path;
     void *handle;
     void (*fini)(void);
-    int n_ops, n_optimizers, n_backends, n_collectives;
+    int n_items_of[POPCI_KIND_COUNT];
     char **items;             /* popci_plugin_n_items names, by kind */
     popc_registrar *registrar;/* closed after init(); kept so a late
                               ** register_* call gets POPC_ESTATE */
 } popci_plugin;
 
-typedef struct popci_op_entry {
-    popc_op_def def;          /* copied at the core's size */
+typedef struct popci_entry {
+    popci_def def;            /* copied at the core's size */
     int plugin;               /* index into plugins, -1: popc_registry_add_op */
-} popci_op_entry;
+    /* For a definition adapted from an older ABI (abi2.c): the plugin's
+    ** own definition, which the adapter calls. NULL otherwise. */
+    const void *origin;
+} popci_entry;
 
-typedef struct popci_optim_entry {
-    popc_optim_def def;
-    int plugin;
-} popci_optim_entry;
-
-typedef struct popci_backend_entry {
-    popc_backend_def def;
-    int plugin;
-} popci_backend_entry;
-
-typedef struct popci_colls_entry {
-    popc_collectives_def def;
-    int plugin;
-} popci_colls_entry;
+typedef struct popci_table {
+    /* Entries are allocated one by one so the pointers that lookups hand
+    ** out stay valid while the array grows. */
+    popci_entry **entries;
+    int n, cap;
+} popci_table;
 
 /* One version of the problems text. popc_registry_problems hands out
 ** text a reader may still use while another thread's load adds a
@@ -61,7 +77,11 @@ typedef struct popci_problems {
 
 static inline int popci_plugin_n_items(const popci_plugin *p)
 {
-    return p->n_ops + p->n_optimizers + p->n_backends + p->n_collectives;
+    int n = 0;
+
+    for (int k = 0; k < POPCI_KIND_COUNT; k++)
+        n += p->n_items_of[k];
+    return n;
 }
 
 struct popc_registry {
@@ -73,16 +93,7 @@ struct popc_registry {
     ** across its look-ups and attaches. */
     pthread_mutex_t load_lock;
     int ltdl_ready;           /* this registry holds one lt_dlinit */
-    /* Entries are allocated one by one so the pointers that lookups hand
-    ** out stay valid while the arrays grow. */
-    popci_op_entry **ops;
-    int n_ops, cap_ops;
-    popci_optim_entry **optims;
-    int n_optims, cap_optims;
-    popci_backend_entry **backends;
-    int n_backends, cap_backends;
-    popci_colls_entry **colls;
-    int n_colls, cap_colls;
+    popci_table tables[POPCI_KIND_COUNT];
     popci_plugin **plugins;
     int n_plugins, cap_plugins;
     popci_problems *problems; /* the newest version; NULL: none */
@@ -99,6 +110,19 @@ struct popc_registry {
 popc_status popci_registry_attach(popc_registry *r,
                                   const popc_plugin_info *info,
                                   const char *path, void *handle);
+
+/* The index of the plugin that registered def (a pointer a lookup of
+** that kind handed out), or -1: none, or popc_registry_add_op. Caller
+** holds no lock. */
+int popci_registry_def_plugin(const popc_registry *r, popci_kind kind,
+                              const void *def);
+
+/* The entry holding def (a pointer a lookup handed out). */
+static inline const popci_entry *popci_entry_of(const void *def)
+{
+    return (const popci_entry *)((const char *)def -
+                                 offsetof(popci_entry, def));
+}
 
 /* Whether handle already belongs to one of r's plugins. */
 int popci_registry_has_handle(const popc_registry *r, void *handle);

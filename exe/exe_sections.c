@@ -133,9 +133,10 @@ enum { USES_OPS = 1, USES_OPTIMIZER = 2, USES_BACKEND = 4 };
 static void mark_op(const popc_registry *reg, const popc_op_def *def,
                     unsigned *uses)
 {
-    for (int i = 0; def && i < reg->n_ops; i++)
-        if (&reg->ops[i]->def == def && reg->ops[i]->plugin >= 0)
-            uses[reg->ops[i]->plugin] |= USES_OPS;
+    int plugin = popci_registry_def_plugin(reg, POPCI_KIND_OP, def);
+
+    if (plugin >= 0)
+        uses[plugin] |= USES_OPS;
 }
 
 static popc_status encode_plug(popc_model *m, popci_wbuf *w)
@@ -146,6 +147,7 @@ static popc_status encode_plug(popc_model *m, popci_wbuf *w)
     unsigned *uses;
     uint32_t n = 0;
     popc_status st;
+    int owner;
 
     if ((st = popc_registry_global(&reg)) != POPC_OK)
         return st;
@@ -154,13 +156,12 @@ static popc_status encode_plug(popc_model *m, popci_wbuf *w)
     /* the plan's graph: forward and backward ops */
     for (int k = 0; k < popc_graph_n_nodes(p->graph); k++)
         mark_op(reg, popci_graph_node_def(p->graph, k), uses);
-    for (int i = 0; m->optimizer && i < reg->n_optims; i++)
-        if (&reg->optims[i]->def == popci_optimizer_def(m->optimizer) &&
-            reg->optims[i]->plugin >= 0)
-            uses[reg->optims[i]->plugin] |= USES_OPTIMIZER;
-    for (int i = 0; i < reg->n_backends; i++)
-        if (&reg->backends[i]->def == be && reg->backends[i]->plugin >= 0)
-            uses[reg->backends[i]->plugin] |= USES_BACKEND;
+    if (m->optimizer &&
+        (owner = popci_registry_def_plugin(
+             reg, POPCI_KIND_OPTIM, popci_optimizer_def(m->optimizer))) >= 0)
+        uses[owner] |= USES_OPTIMIZER;
+    if ((owner = popci_registry_def_plugin(reg, POPCI_KIND_BACKEND, be)) >= 0)
+        uses[owner] |= USES_BACKEND;
     for (int i = 0; i < reg->n_plugins; i++)
         n += uses[i] != 0;
     popci_w_u32(w, n);
@@ -389,7 +390,7 @@ static void encode_optm(popc_model *m, popci_wbuf *w)
     popci_w_str(w, def->name);
     popci_w_u32(w, (uint32_t)n_hypers);
     for (int h = 0; h < n_hypers; h++) {
-        popci_w_str(w, def->hypers[h].name);
+        popci_w_str(w, popc_optim_hyper_at(def, h)->name);
         popci_w_u8(w, (unsigned)popci_optimizer_is_variable(o, h));
     }
     popci_w_u32(w, (uint32_t)n_groups);

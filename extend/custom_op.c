@@ -190,7 +190,7 @@ static popc_status convert_one(attr_set *s, const popc_custom_attr *c,
     }
 }
 
-/* PopTorch's checks (python/ops.py custom_op) on every attribute, then the
+/* PopTorch's checks (poptorch.custom_op's) on every attribute, then the
 ** graph's representation. Strings are borrowed from attrs: the graph
 ** copies them when the node is added. */
 static popc_status convert_attrs(const char *domain, const char *name,
@@ -333,7 +333,7 @@ static popc_status check_examples(const popc_graph *g, const popc_op_def *def,
 {
     popc_view *in = popci_calloc((size_t)n_inputs + 1, sizeof *in);
     popc_view *outs = popci_calloc((size_t)n_outputs + 1, sizeof *outs);
-    popc_attrs av = {as->n, as->a};
+    popc_attrs av = POPC_ATTRS(as->n, as->a);
     char who[300], a[128], b[128];
     int ready = 0;
     popc_status st = POPC_OK;

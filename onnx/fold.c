@@ -42,7 +42,7 @@ static popc_status fold_shape(popco_importer *im, const popco_node *n,
 {
     popc_view x;
     popc_tensor *t = NULL;
-    popc_attrs a = {n->attrs.n, n->attrs.items};
+    popc_attrs a = POPC_ATTRS(n->attrs.n, n->attrs.items);
     int64_t dims[1], numel = 1, start, end;
     popc_status st;
 

@@ -314,7 +314,7 @@ static popc_status step(popco_importer *im, popco_node *n, int from, int v)
                    !strcmp(op, "PRelu"))) {
         popc_attr *ax = popco_attrs_find(&n->attrs, "axis");
 
-        if (ax && popc_attr_int(&(popc_attrs){n->attrs.n, n->attrs.items},
+        if (ax && popc_attr_int(&POPC_ATTRS(n->attrs.n, n->attrs.items),
                                 "broadcast", 0) &&
             (st = legacy_broadcast(im, n, from, v, ax->i)) != POPC_OK)
             return st;
@@ -395,7 +395,7 @@ static popc_status step(popco_importer *im, popco_node *n, int from, int v)
     } else if (!strcmp(op, "Split") && v == 13) {
         st = ints_attr_to_input(im, n, "split", 1);
     } else if (!strcmp(op, "BatchNormalization") && (v == 7 || v == 9)) {
-        popc_attrs a = {n->attrs.n, n->attrs.items};
+        popc_attrs a = POPC_ATTRS(n->attrs.n, n->attrs.items);
 
         if (popco_attrs_find(&n->attrs, "spatial") &&
             popc_attr_int(&a, "spatial", 1) == 0)

@@ -7,10 +7,10 @@
 **   m = b1*m + (1-b1)*g';  v = b2*v + (1-b2)*g'^2
 **   w -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps)
 ** with bc1 = 1 - b1^t, bc2 = 1 - b2^t. adamw with bias_correction 0 uses
-** bc1 = bc2 = 1 (quirk Q1: PopTorch intends this but its snapshot still
-** corrects; popc does what the option says). amsgrad is refused, as in
-** PopTorch. first/second_order_momentum_accum_type float16 round m / v to
-** half precision after every update.
+** bc1 = bc2 = 1 (PopTorch intends this but its code still corrects; popc
+** does what the option says: docs/semantics.md §4, R4.3). amsgrad is
+** refused, as in PopTorch. first/second_order_momentum_accum_type float16
+** round m / v to half precision after every update.
 **
 ** The arithmetic follows torch's single-tensor CPU path operation by
 ** operation, in float32 with scalars rounded to float, so results agree
@@ -198,6 +198,7 @@ static popc_status adamw_step(const popc_optim_step_ctx *c)
 static const popc_optim_def adam_defs[] = {
     {
         .size = sizeof(popc_optim_def),
+        .hyper_size = sizeof(popc_hyper_def),
         .name = "adam",
         .n_hypers = N_ADAM_HYPERS,
         .hypers = adam_hypers,
@@ -211,6 +212,7 @@ static const popc_optim_def adam_defs[] = {
     },
     {
         .size = sizeof(popc_optim_def),
+        .hyper_size = sizeof(popc_hyper_def),
         .name = "adamw",
         .n_hypers = N_ADAMW_HYPERS,
         .hypers = adamw_hypers,

@@ -191,6 +191,7 @@ static popc_status lamb_step(const popc_optim_step_ctx *c)
 
 static const popc_optim_def lamb_def = {
     .size = sizeof(popc_optim_def),
+    .hyper_size = sizeof(popc_hyper_def),
     .name = "lamb",
     .n_hypers = N_HYPERS,
     .hypers = lamb_hypers,

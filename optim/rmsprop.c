@@ -249,6 +249,7 @@ static popc_status rmsprop_step(const popc_optim_step_ctx *c)
 
 static const popc_optim_def rmsprop_def = {
     .size = sizeof(popc_optim_def),
+    .hyper_size = sizeof(popc_hyper_def),
     .name = "rmsprop",
     .n_hypers = N_HYPERS,
     .hypers = rmsprop_hypers,

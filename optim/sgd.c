@@ -3,8 +3,9 @@
 **
 ** The gradient g reaching step() is final (loss scaling removed, clipped).
 **
-** Separate variant (default), torch.optim.SGD exactly (quirk Q4: on a
-** weight's first update the velocity starts at d, not at zero):
+** Separate variant (default), torch.optim.SGD exactly (docs/semantics.md
+** R4.3: on a weight's first update the velocity starts at d, not at zero
+** as on PopTorch's IPU):
 **   d = g + wd*w
 **   buf = d on step 1, else buf = mm*buf + (1-dm)*d
 **   w -= lr*(d + mm*buf) with nesterov, else w -= lr*buf
@@ -206,6 +207,7 @@ static popc_status sgd_step(const popc_optim_step_ctx *c)
 
 static const popc_optim_def sgd_def = {
     .size = sizeof(popc_optim_def),
+    .hyper_size = sizeof(popc_hyper_def),
     .name = "sgd",
     .n_hypers = N_HYPERS,
     .hypers = sgd_hypers,

@@ -4,8 +4,13 @@
 base_test_plugins = \
     %reldir%/plugins/good.la %reldir%/plugins/badabi.la \
     %reldir%/plugins/failinit.la %reldir%/plugins/wrongname.la \
-    %reldir%/plugins/dupop.la %reldir%/plugins/notaplugin.la
+    %reldir%/plugins/dupop.la %reldir%/plugins/notaplugin.la \
+    %reldir%/plugins/newminor.la %reldir%/plugins/nohypersize.la
 check_LTLIBRARIES += $(base_test_plugins)
+%canon_reldir%_plugins_newminor_la_SOURCES = %reldir%/plugins/newminor.c
+%canon_reldir%_plugins_newminor_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
+%canon_reldir%_plugins_nohypersize_la_SOURCES = %reldir%/plugins/nohypersize.c
+%canon_reldir%_plugins_nohypersize_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_good_la_SOURCES = %reldir%/plugins/good.c
 %canon_reldir%_plugins_good_la_LDFLAGS = $(POPC_TEST_MODULE_FLAGS) -rpath /nowhere
 %canon_reldir%_plugins_badabi_la_SOURCES = %reldir%/plugins/badabi.c
@@ -33,7 +38,7 @@ if ENABLE_SHARED
 check_PROGRAMS += %reldir%/check_registry
 TESTS += %reldir%/check_registry
 else
-# Static builds: the test plugins are linked into the program [STYLE P6].
+# Static builds: the test plugins are linked into the program.
 check_PROGRAMS += %reldir%/check_preload
 TESTS += %reldir%/check_preload
 endif
@@ -68,7 +73,7 @@ endif
     backends/cpu.la backends/ipumodel.la backends/offline.la \
     ops/math.la ops/tensor.la ops/popc.la ops/host.la ops/ffi.la
 
-# 'force' must be in LDFLAGS, the modules in LDADD [STYLE P5].
+# 'force' must be in LDFLAGS, the modules in LDADD.
 %canon_reldir%_check_preload_SOURCES = %reldir%/check_preload.c
 %canon_reldir%_check_preload_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_preload_LDADD = libpopc.la $(LIBLTDL) $(CHECK_LIBS) \

@@ -595,9 +595,10 @@ static int covered(const char *domain, const char *name)
     return 0;
 }
 
-/* Plugin ops are checked only when the plugins provide them: the graph
-** tests must pass on a tree without plugins, and an op without a case or
-** gradient is listed instead. A wrong gradient always fails. */
+/* Each case is checked when a plugin provides its op with a gradient; an
+** op without a case or gradient is listed. A wrong gradient fails, and
+** so does a run that checked no case at all (the ops/ plugins were not
+** found), since it would prove nothing. */
 START_TEST(plugin_ops_match_finite_differences)
 {
     popc_registry *reg;
@@ -646,6 +647,10 @@ START_TEST(plugin_ops_match_finite_differences)
             fprintf(stderr, "autodiff: op %s::%s has a gradient but no "
                     "finite-difference case here\n", d->domain, d->name);
     }
+    ck_assert_msg(checked > 0, "no op gradient was checked: none of the "
+                  "%d cases found its op with a gradient in the registry; "
+                  "build ops/ and point POPC_PLUGIN_PATH at it (make check "
+                  "does)", (int)(sizeof cases / sizeof cases[0]));
     ck_assert_msg(failed == 0, "%d op gradients disagree with finite "
                   "differences:%s", failed, failures);
 }

@@ -902,6 +902,46 @@ START_TEST(cache_key_ignores_weight_values)
 }
 END_TEST
 
+/* Two models that differ only in a compile option are two cache entries:
+** the second compile misses, and the directory then holds both. */
+START_TEST(cache_key_covers_options)
+{
+    const char *cache = path_in("c3");
+    popc_options *o = opts("cpu"), *o2 = NULL;
+    popc_graph *g = mlp(0, HID, 1);
+    popc_model *m1 = NULL, *m2 = NULL;
+    char cmd[800];
+    FILE *p;
+    int n = 0;
+
+    OK(popc_options_set(o, "enableExecutableCaching", cache));
+    popc_log_set_level(POPC_LOG_INFO);
+    popc_log_set_callback(on_log, NULL);
+    hits = misses = 0;
+    OK(popc_model_new_inference(g, o, &m1));
+    popc_tensor_free(infer(m1, 0));
+    OK(popc_options_clone(o, &o2));
+    OK(popc_options_set(o2, "Precision.enableFloatingPointExceptions",
+                        "true"));
+    OK(popc_model_new_inference(g, o2, &m2));
+    popc_tensor_free(infer(m2, 0));
+    popc_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(hits, 0);
+    ck_assert_int_eq(misses, 2);
+    snprintf(cmd, sizeof cmd, "ls '%s'/*.popcexe 2>/dev/null | wc -l",
+             cache);
+    p = popen(cmd, "r");
+    ck_assert_int_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    ck_assert_int_eq(n, 2);
+    popc_model_free(m1);
+    popc_model_free(m2);
+    popc_graph_free(g);
+    popc_options_free(o);
+    popc_options_free(o2);
+}
+END_TEST
+
 static Suite *exe_suite(void)
 {
     Suite *s = suite_create("executable");
@@ -924,6 +964,7 @@ static Suite *exe_suite(void)
     tcase_set_timeout(tcc, 300);
     tcase_add_test(tcc, cache_miss_then_hit);
     tcase_add_test(tcc, cache_key_ignores_weight_values);
+    tcase_add_test(tcc, cache_key_covers_options);
     tcase_add_test(tcc, cache_hit_is_faster);
     suite_add_tcase(s, tcc);
     return s;

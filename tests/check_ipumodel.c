@@ -37,7 +37,7 @@ typedef struct hplan {
     int n_io;
 } hplan;
 
-static const popc_attrs no_attrs = {0, NULL};
+static const popc_attrs no_attrs = {.n = 0, .items = NULL};
 
 static const popc_backend_def *backend(const char *name)
 {
@@ -66,6 +66,8 @@ static void hplan_init(hplan *h)
 {
     memset(h, 0, sizeof *h);
     h->plan.size = sizeof h->plan;
+    h->plan.slot_size = sizeof(popc_plan_slot);
+    h->plan.node_size = sizeof(popc_plan_node);
     h->plan.slots = h->slots;
     h->plan.nodes = h->nodes;
     h->plan.n_ipus = 1;

@@ -888,9 +888,39 @@ END_TEST
 /* A loss scale of 2^130 overflows float32 (its largest power of 2 is
 ** 2^127), so the scaled gradients are inf or NaN: with automatic loss
 ** scaling those steps are skipped and the scale halves until the
-** gradients are finite (three steps here: 2^130, 2^129, 2^128). Scales are powers of 2, so the unscaled gradients
+** gradients are finite (three steps here: 2^130, 2^129, 2^128). Scales
+** are powers of 2, so the unscaled gradients
 ** are exact: the weights equal, bitwise, a plain model's trained on the
 ** steps that were not skipped. */
+/* The growth half of the rule: 2000 finite steps in a row (counted from
+** the last skipped step) double the scale, and 1999 do not. m has made
+** `finite` finite steps since its last skip, at a scale of 2^127. */
+static void grows_after_2000_finite_steps(popc_model *m, int finite)
+{
+    popc_tensor *x = ref("x"), *y = ref("y"), *in[2], *loss = NULL;
+
+    in[0] = rows(x, 0, 4);
+    in[1] = rows(y, 0, 4);
+    for (; finite < 1999; finite++) {
+        OK(popc_model_run(m, in, 2, &loss, 1));
+        popc_tensor_free(loss);
+        loss = NULL;
+    }
+    ck_assert_msg(popc_model_loss_scaling(m) == 0x1p127,
+                  "after 1999 finite steps the scale is %g, not 2^127",
+                  popc_model_loss_scaling(m));
+    OK(popc_model_run(m, in, 2, &loss, 1));
+    popc_tensor_free(loss);
+    ck_assert_msg(popc_model_loss_scaling(m) == 0x1p128,
+                  "after 2000 finite steps the scale is %g, not 2^128",
+                  popc_model_loss_scaling(m));
+    ck_assert_int_eq(popc_model_steps(m), 2000);
+    popc_tensor_free(in[0]);
+    popc_tensor_free(in[1]);
+    popc_tensor_free(x);
+    popc_tensor_free(y);
+}
+
 START_TEST(automatic_loss_scaling)
 {
     popc_options *o = options(1, 1, 1, NULL, NULL);
@@ -921,6 +951,7 @@ START_TEST(automatic_loss_scaling)
     ck_assert(popc_model_loss_scaling(m) == 0x1p127);
     ck_assert_int_eq(popc_model_steps(m), 8 - skipped);
     ck_assert(params_diff(m, ref) == 0.0);
+    grows_after_2000_finite_steps(m, 8 - skipped);
     popc_model_free(m);
     popc_model_free(ref);
     popc_optimizer_free(big);

@@ -179,7 +179,7 @@ START_TEST(out_of_memory_is_a_compile_error)
     popc_plan_slot slots[3];
     popc_plan_node node;
     popc_plan plan;
-    popc_attrs none = {0, NULL};
+    popc_attrs none = {.n = 0, .items = NULL};
     int in = 1, out = 2;
     void *ctx = NULL, *exe = NULL;
 
@@ -207,6 +207,8 @@ START_TEST(out_of_memory_is_a_compile_error)
     node.outputs = &out;
     memset(&plan, 0, sizeof plan);
     plan.size = sizeof plan;
+    plan.slot_size = sizeof(popc_plan_slot);
+    plan.node_size = sizeof(popc_plan_node);
     plan.n_slots = 3;
     plan.slots = slots;
     plan.n_nodes = plan.n_forward = 1;

@@ -1281,7 +1281,7 @@ START_TEST(costs_count_flops)
     popc_view in[2] = {{.dtype = POPC_DTYPE_F32, .rank = 3, .dims = {4, 5, 6}},
                        {.dtype = POPC_DTYPE_F32, .rank = 2, .dims = {6, 7}}};
     popc_view out[1];
-    popc_attrs none = {0, NULL};
+    popc_attrs none = {.n = 0, .items = NULL};
     popc_infer_ctx ic = {.host = popc_registry_host(),
                          .node_name = "n",
                          .n_inputs = 2,

@@ -51,6 +51,7 @@ static const char *const required[] = {
     "rmsprop_centered", "rmsprop_momentum", "rmsprop_weight_decay",
     "rmsprop_centered_momentum", "rmsprop_tf", "rmsprop_tf_momentum",
     "rmsprop_tf_centered", "lamb", "lamb_no_bias", "lamb_max_weight_norm",
+    "lamb_trust_above_one",
 };
 
 static const char *ref_dir(void)

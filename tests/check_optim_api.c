@@ -103,7 +103,7 @@ START_TEST(sgd_lr_required)
 }
 END_TEST
 
-/* R4.4 / Q5: variable iff passed explicitly or marked. */
+/* R4.4: variable iff passed explicitly or marked. */
 START_TEST(variable_flags)
 {
     popc_optimizer *o = make("adam");
@@ -429,7 +429,7 @@ START_TEST(lamb_zero_weight)
 }
 END_TEST
 
-/* AdamW without bias correction (Q1) really skips it: on step 1 the
+/* AdamW without bias correction (R4.3) really skips it: on step 1 the
 ** update is lr * (1-b1) g / (sqrt(1-b2) |g| + eps). */
 START_TEST(adamw_no_bias_step1)
 {

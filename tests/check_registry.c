@@ -136,6 +136,8 @@ START_TEST(good_plugin_registers_everything)
         popc_kernel_ctx kc;
 
         memset(&kc, 0, sizeof kc);
+        kc.size = sizeof kc;
+        kc.op = op;
         kc.host = popc_registry_host();
         kc.n_inputs = kc.n_outputs = 1;
         kc.inputs = &in;
@@ -199,14 +201,104 @@ START_TEST(future_abi_is_refused_with_both_versions)
     ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/badabi"),
                      POPC_EABI);
     snprintf(msg, sizeof msg, "%s", popc_last_error());
-    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 2; rebuild the "
-                    "plugin against this popc");
+    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 3.0 (loads ABI 2 "
+                    "and 3 plugins); rebuild the plugin against this popc");
     ck_assert_int_eq(popc_registry_op_count(reg), 0);
     ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
     ck_assert_ptr_null(popc_registry_find_op(reg, NULL, "BadAbiOp", 0));
     ASSERT_HAS(popc_registry_problems(reg), "plugin ABI 99");
     ck_assert_int_eq(warnings, 1);
     ASSERT_HAS(warned, "badabi");
+}
+END_TEST
+
+/* The same major with a later minor: more members at the ends of its
+** structs than this popc knows; loaded, read through the sizes. */
+START_TEST(later_minor_of_the_major_loads)
+{
+    const popc_op_def *op;
+
+    ASSERT_OK(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/newminor"));
+    op = popc_registry_find_op(reg, "test.minor", "NewMinor", 1);
+    ck_assert_ptr_nonnull(op);
+    /* copied at the core's size, which says what the core has */
+    ck_assert_uint_eq(op->size, sizeof(popc_op_def));
+    ck_assert_int_eq(warnings, 0);
+}
+END_TEST
+
+START_TEST(optimizer_without_hyper_size_is_refused)
+{
+    ck_assert_int_eq(popc_registry_load_file(reg,
+                                             TEST_PLUGINS_DIR "/nohypersize"),
+                     POPC_EPLUGIN);
+    ASSERT_HAS(popc_last_error(), "optimizer 'nohypersize' has hyper_size "
+                                  "0; set .hyper_size = "
+                                  "sizeof(popc_hyper_def)");
+    ck_assert_ptr_null(popc_registry_find_optimizer(reg, "nohypersize"));
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
+}
+END_TEST
+
+/* The kernel-call services a backend finds by name fill the caller's
+** context up to the size it declares, and seed as the core does. */
+START_TEST(kernel_call_services)
+{
+    const popc_host *h = popc_registry_host();
+    popc_plan_kernel_ctx_fn fill;
+    popc_node_seed_fn seed;
+    void *p;
+    popc_attrs none = {.n = 0, .items = NULL};
+    popc_plan_node node;
+    popc_plan plan;
+    float x = 1, y = 0;
+    popc_view views[2] = {{POPC_DTYPE_F32, 0, {0}, &x},
+                          {POPC_DTYPE_F32, 0, {0}, &y}};
+    popc_frame frame = {.size = sizeof frame, .slots = views, .seed = 42,
+                        .training = 1};
+    int in = 0, out = 1;
+    popc_view vin, vout;
+    popc_kernel_ctx kc;
+
+    ck_assert_ptr_nonnull(h->get_proc);
+    ck_assert_ptr_null(h->get_proc("popc_no_such_service"));
+    ck_assert_ptr_nonnull(p = h->get_proc(POPC_SERVICE_PLAN_KERNEL_CTX));
+    memcpy(&fill, &p, sizeof fill);
+    ck_assert_ptr_nonnull(p = h->get_proc(POPC_SERVICE_NODE_SEED));
+    memcpy(&seed, &p, sizeof seed);
+    memset(&node, 0, sizeof node);
+    node.name = "n";
+    node.attrs = &none;
+    node.n_inputs = node.n_outputs = 1;
+    node.inputs = &in;
+    node.outputs = &out;
+    node.op = popc_registry_find_op(reg, NULL, "Twice", 0);
+    memset(&plan, 0, sizeof plan);
+    plan.size = sizeof plan;
+    plan.slot_size = sizeof(popc_plan_slot);
+    plan.node_size = sizeof(popc_plan_node);
+    plan.nodes = &node;
+    plan.n_nodes = 1;
+    plan.kernel_flags = POPC_KERNEL_STABLE_NORM;
+    /* a caller built before `flags`: nothing written past its size */
+    memset(&kc, 0x5a, sizeof kc);
+    kc.size = offsetof(popc_kernel_ctx, flags);
+    fill(h, &plan, 0, &frame, &vin, &vout, &kc);
+    ck_assert_uint_eq(kc.size, offsetof(popc_kernel_ctx, flags));
+    ck_assert_str_eq(kc.node_name, "n");
+    ck_assert_ptr_eq(vin.data, &x);
+    ck_assert_ptr_eq(vout.data, &y);
+    ck_assert_int_eq(kc.training, 1);
+    ck_assert_uint_eq(kc.seed, seed(42, 0));
+    ck_assert_uint_eq(kc.flags, 0x5a5a5a5au);
+    /* the whole context */
+    kc.size = sizeof kc;
+    fill(h, &plan, 0, &frame, &vin, &vout, &kc);
+    ck_assert_uint_eq(kc.flags, POPC_KERNEL_STABLE_NORM);
+    ck_assert_ptr_eq(kc.op, node.op);
+    ck_assert_int_eq(kc.n_parts, 1);
+    /* splitmix64 of the frame seed stepped by the node's position */
+    ck_assert_uint_eq(seed(0, 0), 0xE220A8397B1DCDAFull);
 }
 END_TEST
 
@@ -292,13 +384,15 @@ START_TEST(build_dir_scan_loads_good_ones)
 {
     const char *problems;
 
-    /* Sorted: badabi, dupop, failinit, good, notaplugin, wrongname. */
+    /* Sorted: badabi, dupop, failinit, good, newminor, nohypersize,
+    ** notaplugin, wrongname. */
     ck_assert_int_eq(popc_registry_load_path(reg, TEST_PLUGINS_DIR),
                      POPC_EABI);
     ASSERT_HAS(popc_last_error(), "badabi");
-    ck_assert_int_eq(popc_registry_plugin_count(reg), 2);
+    ck_assert_int_eq(popc_registry_plugin_count(reg), 3);
     ck_assert_str_eq(popc_registry_plugin_at(reg, 0).name, "dupop");
     ck_assert_str_eq(popc_registry_plugin_at(reg, 1).name, "good");
+    ck_assert_str_eq(popc_registry_plugin_at(reg, 2).name, "newminor");
     ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
     ck_assert_ptr_nonnull(popc_registry_find_op(reg, NULL, "DupOnly", 0));
     /* dupop came first, so its Twice@1 won. */
@@ -309,9 +403,10 @@ START_TEST(build_dir_scan_loads_good_ones)
     ASSERT_HAS(problems, "failinit");
     ASSERT_HAS(problems, "rightname");
     ASSERT_HAS(problems, "Twice@1 is already registered");
+    ASSERT_HAS(problems, "nohypersize");
     ck_assert_ptr_null(strstr(problems, "notaplugin"));
     ck_assert_ptr_null(strstr(problems, "good.c"));
-    ck_assert_int_eq(warnings, 5);
+    ck_assert_int_eq(warnings, 6);
 }
 END_TEST
 
@@ -326,7 +421,7 @@ START_TEST(mixed_dir_skips_foreign_files)
     write_file("notes", "plain text without extension\n");
 
     ck_assert_int_eq(popc_registry_load_path(reg, tmpdir), POPC_EABI);
-    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 2");
+    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 3.0");
     ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
     /* ops/ subdirectory scanned after the directory itself. */
     ck_assert_ptr_nonnull(popc_registry_find_op(reg, NULL, "DupOnly", 0));
@@ -531,6 +626,8 @@ START_TEST(module_outlives_one_of_two_registries)
     op = popc_registry_find_op(reg, NULL, "Twice", 7);
     ck_assert_ptr_nonnull(op);
     memset(&kc, 0, sizeof kc);
+    kc.size = sizeof kc;
+    kc.op = op;
     kc.n_inputs = kc.n_outputs = 1;
     kc.inputs = &in;
     kc.outputs = &out;
@@ -713,6 +810,9 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, roles_go_to_the_first_name_newest_version);
     tcase_add_test(tc, shipped_ops_play_every_role);
     tcase_add_test(tc, good_plugin_registers_everything);
+    tcase_add_test(tc, later_minor_of_the_major_loads);
+    tcase_add_test(tc, optimizer_without_hyper_size_is_refused);
+    tcase_add_test(tc, kernel_call_services);
     tcase_add_test(tc, op_versions_resolve_to_highest_not_above);
     tcase_add_test(tc, loading_the_same_file_twice_is_quiet);
     tcase_add_test(tc, same_plugin_name_from_another_file_is_eexist);

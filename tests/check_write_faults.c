@@ -473,6 +473,43 @@ START_TEST(checkpoint_write_failures_keep_the_old_checkpoint)
 }
 END_TEST
 
+/* The file's data and the rename both reach the disk: a write makes two
+** successful fsync calls (the temporary file, then the directory that now
+** holds the new name), also for a path without a directory part. With a
+** sync fault armed the file's real fsync still runs first, and the write
+** fails with the old file kept. */
+START_TEST(a_write_syncs_the_file_and_its_directory)
+{
+    const char *path = path_in("synced.bin");
+    char cwd[512];
+    long n, len;
+    char *got;
+
+    n = popc_fault_sync_count();
+    OK(popc_write_file_atomic(path, "abc", 3));
+    ck_assert_int_eq(popc_fault_sync_count() - n, 2);
+
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(dir), 0);
+    n = popc_fault_sync_count();
+    OK(popc_write_file_atomic("relative.bin", "de", 2));
+    ck_assert_int_eq(popc_fault_sync_count() - n, 2);
+    ck_assert_int_eq(chdir(cwd), 0);
+
+    n = popc_fault_sync_count();
+    popc_fault_fail_writes(EIO, -1);
+    ck_assert_int_eq(popc_write_file_atomic(path, "xyz!", 4), POPC_EIO);
+    popc_fault_fail_writes(0, 0);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), path));
+    ck_assert_int_eq(popc_fault_sync_count() - n, 1);
+    got = slurp(path, &len);
+    ck_assert_int_eq(len, 3);
+    ck_assert(memcmp(got, "abc", 3) == 0);
+    free(got);
+    ck_assert_int_eq(count_entries(dir), 2);
+}
+END_TEST
+
 static Suite *write_faults_suite(void)
 {
     Suite *s = suite_create("write_faults");
@@ -483,6 +520,7 @@ static Suite *write_faults_suite(void)
     tcase_add_test(tc, weights_write_failures_keep_the_old_directory);
     tcase_add_test(tc, executable_write_failures_keep_the_old_file);
     tcase_add_test(tc, checkpoint_write_failures_keep_the_old_checkpoint);
+    tcase_add_test(tc, a_write_syncs_the_file_and_its_directory);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;

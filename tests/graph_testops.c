@@ -141,11 +141,21 @@ static popc_status fill_fwd(const popc_kernel_ctx *k)
     return POPC_OK;
 }
 
+/* splitmix64: the test's own stream from the kernel's seed */
+static uint64_t mix(uint64_t s, int i)
+{
+    uint64_t z = s + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static popc_status rand_fwd(const popc_kernel_ctx *k)
 {
     uint64_t s = k->seed;
     for (int64_t i = 0; i < N(k); i++) {
-        s = popc_node_seed(s, (int)i);
+        s = mix(s, (int)i);
         OUT(k, 0)[i] = (float)(s >> 40) / 16777216.0f;
     }
     return POPC_OK;

@@ -10,6 +10,7 @@ include %reldir%/ops.mk
 include %reldir%/options.mk
 include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
+include %reldir%/abi2.mk
 include %reldir%/helpers.mk
 include %reldir%/data.mk
 include %reldir%/cli.mk
@@ -23,6 +24,7 @@ include %reldir%/onnx.mk
 include %reldir%/hostile.mk
 include %reldir%/faults.mk
 include %reldir%/python.mk
+include %reldir%/mutants.mk
 
 # helpers the shell tests source, and the C tests' shared assertions
 EXTRA_DIST += %reldir%/testlib.sh %reldir%/valgrind_main_job.sh \

@@ -34,6 +34,7 @@ TESTS += %reldir%/test_option_readers.sh %reldir%/test_headers.sh \
 EXTRA_DIST += %reldir%/test_option_readers.sh %reldir%/test_headers.sh \
     %reldir%/test_core_names.sh %reldir%/test_doc_links.sh \
     %reldir%/test_header_docs.sh
+EXTRA_DIST += %reldir%/cited_in_comments.py
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_options %reldir%/check_config
 TESTS += %reldir%/check_options %reldir%/check_config

@@ -67,6 +67,11 @@ expect 0 "--version" "$POPC" --version
 version=$(sed -n 's/^AC_INIT(\[popc\], \[\([^]]*\)\].*/\1/p' \
     "$POPC_SRCDIR/configure.ac")
 contains out.txt "popc $version" "--version prints the version"
+abi=$(sed -n 's/^#define POPC_PLUGIN_ABI_MAJOR \([0-9]*\)u$/\1/p' \
+    "$POPC_SRCDIR/core/include/popc/plugin.h").$(sed -n \
+    's/^#define POPC_PLUGIN_ABI_MINOR \([0-9]*\)u$/\1/p' \
+    "$POPC_SRCDIR/core/include/popc/plugin.h")
+contains out.txt "(plugin ABI $abi)" "--version prints the plugin ABI"
 expect 0 "--help" "$POPC" --help
 contains out.txt "Exit status" "--help documents the exit status"
 expect 0 "train --help" "$POPC" train --help

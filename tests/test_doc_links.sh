@@ -2,7 +2,11 @@
 # test_doc_links.sh - what the documentation and the code cite is in the
 # repository: every document under docs/ and man/ named in the
 # README, docs/ and source comments exists, and nothing cites the files
-# outside the tree that the project was specified from.
+# outside the tree that the project was specified from. Then
+# tests/cited_in_comments.py reads the comments of every source file: each
+# file path and .md name there names a file of the tree, and each §N or
+# rule id (here and in README.md and docs/) is one of docs/semantics.md.
+# Each part counts what it checked and fails on nothing checked.
 #
 # Environment (set by make check): POPC_SRCDIR.
 set -u
@@ -11,7 +15,8 @@ set -u
 cd "$POPC_SRCDIR" || exit 1
 fail=0
 files=$(find README.md docs core helpers data run onnx ops optim backends \
-    collectives tools examples plugins bench tests fuzz man python \
+    collectives tools examples plugins bench tests fuzz man python exe \
+    profile opt lib scripts \
     \( -name '*.c' -o -name '*.h' -o -name '*.md' -o -name '*.sh' \
     -o -name '*.mk' -o -name '*.py' -o -name '*.1' -o -name '*.5' \) \
     -type f 2>/dev/null | grep -v '^tests/data/')
@@ -30,6 +35,14 @@ for ref in $(grep -oh '\(docs\|man\)/[A-Za-z0-9_.-]*\.\(md\|png\|[15]\)' \
     n=$((n + 1))
     [ -e "$ref" ] || { echo "FAIL: $ref is cited but missing"; fail=1; }
 done
+[ "$n" -gt 0 ] || { echo "FAIL: no cited document found: nothing checked"; \
+    fail=1; }
+if ! command -v python3 >/dev/null; then
+    echo "FAIL: python3 is needed to read the comments (Debian package" \
+        "python3, which scripts/install-deps installs)"
+    exit 1
+fi
+python3 tests/cited_in_comments.py . || fail=1
 [ $fail -eq 0 ] && echo "PASS: $n cited documents exist; nothing cites" \
-    "files outside the repository"
+    "files outside the repository; every citation in comments resolves"
 exit $fail

@@ -4,7 +4,8 @@
 # run on the ipumodel backend), headless Chromium loads profile.html from
 # the file system with networking off, and the DOM it dumps must show
 # every chart drawn (data-drawn="N" with N > 0, SVG rects, no chart
-# error). The screenshot is kept as tests/profile-html.png; the working
+# error). The screenshot is kept (profile-html.png in the build's tests
+# directory); the working
 # files are removed unless the test fails.
 # Exit 77 (skipped) when Chromium is not installed.
 set -u

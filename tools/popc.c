@@ -140,8 +140,9 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("popc %s (plugin ABI %u)\n", POPC_VERSION_STRING,
-               (unsigned)POPC_PLUGIN_ABI_VERSION);
+        printf("popc %s (plugin ABI %u.%u)\n", POPC_VERSION_STRING,
+               (unsigned)POPC_PLUGIN_ABI_MAJOR,
+               (unsigned)POPC_PLUGIN_ABI_MINOR);
         return EXIT_OK;
     }
     if (strcmp(argv[1], "help") == 0) {

@@ -32,16 +32,19 @@ static int64_t group_id(const popc_plan_node *pn)
 
 static int same_group(const popc_plan *p, int a, int b)
 {
-    return group_id(&p->nodes[a]) == group_id(&p->nodes[b]) &&
-           p->nodes[a].op == p->nodes[b].op &&
-           p->nodes[a].ipu == p->nodes[b].ipu;
+    const popc_plan_node *na = popc_plan_node_at(p, a);
+    const popc_plan_node *nb = popc_plan_node_at(p, b);
+
+    return group_id(na) == group_id(nb) && na->op == nb->op &&
+           na->ipu == nb->ipu;
 }
 
 /* Whether node a is planned before node b: more flops first, then the
 ** earlier in the schedule. */
 static int planned_before(const popc_plan *p, int a, int b)
 {
-    double fa = p->nodes[a].cost.flops, fb = p->nodes[b].cost.flops;
+    double fa = popc_plan_node_at(p, a)->cost.flops;
+    double fb = popc_plan_node_at(p, b)->cost.flops;
 
     return fa != fb ? fa > fb : a < b;
 }
@@ -79,7 +82,7 @@ static popc_status plan_group(ipum_map *m, int *members, int n,
                               const char *who)
 {
     const popc_plan *p = m->plan;
-    const popc_plan_node *lead = &p->nodes[members[0]];
+    const popc_plan_node *lead = popc_plan_node_at(p, members[0]);
     int64_t reserved = popc_attr_int(lead->attrs, POPC_ATTR_MULTICONV_RESERVED,
                                      DEFAULT_RESERVED);
     double back_off = popc_attr_float(lead->attrs, POPC_ATTR_MULTICONV_BACKOFF,
@@ -95,13 +98,13 @@ static popc_status plan_group(ipum_map *m, int *members, int n,
             "lower perConvReservedTiles (%s backend)",
             lead->name, n, (long long)reserved, T, who);
     for (int i = 0; i < n; i++)
-        if (popc_attr_int(p->nodes[members[i]].attrs,
+        if (popc_attr_int(popc_plan_node_at(p, members[i])->attrs,
                           POPC_ATTR_CONV_DITHERING, 0))
             return ipum_host->set_error(
                 POPC_EUNSUPPORTED, "MultiConv of '%s': per-convolution "
                 "dithering ('%s') with the parallel plan is not supported "
                 "yet; use planType Serial, or no dithering", lead->name,
-                p->nodes[members[i]].name);
+                popc_plan_node_at(p, members[i])->name);
     sort_members(p, members, n);
     for (int i = 0; i < n; i++) {
         int k = members[i], alone = m->nodes[k].n, t;
@@ -125,7 +128,7 @@ popc_status ipum_multiconv_place(ipum_map *m, const char *who)
     popc_status st = POPC_OK;
 
     for (int k = 0; k < p->n_nodes && st == POPC_OK; k++) {
-        const popc_plan_node *pn = &p->nodes[k];
+        const popc_plan_node *pn = popc_plan_node_at(p, k);
         int n = 0, seen = 0;
 
         if (group_id(pn) <= 0 ||

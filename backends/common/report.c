@@ -133,7 +133,7 @@ static void put_ops(FILE *f, const ipum_map *m)
 
     fprintf(f, " \"ops\": [");
     for (int k = 0; k < p->n_nodes; k++) {
-        const popc_plan_node *pn = &p->nodes[k];
+        const popc_plan_node *pn = popc_plan_node_at(p, k);
         const ipum_node_map *nm = &m->nodes[k];
 
         fprintf(f, "%s\n  {\"index\": %d, \"name\": ", k ? "," : "", k);
@@ -173,22 +173,22 @@ static void put_outlined(FILE *f, const ipum_map *m)
 
     fprintf(f, " \"outlined\": [");
     for (int k = 0; k < p->n_nodes; k++) {
-        const char *id = body_id(&p->nodes[k]);
+        const char *id = body_id(popc_plan_node_at(p, k));
         int seen = 0, calls = 0;
 
         if (!id)
             continue;
         for (int j = 0; j < k && !seen; j++)
-            seen = body_id(&p->nodes[j]) &&
-                   strcmp(body_id(&p->nodes[j]), id) == 0;
+            seen = body_id(popc_plan_node_at(p, j)) &&
+                   strcmp(body_id(popc_plan_node_at(p, j)), id) == 0;
         if (seen)
             continue;
         fprintf(f, "%s\n  {\"body\": ", first ? "" : ",");
         put_string(f, id);
         fprintf(f, ", \"ops\": [");
         for (int j = k; j < p->n_nodes; j++)
-            if (body_id(&p->nodes[j]) &&
-                strcmp(body_id(&p->nodes[j]), id) == 0)
+            if (body_id(popc_plan_node_at(p, j)) &&
+                strcmp(body_id(popc_plan_node_at(p, j)), id) == 0)
                 fprintf(f, "%s%d", calls++ ? ", " : "", j);
         fprintf(f, "], \"calls\": %d}", calls);
         first = 0;
@@ -202,18 +202,18 @@ static void put_stages(FILE *f, const ipum_map *m)
     int n = 0;
 
     for (int k = 0; k < p->n_nodes; k++)
-        if (p->nodes[k].stage + 1 > n)
-            n = p->nodes[k].stage + 1;
+        if (popc_plan_node_at(p, k)->stage + 1 > n)
+            n = popc_plan_node_at(p, k)->stage + 1;
     fprintf(f, " \"stages\": [");
     for (int st = 0; st < n; st++) {
         double cycles = 0.0;
         int ipu = -1;
 
         for (int k = 0; k < p->n_nodes; k++)
-            if (p->nodes[k].stage == st) {
+            if (popc_plan_node_at(p, k)->stage == st) {
                 cycles += m->nodes[k].cycles;
                 if (ipu < 0)
-                    ipu = p->nodes[k].ipu;
+                    ipu = popc_plan_node_at(p, k)->ipu;
             }
         fprintf(f, "%s{\"stage\": %d, \"ipu\": %d, \"cycles\": %.1f}",
                 st ? ", " : "", st, ipu, cycles);

@@ -55,10 +55,19 @@ popc_status ipum_device_init(const popc_backend_config *cfg, const char *who,
         iters = cfg->device_iterations;
         accum = cfg->gradient_accumulation;
     }
-    if (POPC_HAS_FIELD(popc_backend_config, size, ipu_id)) {
-        dither = cfg->conv_dithering != 0;
-        sync = cfg->sync_pattern;
-        ipu_id = cfg->ipu_id;
+    if (POPC_HAS_FIELD(popc_backend_config, size, impl) && cfg->option_int) {
+        /* a host that cannot answer these names is broken: fail */
+        static const char *const names[] = {
+            "Training.setConvolutionDithering", "syncPattern", "useIpuId"};
+        int64_t v[3];
+        popc_status st;
+
+        for (int i = 0; i < 3; i++)
+            if ((st = cfg->option_int(cfg, names[i], &v[i])) != POPC_OK)
+                return st;
+        dither = v[0] != 0;
+        sync = (int)v[1];
+        ipu_id = (int)v[2];
     }
     switch (version == 0 ? 2 : version) {
     case 1:
@@ -220,7 +229,7 @@ static popc_status place_ranges(ipum_map *m, const char *who)
                   p->offchip_from && p->offchip_to;
 
     for (int s = 0; s < p->n_slots; s++) {
-        const popc_plan_slot *sl = &p->slots[s];
+        const popc_plan_slot *sl = popc_plan_slot_at(p, s);
         ipum_slot_map *sm = &m->slots[s];
 
         sm->ipu = sl->ipu;
@@ -232,7 +241,7 @@ static popc_status place_ranges(ipum_map *m, const char *who)
     /* An input is streamed to the IPU that first reads it and held until
     ** its last reader. */
     for (int k = 0; k < p->n_nodes; k++) {
-        const popc_plan_node *pn = &p->nodes[k];
+        const popc_plan_node *pn = popc_plan_node_at(p, k);
 
         if (pn->ipu < 0 || pn->ipu >= MAX_IPUS)
             return bad_plan(who, "node", pn->name, pn->ipu);
@@ -252,7 +261,7 @@ static popc_status place_ranges(ipum_map *m, const char *who)
             int s = pn->inputs[j];
             ipum_slot_map *sm;
 
-            if (s < 0 || p->slots[s].kind != POPC_SLOT_INPUT)
+            if (s < 0 || popc_plan_slot_at(p, s)->kind != POPC_SLOT_INPUT)
                 continue;
             sm = &m->slots[s];
             if (sm->live_from < 0) {
@@ -265,7 +274,7 @@ static popc_status place_ranges(ipum_map *m, const char *who)
     for (int s = 0; s < p->n_slots; s++) {
         int ipu = m->slots[s].ipu;
         if (ipu < 0 || ipu >= MAX_IPUS)
-            return bad_plan(who, "tensor", p->slots[s].name, ipu);
+            return bad_plan(who, "tensor", popc_plan_slot_at(p, s)->name, ipu);
         if (ipu >= n_ipus)
             n_ipus = ipu + 1;
     }
@@ -281,7 +290,7 @@ static void place_slots(ipum_map *m, int *cursor)
 
     for (int pass = 0; pass < 2; pass++)
         for (int s = 0; s < p->n_slots; s++) {
-            const popc_plan_slot *sl = &p->slots[s];
+            const popc_plan_slot *sl = popc_plan_slot_at(p, s);
             ipum_slot_map *sm = &m->slots[s];
             int live = sm->live_from >= 0;
             unsigned loc;
@@ -330,7 +339,7 @@ static uint64_t conv_hash(const popc_plan *p, const popc_plan_node *pn)
 
         if (s < 0)
             continue;
-        v = &p->slots[s].info;
+        v = &popc_plan_slot_at(p, s)->info;
         for (int d = 0; d < v->rank; d++) {
             h ^= (uint64_t)v->dims[d] + (uint64_t)j * 0x10000ull;
             h *= 1099511628211ull;
@@ -346,12 +355,12 @@ static uint64_t conv_hash(const popc_plan *p, const popc_plan_node *pn)
 static double node_temp(const ipum_map *m, int k)
 {
     const popc_plan *p = m->plan;
-    const popc_plan_node *pn = &p->nodes[k];
+    const popc_plan_node *pn = popc_plan_node_at(p, k);
     double temp = pn->cost.temp_bytes > 0.0 ? pn->cost.temp_bytes : 0.0;
 
     for (int j = 0; j < pn->n_inputs; j++) {
         int s = pn->inputs[j];
-        if (s >= 0 && is_persistent(p->slots[s].kind) &&
+        if (s >= 0 && is_persistent(popc_plan_slot_at(p, s)->kind) &&
             (ipum_slot_location(p, s) & POPC_LOC_OFF_CHIP))
             temp += (double)m->slots[s].bytes;
     }
@@ -360,7 +369,7 @@ static double node_temp(const ipum_map *m, int k)
 
 void ipum_node_size(ipum_map *m, int k, int n)
 {
-    const popc_plan_node *pn = &m->plan->nodes[k];
+    const popc_plan_node *pn = popc_plan_node_at(m->plan, k);
     ipum_node_map *nm = &m->nodes[k];
     double avail = pn->available_memory > 0.0 ? pn->available_memory
                                               : m->dev.available;
@@ -389,7 +398,7 @@ static void place_nodes(ipum_map *m)
     const ipum_device *d = &m->dev;
 
     for (int k = 0; k < p->n_nodes; k++) {
-        const popc_plan_node *pn = &p->nodes[k];
+        const popc_plan_node *pn = popc_plan_node_at(p, k);
         ipum_node_map *nm = &m->nodes[k];
         double out = 0.0, temp = node_temp(m, k), by_flops;
         int n;
@@ -525,9 +534,9 @@ static popc_status measure(ipum_map *m)
         m->tiles[i].peak_node = -1;
     for (int s = 0; s < p->n_slots; s++) {
         const ipum_slot_map *sm = &m->slots[s];
-        int c = category(p->slots[s].kind);
+        int c = category(popc_plan_slot_at(p, s)->kind);
 
-        if (!is_persistent(p->slots[s].kind))
+        if (!is_persistent(popc_plan_slot_at(p, s)->kind))
             continue;
         for (int i = 0; i < sm->n; i++) {
             int t = (sm->first + i) % m->dev.tiles;
@@ -590,16 +599,16 @@ static popc_status oom_error(const ipum_map *m, int ipu, int t,
     for (int s = 0; s < p->n_slots; s++) {
         const ipum_slot_map *sm = &m->slots[s];
         int from[2], to[2], spans = ipum_slot_intervals(m, s, from, to);
-        int live = is_persistent(p->slots[s].kind);
+        int live = is_persistent(popc_plan_slot_at(p, s)->kind);
 
         for (int i = 0; i < spans && k >= 0; i++)
             live |= from[i] <= k && k <= to[i];
         if (sm->ipu == ipu && live)
-            keep_largest(top, &n, (named){p->slots[s].name, 0,
+            keep_largest(top, &n, (named){popc_plan_slot_at(p, s)->name, 0,
                                           ipum_slot_bytes_on(m, s, t)});
     }
     if (k >= 0)
-        keep_largest(top, &n, (named){p->nodes[k].name, 1,
+        keep_largest(top, &n, (named){popc_plan_node_at(p, k)->name, 1,
                                       node_temp_on(m, k, ipu, t)});
     list[0] = '\0';
     for (int i = 0; i < n && len < sizeof list; i++)
@@ -640,7 +649,7 @@ static popc_status check_io_tiles(ipum_map *m, const char *who)
         need[ipu] += b;
         if (b > largest_bytes[ipu]) {
             largest_bytes[ipu] = b;
-            largest[ipu] = p->slots[s].name;
+            largest[ipu] = popc_plan_slot_at(p, s)->name;
         }
     }
     for (int i = 0; i < MAX_IPUS; i++) {

@@ -13,10 +13,12 @@
 
 #include "popc/plugin.h"
 #include "backends/common/fpx.h"
+#include "backends/common/services.h"
 
 #define MAX_IO 64
 
 static const popc_host *host;
+static popc_plan_kernel_ctx_fn plan_kernel_ctx;
 
 typedef struct cpu_exe {
     const popc_plan *plan;
@@ -55,7 +57,7 @@ static void cpu_close(void *ctx)
 
 static popc_status check_node(const popc_plan *plan, int k)
 {
-    const popc_plan_node *n = &plan->nodes[k];
+    const popc_plan_node *n = popc_plan_node_at(plan, k);
     const char *name = n->name ? n->name : "(unnamed)";
 
     if (!n->op || !n->op->forward)
@@ -72,10 +74,11 @@ static popc_status check_node(const popc_plan *plan, int k)
             return host->set_error(POPC_EBACKEND, "cpu backend: node '%s' "
                                    "refers to slot %d of %d", name, s,
                                    plan->n_slots);
-        if (s >= 0 && plan->slots[s].info.dtype == POPC_DTYPE_UNDEFINED)
+        if (s >= 0 &&
+            popc_plan_slot_at(plan, s)->info.dtype == POPC_DTYPE_UNDEFINED)
             return host->set_error(POPC_EBACKEND, "cpu backend: node '%s': "
                                    "slot '%s' has no type", name,
-                                   plan->slots[s].name);
+                                   popc_plan_slot_at(plan, s)->name);
     }
     return POPC_OK;
 }
@@ -111,11 +114,11 @@ static popc_status cpu_run_nodes(void *ctx, void *exe,
 
     (void)ctx;
     for (int k = first; k < last; k++) {
-        const popc_plan_node *n = &plan->nodes[k];
-        popc_kernel_ctx kc = popc_plan_kernel_ctx(host, plan, k, frame, in,
-                                                  out);
+        const popc_plan_node *n = popc_plan_node_at(plan, k);
+        popc_kernel_ctx kc = {.size = sizeof kc};
         popc_status st;
 
+        plan_kernel_ctx(host, plan, k, frame, in, out, &kc);
         if (kc.flags & POPC_KERNEL_FP_EXCEPTIONS)
             fpx_begin();
         if ((st = n->op->forward(&kc)) != POPC_OK)
@@ -139,12 +142,17 @@ static const popc_backend_def cpu_backend = {
     .run_nodes = cpu_run_nodes,
     .parallel = NULL,
     .cycles = NULL,
-    .report = NULL,
 };
 
 static popc_status cpu_init(const popc_host *h, popc_registrar *reg)
 {
+    popc_status st;
+
     host = h;
+    if ((st = backend_service(h, "cpu backend", POPC_SERVICE_PLAN_KERNEL_CTX,
+                              &plan_kernel_ctx, sizeof plan_kernel_ctx)) !=
+        POPC_OK)
+        return st;
     return h->register_backend(reg, &cpu_backend);
 }
 

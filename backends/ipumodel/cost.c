@@ -95,7 +95,8 @@ static double rate(const ipum_device *d, const popc_plan *p,
     ** and marks them (POPC_KERNEL_HALF_PARTIALS): an IPU runs them in
     ** float16 */
     int half = (pn->n_outputs > 0 &&
-                p->slots[pn->outputs[0]].info.dtype == POPC_DTYPE_F16) ||
+                popc_plan_slot_at(p, pn->outputs[0])->info.dtype ==
+                    POPC_DTYPE_F16) ||
                popc_attr_int(pn->attrs, POPC_ATTR_FLOAT16, 0);
 
     if (is_matrix(pn->op))
@@ -119,7 +120,7 @@ static double stream(double bytes, int io_tiles, double work)
 static double locations(const ipum_map *m, int k, double work)
 {
     const popc_plan *p = m->plan;
-    const popc_plan_node *pn = &p->nodes[k];
+    const popc_plan_node *pn = popc_plan_node_at(p, k);
     double extra = 0.0, R = m->dev.replicas;
 
     for (int j = 0; j < pn->n_inputs + pn->n_outputs; j++) {
@@ -131,7 +132,7 @@ static double locations(const ipum_map *m, int k, double work)
         if (s < 0 || !(loc = ipum_slot_location(p, s)))
             continue;
         sm = &m->slots[s];
-        if (p->slots[s].kind == POPC_SLOT_ACT) {
+        if (popc_plan_slot_at(p, s)->kind == POPC_SLOT_ACT) {
             if (j < pn->n_inputs && sm->off_to == k)
                 extra += stream((double)sm->bytes, loc & POPC_LOC_IO_LOAD,
                                 work);
@@ -154,7 +155,7 @@ static double locations(const ipum_map *m, int k, double work)
 double ipum_node_cycles(ipum_map *m, int k)
 {
     const popc_plan *p = m->plan;
-    const popc_plan_node *pn = &p->nodes[k];
+    const popc_plan_node *pn = popc_plan_node_at(p, k);
     ipum_node_map *nm = &m->nodes[k];
     double tiles = nm->n > 0 ? nm->n : 1;
     double exch_rate = m->dev.version == 1 ? 4.0 : 24.0;
@@ -167,7 +168,7 @@ double ipum_node_cycles(ipum_map *m, int k)
     nm->sync = SYNC_CYCLES * nm->serial;
     for (int j = 0; j < pn->n_inputs; j++) {
         int s = pn->inputs[j];
-        if (s < 0 || p->slots[s].kind == POPC_SLOT_INPUT ||
+        if (s < 0 || popc_plan_slot_at(p, s)->kind == POPC_SLOT_INPUT ||
             m->slots[s].ipu == pn->ipu)
             continue;
         link += (double)m->slots[s].bytes;
@@ -190,7 +191,8 @@ void ipum_cost_fill(ipum_map *m)
 static int ipu_starts(const ipum_map *m, int k)
 {
     for (int j = 0; j < k; j++)
-        if (m->plan->nodes[j].ipu == m->plan->nodes[k].ipu)
+        if (popc_plan_node_at(m->plan, j)->ipu ==
+            popc_plan_node_at(m->plan, k)->ipu)
             return 0;
     return 1;
 }
@@ -208,7 +210,7 @@ static void host_bytes(const ipum_map *m, int first, int last,
     for (int s = 0; s < p->n_slots; s++) {
         unsigned loc = ipum_slot_location(p, s);
         int at = m->slots[s].live_from;
-        int in = p->slots[s].kind == POPC_SLOT_INPUT;
+        int in = popc_plan_slot_at(p, s)->kind == POPC_SLOT_INPUT;
 
         if (!in && !(loc & POPC_LOC_HOST_OUTPUT))
             continue;
@@ -295,7 +297,7 @@ double ipum_cost_cycles(const ipum_map *m, int first, int last)
 int ipum_cost_parts(const ipum_map *m, int k, int max_parts,
                     double gemm_rate)
 {
-    const popc_plan_node *pn = &m->plan->nodes[k];
+    const popc_plan_node *pn = popc_plan_node_at(m->plan, k);
     double flops = pn->cost.flops > 0.0 ? pn->cost.flops : 0.0;
     double bytes = pn->cost.bytes > 0.0 ? pn->cost.bytes : 0.0;
     double ns = is_matrix(pn->op) ? flops / gemm_rate

@@ -4,7 +4,8 @@
 ** pipeline stages concurrently, and estimates cycles.
 **
 ** Bitwise agreement with the cpu backend: every node gets the same
-** inputs, attributes and seed (popc_node_seed) as on cpu; split kernels
+** inputs, attributes and seed (the host's POPC_SERVICE_PLAN_KERNEL_CTX)
+** as on cpu; split kernels
 ** write disjoint shares and promise the whole-run result for any part
 ** count (POPC_OP_SPLIT), and concurrent tasks are independent (the core
 ** orders every reduction). OpenBLAS is set to one thread while a context
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "backends/common/fpx.h"
+#include "backends/common/services.h"
 #include "backends/common/tilemap.h"
 #include "backends/ipumodel/calibrate.h"
 #include "backends/ipumodel/pool.h"
@@ -56,6 +58,7 @@ typedef struct split_arg {
 } split_arg;
 
 static const popc_host *kernel_host;
+static popc_plan_kernel_ctx_fn plan_kernel_ctx;
 
 /* OpenBLAS threads, shared by every open context. */
 static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -136,7 +139,7 @@ fail:
 /* Slot references are checked by the tile map. */
 static popc_status check_node(const popc_plan *plan, int k)
 {
-    const popc_plan_node *n = &plan->nodes[k];
+    const popc_plan_node *n = popc_plan_node_at(plan, k);
     const char *name = n->name ? n->name : "(unnamed)";
 
     if (!n->op || !n->op->forward)
@@ -242,12 +245,12 @@ static popc_status ipm_run_nodes(void *vctx, void *vexe,
     popc_view in[MAX_IO], out[MAX_IO];
 
     for (int k = first; k < last; k++) {
-        const popc_plan_node *n = &plan->nodes[k];
+        const popc_plan_node *n = popc_plan_node_at(plan, k);
         int parts = e->parts[k] < max_parts ? e->parts[k] : max_parts;
-        popc_kernel_ctx kc = popc_plan_kernel_ctx(kernel_host, plan, k,
-                                                  frame, in, out);
+        popc_kernel_ctx kc = {.size = sizeof kc};
         popc_status st;
 
+        plan_kernel_ctx(kernel_host, plan, k, frame, in, out, &kc);
         if (n->op->flags & POPC_OP_HOST) {
             pthread_mutex_lock(&c->host_ops);
             st = n->op->forward(&kc);
@@ -311,8 +314,14 @@ static const popc_backend_def ipumodel_backend = {
 
 static popc_status ipumodel_init(const popc_host *h, popc_registrar *reg)
 {
+    popc_status st;
+
     ipum_host = h;
     kernel_host = ipum_pool_setup(h);
+    if ((st = backend_service(h, WHO, POPC_SERVICE_PLAN_KERNEL_CTX,
+                              &plan_kernel_ctx, sizeof plan_kernel_ctx)) !=
+        POPC_OK)
+        return st;
     return h->register_backend(reg, &ipumodel_backend);
 }
 

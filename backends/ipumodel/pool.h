@@ -18,7 +18,8 @@
 ** Failures: a split or parallel call returns the status of the lowest
 ** failing part or task index (tasks after a failure may be skipped, tasks
 ** before it always run), and that worker's message is copied into the
-** calling thread's error (STYLE B6.4).
+** calling thread's error: an error is reported where the operation that
+** failed was asked for, never lost on the thread it happened on.
 **
 ** A pool is used by one outside thread at a time.
 */

@@ -4,7 +4,7 @@
 ** ipumodel backend (backends/common), but nothing ever runs.
 **
 ** The core refuses a run on an offline model before it reaches a backend
-** (semantics §5a); run_nodes gives PopTorch's text as well, so a caller
+** (semantics §5); run_nodes gives PopTorch's text as well, so a caller
 ** driving the backend directly gets the same answer.
 */
 #include "config.h"
@@ -59,11 +59,11 @@ static popc_status off_compile(void *vctx, const popc_plan *plan,
 
     *out = NULL;
     for (int k = 0; k < plan->n_nodes; k++)
-        if (!plan->nodes[k].op)
+        if (!popc_plan_node_at(plan, k)->op)
             return ipum_host->set_error(POPC_EBACKEND, WHO " backend: node "
                                         "%d '%s' has no op definition", k,
-                                        plan->nodes[k].name ?
-                                            plan->nodes[k].name :
+                                        popc_plan_node_at(plan, k)->name ?
+                                            popc_plan_node_at(plan, k)->name :
                                             "(unnamed)");
     if ((st = ipum_map_build(&c->dev, plan, WHO, &m)) != POPC_OK)
         return st;

@@ -108,7 +108,7 @@ static popc_status cb_add_node(popc_grad_ctx *gc, const char *domain,
         return popc_set_error(POPC_EINVAL, "gradient of node '%s': "
                               "grad_add_node without an op", gc->node_name);
     if (float16_mark(a, a->fwd)) {
-        popc_attrs have = {n_attrs, attrs};
+        popc_attrs have = POPC_ATTRS(n_attrs, attrs);
 
         if (!popc_attrs_find(&have, POPC_ATTR_FLOAT16)) {
             if (!(marked = popci_malloc(sizeof *marked *
@@ -318,7 +318,7 @@ static popc_status diff_node(ad *a, int n)
     popc_graph *g = a->g;
     const popc_op_def *def = popci_graph_node_def(g, n);
     popci_node x = g->nodes[n]; /* shallow copy: g->nodes may move */
-    popc_attrs av = {x.n_attrs, x.attrs};
+    popc_attrs av = POPC_ATTRS(x.n_attrs, x.attrs);
     popc_view *in_info = NULL, *out_info = NULL;
     int *out_grads = NULL, *in_grads = NULL, ready;
     popc_grad_ctx gc;
@@ -342,6 +342,8 @@ static popc_status diff_node(ad *a, int n)
     for (int i = 0; i < x.n_inputs; i++)
         in_grads[i] = -1;
     memset(&gc, 0, sizeof gc);
+    gc.size = sizeof gc;
+    gc.op = def;
     gc.host = popci_host();
     gc.impl = a;
     gc.node_name = x.name;

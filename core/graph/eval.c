@@ -5,7 +5,7 @@
 ** clarity: only the nodes the requested values depend on run, each op's
 ** infer() runs again on the actual input shapes, every kernel is called
 ** whole (n_parts = 1), and an intermediate tensor is freed after its last
-** reader. Kernel seeds are popc_node_seed(seed, node id), so a run is
+** reader. Kernel seeds are popci_node_seed(seed, node id), so a run is
 ** reproducible and two random nodes never share a stream.
 */
 #include "config.h"
@@ -114,7 +114,7 @@ static popc_status run_node(eval_state *s, int n, int training, uint64_t seed)
     const popc_graph *g = s->g;
     const popci_node *x = &g->nodes[n];
     const popc_op_def *def = popci_graph_node_def_c(g, n);
-    popc_attrs av = {x->n_attrs, x->attrs};
+    popc_attrs av = POPC_ATTRS(x->n_attrs, x->attrs);
     popc_view *in = NULL, *out = NULL;
     popc_kernel_ctx kc;
     void *state = NULL;
@@ -150,7 +150,8 @@ static popc_status run_node(eval_state *s, int n, int training, uint64_t seed)
         out[j] = popc_tensor_view(s->t[v]);
     }
     if (def->prepare) {
-        popc_infer_ctx ic = {.host = popci_host(), .node_name = x->name,
+        popc_infer_ctx ic = {.size = sizeof ic, .op = def,
+                             .host = popci_host(), .node_name = x->name,
                              .n_inputs = x->n_inputs, .inputs = in,
                              .n_outputs = x->n_outputs, .outputs = out,
                              .attrs = &av, .training = training};
@@ -158,6 +159,8 @@ static popc_status run_node(eval_state *s, int n, int training, uint64_t seed)
             goto done;
     }
     memset(&kc, 0, sizeof kc);
+    kc.size = sizeof kc;
+    kc.op = def;
     kc.host = popci_host();
     kc.node_name = x->name;
     kc.n_inputs = x->n_inputs;
@@ -168,7 +171,7 @@ static popc_status run_node(eval_state *s, int n, int training, uint64_t seed)
     kc.part = 0;
     kc.n_parts = 1;
     kc.training = training;
-    kc.seed = popc_node_seed(seed, n);
+    kc.seed = popci_node_seed(seed, n);
     kc.state = state;
     st = def->forward(&kc);
     if (def->release && state)

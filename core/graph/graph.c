@@ -525,7 +525,7 @@ static popc_status infer_new_node(popc_graph *g, const popc_op_def *def,
                                   int n_attrs, popc_view *outs, int n_outputs)
 {
     popc_view *in = NULL;
-    popc_attrs av = {n_attrs, attrs};
+    popc_attrs av = POPC_ATTRS(n_attrs, attrs);
     popc_status st = POPC_OK;
     int ready;
 

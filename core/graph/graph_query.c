@@ -138,7 +138,7 @@ int popc_graph_node_output(const popc_graph *g, int node, int i)
 
 popc_attrs popc_graph_node_attrs(const popc_graph *g, int node)
 {
-    popc_attrs a = {0, NULL};
+    popc_attrs a = POPC_ATTRS(0, NULL);
 
     if (VALID_NODE(g, node)) {
         a.n = g->nodes[node].n_attrs;

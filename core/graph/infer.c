@@ -37,6 +37,7 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
         return popc_set_error(POPC_EPLUGIN, "node '%s': op %s::%s has no "
                               "infer(); the plugin is broken", node_name,
                               def->domain, def->name);
+    ic.size = sizeof ic;
     ic.host = popci_host();
     ic.node_name = node_name;
     ic.n_inputs = n_in;
@@ -45,6 +46,7 @@ popc_status popci_infer_run(const popc_op_def *def, const char *node_name,
     ic.outputs = outs;
     ic.attrs = attrs;
     ic.training = training;
+    ic.op = def;
     if ((st = def->infer(&ic)) != POPC_OK)
         return st;
     for (int j = 0; j < n_out; j++) {
@@ -91,7 +93,7 @@ popc_status popci_graph_infer_node(popc_graph *g, int node, int training,
 {
     const popci_node *n = &g->nodes[node];
     const popc_op_def *def = popci_graph_node_def(g, node);
-    popc_attrs av = {n->n_attrs, n->attrs};
+    popc_attrs av = POPC_ATTRS(n->n_attrs, n->attrs);
     popc_view *in = NULL;
     popc_status st;
     int ready;

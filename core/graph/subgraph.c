@@ -136,10 +136,10 @@ popc_status popci_graph_cost(const popc_graph *g, popc_cost *cost)
                                   popc_graph_name(g), POPCI_COST_MAX_IO);
         node_views(g, id, 1, in, ni);
         node_views(g, id, 0, out, no);
-        ic = (popc_infer_ctx){.host = popci_host(),
+        ic = (popc_infer_ctx){.size = sizeof ic, .host = popci_host(),
                               .node_name = popc_graph_node_name(g, id),
                               .n_inputs = ni, .inputs = in, .n_outputs = no,
-                              .outputs = out, .attrs = &attrs};
+                              .outputs = out, .attrs = &attrs, .op = op};
         if (op && op->cost) {
             if ((st = op->cost(&ic, &c)) != POPC_OK)
                 return st;

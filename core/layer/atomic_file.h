@@ -5,7 +5,7 @@
 **
 ** The data goes to a temporary file next to `path` ("<path>.tmp-<pid>.
 ** XXXXXX" by mkstemp, mode 0644), is flushed and fsync'ed, then renamed
-** over `path`. On any failure the temporary file is removed and `path` is
+** over `path`, and the directory holding it is fsync'ed. On any failure the temporary file is removed and `path` is
 ** untouched. The public face is popc_write_file_atomic (popc/file.h).
 */
 #ifndef POPC_LAYER_ATOMIC_FILE_H

@@ -37,7 +37,8 @@ static const char *name_list(const popc_optimizer *o, int skip_fixed,
         if (skip_fixed && (popci_optim_flags(o, h) & POPC_HYPER_FIXED))
             continue;
         len += (size_t)snprintf(buf + len, size - len, "%s'%s'",
-                                first ? "" : ", ", o->def->hypers[h].name);
+                                first ? "" : ", ",
+                                popc_optim_hyper_at(o->def, h)->name);
         first = 0;
     }
     if (len < size)
@@ -65,7 +66,7 @@ static popc_status unknown(const popc_optimizer *o, const char *name,
 
         for (int k = 0; k < o->n_hypers && n < POPCI_OPTIM_MAX_HYPERS; k++)
             if (!skip_fixed || !(popci_optim_flags(o, k) & POPC_HYPER_FIXED))
-                names[n++] = o->def->hypers[k].name;
+                names[n++] = popc_optim_hyper_at(o->def, k)->name;
         close = name ? popci_closest_name(name, names, n) : NULL;
         return popc_set_error(POPC_ENOTFOUND,
                               "Unknown attribute %s, allowed values: %s "
@@ -79,7 +80,7 @@ static popc_status unknown(const popc_optimizer *o, const char *name,
 /* Checks that need no knowledge of the optimizer. */
 static popc_status check_value(const popc_optimizer *o, int h, double v)
 {
-    const popc_hyper_def *d = &o->def->hypers[h];
+    const popc_hyper_def *d = popc_optim_hyper_at(o->def, h);
 
     if (isnan(v)) {
         if (strcmp(d->name, "max_grad_norm") == 0)
@@ -201,22 +202,33 @@ popc_status popci_optimizer_new_def(const popc_optim_def *def,
         return popc_set_error(POPC_EINVAL,
                               "optimizer: incomplete definition '%s'",
                               def && def->name ? def->name : "(null)");
+    if (def->n_hypers > 0 &&
+        (!POPC_HAS_FIELD(popc_optim_def, def->size, hyper_size) ||
+         def->hyper_size < sizeof(popc_hyper_def)))
+        return popc_set_error(POPC_EINVAL, "optimizer %s: hyper_size is %u; "
+                              "set .hyper_size = sizeof(popc_hyper_def)",
+                              def->name,
+                              POPC_HAS_FIELD(popc_optim_def, def->size,
+                                             hyper_size)
+                                  ? (unsigned)def->hyper_size
+                                  : 0u);
     if (def->n_hypers > POPCI_OPTIM_MAX_HYPERS)
         return popc_set_error(POPC_EINVAL,
                               "optimizer %s: %d hyper-parameters, at most %d "
                               "are supported", def->name, def->n_hypers,
                               POPCI_OPTIM_MAX_HYPERS);
     for (int h = 0; h < def->n_hypers; h++) {
-        if (!def->hypers[h].name || !*def->hypers[h].name)
+        const char *name = popc_optim_hyper_at(def, h)->name;
+
+        if (!name || !*name)
             return popc_set_error(POPC_EINVAL,
                                   "optimizer %s: hyper-parameter %d has no "
                                   "name", def->name, h);
         for (int k = 0; k < h; k++)
-            if (strcmp(def->hypers[k].name, def->hypers[h].name) == 0)
+            if (strcmp(popc_optim_hyper_at(def, k)->name, name) == 0)
                 return popc_set_error(POPC_EINVAL,
                                       "optimizer %s: hyper-parameter '%s' "
-                                      "is declared twice", def->name,
-                                      def->hypers[h].name);
+                                      "is declared twice", def->name, name);
     }
     if (!(o = popci_calloc(1, sizeof *o)))
         return popc_set_error(POPC_ENOMEM, "optimizer %s: out of memory",
@@ -234,7 +246,7 @@ popc_status popci_optimizer_new_def(const popc_optim_def *def,
         goto fail;
     }
     for (int h = 0; h < o->n_hypers; h++)
-        o->groups[0].values[h] = def->hypers[h].def;
+        o->groups[0].values[h] = popc_optim_hyper_at(def, h)->def;
     *out = o;
     return POPC_OK;
 fail:
@@ -534,7 +546,7 @@ int popci_optimizer_group_of(const popc_optimizer *o, const char *weight_name)
 int popci_optimizer_hyper_index(const popc_optimizer *o, const char *name)
 {
     for (int h = 0; o && name && h < o->n_hypers; h++)
-        if (strcmp(o->def->hypers[h].name, name) == 0)
+        if (strcmp(popc_optim_hyper_at(o->def, h)->name, name) == 0)
             return h;
     return -1;
 }

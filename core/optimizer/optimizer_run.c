@@ -25,16 +25,17 @@ popc_status popci_optimizer_hypers(const popc_optimizer *o, int g,
                               "optimizer %s: no parameter group %d",
                               o ? o->def->name : "(null)", g);
     popci_optim_values(o, g, values);
-    for (int h = 0; h < o->n_hypers; h++)
+    for (int h = 0; h < o->n_hypers; h++) {
+        const char *name = popc_optim_hyper_at(o->def, h)->name;
+
         if (isnan(values[h]))
             return popc_set_error(POPC_EINVAL,
                                   "Optimizer %s: '%s' has no default and was "
                                   "never set; set it with "
                                   "popc_optimizer_set(o, \"%s\", value) or "
                                   "'%s = value' in the INI optimizer section",
-                                  o->def->name, o->def->hypers[h].name,
-                                  o->def->hypers[h].name,
-                                  o->def->hypers[h].name);
+                                  o->def->name, name, name, name);
+    }
     return o->def->validate ? o->def->validate(values) : POPC_OK;
 }
 
@@ -150,6 +151,8 @@ popc_status popci_optimizer_apply(const popc_optimizer *o,
     if ((st = popci_optimizer_hypers(o, g, vals)) != POPC_OK)
         return st;
     memset(&c, 0, sizeof c);
+    c.size = sizeof c;
+    c.optim = o->def;
     c.host = popc_registry_host();
     c.weight_name = weight_name;
     c.hypers = vals;
@@ -219,7 +222,7 @@ static popc_status check_groups(const popc_optimizer *a,
 static popc_status check_streamed(const popc_optimizer *a,
                                   const popc_optimizer *b, int h)
 {
-    const char *name = a->def->hypers[h].name;
+    const char *name = popc_optim_hyper_at(a->def, h)->name;
 
     if (a->variable[h] != b->variable[h])
         return popc_set_error(POPC_EINVAL,
@@ -253,7 +256,7 @@ static popc_status check_streamed(const popc_optimizer *a,
 static popc_status check_fixed(const popc_optimizer *a,
                                const popc_optimizer *b, int h)
 {
-    const char *name = a->def->hypers[h].name;
+    const char *name = popc_optim_hyper_at(a->def, h)->name;
 
     for (int g = 0; g < a->n_groups; g++) {
         double va = popci_optim_value(a, g, h);

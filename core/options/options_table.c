@@ -64,7 +64,7 @@ static const popci_enum_member reduction_types[] = {
     {"NoReduction", POPC_REDUCTION_NONE, POPCI_MEMBER_REJECT, NULL},
     {NULL, 0, 0, NULL}};
 
-/* Q9: PostAndLoss (2) exists in PopTorch's Python enum only; the backend
+/* PostAndLoss (2) exists in PopTorch's Python enum only; its backend
 ** rejects it. popc maps it to Post and says so. */
 static const popci_enum_member mean_strategies[] = {
     {"Running", POPC_MEAN_RUNNING, 0, NULL},

@@ -50,7 +50,7 @@ static uint64_t mix_plugins(uint64_t h, const popc_model *m)
     const popc_backend_def *backend;
     popc_registry *reg;
     unsigned char *used;
-    int stand_in;
+    int stand_in, owner;
 
     if (popc_registry_global(&reg) != POPC_OK ||
         !(used = popci_calloc((size_t)reg->n_plugins + 1, 1)))
@@ -58,18 +58,16 @@ static uint64_t mix_plugins(uint64_t h, const popc_model *m)
     backend = popci_backend_for(m->opts, reg, &stand_in);
     for (int k = 0; k < popc_graph_n_nodes(m->graph); k++) {
         const popc_op_def *def = popci_graph_node_def_c(m->graph, k);
-        for (int i = 0; def && i < reg->n_ops; i++)
-            if (&reg->ops[i]->def == def && reg->ops[i]->plugin >= 0)
-                used[reg->ops[i]->plugin] = 1;
+        if ((owner = popci_registry_def_plugin(reg, POPCI_KIND_OP, def)) >= 0)
+            used[owner] = 1;
     }
-    for (int i = 0; m->optimizer && i < reg->n_optims; i++)
-        if (&reg->optims[i]->def == popci_optimizer_def(m->optimizer) &&
-            reg->optims[i]->plugin >= 0)
-            used[reg->optims[i]->plugin] = 1;
-    for (int i = 0; backend && i < reg->n_backends; i++)
-        if (&reg->backends[i]->def == backend &&
-            reg->backends[i]->plugin >= 0)
-            used[reg->backends[i]->plugin] = 1;
+    if (m->optimizer &&
+        (owner = popci_registry_def_plugin(
+             reg, POPCI_KIND_OPTIM, popci_optimizer_def(m->optimizer))) >= 0)
+        used[owner] = 1;
+    if ((owner = popci_registry_def_plugin(reg, POPCI_KIND_BACKEND,
+                                           backend)) >= 0)
+        used[owner] = 1;
     for (int i = 0; i < reg->n_plugins; i++)
         if (used[i]) {
             h = mix_str(h, reg->plugins[i]->name);

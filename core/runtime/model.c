@@ -20,6 +20,7 @@
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/registry_priv.h"
+#include "core/backend_option.h"
 #include "core/strategies/strategy_priv.h"
 
 #define RUNTIME_SUFFIX                                                       \

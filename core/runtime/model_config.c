@@ -13,6 +13,7 @@
 #include "popc/registry.h"
 #include "core/runtime/anchors_priv.h"
 #include "core/runtime/model_config_priv.h"
+#include "core/backend_option.h"
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/registry_priv.h"
@@ -266,10 +267,7 @@ popc_backend_config popci_config_backend(const popc_model *m)
     c.ipu_version = (int)popci_opt_int(o, POPCI_O_ipuVersion);
     c.log_cycles = (int)popci_opt_int(o, POPCI_O_logCycleCount);
     c.io_tiles = (int)popci_opt_int(o, POPCI_O_TensorLocations_numIOTiles);
-    c.conv_dithering =
-        (int)popci_opt_int(o, POPCI_O_Training_setConvolutionDithering);
-    c.sync_pattern = (int)popci_opt_int(o, POPCI_O_syncPattern);
-    c.ipu_id = popci_use_ipu_id(o);
+    popci_backend_config_options(&c, o);
     c.device_iterations = popci_opt_int(o, POPCI_O_deviceIterations);
     c.gradient_accumulation =
         m->training ? popci_opt_int(o, POPCI_O_Training_gradientAccumulation)

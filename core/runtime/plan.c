@@ -548,11 +548,12 @@ static popc_status build_nodes(popci_plan *p, const int *order, int n_order,
             max_stage = pn->stage;
         fill_views(p, pn->inputs, pn->n_inputs, in);
         fill_views(p, pn->outputs, pn->n_outputs, out);
-        ic = (popc_infer_ctx){.host = popci_host(), .node_name = pn->name,
+        ic = (popc_infer_ctx){.size = sizeof ic, .host = popci_host(),
+                              .node_name = pn->name,
                               .n_inputs = pn->n_inputs, .inputs = in,
                               .n_outputs = pn->n_outputs, .outputs = out,
                               .attrs = pn->attrs,
-                              .training = p->pub.training};
+                              .training = p->pub.training, .op = pn->op};
         if (pn->op->cost) {
             if ((st = pn->op->cost(&ic, &pn->cost)) != POPC_OK)
                 goto done;
@@ -905,6 +906,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     if (!(p = popci_calloc(1, sizeof *p)))
         return oom("plan");
     p->pub.size = sizeof p->pub;
+    p->pub.slot_size = sizeof(popc_plan_slot);
+    p->pub.node_size = sizeof(popc_plan_node);
     p->pub.training = cfg->training;
     p->pub.replicas = cfg->replicas > 0 ? cfg->replicas : 1;
     p->loss_scaling = cfg->training ? cfg->loss_scaling : 1.0;

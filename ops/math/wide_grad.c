@@ -178,7 +178,7 @@ popc_status mop_wide_grad(popc_grad_ctx *gc, const char *op)
         return opu_error(POPC_EINVAL, op, gc->node_name,
                          "too many attributes (%d)", gc->attrs->n);
     for (int i = 0; i < gc->attrs->n; i++)
-        attrs[n_attrs++] = gc->attrs->items[i];
+        attrs[n_attrs++] = *popc_attrs_at(gc->attrs, i);
     attrs[n_attrs++] = (popc_attr){.name = "of", .type = POPC_ATTR_STRING,
                                    .s = op};
     in[0] = gc->output_grads[0];

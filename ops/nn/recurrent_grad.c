@@ -76,7 +76,8 @@ popc_status rnn_grad_kind(popc_grad_ctx *gc, int kind)
         return POPC_OK;
     S = na < 31 ? lstm_chunks(gc, kind) : 0;
     if (S > 0) {
-        memcpy(a, gc->attrs->items, sizeof a[0] * (size_t)na);
+        for (int k = 0; k < na; k++)
+            a[k] = *popc_attrs_at(gc->attrs, k);
         a[na++] = popc_attr_make_int("batch_chunks", S);
     }
     if ((st = gc->host->grad_add_node(gc, "popc", grad_names[kind], in,

@@ -25,7 +25,7 @@
 #include "ops/util/oputil.h"
 #include "ops/popc/popc_priv.h"
 
-/* PopTorch's codes (python/ops.py identity_loss). */
+/* PopTorch's codes (the reduction argument of poptorch.identity_loss). */
 enum { RED_SUM = 0, RED_MEAN = 1, RED_NONE = 2 };
 
 static popc_status il_reduction(const char *op, const char *node,

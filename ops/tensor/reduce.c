@@ -460,7 +460,7 @@ popc_status top_reduce_grad(popc_grad_ctx *gc, const char *of)
         return opu_error(POPC_EINVAL, of, gc->node_name,
                          "too many attributes (%d)", gc->attrs->n);
     for (int i = 0; gc->attrs && i < gc->attrs->n; i++)
-        attrs[n_attrs++] = gc->attrs->items[i];
+        attrs[n_attrs++] = *popc_attrs_at(gc->attrs, i);
     if (strcmp(of, "ReduceMax") != 0)
         attrs[n_attrs++] = (popc_attr){.name = "of",
                                        .type = POPC_ATTR_STRING, .s = of};

@@ -58,7 +58,7 @@ popc_status harness_run_op(const char *domain, const char *op,
     const popc_op_def *def;
     popc_view iv[16], ov[16], ov2[16];
     popc_tensor *second[16] = {0};
-    popc_attrs av = {n_attrs, attrs};
+    popc_attrs av = POPC_ATTRS(n_attrs, attrs);
     popc_infer_ctx ic;
     popc_kernel_ctx kc;
     void *state = NULL;
@@ -80,7 +80,8 @@ popc_status harness_run_op(const char *domain, const char *op,
             memset(&iv[i], 0, sizeof iv[i]);
     }
     memset(ov, 0, sizeof ov);
-    ic = (popc_infer_ctx){.host = popc_registry_host(), .node_name = op,
+    ic = (popc_infer_ctx){.size = sizeof ic, .op = def,
+                          .host = popc_registry_host(), .node_name = op,
                           .n_inputs = n_in, .inputs = iv, .n_outputs = n_out,
                           .outputs = ov, .attrs = &av, .training = training};
     if ((st = def->infer(&ic)) != POPC_OK)
@@ -97,7 +98,8 @@ popc_status harness_run_op(const char *domain, const char *op,
         ov[i] = popc_tensor_view(out[i]);
         ov2[i] = popc_tensor_view(second[i]);
     }
-    kc = (popc_kernel_ctx){.host = popc_registry_host(), .node_name = op,
+    kc = (popc_kernel_ctx){.size = sizeof kc, .op = def,
+                           .host = popc_registry_host(), .node_name = op,
                            .n_inputs = n_in, .inputs = iv, .n_outputs = n_out,
                            .outputs = ov, .attrs = &av, .training = training,
                            .seed = 1234, .state = state};

@@ -26,7 +26,7 @@ static popc_status badabi_init(const popc_host *h, popc_registrar *reg)
 
 static const popc_plugin_info info = {
     99u, sizeof(popc_plugin_info), "badabi", "0.0.1", "future ABI", "MIT",
-    badabi_init, NULL};
+    badabi_init, NULL, 0};
 
 POPC_PLUGIN_EXPORT const popc_plugin_info *badabi_LTX_popc_plugin_entry(void);
 const popc_plugin_info *badabi_LTX_popc_plugin_entry(void)

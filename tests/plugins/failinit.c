@@ -31,7 +31,8 @@ static const popc_op_def op = {
     .infer = dummy_infer, .forward = dummy_forward};
 
 static const popc_optim_def optim = {
-    .size = sizeof(popc_optim_def), .name = "fail_sgd", .n_state = n_state,
+    .size = sizeof(popc_optim_def),
+    .hyper_size = sizeof(popc_hyper_def), .name = "fail_sgd", .n_state = n_state,
     .step = step};
 
 static popc_status failinit_init(const popc_host *h, popc_registrar *reg)

@@ -60,7 +60,8 @@ static popc_status sgd_step(const popc_optim_step_ctx *c)
 static const popc_hyper_def hypers[] = {{"lr", 0.01, POPC_HYPER_GROUP}};
 
 static const popc_optim_def optim = {
-    .size = sizeof(popc_optim_def), .name = "test_sgd", .n_hypers = 1,
+    .size = sizeof(popc_optim_def),
+    .hyper_size = sizeof(popc_hyper_def), .name = "test_sgd", .n_hypers = 1,
     .hypers = hypers, .n_state = n_state, .state_name = state_name,
     .step = sgd_step};
 

@@ -25,8 +25,9 @@ static popc_status wrongname_init(const popc_host *h, popc_registrar *reg)
 }
 
 static const popc_plugin_info info = {
-    POPC_PLUGIN_ABI_VERSION, sizeof(popc_plugin_info), "rightname", "0.0.1",
-    "name does not match the file", "MIT", wrongname_init, NULL};
+    POPC_PLUGIN_ABI_MAJOR, sizeof(popc_plugin_info), "rightname", "0.0.1",
+    "name does not match the file", "MIT", wrongname_init, NULL,
+    POPC_PLUGIN_ABI_MINOR};
 
 POPC_PLUGIN_EXPORT const popc_plugin_info *
 wrongname_LTX_popc_plugin_entry(void);

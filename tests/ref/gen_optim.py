@@ -32,6 +32,9 @@ import numpy as np
 import torch
 
 STEPS = 12
+# the trust ratios of every LAMB step of the last case run (phi/r2 before
+# the 1.0 fallbacks), so a case can prove which side of 1 it exercises
+LAMB_TRUST = []
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "optim")
 
 
@@ -106,6 +109,7 @@ def lamb(p, g, st, t, h):
     r2 = upd.pow(2).sum().sqrt()
     phi = r1.clamp(max=mwn)
     trust = 1.0 if phi == 0 or r2 == 0 else (phi / r2).item()
+    LAMB_TRUST.append(trust)
     p.add_(upd, alpha=-lr * trust)
 
 
@@ -253,7 +257,7 @@ def run_case(name, opt, given, manual=None, schedule=None, groups=None,
 def main():
     os.makedirs(OUT, exist_ok=True)
     cases = [
-        # SGD (torch.optim.SGD; Q4: popc matches torch's first step)
+        # SGD (torch.optim.SGD; R4.3: popc matches torch's first step)
         ("sgd", "sgd", {"lr": 0.01}),
         ("sgd_momentum", "sgd", {"lr": 0.01, "momentum": 0.9}),
         ("sgd_dampening", "sgd", {"lr": 0.01, "momentum": 0.9,
@@ -335,13 +339,22 @@ def main():
         ("lamb_max_weight_norm", "lamb", {"lr": 0.01, "weight_decay": 0.1,
                                           "max_weight_norm": 0.5},
          dict(manual=lamb)),
+        # every trust ratio above 1 (an eps this large makes the update
+        # small next to the weights), so clamping it to 1 cannot pass
+        ("lamb_trust_above_one", "lamb", {"lr": 0.01, "eps": 100.0},
+         dict(manual=lamb)),
     ]
     lines = []
     layout = None
     for case in cases:
         name, opt, given = case[:3]
         extra = case[3] if len(case) > 3 else {}
+        LAMB_TRUST.clear()
         layout, line = run_case(name, opt, given, **extra)
+        if name.endswith("_trust_above_one"):
+            assert min(LAMB_TRUST) > 1.0, (name, min(LAMB_TRUST))
+            print("%s: trust ratios %.3f to %.3f" %
+                  (name, min(LAMB_TRUST), max(LAMB_TRUST)))
         lines.append(line)
     tmp = os.path.join(OUT, "cases.txt.tmp")
     with open(tmp, "w") as f:

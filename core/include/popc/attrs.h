@@ -76,10 +76,30 @@ typedef struct popc_attr {
     const struct popc_graph *graph;
 } popc_attr;
 
+/* A node's attributes: n of them, item_size bytes apart, so that popc_attr
+** can grow at its end. Plugins index items with popc_attrs_at, never with
+** []. item_size 0 means sizeof(popc_attr) of the reader: lists built with
+** designated initializers ({.n = n, .items = a}) need not set it. On LP64
+** it fills what was padding, so the layout and size of 0.3.0 stay. */
 typedef struct popc_attrs {
     int n;
+    uint32_t item_size;
     const popc_attr *items;
 } popc_attrs;
+
+/* The list of n attributes at items, with this build's stride. */
+#define POPC_ATTRS(N, ITEMS)                                             \
+    ((popc_attrs){.n = (N), .item_size = (uint32_t)sizeof(popc_attr),    \
+                  .items = (ITEMS)})
+
+/* Attribute i of a. */
+static inline const popc_attr *popc_attrs_at(const popc_attrs *a, int i)
+{
+    size_t stride = a->item_size ? a->item_size : sizeof(popc_attr);
+
+    return (const popc_attr *)(const void *)((const char *)a->items +
+                                             (size_t)i * stride);
+}
 
 /* Constructors: one attribute of each kind, every other member zero. The
 ** strings and arrays are borrowed (popc_graph_add_node copies them).
@@ -135,8 +155,8 @@ static inline const popc_attr *popc_attrs_find(const popc_attrs *a,
                                                const char *name)
 {
     for (int i = 0; a && i < a->n; i++)
-        if (strcmp(a->items[i].name, name) == 0)
-            return &a->items[i];
+        if (strcmp(popc_attrs_at(a, i)->name, name) == 0)
+            return popc_attrs_at(a, i);
     return NULL;
 }
 

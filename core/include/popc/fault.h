@@ -42,6 +42,12 @@ POPC_API int popc_fault_alloc_fired(void);
 ** err = 0 disarms. Thread-safe, but a write running on another thread
 ** meanwhile may see a mix of the old and new settings. Since 0.2.0. */
 POPC_API void popc_fault_fail_writes(int err, long long after_bytes);
+/* fsync calls that succeeded on the files and directories popc wrote,
+** since the process started (an armed sync fault fails the write after
+** the real call, which still counts). A test reads it before and after a
+** write to see that the data and the rename reached the disk.
+** Thread-safe. Since 0.4.0. */
+POPC_API long popc_fault_sync_count(void);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,10 @@
 ** popc never leaves a half-written file behind: the data goes to a
 ** temporary file next to the target, named "<path>.tmp-<pid>.XXXXXX"
 ** (created with O_EXCL, so a symlink planted there is never followed), is
-** flushed and fsync'ed, then renamed over the target. On failure the
-** temporary file is removed and the target is untouched.
+** flushed and fsync'ed, then renamed over the target, and the directory
+** is fsync'ed so that the rename survives a crash (a directory that cannot
+** be synced is logged as a warning). On failure the temporary file is
+** removed and the target is untouched.
 **
 ** Temporary files and directories of processes that died before they could
 ** rename them ("<path>.tmp-<pid>..." whose <pid> no longer runs on this

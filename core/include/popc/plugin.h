@@ -11,6 +11,12 @@
 ** table they were given (keep the pointer in a static). Every struct that
 ** crosses the boundary starts with its size and grows only at the end;
 ** read a later member only if POPC_HAS_FIELD says the writer had it.
+** Arrays cross with their element size (popc_plan.node_size and
+** slot_size, popc_attrs.item_size, popc_optim_def.hyper_size): index them
+** with the accessors below, never with [] across the boundary. The one
+** exception is popc_view, frozen for the whole major version (see its
+** definition in popc/types.h). docs/plugins.md states the promise and
+** the rules.
 **
 ** Definitions (popc_op_def, its strings and function pointers) must stay
 ** valid while the plugin is loaded; the core copies the struct itself.
@@ -30,10 +36,18 @@
 extern "C" {
 #endif
 
-/* Bump on any incompatible change of an existing member. 2: popc_attr grew
-** a `graph` member (subgraph attributes of If, Loop, Scan), which changes
-** the stride of attribute arrays. */
-#define POPC_PLUGIN_ABI_VERSION 2u
+/* The plugin ABI's version. The major changes only with an incompatible
+** change (a member moved, removed or retyped); the loader takes a plugin
+** of the same major whatever its minor, because every struct is read
+** through its size both ways. The minor counts compatible additions.
+** 2 was popc 0.2 and 0.3 (no size on contexts); 0.4.0 made 3.0. The
+** loader still takes ABI 2 op and optimizer plugins through an adapter
+** (docs/plugins.md). */
+#define POPC_PLUGIN_ABI_MAJOR 3u
+#define POPC_PLUGIN_ABI_MINOR 0u
+/* What popc_plugin_info.abi_version holds: the major alone, so that an
+** ABI 2 plugin's 2 still reads as major 2. */
+#define POPC_PLUGIN_ABI_VERSION POPC_PLUGIN_ABI_MAJOR
 
 #define POPC_HAS_FIELD(T, size, m) \
     ((size) >= offsetof(T, m) + sizeof(((T *)0)->m))
@@ -47,12 +61,15 @@ extern "C" {
 /* ---- shape inference ----------------------------------------------------- */
 
 typedef struct popc_host popc_host;
+struct popc_op_def;
+struct popc_optim_def;
 
 /* What an op's infer() sees. Input views have data != NULL when the value
 ** is known at compile time (an initializer or a constant), e.g. Reshape's
 ** shape. infer() sets dtype, rank and dims of every output and reports a
 ** problem with host->set_error naming node_name. */
 typedef struct popc_infer_ctx {
+    uint32_t size;            /* sizeof(popc_infer_ctx) of the core */
     const popc_host *host;
     const char *node_name;
     int n_inputs;
@@ -61,6 +78,7 @@ typedef struct popc_infer_ctx {
     popc_view *outputs;
     const popc_attrs *attrs;
     int training;             /* graph is compiled for training */
+    const struct popc_op_def *op; /* the definition being called */
 } popc_infer_ctx;
 
 /* Work estimate used by the IPU model's cycle counts and memory plan. */
@@ -77,6 +95,7 @@ typedef struct popc_cost {
 ** (a BSP step); each part must write a disjoint share of the outputs. Ops
 ** without POPC_OP_SPLIT are called once with n_parts == 1. */
 typedef struct popc_kernel_ctx {
+    uint32_t size;            /* sizeof(popc_kernel_ctx) of the core */
     const popc_host *host;
     const char *node_name;
     int n_inputs;
@@ -89,8 +108,9 @@ typedef struct popc_kernel_ctx {
     uint64_t seed;            /* unique per run, replica and node */
     void *state;              /* from prepare(), or NULL */
     void *user;               /* the host-callback registry for host ops */
-    unsigned flags;           /* POPC_KERNEL_* (since 0.2.0; the core
-                                 zero-fills what it does not set) */
+    unsigned flags;           /* POPC_KERNEL_* (the core zero-fills what
+                                 it does not set) */
+    const struct popc_op_def *op; /* the definition being called */
 } popc_kernel_ctx;
 
 /* enableStableNorm: norms compute the mean, then the variance about it
@@ -133,6 +153,7 @@ typedef struct popc_kernel_ctx {
 ** (leave -1 for inputs with no gradient). output_grads[j] is -1 when no
 ** gradient flows into output j (treat it as zero). */
 typedef struct popc_grad_ctx {
+    uint32_t size;            /* sizeof(popc_grad_ctx) of the core */
     const popc_host *host;
     void *impl;               /* core-private */
     const char *node_name;
@@ -145,6 +166,7 @@ typedef struct popc_grad_ctx {
     const int *output_grads;
     const popc_attrs *attrs;
     int *input_grads;
+    const struct popc_op_def *op; /* the definition being called */
 } popc_grad_ctx;
 
 /* ---- op definitions --------------------------------------------------------- */
@@ -184,7 +206,7 @@ typedef enum popc_op_role {
     POPC_ROLE_COUNT
 } popc_op_role;
 
-typedef struct popc_op_def {
+struct popc_op_def {
     uint32_t size;            /* sizeof(popc_op_def) */
     const char *domain;       /* "ai.onnx", "popc", or a vendor domain */
     const char *name;         /* "MatMul" */
@@ -204,9 +226,10 @@ typedef struct popc_op_def {
     popc_status (*prepare)(const popc_infer_ctx *ic, void **state);
     void (*release)(void *state);
     const char *doc;          /* (optional) one line for `popc plugins` */
-    /* (optional, since 0.3.0) POPC_ROLE_*: 0 for most ops */
+    /* (optional) POPC_ROLE_*: 0 for most ops */
     int role;
-} popc_op_def;
+};
+typedef struct popc_op_def popc_op_def;
 
 /* ---- optimizers ---------------------------------------------------------- */
 
@@ -223,6 +246,7 @@ typedef struct popc_hyper_def {
 /* One weight tensor's update. The gradient is final: accumulated, reduced
 ** over replicas, unscaled by loss scaling and clipped by max_grad_norm. */
 typedef struct popc_optim_step_ctx {
+    uint32_t size;             /* sizeof(popc_optim_step_ctx) of the core */
     const popc_host *host;
     const char *weight_name;
     const double *hypers;      /* values in definition order */
@@ -231,13 +255,14 @@ typedef struct popc_optim_step_ctx {
     float *weight;
     const float *grad;
     float *const *state;       /* n_state arrays of n floats */
+    const struct popc_optim_def *optim; /* the definition being called */
 } popc_optim_step_ctx;
 
-typedef struct popc_optim_def {
+struct popc_optim_def {
     uint32_t size;             /* sizeof(popc_optim_def) */
     const char *name;          /* "sgd", "adam", "adamw", "rmsprop", "lamb" */
     int n_hypers;
-    const popc_hyper_def *hypers;
+    const popc_hyper_def *hypers; /* n_hypers of hyper_size bytes each */
     /* (optional) refuse a combination with a clear message (amsgrad). */
     popc_status (*validate)(const double *hypers);
     /* Number of state arrays per weight, each the weight's size. */
@@ -247,18 +272,31 @@ typedef struct popc_optim_def {
     /* (optional) initial state; NULL: zeros. */
     void (*init_state)(const double *hypers, float *const *state, int64_t n);
     popc_status (*step)(const popc_optim_step_ctx *c);
-    /* (optional, since 0.2.0; check with POPC_HAS_FIELD) The dtype the
+    /* (optional) The dtype the
     ** device stores state array `index` in. step() receives float32
     ** arrays either way; for POPC_DTYPE_F16 it rounds them to half after
     ** each update, and the memory reports count 2 bytes an element.
     ** NULL: float32. */
     popc_dtype (*state_dtype)(const double *hypers, int index);
-    /* (optional, since 0.2.0) The dtype of the gradient accumulator
+    /* (optional) The dtype of the gradient accumulator
     ** (PopTorch's accum_type). POPC_DTYPE_F16: the core rounds the
     ** accumulated gradients to half and, as PopTorch does, switches the
     ** mean reduction strategy to Running. NULL: float32. */
     popc_dtype (*accum_dtype)(const double *hypers);
-} popc_optim_def;
+    /* sizeof(popc_hyper_def): the stride of hypers. Required when
+    ** n_hypers > 0 (the registry refuses a smaller one). */
+    uint32_t hyper_size;
+};
+typedef struct popc_optim_def popc_optim_def;
+
+/* Hyperparameter i of d, at the stride d declares. */
+static inline const popc_hyper_def *popc_optim_hyper_at(
+    const popc_optim_def *d, int i)
+{
+    return (const popc_hyper_def *)(const void *)((const char *)d->hypers +
+                                                  (size_t)i *
+                                                      d->hyper_size);
+}
 
 /* ---- backends ----------------------------------------------------------- */
 
@@ -311,7 +349,7 @@ typedef struct popc_plan {
     ** activation leaves the chip after schedule position offchip_from[s]
     ** and is back on chip from position offchip_to[s] (n_nodes: only at the
     ** end of the micro-batch); -1: it stays on chip. NULL: every slot stays
-    ** on chip. Read only when POPC_HAS_FIELD(popc_plan, size, offchip_to). */
+    ** on chip. */
     const int *offchip_from;
     const int *offchip_to;
     /* Per slot, the dtype the device stores it in when that differs from
@@ -319,17 +357,33 @@ typedef struct popc_plan {
     ** host copies are float32 arrays holding half values, and the results
     ** of POPC_ATTR_FLOAT16 nodes (float16; POPC_DTYPE_UNDEFINED, no bytes,
     ** for a marked Cast). Memory models count these bytes. NULL:
-    ** info.dtype everywhere. Read only when POPC_HAS_FIELD(popc_plan, size,
-    ** store_dtype); since 0.2.0. */
+    ** info.dtype everywhere. */
     const popc_dtype *store_dtype;
-    /* POPC_KERNEL_* flags for every kernel of the plan (kc->flags). Read
-    ** only when POPC_HAS_FIELD(popc_plan, size, kernel_flags); 0.2.0. */
+    /* POPC_KERNEL_* flags for every kernel of the plan (kc->flags). */
     unsigned kernel_flags;
     /* Per slot, where the device keeps it (POPC_LOC_* bits, from
-    ** Options.TensorLocations); NULL: everything on chip. Read only when
-    ** POPC_HAS_FIELD(popc_plan, size, slot_location); since 0.2.0. */
+    ** Options.TensorLocations); NULL: everything on chip. */
     const unsigned char *slot_location;
+    /* The strides of slots and nodes: index them with popc_plan_slot_at
+    ** and popc_plan_node_at, so either struct can grow at its end. */
+    uint32_t slot_size;
+    uint32_t node_size;
 } popc_plan;
+
+/* Slot s and node k of a plan, at the core's strides. */
+static inline const popc_plan_slot *popc_plan_slot_at(const popc_plan *p,
+                                                      int s)
+{
+    return (const popc_plan_slot *)(const void *)((const char *)p->slots +
+                                                  (size_t)s * p->slot_size);
+}
+
+static inline const popc_plan_node *popc_plan_node_at(const popc_plan *p,
+                                                      int k)
+{
+    return (const popc_plan_node *)(const void *)((const char *)p->nodes +
+                                                  (size_t)k * p->node_size);
+}
 
 /* slot_location bits. */
 #define POPC_LOC_OFF_CHIP  (1u << 0) /* streaming memory, loaded per use */
@@ -347,6 +401,7 @@ typedef struct popc_plan {
 
 /* The data of every slot for one replica during one micro-batch. */
 typedef struct popc_frame {
+    uint32_t size;             /* sizeof(popc_frame) of the core */
     popc_view *slots;          /* plan->n_slots views with data */
     int replica;
     int training;
@@ -354,59 +409,9 @@ typedef struct popc_frame {
     void *user;                /* passed to kernels as kc->user */
 } popc_frame;
 
-/* The kc->seed of the node at schedule position `node` of a frame. Every
-** backend uses this mix so that random ops agree across backends. */
-static inline uint64_t popc_node_seed(uint64_t frame_seed, int node)
-{
-    uint64_t z = frame_seed + 0x9E3779B97F4A7C15ull * (uint64_t)(node + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* The kernel call of the node at schedule position k of plan on frame:
-** in[] and out[] (room for the node's inputs and outputs) receive the
-** frame's views of its slots (an absent optional input: a zeroed view),
-** and the context names them, with the plan's kernel flags, the node's
-** seed and state, and part 0 of 1 (a backend that splits sets part and
-** n_parts). Every backend builds its calls this way. Since 0.3.0. */
-static inline popc_kernel_ctx popc_plan_kernel_ctx(const popc_host *host,
-                                                   const popc_plan *plan,
-                                                   int k,
-                                                   const popc_frame *frame,
-                                                   popc_view *in,
-                                                   popc_view *out)
-{
-    const popc_plan_node *n = &plan->nodes[k];
-    popc_kernel_ctx kc;
-
-    for (int j = 0; j < n->n_inputs; j++) {
-        if (n->inputs[j] >= 0)
-            in[j] = frame->slots[n->inputs[j]];
-        else
-            memset(&in[j], 0, sizeof in[j]);
-    }
-    for (int j = 0; j < n->n_outputs; j++)
-        out[j] = frame->slots[n->outputs[j]];
-    memset(&kc, 0, sizeof kc);
-    kc.host = host;
-    kc.node_name = n->name;
-    kc.n_inputs = n->n_inputs;
-    kc.inputs = in;
-    kc.n_outputs = n->n_outputs;
-    kc.outputs = out;
-    kc.attrs = n->attrs;
-    kc.part = 0;
-    kc.n_parts = 1;
-    kc.training = frame->training;
-    kc.seed = popc_node_seed(frame->seed, k);
-    kc.state = n->state;
-    kc.user = frame->user;
-    kc.flags = POPC_HAS_FIELD(popc_plan, plan->size, kernel_flags)
-                   ? plan->kernel_flags
-                   : 0;
-    return kc;
-}
+/* How a backend builds a kernel call and a node's seed is a host service
+** (popc/services.h: POPC_SERVICE_PLAN_KERNEL_CTX, POPC_SERVICE_NODE_SEED),
+** so that every backend agrees with the core's own, however it changes. */
 
 /* What a backend is asked to model; filled by the core from the options. */
 typedef struct popc_backend_config {
@@ -422,14 +427,18 @@ typedef struct popc_backend_config {
     const char *profile_dir;   /* NULL: no profiling */
     int io_tiles;              /* per IPU, taken from compute (numIOTiles);
                                   since 0.2.0 (check with POPC_HAS_FIELD) */
-    /* Since 0.3.0, on backends with POPC_BACKEND_MODELS_IPUS (the core
-    ** refuses them on the others): */
-    int conv_dithering;        /* Training.setConvolutionDithering */
-    int sync_pattern;          /* syncPattern: POPC_SYNC_* (popc/options.h) */
-    int ipu_id;                /* useIpuId: a device id; -1: any */
-    /* Since 0.3.0: the loops host I/O can overlap across. */
+    /* The loops host I/O can overlap across. */
     int64_t device_iterations;       /* deviceIterations */
     int64_t gradient_accumulation;   /* 1 for inference */
+    /* Any other PopTorch option's value, by PopTorch's name
+    ** ("Training.setConvolutionDithering", "syncPattern", "useIpuId"): an
+    ** integer (a bool as 0/1, an enum as popc/options.h numbers it) in
+    ** *value; POPC_ENOTFOUND when the name is no integer option. Options
+    ** that only IPU models honour are refused by the core on backends
+    ** without POPC_BACKEND_MODELS_IPUS. */
+    popc_status (*option_int)(const struct popc_backend_config *cfg,
+                              const char *name, int64_t *value);
+    const void *impl;          /* the core's, for option_int */
 } popc_backend_config;
 
 #define POPC_BACKEND_CAN_RUN      (1u << 0)
@@ -464,16 +473,13 @@ typedef struct popc_backend_def {
                             popc_status (*fn)(void *arg, int i), void *arg);
     /* (optional) Estimated device cycles for nodes [first, last). */
     double (*cycles)(void *ctx, void *exe, int first, int last);
-    /* No longer called (before 0.3.0: write a JSON report to a file);
-    ** implement report_to. Kept so that the struct's layout stays. */
-    popc_status (*report)(void *ctx, void *exe, const char *path);
-    /* (since 0.3.0; read only when POPC_HAS_FIELD) How well the backend
+    /* How well the backend
     ** stands in for another: when the backend the options name is not
     ** loaded (the default), or an executable compiled by a backend that
     ** cannot run is loaded to run, the core takes the highest-scoring
     ** backend with the capabilities needed. 0: never chosen so. */
     int score;
-    /* (optional, since 0.3.0; read only when POPC_HAS_FIELD) Write the
+    /* (optional) Write the
     ** plan's JSON memory and cycle report to the host's sink: call
     ** write(user, bytes, n) as often as needed; a status other than
     ** POPC_OK from it ends the report with that status. The host owns
@@ -497,7 +503,7 @@ enum popc_log_level {
 };
 
 struct popc_host {
-    uint32_t abi_version;      /* POPC_PLUGIN_ABI_VERSION */
+    uint32_t abi_version;      /* POPC_PLUGIN_ABI_MAJOR */
     uint32_t size;             /* sizeof(popc_host) */
     popc_status (*register_op)(popc_registrar *r, const popc_op_def *def);
     popc_status (*register_optimizer)(popc_registrar *r,
@@ -529,7 +535,9 @@ struct popc_host {
                              const popc_view *outputs, int n_outputs);
     /* The calling thread's last error message (popc_last_error), so that a
     ** backend can hand the reason of a failure on a worker thread to the
-    ** thread that joins it (STYLE B6.4). May be NULL: read it only when
+    ** thread that joins it: an error is reported where the operation
+    ** that failed was asked for, never lost on the thread it happened
+    ** on. May be NULL: read it only when
     ** POPC_HAS_FIELD(popc_host, size, last_error) and it is set. */
     const char *(*last_error)(void);
     /* Subgraphs (POPC_ATTR_GRAPH attributes: the bodies of If, Loop and
@@ -578,7 +586,7 @@ struct popc_host {
 };
 
 typedef struct popc_plugin_info {
-    uint32_t abi_version;      /* POPC_PLUGIN_ABI_VERSION at build time */
+    uint32_t abi_version;      /* POPC_PLUGIN_ABI_MAJOR at build time */
     uint32_t size;             /* sizeof(popc_plugin_info) at build time */
     const char *name;          /* must equal the module's file basename */
     const char *version;
@@ -586,18 +594,23 @@ typedef struct popc_plugin_info {
     const char *license;
     popc_status (*init)(const popc_host *host, popc_registrar *reg);
     void (*fini)(void);        /* (optional) */
+    uint32_t abi_minor;        /* POPC_PLUGIN_ABI_MINOR at build time */
 } popc_plugin_info;
 
 #define POPC_PLUGIN_DEFINE(NAME, VERSION, DESC, LICENSE, INIT, FINI)      \
     static const popc_plugin_info popc_plugin_info_ = {                   \
-        POPC_PLUGIN_ABI_VERSION, sizeof(popc_plugin_info), #NAME, VERSION, \
-        DESC, LICENSE, INIT, FINI};                                       \
+        POPC_PLUGIN_ABI_MAJOR, sizeof(popc_plugin_info), #NAME, VERSION,   \
+        DESC, LICENSE, INIT, FINI, POPC_PLUGIN_ABI_MINOR};                \
     POPC_PLUGIN_EXPORT const popc_plugin_info                              \
         *NAME##_LTX_popc_plugin_entry(void);                              \
     const popc_plugin_info *NAME##_LTX_popc_plugin_entry(void)             \
     {                                                                     \
         return &popc_plugin_info_;                                        \
     }
+
+/* These two stay inline: they add only overflow arithmetic and a copy
+** to h->alloc, whose contract the ABI fixes anyway, so no behaviour of the
+** host is frozen into plugins by them. */
 
 /* n zeroed objects of size bytes from h->alloc; NULL when n * size
 ** overflows or memory runs out. Release with h->free. */

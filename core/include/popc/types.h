@@ -36,6 +36,11 @@ typedef enum popc_dtype {
 
 #define POPC_DTYPE_COUNT 14
 
+/* A tensor's dtype, shape and data. Frozen for the whole plugin ABI major
+** version: no size, no growth. It crosses in arrays everywhere (kernel
+** inputs and outputs, frame slots, plan slots) and its members say all a
+** dense tensor is, so what more a call needs goes into the size-prefixed
+** context around the views instead. Changing it is an ABI major bump. */
 typedef struct popc_view {
     popc_dtype dtype;
     int rank;                       /* 0 (scalar) .. POPC_MAX_RANK */

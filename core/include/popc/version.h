@@ -15,9 +15,9 @@ extern "C" {
 
 /* The version of the headers; popc_version() gives the library's, which
 ** a program linked against an older or newer libpopc sees differ. */
-#define POPC_VERSION_STRING "0.3.0"
+#define POPC_VERSION_STRING "0.4.0"
 
-/* The version of the libpopc the program runs with ("0.3.0"). Static
+/* The version of the libpopc the program runs with ("0.4.0"). Static
 ** storage, never NULL; thread-safe. Since 0.1.0. */
 POPC_API const char *popc_version(void);
 
