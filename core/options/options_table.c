@@ -424,7 +424,7 @@ static popc_status hook_amp(popc_options *o, const popci_optdef *d,
 
 #define BOOLV "true | false"
 
-/* the entries of core/options/options_list.h, in its order */
+/* the entries of core/layer/options_list.h, in its order */
 #define OPTION(ID, ...) __VA_ARGS__,
 const popci_optdef popci_option_table[] = {
 #include "core/layer/options_list.h"
