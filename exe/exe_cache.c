@@ -36,11 +36,10 @@
 #include "popc/version.h"
 #include "core/layer/alloc.h"
 #include "exe/executable_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
-#include "core/registry_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/graph.h"
+#include "core/layer/model.h"
+#include "core/layer/optimizer.h"
+#include "core/layer/options.h"
 
 struct popci_exe_cache {
     popci_compiled_hold hold;  /* the graph handed to the plan */
@@ -119,40 +118,6 @@ static int extends(const popc_graph *g, const popc_graph *c,
     return why == NULL;
 }
 
-/* Look each distinct op up once: a compiled graph repeats a few dozen op
-** types over thousands of nodes, and the plan would otherwise search the
-** registry for every node. */
-typedef struct op_seen {
-    const char *domain, *op;
-    int version;
-    const popc_op_def *def;
-} op_seen;
-
-static void resolve_ops(popc_graph *c)
-{
-    op_seen seen[64];
-    int n_seen = 0;
-
-    for (int k = 0; k < c->n_nodes; k++) {
-        popci_node *nd = &c->nodes[k];
-        int i;
-
-        for (i = 0; i < n_seen; i++)
-            if (seen[i].version == nd->version &&
-                strcmp(seen[i].op, nd->op) == 0 &&
-                strcmp(seen[i].domain, nd->domain) == 0)
-                break;
-        if (i < n_seen) {
-            nd->def = seen[i].def;
-            continue;
-        }
-        popci_graph_node_def(c, k);
-        if (n_seen < 64)
-            seen[n_seen++] = (op_seen){nd->domain, nd->op, nd->version,
-                                       nd->def};
-    }
-}
-
 /* The loss-gradient seed holds the loss scaling (plan.c find_seed). */
 static void set_seed(popc_graph *c, int seed, double ls)
 {
@@ -170,7 +135,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
                                    popci_plan_config *pc,
                                    popci_compiled_hold *cc, int *used)
 {
-    const popc_graph *g = m->graph;
+    const popc_graph *g = popci_model_host_graph(m);
     popci_exe_modl md;
     popci_rbuf r;
     popc_graph *c = NULL;
@@ -183,7 +148,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
     memset(cc, 0, sizeof *cc);
     if ((st = popci_exe_get_modl(x, &md)) != POPC_OK)
         return st;
-    if (md.training != m->training ||
+    if (md.training != popci_model_training(m) ||
         !popci_exe_section(x, POPCI_SEC_CGRF, &r))
         return POPC_OK;
     n_forward = (int)popci_r_u32(&r);
@@ -235,7 +200,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
                 k++;
             }
         if (k != n_wrt || loss < -1 || loss >= nv || seed < -1 || seed >= nv ||
-            (m->training && loss < 0))
+            (popci_model_training(m) && loss < 0))
             goto unused;
     }
     for (int v = 0; v < popc_graph_n_values(g); v++)
@@ -247,7 +212,7 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
             return st;
         }
     set_seed(c, seed, pc->loss_scaling);
-    resolve_ops(c);
+    popci_graph_resolve_ops(c);
     cc->pc.n_forward = n_forward;
     cc->pc.loss = loss;
     cc->pc.seed = seed;
@@ -372,9 +337,11 @@ static popc_status cache_begin(popc_model *m, const popci_exe *hint,
         *out = c;
         return POPC_OK;
     }
-    dir = popci_opt_is_none(m->opts, POPCI_O_enableExecutableCaching)
+    dir = popci_opt_is_none(popci_model_options(m),
+                            POPCI_O_enableExecutableCaching)
               ? NULL
-              : popci_opt_string(m->opts, POPCI_O_enableExecutableCaching);
+              : popci_opt_string(popci_model_options(m),
+                                 POPCI_O_enableExecutableCaching);
     if (!dir || !*dir) {
         free(c);
         return POPC_OK;
@@ -403,14 +370,14 @@ static void cache_end(popci_exe_cache *c, popc_model *m)
     if (!c)
         return;
     if (c->hit) {
-        double saved = c->stored_time - m->compile_time;
+        double saved = c->stored_time - popci_model_compile_time(m);
         popc_log(POPC_LOG_INFO, "executable cache hit: %s (saved %.0f ms)",
                  c->path, saved > 0 ? saved * 1e3 : 0.0);
     } else if (c->from_hint) {
         popc_log(POPC_LOG_DEBUG, "compiled from the loaded executable's "
                  "graph");
     } else if (c->path) {
-        if (popci_exe_write(m, c->path, c->key, m->compile_time) != POPC_OK)
+        if (popci_exe_write(m, c->path, c->key, popci_model_compile_time(m)) != POPC_OK)
             popc_log(POPC_LOG_WARN, "executable cache: cannot write the "
                      "entry: %s", popc_last_error());
         else

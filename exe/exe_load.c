@@ -24,20 +24,20 @@
 #include "popc/version.h"
 #include "core/layer/alloc.h"
 #include "exe/executable_priv.h"
-#include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/model.h"
+#include "core/layer/optimizer.h"
+#include "core/layer/options.h"
 
 /* ---- queries ------------------------------------------------------------------ */
 
 const popc_graph *popc_model_graph(const popc_model *m)
 {
-    return m ? m->graph : NULL;
+    return m ? popci_model_host_graph(m) : NULL;
 }
 
 int popc_model_training(const popc_model *m)
 {
-    return m ? m->training : 0;
+    return m ? popci_model_training(m) : 0;
 }
 
 popc_status popc_model_input_info(const popc_model *m, int i, popc_view *out)
@@ -51,11 +51,11 @@ popc_status popc_model_input_info(const popc_model *m, int i, popc_view *out)
                               "out is NULL");
     if ((st = popci_model_require_compiled(m)) != POPC_OK)
         return st;
-    if (i < 0 || i >= m->n_inputs)
+    if (i < 0 || i >= popci_model_n_inputs(m))
         return popc_set_error(POPC_EINVAL, "popc_model_input_info: input %d "
                               "does not exist (the model has %d)", i,
-                              m->n_inputs);
-    *out = m->sig[i];
+                              popci_model_n_inputs(m));
+    *out = popci_model_input_sig(m, i);
     out->data = NULL;
     return POPC_OK;
 }
@@ -82,10 +82,10 @@ popc_status popc_model_save(popc_model *m, const char *path)
         popc_log(POPC_LOG_WARN, "popc_model_save: '%s' is a directory: "
                  "saving to '%s'", path, file);
     }
-    st = popci_exe_write(m, file ? file : path, 0, m->compile_time);
+    st = popci_exe_write(m, file ? file : path, 0, popci_model_compile_time(m));
     if (st == POPC_OK)
         popc_log(POPC_LOG_INFO, "saved the executable of '%s' to %s",
-                 popc_graph_name(m->graph), file ? file : path);
+                 popci_model_graph_name(m), file ? file : path);
     free(file);
     return st;
 }
@@ -177,7 +177,7 @@ static popc_status import_state(popc_model *m, popci_exe *x)
 
     if ((st = popci_exe_get_rngs(x, &rg)) != POPC_OK)
         return st;
-    if (m->training) {
+    if (popci_model_training(m)) {
         if ((st = popci_exe_get_tensors(x, POPCI_SEC_OSTA, &n, &names,
                                         &ts)) != POPC_OK)
             return st;
@@ -192,7 +192,7 @@ static popc_status import_state(popc_model *m, popci_exe *x)
         if (st != POPC_OK)
             return st;
     }
-    m->runs = rg.runs;
+    popci_model_set_runs(m, rg.runs);
     return POPC_OK;
 }
 
@@ -286,9 +286,9 @@ popc_status popc_load(const char *path, popc_options *edit_opts,
         (st = import_state(m, x)) != POPC_OK)
         goto done;
     popc_log(POPC_LOG_INFO, "loaded '%s' from %s (%s, backend %s)",
-             popc_graph_name(m->graph), path,
-             m->training ? "training" : "inference",
-             popci_opt_string(m->opts, POPCI_O_backend));
+             popci_model_graph_name(m), path,
+             popci_model_training(m) ? "training" : "inference",
+             popci_opt_string(popci_model_options(m), POPCI_O_backend));
     *out = m;
     m = NULL;
 done:
@@ -360,7 +360,7 @@ popc_status popc_model_load_executable(popc_model *m, const char *path)
         (st = popci_exe_check_plugins(x)) != POPC_OK ||
         (st = popci_exe_get_modl(x, &md)) != POPC_OK ||
         (st = popci_exe_get_graph(x, &g)) != POPC_OK ||
-        (st = same_graph(x, m->graph, g)) != POPC_OK ||
+        (st = same_graph(x, popci_model_host_graph(m), g)) != POPC_OK ||
         (st = popci_exe_get_optimizer(x, &opt)) != POPC_OK)
         goto done;
     if ((st = popc_model_destroy(m)) != POPC_OK)
@@ -371,25 +371,28 @@ popc_status popc_model_load_executable(popc_model *m, const char *path)
         st = compile_from(m, x);
         goto done;
     }
-    for (int i = 0; i < m->n_weights; i++) {
-        int v = m->weight_values[i];
-        int fv = popc_graph_find_value(g, popc_graph_value_name(m->graph, v));
+    for (int i = 0; i < popci_model_n_weights(m); i++) {
+        popc_graph *mg = popci_model_host_graph(m);
+        int v = popci_model_weight_value(m, i);
+        int fv = popc_graph_find_value(g, popc_graph_value_name(mg, v));
         if ((st = popc_graph_set_initializer(
-                 m->graph, v, popc_graph_value_tensor(g, fv))) != POPC_OK)
+                 mg, v, popc_graph_value_tensor(g, fv))) != POPC_OK)
             goto done;
     }
-    m->host_version++;
+    /* m has no executor now (destroyed above): only the host copy moves */
+    popci_model_host_changed(m);
     if ((st = compile_from(m, x)) != POPC_OK)
         goto done;
-    if (m->training && md.training && opt &&
-        popci_optimizer_def(opt) != popci_optimizer_def(m->optimizer)) {
+    if (popci_model_training(m) && md.training && opt &&
+        popci_optimizer_def(opt) !=
+            popci_optimizer_def(popci_model_optimizer(m))) {
         popc_log(POPC_LOG_WARN, "popc_model_load_executable: '%s' holds %s "
                  "state but the model uses %s: the optimizer state is not "
                  "imported", path, popci_optimizer_def(opt)->name,
-                 popci_optimizer_def(m->optimizer)->name);
+                 popci_optimizer_def(popci_model_optimizer(m))->name);
         popci_exe_rngs rg;
         if ((st = popci_exe_get_rngs(x, &rg)) == POPC_OK)
-            m->runs = rg.runs;
+            popci_model_set_runs(m, rg.runs);
     } else {
         st = import_state(m, x);
     }

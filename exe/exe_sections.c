@@ -17,7 +17,7 @@
 #include "exe/executable_priv.h"
 #include "core/graph/graph_priv.h"
 #include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
+#include "core/layer/optimizer.h"
 #include "core/registry_priv.h"
 #include "core/options/options_priv.h"
 
@@ -378,25 +378,32 @@ fail:
 static void encode_optm(popc_model *m, popci_wbuf *w)
 {
     const popc_optimizer *o = m->optimizer;
+    const popc_optim_def *def;
+    int n_hypers, n_groups;
 
     popci_w_u8(w, o != NULL);
     if (!o)
         return;
-    popci_w_str(w, o->def->name);
-    popci_w_u32(w, (uint32_t)o->n_hypers);
-    for (int h = 0; h < o->n_hypers; h++) {
-        popci_w_str(w, popc_optim_hyper_at(o->def, h)->name);
-        popci_w_u8(w, o->variable[h]);
+    def = popci_optimizer_def(o);
+    n_hypers = popci_optimizer_n_hypers(o);
+    n_groups = popci_optimizer_group_count(o);
+    popci_w_str(w, def->name);
+    popci_w_u32(w, (uint32_t)n_hypers);
+    for (int h = 0; h < n_hypers; h++) {
+        popci_w_str(w, popc_optim_hyper_at(def, h)->name);
+        popci_w_u8(w, (unsigned)popci_optimizer_is_variable(o, h));
     }
-    popci_w_u32(w, (uint32_t)o->n_groups);
-    for (int g = 0; g < o->n_groups; g++) {
-        const popci_optim_group *gr = &o->groups[g];
-        popci_w_u32(w, (uint32_t)gr->n_prefix);
-        for (int i = 0; i < gr->n_prefix; i++)
-            popci_w_str(w, gr->prefix[i]);
-        for (int h = 0; h < o->n_hypers; h++) {
-            popci_w_u8(w, g == 0 || gr->own[h]);
-            popci_w_f64(w, gr->values[h]);
+    popci_w_u32(w, (uint32_t)n_groups);
+    for (int g = 0; g < n_groups; g++) {
+        int n_prefix = popci_optimizer_n_prefixes(o, g);
+        popci_w_u32(w, (uint32_t)n_prefix);
+        for (int i = 0; i < n_prefix; i++)
+            popci_w_str(w, popci_optimizer_prefix(o, g, i));
+        for (int h = 0; h < n_hypers; h++) {
+            int own;
+            double v = popci_optimizer_group_value(o, g, h, &own);
+            popci_w_u8(w, (unsigned)own);
+            popci_w_f64(w, v);
         }
     }
 }
@@ -415,7 +422,7 @@ static popc_status map_hypers(const popci_exe *x, popc_optimizer *o,
             return popc_set_error(POPC_EUNSUPPORTED, "executable '%s': "
                                   "optimizer %s has no hyper-parameter '%s' "
                                   "in this popc", popci_exe_path(x),
-                                  o->def->name, name);
+                                  popci_optimizer_def(o)->name, name);
     }
     return POPC_OK;
 }
@@ -445,7 +452,7 @@ popc_status popci_exe_get_optimizer(const popci_exe *x, popc_optimizer **out)
     if ((st = map_hypers(x, o, &r, n_hypers, idx, variable)) != POPC_OK)
         goto fail;
     for (uint32_t h = 0; h < n_hypers; h++)
-        o->variable[idx[h]] = variable[h];
+        popci_optimizer_set_variable(o, idx[h], variable[h]);
     n_groups = popci_r_count(&r, 4);
     for (uint32_t g = 0; g < n_groups && !r.bad; g++) {
         uint32_t np = popci_r_count(&r, 5);
@@ -470,9 +477,7 @@ popc_status popci_exe_get_optimizer(const popci_exe *x, popc_optimizer **out)
             double v = popci_r_f64(&r);
             if (r.bad)
                 break;
-            o->groups[gi].values[idx[h]] = v;
-            if (gi > 0)
-                o->groups[gi].own[idx[h]] = (unsigned char)own;
+            popci_optimizer_restore_value(o, gi, idx[h], v, own);
         }
     }
     if (r.bad) {

@@ -30,11 +30,9 @@
 #include "popc/version.h"
 #include "core/layer/alloc.h"
 #include "fileio/atomic_file.h"
+#include "core/layer/model.h"
 #include "exe/executable_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/runtime/model_priv.h"
-#include "core/optimizer/optimizer_priv.h"
-#include "core/registry_priv.h"
+#include "core/layer/optimizer.h"
 
 static const unsigned char magic[8] = {'P', 'O', 'P', 'C',
                                        'E', 'X', 'E', '\0'};

@@ -54,11 +54,11 @@
 
 #include "core/layer/alloc.h"
 #include "fileio/atomic_file.h"
-#include "core/graph/graph_priv.h"
-#include "core/runtime/model_priv.h"
+#include "core/layer/exec_report.h"
+#include "core/layer/graph.h"
+#include "core/layer/model.h"
+#include "core/layer/options.h"
 #include "profile/profile_priv.h"
-#include "core/strategies/strategy_priv.h"
-#include "core/options/options_priv.h"
 
 #define MAX_ITEMS 20000
 #define MAX_DEPTH 256
@@ -225,17 +225,18 @@ static void latency(popci_sb *sb, const char *key, const popc_latency *l)
 static void put_model(popci_sb *sb, const popci_profile *p,
                       const popc_model *m, const popci_exec *e)
 {
-    const popci_plan *pl = e->plan;
+    const popc_plan *pp = popci_exec_public_plan(e);
 
     popci_sb_printf(sb, " \"model\": {\"name\": ");
-    str(sb, popc_graph_name(m->graph));
+    str(sb, popci_model_graph_name(m));
     popci_sb_printf(sb, ", \"model_name\": ");
     str(sb, popci_model_name(m));
     popci_sb_printf(sb, ", \"ipus_reserved\": %lld, "
-                    "\"execution_phases\": %d", (long long)m->reserved_ipus,
-                    popci_plan_execution_phases(pl));
+                    "\"execution_phases\": %d",
+                    (long long)popci_model_reserved_ipus(m),
+                    popci_exec_execution_phases(e));
     {
-        int ids[1024], n = popci_plan_execution_phase_ids(pl, ids, 1024);
+        int ids[1024], n = popci_exec_execution_phase_ids(e, ids, 1024);
 
         popci_sb_printf(sb, ", \"execution_phase_ids\": [");
         for (int i = 0; i < n; i++)
@@ -244,8 +245,8 @@ static void put_model(popci_sb *sb, const popci_profile *p,
                                            "truncated\": true" : "");
     }
     popci_sb_printf(sb, ", \"training\": %s, \"backend\": ",
-                    m->training ? "true" : "false");
-    str(sb, e->be->name);
+                    popci_model_training(m) ? "true" : "false");
+    str(sb, popci_exec_backend(e)->name);
     popci_sb_printf(sb, ", \"replicas\": %d, \"ipus_per_replica\": %d, "
                     "\"stages\": %d, \"phases\": %d, \"pipelined\": %s, "
                     "\"device_iterations\": %lld, "
@@ -253,15 +254,15 @@ static void put_model(popci_sb *sb, const popci_profile *p,
                     "\"micro_batches\": %lld, \"nodes\": %d, "
                     "\"forward_nodes\": %d, \"arena_bytes\": %zu, "
                     "\"persistent_bytes\": %zu, \"inputs\": [",
-                    p->replicas, pl->pub.n_ipus, pl->pub.n_stages,
+                    p->replicas, pp->n_ipus, pp->n_stages,
                     p->phases, p->pipelined ? "true" : "false",
-                    (long long)e->cfg.device_iterations,
-                    (long long)e->cfg.grad_accum,
-                    (long long)p->micro_batches, pl->pub.n_nodes,
-                    pl->pub.n_forward, pl->arena_bytes,
-                    pl->persistent_bytes);
-    for (int i = 0; i < pl->n_inputs; i++) {
-        const popc_plan_slot *s = &pl->slots[pl->input_slots[i]];
+                    (long long)popci_exec_device_iterations(e),
+                    (long long)popci_exec_grad_accum(e),
+                    (long long)p->micro_batches, pp->n_nodes,
+                    pp->n_forward, popci_exec_arena_bytes(e),
+                    popci_exec_persistent_bytes(e));
+    for (int i = 0; i < popci_exec_n_inputs(e); i++) {
+        const popc_plan_slot *s = &pp->slots[popci_exec_input_slot(e, i)];
         popci_sb_printf(sb, "%s{\"name\": ", i ? ", " : "");
         str(sb, s->name);
         popci_sb_printf(sb, ", \"dtype\": \"%s\", \"shape\": [",
@@ -276,7 +277,7 @@ static void put_model(popci_sb *sb, const popci_profile *p,
     popci_sb_printf(sb, ", \"phases\": [");
     for (int i = 0; i < POPCI_PHASES; i++) {
         popci_sb_printf(sb, "%s{\"name\": ", i ? ", " : "");
-        str(sb, popci_progress_phase_name(i, m->training));
+        str(sb, popci_progress_phase_name(i, popci_model_training(m)));
         popci_sb_printf(sb, ", \"seconds\": ");
         num(sb, p->phase_seconds[i]);
         popci_sb_printf(sb, "}");
@@ -292,14 +293,14 @@ static const char *const mem_names[M_COUNT] = {
 
 /* Per IPU: persistent bytes by kind, activations at their peak over the
 ** schedule, the largest temporaries of one node. */
-static void plan_memory(const popci_plan *pl, int ipu, double *b)
+static void plan_memory(const popci_exec *e, int ipu, double *b)
 {
-    const popc_plan *pp = &pl->pub;
+    const popc_plan *pp = popci_exec_public_plan(e);
 
     memset(b, 0, sizeof(double) * M_COUNT);
     for (int s = 0; s < pp->n_slots; s++) {
         const popc_plan_slot *sl = &pp->slots[s];
-        double bytes = (double)popci_plan_slot_device_bytes(pl, s);
+        double bytes = (double)popci_exec_slot_device_bytes(e, s);
         if (sl->ipu != ipu)
             continue;
         if (sl->kind == POPC_SLOT_WEIGHT || sl->kind == POPC_SLOT_CONST)
@@ -316,7 +317,7 @@ static void plan_memory(const popci_plan *pl, int ipu, double *b)
             if (sl->ipu == ipu && (sl->kind == POPC_SLOT_ACT ||
                                    sl->kind == POPC_SLOT_INPUT) &&
                 sl->first_use <= k && k <= sl->last_use)
-                live += (double)popci_plan_slot_bytes(pl, s);
+                live += (double)popci_exec_slot_bytes(e, s);
         }
         if (live > b[M_ACTS])
             b[M_ACTS] = live;
@@ -328,14 +329,14 @@ static void plan_memory(const popci_plan *pl, int ipu, double *b)
 
 static void put_plan_memory(popci_sb *sb, const popci_exec *e)
 {
-    const popci_plan *pl = e->plan;
-    int n = pl->pub.n_ipus > 0 ? pl->pub.n_ipus : 1;
+    const popc_plan *pp = popci_exec_public_plan(e);
+    int n = pp->n_ipus > 0 ? pp->n_ipus : 1;
     double totals[M_COUNT] = {0}, b[M_COUNT], sum = 0.0;
 
     popci_sb_printf(sb, " \"memory\": {\"source\": \"plan\", \"ipus\": [");
     for (int ipu = 0; ipu < n; ipu++) {
         double used = 0.0;
-        plan_memory(pl, ipu, b);
+        plan_memory(e, ipu, b);
         popci_sb_printf(sb, "%s{\"ipu\": %d", ipu ? ", " : "", ipu);
         for (int c = 0; c < M_COUNT; c++) {
             popci_sb_printf(sb, ", \"%s\": ", mem_names[c]);
@@ -361,12 +362,12 @@ static void put_plan_memory(popci_sb *sb, const popci_exec *e)
 
 static double node_cycles(const popci_exec *e, int k)
 {
-    return e->be->cycles ? e->be->cycles(e->bctx, e->exe, k, k + 1) : 0.0;
+    return popci_exec_nodes_cycles(e, k, k + 1);
 }
 
 static void put_plan_ops(popci_sb *sb, const popci_exec *e)
 {
-    const popc_plan *pp = &e->plan->pub;
+    const popc_plan *pp = popci_exec_public_plan(e);
 
     popci_sb_printf(sb, " \"ops\": [");
     for (int k = 0; k < pp->n_nodes && k < MAX_ITEMS; k++) {
@@ -395,17 +396,18 @@ static void put_plan_ops(popci_sb *sb, const popci_exec *e)
 static void put_sources(popci_sb *sb, const popc_model *m,
                         const popci_exec *e)
 {
-    const popc_plan *pp = &e->plan->pub;
-    const popc_graph *g = e->plan->graph;
+    const popc_plan *pp = popci_exec_public_plan(e);
+    const popc_graph *g = popci_exec_plan_graph(e);
+    const popc_options *o = popci_model_options(m);
     const char *excludes =
-        popci_opt_is_none(m->opts, POPCI_O_sourceLocationExcludes)
+        popci_opt_is_none(o, POPCI_O_sourceLocationExcludes)
             ? NULL
-            : popci_opt_string(m->opts, POPCI_O_sourceLocationExcludes);
+            : popci_opt_string(o, POPCI_O_sourceLocationExcludes);
     int n = 0;
 
     popci_sb_printf(sb, " \"sources\": [");
     for (int k = 0; k < pp->n_nodes && k < MAX_ITEMS; k++) {
-        int id = popci_name_map_find(&g->node_names, pp->nodes[k].name);
+        int id = popci_graph_find_node(g, pp->nodes[k].name);
         char where[1024];
 
         if (id < 0 ||
@@ -422,7 +424,7 @@ static void put_sources(popci_sb *sb, const popc_model *m,
 
 static void put_plan_stages(popci_sb *sb, const popci_exec *e)
 {
-    const popc_plan *pp = &e->plan->pub;
+    const popc_plan *pp = popci_exec_public_plan(e);
     int n = 0;
 
     for (int k = 0; k < pp->n_nodes; k++)
@@ -501,7 +503,7 @@ static void put_backend(popci_sb *sb, const char *s, int *have)
 static void put_phases(popci_sb *sb, const popci_profile *p,
                        const popci_exec *e)
 {
-    const popc_plan *pp = &e->plan->pub;
+    const popc_plan *pp = popci_exec_public_plan(e);
 
     popci_sb_printf(sb, " \"micro_batch_cycles\": ");
     num(sb, p->mb_cycles);
@@ -509,13 +511,13 @@ static void put_phases(popci_sb *sb, const popci_profile *p,
     num(sb, p->run_cycles);
     popci_sb_printf(sb, ",\n \"phases\": [");
     for (int ph = 0; ph < p->phases; ph++) {
-        int first = e->phase_first[ph];
+        int first = popci_exec_phase_first(e, ph);
         const popc_plan_node *nd = first < pp->n_nodes ? &pp->nodes[first]
                                                        : NULL;
         popci_sb_printf(sb, "%s{\"phase\": %d, \"first_node\": %d, "
                         "\"end_node\": %d, \"stage\": %d, \"ipu\": %d, "
                         "\"cycles\": ", ph ? ", " : "", ph, first,
-                        e->phase_first[ph + 1], nd ? nd->stage : 0,
+                        popci_exec_phase_first(e, ph + 1), nd ? nd->stage : 0,
                         nd ? nd->ipu : 0);
         num(sb, p->phase_cycles[ph]);
         popci_sb_printf(sb, "}");
@@ -574,7 +576,7 @@ static void put_timeline(popci_sb *sb, const popci_profile *p,
                          const popci_exec *e)
 {
     const popci_trace *t = &p->trace;
-    const popc_plan *pp = &e->plan->pub;
+    const popc_plan *pp = popci_exec_public_plan(e);
     int64_t tasks = p->runs && t->task ? p->n_iterations * p->phases : 0;
     int64_t steps = p->runs && t->step && p->training ? p->windows : 0;
     double t0 = p->run_t0, end = 0.0;
@@ -585,7 +587,7 @@ static void put_timeline(popci_sb *sb, const popci_profile *p,
         const double *ts = t->task + 4 * i;
         int ph = (int)(i % p->phases);
         int64_t it = i / p->phases;
-        int first = e->phase_first[ph];
+        int first = popci_exec_phase_first(e, ph);
         popci_sb_printf(sb, "%s\n  {\"phase\": %d, \"stage\": %d, "
                         "\"replica\": %d, \"micro_batch\": %lld, "
                         "\"start\": ", i ? "," : "", ph,

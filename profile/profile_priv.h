@@ -17,9 +17,9 @@
 
 #include "popc/options.h"
 #include "popc/profile.h"
-#include "core/runtime/exec_priv.h"
+#include "core/layer/exec.h"
 #include "core/layer/hooks.h"
-#include "core/graph/graph_priv.h"
+#include "core/layer/strbuf.h"
 
 /* ---- progress.c --------------------------------------------------------- */
 

@@ -17,9 +17,10 @@
 
 #include "popc/log.h"
 #include "core/layer/alloc.h"
-#include "core/runtime/model_priv.h"
+#include "core/layer/exec_report.h"
+#include "core/layer/model.h"
+#include "core/layer/options.h"
 #include "profile/profile_priv.h"
-#include "core/options/options_priv.h"
 
 /* Tasks recorded at most (4 doubles each: 128 MiB); a run with more
 ** records no trace and has no counters. */
@@ -122,17 +123,16 @@ static void fetch_report(popci_profile *p, const popci_exec *e)
 {
     report_buf b = {0};
 
-    if (!POPC_HAS_FIELD(popc_backend_def, e->be->size, report_to) ||
-        !e->be->report_to)
+    if (!popci_exec_has_report(e))
         return;
-    if (e->be->report_to(e->bctx, e->exe, gather, &b) != POPC_OK) {
+    if (popci_exec_report(e, gather, &b) != POPC_OK) {
         popc_log(POPC_LOG_WARN, "enableProfiling: the %s backend's report "
                  "failed (%s); the profile has the core's figures only",
-                 e->be->name, popc_last_error());
+                 popci_exec_backend(e)->name, popc_last_error());
     } else if (!b.data || !popci_json_valid(b.data, b.len)) {
         popc_log(POPC_LOG_WARN, "enableProfiling: the %s backend's report "
                  "is not valid JSON; the profile has the core's figures "
-                 "only", e->be->name);
+                 "only", popci_exec_backend(e)->name);
     } else {
         p->backend_report = b.data;
         return;
@@ -145,7 +145,8 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
                                    const popci_progress *pg)
 {
     popci_profile *p = *pp;
-    const char *dir = popci_opt_string(m->opts, POPCI_O_enableProfiling);
+    const char *dir = popci_opt_string(popci_model_options(m),
+                                       POPCI_O_enableProfiling);
     popci_sb sb = {0};
     int64_t tasks;
     popc_status st;
@@ -153,23 +154,23 @@ popc_status popci_profile_compiled(popci_profile **pp, const popc_model *m,
     if (!p && !(p = *pp = popci_calloc(1, sizeof *p)))
         return oom();
     reset(p);
-    p->training = m->training;
-    p->replicas = (int)e->cfg.replicas;
-    p->phases = e->n_phases;
-    p->pipelined = e->cfg.pipelined;
-    p->micro_batches = e->micro_batches;
-    p->windows = m->training ? e->cfg.device_iterations : 1;
+    p->training = popci_model_training(m);
+    p->replicas = (int)popci_exec_replicas(e);
+    p->phases = popci_exec_n_phases(e);
+    p->pipelined = popci_exec_pipelined(e);
+    p->micro_batches = popci_exec_micro_batches(e);
+    p->windows = p->training ? popci_exec_device_iterations(e) : 1;
     p->n_iterations = p->micro_batches * p->replicas;
     p->compile_seconds = pg->total;
     memcpy(p->phase_seconds, pg->seconds, sizeof p->phase_seconds);
     if (!(p->phase_cycles = popci_calloc((size_t)p->phases + 1,
                                    sizeof *p->phase_cycles)))
         return oom();
-    if (e->be->cycles) {
+    if (popci_exec_has_cycles(e)) {
         for (int ph = 0; ph < p->phases; ph++)
-            p->phase_cycles[ph] = e->be->cycles(e->bctx, e->exe,
-                                                e->phase_first[ph],
-                                                e->phase_first[ph + 1]);
+            p->phase_cycles[ph] = popci_exec_nodes_cycles(
+                e, popci_exec_phase_first(e, ph),
+                popci_exec_phase_first(e, ph + 1));
         p->mb_cycles = popci_exec_cycles(e);
         p->run_cycles = cycles_of_run(p);
     }
@@ -269,6 +270,7 @@ static void counters(popci_profile *p, double t0)
 
 void popci_profile_ran(popci_profile *p, const popc_model *m, double t0)
 {
+    const popci_exec *e = popci_model_executor_c(m);
     double *h;
 
     if (!p)
@@ -278,25 +280,23 @@ void popci_profile_ran(popci_profile *p, const popc_model *m, double t0)
     if (p->trace.task)
         counters(p, t0);
     h = p->hist[(p->runs - 1) % POPCI_PROFILE_HISTORY];
-    h[0] = m->lat_total;
-    h[1] = m->lat_host;
-    h[2] = m->lat_compute;
+    popci_model_latencies(m, &h[0], &h[1], &h[2]);
     p->hist_first = p->runs > POPCI_PROFILE_HISTORY
                         ? p->runs - POPCI_PROFILE_HISTORY : 0;
-    if (p->runs == 1 || m->lat_total < p->run_total.min)
-        p->run_total.min = m->lat_total;
-    if (p->runs == 1 || m->lat_total > p->run_total.max)
-        p->run_total.max = m->lat_total;
-    p->run_total.mean += (m->lat_total - p->run_total.mean) /
+    if (p->runs == 1 || h[0] < p->run_total.min)
+        p->run_total.min = h[0];
+    if (p->runs == 1 || h[0] > p->run_total.max)
+        p->run_total.max = h[0];
+    p->run_total.mean += (h[0] - p->run_total.mean) /
                          (double)p->runs;
     if (p->run_cycles > 0.0 &&
-        popci_opt_int(m->opts, POPCI_O_logCycleCount))
+        popci_opt_int(popci_model_options(m), POPCI_O_logCycleCount))
         popc_log(POPC_LOG_DEBUG, "Total number of IPU cycles: %.0f (%s "
                  "backend estimate for replica 0: %lld micro-batches, "
                  "%.0f cycles each)", p->run_cycles,
-                 m->exec ? popci_exec_backend(m->exec)->name : "?",
+                 e ? popci_exec_backend(e)->name : "?",
                  (long long)p->micro_batches, p->mb_cycles);
-    if (p->dir && popci_profile_write(p, m, m->exec) != POPC_OK)
+    if (p->dir && popci_profile_write(p, m, e) != POPC_OK)
         popc_log(POPC_LOG_WARN, "enableProfiling: the profile was not "
                  "updated after run %lld: %s", (long long)p->runs,
                  popc_last_error());
@@ -309,7 +309,7 @@ static const popci_profile *ran(const popc_model *m)
     const popci_profile *p =
         m ? popci_model_layer_data_c(m, &popci_profile_hooks) : NULL;
 
-    return m && m->exec && p && p->runs > 0 ? p : NULL;
+    return m && popci_model_executor_c(m) && p && p->runs > 0 ? p : NULL;
 }
 
 popc_status popc_model_cycle_count(popc_model *m, double *cycles)
@@ -320,7 +320,7 @@ popc_status popc_model_cycle_count(popc_model *m, double *cycles)
         return popc_set_error(POPC_EINVAL, "popc_model_cycle_count: %s is "
                               "NULL", m ? "cycles" : "model");
     *cycles = 0.0;
-    if (!popci_opt_int(m->opts, POPCI_O_logCycleCount))
+    if (!popci_opt_int(popci_model_options(m), POPCI_O_logCycleCount))
         return popc_set_error(POPC_ECONFIG, "Cycle count logging is "
                               "disabled. Please set option logCycleCount to "
                               "True to enable.");
@@ -331,7 +331,9 @@ popc_status popc_model_cycle_count(popc_model *m, double *cycles)
         return popc_set_error(POPC_EUNSUPPORTED, "cycleCount: the %s backend "
                               "has no cycle model; use the ipumodel backend "
                               "(option backend = ipumodel) for cycle "
-                              "estimates", popci_exec_backend(m->exec)->name);
+                              "estimates",
+                              popci_exec_backend(
+                                  popci_model_executor_c(m))->name);
     *cycles = p->run_cycles;
     return POPC_OK;
 }
@@ -342,14 +344,15 @@ popc_status popc_model_get_compilation_time(popc_model *m, double *seconds)
         return popc_set_error(POPC_EINVAL, "popc_model_get_compilation_time: "
                               "%s is NULL", m ? "seconds" : "model");
     *seconds = 0.0;
-    if (!m->exec)
+    if (!popci_model_executor_c(m))
         return popc_set_error(POPC_ESTATE, "Please compile the model before "
                               "obtaining compilation time.");
-    if (!popci_opt_int(m->opts, POPCI_O_showCompilationProgressBar))
+    if (!popci_opt_int(popci_model_options(m),
+                       POPCI_O_showCompilationProgressBar))
         return popc_set_error(POPC_ECONFIG, "Please set "
                               "showCompilationProgressBar option to obtain "
                               "compilation time.");
-    *seconds = m->compile_time;
+    *seconds = popci_model_compile_time(m);
     return POPC_OK;
 }
 

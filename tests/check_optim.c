@@ -18,7 +18,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
-#include "core/optimizer/optimizer_priv.h"
+#include "core/layer/optimizer.h"
 
 #define TOL 1e-5
 #define MAX_CASES 64

@@ -9,7 +9,7 @@
 #include <check.h>
 
 #include "popc/popc.h"
-#include "core/optimizer/optimizer_priv.h"
+#include "core/layer/optimizer.h"
 
 static popc_optimizer *make(const char *name)
 {

@@ -833,3 +833,37 @@ popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
     free(node_remap);
     return popci_graph_rebuild_names(g);
 }
+
+/* Look each distinct op up once: a compiled graph repeats a few dozen op
+** types over thousands of nodes, and the plan would otherwise search the
+** registry for every node. */
+typedef struct op_seen {
+    const char *domain, *op;
+    int version;
+    const popc_op_def *def;
+} op_seen;
+
+void popci_graph_resolve_ops(popc_graph *c)
+{
+    op_seen seen[64];
+    int n_seen = 0;
+
+    for (int k = 0; k < c->n_nodes; k++) {
+        popci_node *nd = &c->nodes[k];
+        int i;
+
+        for (i = 0; i < n_seen; i++)
+            if (seen[i].version == nd->version &&
+                strcmp(seen[i].op, nd->op) == 0 &&
+                strcmp(seen[i].domain, nd->domain) == 0)
+                break;
+        if (i < n_seen) {
+            nd->def = seen[i].def;
+            continue;
+        }
+        popci_graph_node_def(c, k);
+        if (n_seen < 64)
+            seen[n_seen++] = (op_seen){nd->domain, nd->op, nd->version,
+                                       nd->def};
+    }
+}

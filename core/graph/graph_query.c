@@ -48,6 +48,11 @@ int popc_graph_find_value(const popc_graph *g, const char *name)
     return g ? popci_name_map_find(&g->value_names, name) : -1;
 }
 
+int popci_graph_find_node(const popc_graph *g, const char *name)
+{
+    return g ? popci_name_map_find(&g->node_names, name) : -1;
+}
+
 const char *popc_graph_value_name(const popc_graph *g, int value)
 {
     return VALID_VALUE(g, value) ? g->values[value].name : NULL;

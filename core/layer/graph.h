@@ -45,6 +45,14 @@ int popci_graph_node_frames(const popc_graph *g, int node,
 void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
                        int sn);
 
+/* Look up the registered definition of every node's op, each distinct
+** op once (a graph read from a file, e.g. a cached compiled graph, knows
+** its ops only by name). */
+void popci_graph_resolve_ops(popc_graph *g);
+
+/* The node named name, or -1 (NULL g: -1). */
+int popci_graph_find_node(const popc_graph *g, const char *name);
+
 /* Same shape and dtype (data ignored). */
 int popci_view_same(const popc_view *a, const popc_view *b);
 

@@ -21,6 +21,19 @@ popci_exec *popci_model_executor(popc_model *m);
 int popci_model_training(const popc_model *m);
 /* The options m was made with (frozen); borrowed. */
 const popc_options *popci_model_options(const popc_model *m);
+/* m's executor through a const model (reports read it); borrowed. */
+const popci_exec *popci_model_executor_c(const popc_model *m);
+
+/* The modelName option, or "training" / "inference" when it is None
+** (PopTorch's default): names the model's profile subdirectory. */
+const char *popci_model_name(const popc_model *m);
+/* IPUs m holds: all replicas', rounded up as the device is attached. */
+int64_t popci_model_reserved_ipus(const popc_model *m);
+/* Seconds the last compile took, and the last run's total, host-to-
+** device and compute wall times (set before the layers' run_end). */
+double popci_model_compile_time(const popc_model *m);
+void popci_model_latencies(const popc_model *m, double *total,
+                           double *host, double *compute);
 
 /* What identifies a compiled model (PopTorch's cache hash): the graph
 ** without weight values, the input signature, the compile options, the
@@ -43,6 +56,19 @@ popc_tensor *popci_model_weight_host(const popc_model *m, int i);
 int popci_model_weight_plan(const popc_model *m, int i);
 /* The name of m's graph. */
 const char *popci_model_graph_name(const popc_model *m);
+/* The graph holding m's host weights (m's; borrowed), for the layers
+** that restore weights into it (exe/: popc_model_load_executable), and
+** the value id of weight i in it. */
+popc_graph *popci_model_host_graph(const popc_model *m);
+int popci_model_weight_value(const popc_model *m, int i);
+/* The input signature m was compiled with: count, and input i as given
+** (combined batch; data NULL or borrowed). */
+int popci_model_n_inputs(const popc_model *m);
+popc_view popci_model_input_sig(const popc_model *m, int i);
+/* m's optimizer (training; NULL for inference); borrowed. */
+const popc_optimizer *popci_model_optimizer(const popc_model *m);
+/* Runs so far, which seed random ops: restored with a saved model. */
+void popci_model_set_runs(popc_model *m, uint64_t runs);
 
 /* Device -> host for every weight when the device is newer. */
 popc_status popci_model_sync_host(popc_model *m);

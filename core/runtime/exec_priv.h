@@ -38,6 +38,7 @@
 #include "popc/plugin.h"
 #include "core/layer/dist.h"
 #include "core/layer/exec.h"
+#include "core/layer/exec_report.h"
 #include "core/layer/hooks.h"
 #include "core/runtime/plan_priv.h"
 
@@ -111,8 +112,8 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
 void popci_exec_free(popci_exec *e); /* NULL-safe */
 
 const popci_plan *popci_exec_plan(const popci_exec *e);
-const popc_backend_def *popci_exec_backend(const popci_exec *e);
-int popci_exec_n_phases(const popci_exec *e);
+/* popci_exec_backend, popci_exec_n_phases, popci_exec_cycles and the
+** other figures a report reads are in core/layer/exec_report.h. */
 
 /* Shape and dtype of graph output i as a run returns it (R1.6). */
 popc_view popci_exec_output_view(const popci_exec *e, int i);
@@ -126,9 +127,6 @@ popc_view popci_exec_output_view(const popci_exec *e, int i);
 int popci_exec_group_of(const popci_exec *e, int w, int r);
 int popci_exec_group_leader(const popci_exec *e, int w, int g);
 
-/* Estimated device cycles of one micro-batch (0 when the backend has no
-** model of them). */
-double popci_exec_cycles(const popci_exec *e);
 
 /* ---- batching.c ---------------------------------------------------------- */
 

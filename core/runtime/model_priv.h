@@ -84,9 +84,7 @@ void popci_model_unshare(popc_model *m);
 /* popci_model_require_compiled and the other views the layers have of a
 ** model are in core/layer/model.h. */
 
-/* The modelName option, or "training" / "inference" when it is None
-** (PopTorch's default): names the model's profile subdirectory. */
-const char *popci_model_name(const popc_model *m);
+/* popci_model_name is in core/layer/model.h. */
 
 /* logDir (core/runtime/model_log.c): opens LOGDIR/NAME.log when the option is
 ** set. log_begin makes the calling thread's log lines go there too and

@@ -21,6 +21,29 @@ const popc_options *popci_model_options(const popc_model *m)
     return m->opts;
 }
 
+const popci_exec *popci_model_executor_c(const popc_model *m)
+{
+    return m ? m->exec : NULL;
+}
+
+int64_t popci_model_reserved_ipus(const popc_model *m)
+{
+    return m->reserved_ipus;
+}
+
+double popci_model_compile_time(const popc_model *m)
+{
+    return m->compile_time;
+}
+
+void popci_model_latencies(const popc_model *m, double *total,
+                           double *host, double *compute)
+{
+    *total = m->lat_total;
+    *host = m->lat_host;
+    *compute = m->lat_compute;
+}
+
 void popci_model_host_stale(popc_model *m)
 {
     m->host_dirty = 1;
@@ -49,6 +72,36 @@ int popci_model_weight_plan(const popc_model *m, int i)
 const char *popci_model_graph_name(const popc_model *m)
 {
     return popc_graph_name(m->graph);
+}
+
+popc_graph *popci_model_host_graph(const popc_model *m)
+{
+    return m->graph;
+}
+
+int popci_model_weight_value(const popc_model *m, int i)
+{
+    return m->weight_values[i];
+}
+
+int popci_model_n_inputs(const popc_model *m)
+{
+    return m->n_inputs;
+}
+
+popc_view popci_model_input_sig(const popc_model *m, int i)
+{
+    return m->sig[i];
+}
+
+const popc_optimizer *popci_model_optimizer(const popc_model *m)
+{
+    return m->optimizer;
+}
+
+void popci_model_set_runs(popc_model *m, uint64_t runs)
+{
+    m->runs = runs;
 }
 
 void popci_model_host_changed(popc_model *m)
