@@ -13,17 +13,9 @@
 
 #include "popc/collectives.h"
 #include "popc/registry.h"
+#include "core/layer/registry.h"
 
-/* The kinds of definition a plugin registers. The registry keeps one
-** table per kind; registry.c describes each kind once (its checks,
-** duplicate rule, messages), so adding a kind adds a row there. */
-typedef enum popci_kind {
-    POPCI_KIND_OP,
-    POPCI_KIND_OPTIM,
-    POPCI_KIND_BACKEND,
-    POPCI_KIND_COLLS,
-    POPCI_KIND_COUNT
-} popci_kind;
+/* popci_kind and popci_registry_def_plugin are in core/layer/registry.h. */
 
 /* A definition of any kind; each starts with its uint32_t size. */
 typedef union popci_def {
@@ -110,12 +102,6 @@ struct popc_registry {
 popc_status popci_registry_attach(popc_registry *r,
                                   const popc_plugin_info *info,
                                   const char *path, void *handle);
-
-/* The index of the plugin that registered def (a pointer a lookup of
-** that kind handed out), or -1: none, or popc_registry_add_op. Caller
-** holds no lock. */
-int popci_registry_def_plugin(const popc_registry *r, popci_kind kind,
-                              const void *def);
 
 /* The entry holding def (a pointer a lookup handed out). */
 static inline const popci_entry *popci_entry_of(const void *def)

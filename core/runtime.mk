@@ -10,7 +10,7 @@ libpopc_la_SOURCES += \
     %reldir%/runtime/attach.c \
     %reldir%/runtime/compile_key.c \
     %reldir%/runtime/hooks.c %reldir%/runtime/hooks_priv.h %reldir%/layer/hooks.h \
-    %reldir%/layer/bytes.h %reldir%/layer/dist.h %reldir%/layer/exec.h %reldir%/layer/exec_report.h %reldir%/layer/model.h %reldir%/layer/graph.h %reldir%/layer/strbuf.h \
+    %reldir%/layer/bytes.h %reldir%/layer/plan.h %reldir%/layer/dist.h %reldir%/layer/exec.h %reldir%/layer/exec_report.h %reldir%/layer/model.h %reldir%/layer/graph.h %reldir%/layer/strbuf.h \
     %reldir%/runtime/trace.c
 
 # the ABI of collectives plugins, which the distribution layer (dist/) drives

@@ -15,11 +15,13 @@
 #include "popc/log.h"
 #include "core/layer/alloc.h"
 #include "exe/executable_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/runtime/model_priv.h"
+#include "core/layer/exec_report.h"
+#include "core/layer/graph.h"
+#include "core/layer/model.h"
 #include "core/layer/optimizer.h"
-#include "core/registry_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/options.h"
+#include "core/layer/registry.h"
+#include "core/layer/strbuf.h"
 
 /* ---- options ----------------------------------------------------------------- */
 
@@ -41,6 +43,7 @@ static void w_option_line(popci_sb *sb, int set, const char *name,
 
 static popc_status encode_opts(popc_model *m, popci_wbuf *w)
 {
+    const popc_options *o = popci_model_options(m);
     popci_sb sb = {0};
     char *text;
 
@@ -51,9 +54,9 @@ static popc_status encode_opts(popc_model *m, popci_wbuf *w)
         const char *name = popc_options_info(i)->name;
         char buf[4096];
 
-        if (!popc_options_format(m->opts, name, buf, sizeof buf))
+        if (!popc_options_format(o, name, buf, sizeof buf))
             continue;
-        w_option_line(&sb, popc_options_is_set(m->opts, name), name, buf);
+        w_option_line(&sb, popc_options_is_set(o, name), name, buf);
     }
     if (!(text = popci_sb_take(&sb)))
         return popc_set_error(POPC_ENOMEM, "save: out of memory");
@@ -130,46 +133,54 @@ fail:
 
 enum { USES_OPS = 1, USES_OPTIMIZER = 2, USES_BACKEND = 4 };
 
-static void mark_op(const popc_registry *reg, const popc_op_def *def,
-                    unsigned *uses)
+/* uses[] has n_plugins entries: a plugin another thread loads meanwhile
+** is past them, and cannot own what this model was compiled with. */
+static void mark_use(const popc_registry *reg, popci_kind kind,
+                     const void *def, unsigned use, unsigned *uses,
+                     int n_plugins)
 {
-    int plugin = popci_registry_def_plugin(reg, POPCI_KIND_OP, def);
+    int plugin = popci_registry_def_plugin(reg, kind, def);
 
-    if (plugin >= 0)
-        uses[plugin] |= USES_OPS;
+    if (plugin >= 0 && plugin < n_plugins)
+        uses[plugin] |= use;
 }
 
 static popc_status encode_plug(popc_model *m, popci_wbuf *w)
 {
-    const popci_plan *p = popci_exec_plan(m->exec);
-    const popc_backend_def *be = popci_exec_backend(m->exec);
+    const popci_exec *e = popci_model_executor_c(m);
+    const popci_plan *p = popci_exec_plan(e);
+    const popc_backend_def *be = popci_exec_backend(e);
+    const popc_optimizer *o = popci_model_optimizer(m);
     popc_registry *reg;
+    int n_plugins;
     unsigned *uses;
     uint32_t n = 0;
     popc_status st;
-    int owner;
 
     if ((st = popc_registry_global(&reg)) != POPC_OK)
         return st;
-    if (!(uses = popci_calloc((size_t)reg->n_plugins + 1, sizeof *uses)))
+    n_plugins = popc_registry_plugin_count(reg);
+    if (!(uses = popci_calloc((size_t)n_plugins + 1, sizeof *uses)))
         return popc_set_error(POPC_ENOMEM, "save: out of memory");
     /* the plan's graph: forward and backward ops */
     for (int k = 0; k < popc_graph_n_nodes(p->graph); k++)
-        mark_op(reg, popci_graph_node_def(p->graph, k), uses);
-    if (m->optimizer &&
-        (owner = popci_registry_def_plugin(
-             reg, POPCI_KIND_OPTIM, popci_optimizer_def(m->optimizer))) >= 0)
-        uses[owner] |= USES_OPTIMIZER;
-    if ((owner = popci_registry_def_plugin(reg, POPCI_KIND_BACKEND, be)) >= 0)
-        uses[owner] |= USES_BACKEND;
-    for (int i = 0; i < reg->n_plugins; i++)
+        mark_use(reg, POPCI_KIND_OP, popci_graph_node_def_c(p->graph, k),
+                 USES_OPS, uses, n_plugins);
+    if (o)
+        mark_use(reg, POPCI_KIND_OPTIM, popci_optimizer_def(o),
+                 USES_OPTIMIZER, uses, n_plugins);
+    mark_use(reg, POPCI_KIND_BACKEND, be, USES_BACKEND, uses, n_plugins);
+    for (int i = 0; i < n_plugins; i++)
         n += uses[i] != 0;
     popci_w_u32(w, n);
-    for (int i = 0; i < reg->n_plugins; i++) {
+    for (int i = 0; i < n_plugins; i++) {
+        popc_plugin_record rec;
+
         if (!uses[i])
             continue;
-        popci_w_str(w, reg->plugins[i]->name);
-        popci_w_str(w, reg->plugins[i]->version);
+        rec = popc_registry_plugin_at(reg, i);
+        popci_w_str(w, rec.name);
+        popci_w_str(w, rec.version);
         popci_w_u32(w, uses[i]);
     }
     free(uses);
@@ -181,9 +192,11 @@ static popc_status encode_plug(popc_model *m, popci_wbuf *w)
 static void encode_modl(popc_model *m, uint64_t key, double compile_time,
                         popci_wbuf *w)
 {
-    popci_w_u32(w, (uint32_t)m->training);
-    popci_w_str(w, popc_graph_name(m->graph));
-    popci_w_u32(w, (uint32_t)popc_graph_n_nodes(m->graph));
+    const popc_graph *g = popci_model_host_graph(m);
+
+    popci_w_u32(w, (uint32_t)popci_model_training(m));
+    popci_w_str(w, popc_graph_name(g));
+    popci_w_u32(w, (uint32_t)popc_graph_n_nodes(g));
     popci_w_f64(w, compile_time);
     popci_w_u64(w, key);
     popci_w_u32(w, key ? POPCI_EXE_NO_WEIGHTS : 0);
@@ -218,7 +231,7 @@ popc_status popci_exe_get_modl(const popci_exe *x, popci_exe_modl *m)
 ** the gradient seed and each trainable weight's gradient value. */
 static popc_status encode_cgrf(popc_model *m, popci_wbuf *w)
 {
-    const popci_plan *p = popci_exec_plan(m->exec);
+    const popci_plan *p = popci_exec_plan(popci_model_executor_c(m));
     int loss = -1, n_wrt = 0, n_slots = 0;
     popc_status st;
 
@@ -258,15 +271,18 @@ static popc_status encode_cgrf(popc_model *m, popci_wbuf *w)
 
 static void encode_inpt(popc_model *m, popci_wbuf *w)
 {
-    popci_w_u32(w, (uint32_t)m->n_inputs);
-    for (int i = 0; i < m->n_inputs; i++) {
-        const popc_view *v = &m->sig[i];
-        popci_w_str(w, popc_graph_value_name(m->graph,
-                                             popc_graph_input(m->graph, i)));
-        popci_w_u32(w, (uint32_t)v->dtype);
-        popci_w_u32(w, (uint32_t)v->rank);
-        for (int d = 0; d < v->rank; d++)
-            popci_w_i64(w, v->dims[d]);
+    const popc_graph *g = popci_model_host_graph(m);
+    int n = popci_model_n_inputs(m);
+
+    popci_w_u32(w, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        popc_view v = popci_model_input_sig(m, i);
+
+        popci_w_str(w, popc_graph_value_name(g, popc_graph_input(g, i)));
+        popci_w_u32(w, (uint32_t)v.dtype);
+        popci_w_u32(w, (uint32_t)v.rank);
+        for (int d = 0; d < v.rank; d++)
+            popci_w_i64(w, v.dims[d]);
     }
 }
 
@@ -377,7 +393,7 @@ fail:
 
 static void encode_optm(popc_model *m, popci_wbuf *w)
 {
-    const popc_optimizer *o = m->optimizer;
+    const popc_optimizer *o = popci_model_optimizer(m);
     const popc_optim_def *def;
     int n_hypers, n_groups;
 
@@ -495,18 +511,22 @@ fail:
 
 static popc_status encode_wght(popc_model *m, popci_wbuf *w)
 {
-    popci_w_u32(w, (uint32_t)m->n_weights);
-    for (int i = 0; i < m->n_weights; i++) {
-        int v = m->weight_values[i];
-        popci_w_str(w, popc_graph_value_name(m->graph, v));
-        popci_w_tensor(w, popc_graph_value_tensor(m->graph, v));
+    const popc_graph *g = popci_model_host_graph(m);
+    int n = popci_model_n_weights(m);
+
+    popci_w_u32(w, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        int v = popci_model_weight_value(m, i);
+
+        popci_w_str(w, popc_graph_value_name(g, v));
+        popci_w_tensor(w, popc_graph_value_tensor(g, v));
     }
     return POPC_OK;
 }
 
 static popc_status encode_osta(popc_model *m, popci_wbuf *w)
 {
-    int n = m->training ? popc_model_n_optimizer_states(m) : 0;
+    int n = popci_model_training(m) ? popc_model_n_optimizer_states(m) : 0;
     popc_status st;
 
     popci_w_u32(w, (uint32_t)n);
@@ -574,11 +594,12 @@ popc_status popci_exe_get_tensors(const popci_exe *x, uint32_t tag, int *n,
 
 static void encode_rngs(popc_model *m, popci_wbuf *w)
 {
-    int set = !popci_opt_is_none(m->opts, POPCI_O_randomSeed);
+    const popc_options *o = popci_model_options(m);
+    int set = !popci_opt_is_none(o, POPCI_O_randomSeed);
 
-    popci_w_u64(w, m->runs);
+    popci_w_u64(w, popci_model_runs(m));
     popci_w_u8(w, (unsigned)set);
-    popci_w_i64(w, set ? popci_opt_int(m->opts, POPCI_O_randomSeed) : 0);
+    popci_w_i64(w, set ? popci_opt_int(o, POPCI_O_randomSeed) : 0);
 }
 
 popc_status popci_exe_get_rngs(const popci_exe *x, popci_exe_rngs *g)
@@ -624,23 +645,25 @@ static void memory_per_ipu(const popci_plan *p, int n_ipu, uint64_t *pers,
 
 static void encode_bknd(popc_model *m, popci_wbuf *w)
 {
-    const popci_plan *p = popci_exec_plan(m->exec);
+    const popci_exec *e = popci_model_executor_c(m);
+    const popci_plan *p = popci_exec_plan(e);
     int n_ipu = p->pub.n_ipus < 64 ? p->pub.n_ipus : 64;
     uint64_t pers[64], peak[64];
 
     memory_per_ipu(p, n_ipu, pers, peak);
-    popci_w_str(w, popci_exec_backend(m->exec)->name);
+    popci_w_str(w, popci_exec_backend(e)->name);
     popci_w_u32(w, (uint32_t)p->pub.n_ipus);
     popci_w_u32(w, (uint32_t)p->pub.replicas);
     popci_w_u32(w, (uint32_t)p->pub.n_stages);
-    popci_w_u32(w, (uint32_t)popci_exec_n_phases(m->exec));
+    popci_w_u32(w, (uint32_t)popci_exec_n_phases(e));
     popci_w_u32(w, (uint32_t)p->pub.n_nodes);
     popci_w_u32(w, (uint32_t)p->pub.n_forward);
     popci_w_u32(w, (uint32_t)p->pub.n_slots);
-    popci_w_u32(w, (uint32_t)popci_opt_int(m->opts, POPCI_O_ipuVersion));
+    popci_w_u32(w, (uint32_t)popci_opt_int(popci_model_options(m),
+                                            POPCI_O_ipuVersion));
     popci_w_u64(w, (uint64_t)p->arena_bytes);
     popci_w_u64(w, (uint64_t)p->persistent_bytes);
-    popci_w_f64(w, popci_exec_cycles(m->exec));
+    popci_w_f64(w, popci_exec_cycles(e));
     popci_w_u32(w, (uint32_t)n_ipu);
     for (int i = 0; i < n_ipu; i++) {
         popci_w_u64(w, pers[i]);
@@ -686,7 +709,8 @@ popc_status popci_exe_encode(popc_model *m, uint32_t tag, uint64_t key,
     case POPCI_SEC_PLUG: return encode_plug(m, w);
     case POPCI_SEC_MODL: encode_modl(m, key, compile_time, w); return POPC_OK;
     case POPCI_SEC_GRPH:
-        return popci_graph_write(m->graph, POPCI_SER_NO_WEIGHTS, w);
+        return popci_graph_write(popci_model_host_graph(m), POPCI_SER_NO_WEIGHTS,
+                                 w);
     case POPCI_SEC_CGRF: return encode_cgrf(m, w);
     case POPCI_SEC_INPT: encode_inpt(m, w); return POPC_OK;
     case POPCI_SEC_OPTM: encode_optm(m, w); return POPC_OK;

@@ -1,7 +1,7 @@
 /* executable_priv.h - exported executables and the executable cache: the
 ** file container (executable.c), its sections (exe_sections.c), loading
 ** (exe_load.c), inspection (exe_describe.c) and the cache (exe_cache.c),
-** built on the core's byte encoding (core/graph/bytes_priv.h). The file
+** built on the core's byte encoding (core/layer/bytes.h). The file
 ** layout is documented in docs/executable-format.md.
 */
 #ifndef POPC_EXECUTABLE_PRIV_H
@@ -13,9 +13,9 @@
 #include "popc/executable.h"
 #include "popc/graph.h"
 #include "popc/model.h"
-#include "core/graph/bytes_priv.h"
+#include "core/layer/bytes.h"
 #include "core/layer/hooks.h"
-#include "core/runtime/plan_priv.h"
+#include "core/layer/plan.h"
 
 /* Version of the container layout; a file of another version is refused.
 ** It is the encoding's (the graph section is popc_graph_serialize's). */

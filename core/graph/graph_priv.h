@@ -16,6 +16,7 @@
 
 #include "popc/graph.h"
 #include "popc/registry.h"
+#include "core/layer/graph.h"
 #include "core/layer/strbuf.h"
 
 /* Annotations as stored: strings owned (may be NULL). */
@@ -147,8 +148,8 @@ const popc_op_def *popci_graph_node_def(popc_graph *g, int node);
 ** code (POPC_OP_FOREIGN) when g was read from a file and the user has not
 ** allowed foreign code; else POPC_OK. */
 popc_status popci_graph_check_foreign(const popc_graph *g);
-/* Same without caching, for const graphs. */
-const popc_op_def *popci_graph_node_def_c(const popc_graph *g, int node);
+/* popci_graph_node_def_c (the same without caching, for const graphs)
+** is in core/layer/graph.h. */
 
 /* ---- graph_source.c ----------------------------------------------------- */
 

@@ -50,6 +50,11 @@ void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
 ** its ops only by name). */
 void popci_graph_resolve_ops(popc_graph *g);
 
+/* The registered definition of a node's op, looked up again (without
+** caching it in g) when it was not known as the node was added; may be
+** NULL. */
+const popc_op_def *popci_graph_node_def_c(const popc_graph *g, int node);
+
 /* The node named name, or -1 (NULL g: -1). */
 int popci_graph_find_node(const popc_graph *g, const char *name);
 

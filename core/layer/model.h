@@ -67,7 +67,9 @@ int popci_model_n_inputs(const popc_model *m);
 popc_view popci_model_input_sig(const popc_model *m, int i);
 /* m's optimizer (training; NULL for inference); borrowed. */
 const popc_optimizer *popci_model_optimizer(const popc_model *m);
-/* Runs so far, which seed random ops: restored with a saved model. */
+/* Runs so far, which seed random ops: saved and restored with a
+** model. */
+uint64_t popci_model_runs(const popc_model *m);
 void popci_model_set_runs(popc_model *m, uint64_t runs);
 
 /* Device -> host for every weight when the device is newer. */

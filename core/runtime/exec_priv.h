@@ -111,9 +111,9 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
                            const popci_exec_config *cfg, popci_exec **out);
 void popci_exec_free(popci_exec *e); /* NULL-safe */
 
-const popci_plan *popci_exec_plan(const popci_exec *e);
-/* popci_exec_backend, popci_exec_n_phases, popci_exec_cycles and the
-** other figures a report reads are in core/layer/exec_report.h. */
+/* popci_exec_plan is in core/layer/plan.h; popci_exec_backend,
+** popci_exec_n_phases, popci_exec_cycles and the other figures a report
+** reads are in core/layer/exec_report.h. */
 
 /* Shape and dtype of graph output i as a run returns it (R1.6). */
 popc_view popci_exec_output_view(const popci_exec *e, int i);

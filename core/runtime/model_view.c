@@ -99,6 +99,11 @@ const popc_optimizer *popci_model_optimizer(const popc_model *m)
     return m->optimizer;
 }
 
+uint64_t popci_model_runs(const popc_model *m)
+{
+    return m->runs;
+}
+
 void popci_model_set_runs(popc_model *m, uint64_t runs)
 {
     m->runs = runs;
