@@ -80,7 +80,8 @@ static uint64_t mix_plugins(uint64_t h, const popc_model *m)
 /* PopTorch's (PopART's) cache hash covers the IR, the input shapes, the
 ** options, the optimizer's type, constant values and variable flags (not
 ** variable values) and the versions; popc hashes the same, with the
-** graph serialized without weight values. */
+** graph serialized without weight values and with each constant as a
+** digest of its bytes (a model's constants can be its whole size). */
 popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
                               int n, uint64_t *key)
 {
@@ -89,7 +90,9 @@ popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
     const popc_optimizer *o = m->optimizer;
     popc_status st;
 
-    if ((st = popci_graph_write(m->graph, POPCI_SER_NO_WEIGHTS, &w)) !=
+    if ((st = popci_graph_write(m->graph,
+                                POPCI_SER_NO_WEIGHTS | POPCI_SER_DIGEST,
+                                &w)) !=
         POPC_OK) {
         popci_wbuf_free(&w);
         return st;
