@@ -254,9 +254,10 @@ OPTION(optimizationLevel,
               "reshapes that cancel); 2 extended (also Conv, Gemm and "
               "MatMul fused with bias, residual Add and activation, "
               "LayerNorm, GELU and attention as one op; fusions apply to "
-              "inference models); 3 (blocked layouts) is not supported yet",
-              "0 | 1 | 2", 1},
-     .flags = C | P, .min = 0, .max = 3, .hook = hook_opt_level,
+              "inference models); 3 also blocked NCHWc layouts for "
+              "convolutions and their neighbours (inference)",
+              "0 | 1 | 2 | 3", 1},
+     .flags = C | P, .min = 0, .max = 3,
      .param = "level"})
 OPTION(enableSyntheticData,
     {.info = {"enableSyntheticData", POPC_OPT_BOOL, "false",

@@ -1,0 +1,289 @@
+/* blocked_kern.h - the blocked kernels, written once over a vector of
+** BK_LANES floats and instantiated per instruction set by blocked_kern.c,
+** which defines before including it:
+**   BK_NAME(x)   the instance's name for x
+**   BK_TARGET    its __attribute__((target(...))), or nothing
+**   BK_LANES     lanes of a block (8 or 16), BK_RW and BK_DW_RW the pixels
+**                of a convolution's register tile (two output blocks at a
+**                time) and of a depthwise one
+**   V, VLOAD(p), VSTORE(p, v), VSET1(s), VZERO, VFMA(a, b, acc) (acc +
+**   a * b), VADD(a, b), VMAX(a, b), VMUL(a, b)
+** A tile keeps its accumulators in registers while it walks the taps and
+** the input channels, each input value broadcast once against the c
+** output lanes of both blocks: the convolution as a register-blocked
+** outer product, with no im2col and no per-channel overhead.
+*/
+
+/* Output pixels ow0 .. ow0+rw of row oh, nob (1 or 2) output blocks; with
+** check, taps that fall in the padding are skipped (border pixels). */
+static inline __attribute__((always_inline)) BK_TARGET void
+BK_NAME(ctile)(const bk_geom *g, const float *x, const float *w0,
+               int64_t wstride, const float *b, float *y, int64_t ystride,
+               int64_t oh, int64_t ow0, const int rw, const int nob,
+               const int check, const nn_epilogue *e)
+{
+    const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
+    V acc0[BK_RW], acc1[BK_RW];
+
+    for (int r = 0; r < rw; r++) {
+        acc0[r] = b ? VLOAD(b) : VZERO;
+        acc1[r] = b && nob > 1 ? VLOAD(b + c) : VZERO;
+    }
+    for (int64_t ib = 0; ib < g->Cb; ib++) {
+        int64_t lc = g->C - ib * c < c ? g->C - ib * c : c;
+
+        for (int64_t kh = 0; kh < g->kh; kh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+
+            if (ih < 0 || ih >= g->H)
+                continue;
+            for (int64_t kw = 0; kw < g->kw; kw++) {
+                int64_t iw = ow0 * g->sw - g->pl + kw * g->dw;
+                const float *xp = x + ((ib * g->H + ih) * g->W + iw) * c;
+                const float *wp = w0 + ((ib * g->kh + kh) * g->kw + kw) * c * c;
+
+                if (check && (iw < 0 || iw >= g->W))
+                    continue;
+                for (int64_t l = 0; l < lc; l++) {
+                    V wa = VLOAD(wp + l * c);
+                    V wb = nob > 1 ? VLOAD(wp + wstride + l * c) : wa;
+
+                    for (int r = 0; r < rw; r++) {
+                        V xb = VSET1(xp[r * xs + l]);
+
+                        acc0[r] = VFMA(xb, wa, acc0[r]);
+                        if (nob > 1)
+                            acc1[r] = VFMA(xb, wb, acc1[r]);
+                    }
+                }
+            }
+        }
+    }
+    for (int j = 0; j < nob; j++) {
+        float *yp = y + j * ystride + (oh * g->OW + ow0) * c;
+
+        for (int r = 0; r < rw; r++)
+            VSTORE(yp + r * c, j ? acc1[r] : acc0[r]);
+        if (e)
+            nn_epilogue_apply(e, yp, rw * c);
+    }
+}
+
+/* The same for one block of a depthwise convolution: x, w, b and y are
+** that block's plane, taps and bias. */
+static inline __attribute__((always_inline)) BK_TARGET void
+BK_NAME(dtile)(const bk_geom *g, const float *x, const float *w,
+               const float *b, float *y, int64_t oh, int64_t ow0,
+               const int rw, const int check, const nn_epilogue *e)
+{
+    const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
+    V acc[BK_DW_RW];
+    float *yp = y + (oh * g->OW + ow0) * c;
+
+    for (int r = 0; r < rw; r++)
+        acc[r] = b ? VLOAD(b) : VZERO;
+    for (int64_t kh = 0; kh < g->kh; kh++) {
+        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+
+        if (ih < 0 || ih >= g->H)
+            continue;
+        for (int64_t kw = 0; kw < g->kw; kw++) {
+            int64_t iw = ow0 * g->sw - g->pl + kw * g->dw;
+            const float *xp = x + (ih * g->W + iw) * c;
+            V wv;
+
+            if (check && (iw < 0 || iw >= g->W))
+                continue;
+            wv = VLOAD(w + (kh * g->kw + kw) * c);
+            for (int r = 0; r < rw; r++)
+                acc[r] = VFMA(VLOAD(xp + r * xs), wv, acc[r]);
+        }
+    }
+    for (int r = 0; r < rw; r++)
+        VSTORE(yp + r * c, acc[r]);
+    if (e)
+        nn_epilogue_apply(e, yp, rw * c);
+}
+
+/* Pixels [lo, hi) of a row have every tap inside the input; the others
+** take the checked (one pixel) tile. */
+static void BK_NAME(interior)(const bk_geom *g, int64_t *lo, int64_t *hi)
+{
+    int64_t a0, a1, b0, b1;
+
+    nn_valid_span(-g->pl, g->sw, g->W, g->OW, &a0, &a1);
+    nn_valid_span(-g->pl + (g->kw - 1) * g->dw, g->sw, g->W, g->OW, &b0,
+                  &b1);
+    *lo = a0 > b0 ? a0 : b0;
+    *hi = a1 < b1 ? a1 : b1;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+#define BK_CASE(n)                                                            \
+    case n:                                                                   \
+        if (nob > 1)                                                          \
+            BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, n, 2, 0, e);        \
+        else                                                                  \
+            BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, n, 1, 0, e);        \
+        break;
+
+static BK_TARGET void BK_NAME(crow)(const bk_geom *g, const float *x,
+                                    const float *w, int64_t ws,
+                                    const float *b, float *y, int64_t ys,
+                                    int64_t oh, int nob, int64_t a,
+                                    int64_t z, int64_t lo, int64_t hi,
+                                    const nn_epilogue *e)
+{
+    if (hi > z)
+        hi = z;
+    for (int64_t ow = a; ow < z; ow++) {
+        if (ow < lo || ow >= hi) {
+            if (nob > 1)
+                BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, 1, 2, 1, e);
+            else
+                BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, 1, 1, 1, e);
+            continue;
+        }
+        int64_t n = hi - ow < BK_RW ? hi - ow : BK_RW;
+
+        switch (n) {
+            BK_CASES
+        }
+        ow += n - 1;
+    }
+}
+#undef BK_CASE
+
+#define BK_CASE(n)                                                            \
+    case n:                                                                   \
+        BK_NAME(dtile)(g, x, w, b, y, oh, ow, n, 0, e);                       \
+        break;
+
+static BK_TARGET void BK_NAME(drow)(const bk_geom *g, const float *x,
+                                    const float *w, const float *b, float *y,
+                                    int64_t oh, int64_t a, int64_t z,
+                                    int64_t lo, int64_t hi,
+                                    const nn_epilogue *e)
+{
+    if (hi > z)
+        hi = z;
+    for (int64_t ow = a; ow < z; ow++) {
+        if (ow < lo || ow >= hi) {
+            BK_NAME(dtile)(g, x, w, b, y, oh, ow, 1, 1, e);
+            continue;
+        }
+        int64_t n = hi - ow < BK_DW_RW ? hi - ow : BK_DW_RW;
+
+        switch (n) {
+            BK_DW_CASES
+        }
+        ow += n - 1;
+    }
+}
+#undef BK_CASE
+
+static BK_TARGET void BK_NAME(conv)(const bk_geom *g, const float *x,
+                                    const float *w, const float *bias,
+                                    float *y, const nn_epilogue *e,
+                                    int64_t u0, int64_t u1)
+{
+    const int64_t c = BK_LANES, in = g->Cb * g->H * g->W * c;
+    const int64_t plane = g->OH * g->OW * c;
+    const int64_t nseg = (g->OW + BK_SEG - 1) / BK_SEG;
+    int64_t lo, hi;
+
+    BK_NAME(interior)(g, &lo, &hi);
+    if (g->depthwise) {
+        for (int64_t u = u0; u < u1; u++) {
+            int64_t sg = u % nseg, r = u / nseg, oh = r % g->OH;
+            int64_t nb = r / g->OH, b = nb % g->Mb, n = nb / g->Mb;
+            int64_t a = sg * BK_SEG, z = a + BK_SEG < g->OW ? a + BK_SEG
+                                                            : g->OW;
+
+            BK_NAME(drow)(g, x + n * in + b * g->H * g->W * c,
+                          w + b * g->kh * g->kw * c, bias ? bias + b * c : NULL,
+                          y + (n * g->Mb + b) * plane, oh, a, z, lo, hi, e);
+        }
+        return;
+    }
+    const int64_t pairs = (g->Mb + 1) / 2, ws = g->Cb * g->kh * g->kw * c * c;
+
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t sg = u % nseg, r = u / nseg, oh = r % g->OH;
+        int64_t np = r / g->OH, pr = np % pairs, n = np / pairs, ob = pr * 2;
+        int64_t a = sg * BK_SEG, z = a + BK_SEG < g->OW ? a + BK_SEG : g->OW;
+        int nob = ob + 1 < g->Mb ? 2 : 1;
+
+        BK_NAME(crow)(g, x + n * in, w + ob * ws, ws,
+                      bias ? bias + ob * c : NULL,
+                      y + (n * g->Mb + ob) * plane, plane, oh, nob, a, z, lo,
+                      hi, e);
+    }
+}
+
+static BK_TARGET void BK_NAME(pool)(const bk_geom *g, const nn_window *w,
+                                    int mode, int cip, const float *x,
+                                    float *y, int64_t u0, int64_t u1)
+{
+    const int64_t c = BK_LANES;
+
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t oh = u % w->OH, nb = u / w->OH;
+        const float *xp = x + nb * w->H * w->W * c;
+        float *yp = y + (nb * w->OH + oh) * w->OW * c;
+
+        for (int64_t ow = 0; ow < w->OW; ow++) {
+            V acc = mode == 0 ? VSET1(-INFINITY) : VZERO;
+            int64_t h0, h1, w0, w1, div = 0;
+
+            if (mode == 1) {
+                nn_avg_window(w, cip, oh, ow, &h0, &h1, &w0, &w1, &div);
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++)
+                        acc = VADD(acc, VLOAD(xp + (ih * w->W + iw) * c));
+                acc = div > 0 && h0 < h1 && w0 < w1
+                          ? VMUL(acc, VSET1((float)(1.0 / (double)div)))
+                          : VZERO;
+                VSTORE(yp + ow * c, acc);
+                continue;
+            }
+            for (int64_t kh = 0; kh < w->kh; kh++) {
+                int64_t ih = oh * w->sh - w->pt + kh * w->dh;
+
+                if (ih < 0 || ih >= w->H)
+                    continue;
+                for (int64_t kw = 0; kw < w->kw; kw++) {
+                    int64_t iw = ow * w->sw - w->pl + kw * w->dw;
+
+                    if (iw >= 0 && iw < w->W)
+                        acc = VMAX(acc, VLOAD(xp + (ih * w->W + iw) * c));
+                }
+            }
+            VSTORE(yp + ow * c, acc);
+        }
+    }
+    (void)g;
+}
+
+static BK_TARGET void BK_NAME(global_avg)(const bk_geom *g, const float *x,
+                                          float *y, int64_t u0, int64_t u1)
+{
+    const int64_t c = BK_LANES, hw = g->H * g->W;
+
+    for (int64_t u = u0; u < u1; u++) {
+        const float *xp = x + u * hw * c;
+        V acc = VZERO;
+
+        for (int64_t i = 0; i < hw; i++)
+            acc = VADD(acc, VLOAD(xp + i * c));
+        VSTORE(y + u * c, VMUL(acc, VSET1((float)(1.0 / (double)hw))));
+    }
+}
+
+static const bk_kernels BK_NAME(kernels) = {
+    .isa = BK_ISA,
+    .conv = BK_NAME(conv),
+    .pool = BK_NAME(pool),
+    .global_avg = BK_NAME(global_avg),
+};
