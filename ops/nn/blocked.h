@@ -37,9 +37,11 @@ typedef struct bk_geom {
 typedef struct bk_kernels {
     const char *isa;
     /* y = epi(conv(x, w) + bias); w pre-blocked (blocked_weights) */
-    void (*conv)(const bk_geom *g, const float *x, const float *w,
-                 const float *bias, float *y, const nn_epilogue *e,
-                 int64_t lo, int64_t hi);
+    /* y = epi(conv(x, w) + bias), w blocked by the graph optimizer;
+    ** -1 when out of memory for its padded rows */
+    int (*conv)(const bk_geom *g, const float *x, const float *w,
+                const float *bias, float *y, const nn_epilogue *e,
+                int64_t lo, int64_t hi);
     /* pools: mode 0 max, 1 average (count_include_pad cip) */
     void (*pool)(const bk_geom *g, const nn_window *w, int mode, int cip,
                  const float *x, float *y, int64_t lo, int64_t hi);

@@ -151,11 +151,13 @@ static popc_status bconv_forward(const popc_kernel_ctx *kc)
                                                       : NULL;
     k = bk_kernels_for(b.g.c);
     opu_range(bk_conv_units(&b.g), kc->part, kc->n_parts, &lo, &hi);
-    k->conv(&b.g, kc->inputs[0].data, kc->inputs[1].data,
-            opu_present_at(kc->inputs, kc->n_inputs, 2) ? kc->inputs[2].data
-                                                      : NULL,
-            kc->outputs[0].data,
-            b.e.act != NN_ACT_NONE || b.e.z ? &b.e : NULL, lo, hi);
+    if (k->conv(&b.g, kc->inputs[0].data, kc->inputs[1].data,
+                opu_present_at(kc->inputs, kc->n_inputs, 2)
+                    ? kc->inputs[2].data : NULL,
+                kc->outputs[0].data,
+                b.e.act != NN_ACT_NONE || b.e.z ? &b.e : NULL, lo, hi) != 0)
+        return opu_error(POPC_ENOMEM, "BlockedConv", kc->node_name, "out of "
+                         "memory for the padded input rows");
     return POPC_OK;
 }
 

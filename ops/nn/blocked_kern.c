@@ -19,6 +19,78 @@
 #define BK_X86 1
 #endif
 
+/* The input rows a row of output reads: pixel p of tap row kh of block
+** ib is at x + off + ib * sib + kh * skh + p * c, for kh in [k0, k1)
+** (the rows inside the input). */
+typedef struct bk_src {
+    const float *x;
+    int64_t off, sib, skh, k0, k1;
+} bk_src;
+
+/* Where a row's taps reach into the left or right padding, its input rows
+** are first copied with zeros around them, so that every tile runs
+** unchecked. */
+typedef struct bk_pad {
+    int need;
+    int64_t wp;                 /* padded row width */
+    float *buf;                 /* [blocks][kh][wp][c] */
+} bk_pad;
+
+static int bk_pad_init(const bk_geom *g, bk_pad *p)
+{
+    int64_t last = (g->OW - 1) * g->sw - g->pl + (g->kw - 1) * g->dw;
+    int64_t blocks = g->depthwise ? 1 : g->Cb;
+
+    p->buf = NULL;
+    p->wp = (g->OW - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    p->need = g->pl > 0 || last >= g->W;
+    if (!p->need)
+        return 0;
+    p->buf = malloc((size_t)(blocks * g->kh * p->wp * g->c) * sizeof(float));
+    return p->buf ? 0 : -1;
+}
+
+static void bk_pad_free(bk_pad *p)
+{
+    free(p->buf);
+}
+
+/* The rows output row oh reads from x (blocks blocks of [H, W, c]). */
+static void bk_rows(const bk_geom *g, bk_pad *p, const float *x,
+                    int64_t blocks, int64_t oh, bk_src *s)
+{
+    const int64_t c = g->c, ih0 = oh * g->sh - g->pt;
+    int64_t k0 = ih0 >= 0 ? 0 : (-ih0 + g->dh - 1) / g->dh;
+    int64_t k1 = g->H - 1 - ih0 < 0 ? 0 : (g->H - 1 - ih0) / g->dh + 1;
+
+    if (k1 > g->kh)
+        k1 = g->kh;
+    if (k1 < k0)
+        k1 = k0;
+    s->k0 = k0;
+    s->k1 = k1;
+    if (!p->need) {
+        *s = (bk_src){.x = x, .off = (ih0 * g->W - g->pl) * c,
+                      .sib = g->H * g->W * c, .skh = g->dh * g->W * c,
+                      .k0 = k0, .k1 = k1};
+        return;
+    }
+    *s = (bk_src){.x = p->buf, .off = 0, .sib = g->kh * p->wp * c,
+                  .skh = p->wp * c, .k0 = k0, .k1 = k1};
+    for (int64_t b = 0; b < blocks; b++)
+        for (int64_t kh = k0; kh < k1; kh++) {
+            const float *row = x + (b * g->H + ih0 + kh * g->dh) * g->W * c;
+            float *dst = p->buf + (b * g->kh + kh) * p->wp * c;
+            int64_t j0 = g->pl < p->wp ? g->pl : p->wp;
+            int64_t j1 = g->pl + g->W < p->wp ? g->pl + g->W : p->wp;
+
+            memset(dst, 0, (size_t)(j0 * c) * sizeof(float));
+            memcpy(dst + j0 * c, row + (j0 - g->pl) * c,
+                   (size_t)((j1 - j0) * c) * sizeof(float));
+            memset(dst + j1 * c, 0, (size_t)((p->wp - j1) * c) * sizeof(float));
+        }
+}
+
 #define BK_CASES4 BK_CASE(1) BK_CASE(2) BK_CASE(3) BK_CASE(4)
 #define BK_CASES8 BK_CASES4 BK_CASE(5) BK_CASE(6) BK_CASE(7) BK_CASE(8)
 #define BK_CASES12 BK_CASES8 BK_CASE(9) BK_CASE(10) BK_CASE(11) BK_CASE(12)

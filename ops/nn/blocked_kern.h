@@ -14,41 +14,36 @@
 ** outer product, with no im2col and no per-channel overhead.
 */
 
-/* Output pixels ow0 .. ow0+rw of row oh, nob (1 or 2) output blocks; with
-** check, taps that fall in the padding are skipped (border pixels). */
+/* Output pixels ow0 .. ow0+rw of one row, nob (1 or 2) output blocks,
+** reading the rows of src (every tap of these pixels inside them). */
 static inline __attribute__((always_inline)) BK_TARGET void
-BK_NAME(ctile)(const bk_geom *g, const float *x, const float *w0,
+BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
                int64_t wstride, const float *b, float *y, int64_t ystride,
-               int64_t oh, int64_t ow0, const int rw, const int nob,
-               const int check, const nn_epilogue *e)
+               int64_t ow0, const int rw, const int nob,
+               const nn_epilogue *e)
 {
     const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
     V acc0[BK_RW], acc1[BK_RW];
 
-    for (int r = 0; r < rw; r++) {
+    _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++) {
         acc0[r] = b ? VLOAD(b) : VZERO;
         acc1[r] = b && nob > 1 ? VLOAD(b + c) : VZERO;
     }
     for (int64_t ib = 0; ib < g->Cb; ib++) {
         int64_t lc = g->C - ib * c < c ? g->C - ib * c : c;
 
-        for (int64_t kh = 0; kh < g->kh; kh++) {
-            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-
-            if (ih < 0 || ih >= g->H)
-                continue;
+        for (int64_t kh = src->k0; kh < src->k1; kh++)
             for (int64_t kw = 0; kw < g->kw; kw++) {
-                int64_t iw = ow0 * g->sw - g->pl + kw * g->dw;
-                const float *xp = x + ((ib * g->H + ih) * g->W + iw) * c;
+                const float *xp = src->x + src->off + ib * src->sib +
+                                  kh * src->skh +
+                                  (ow0 * g->sw + kw * g->dw) * c;
                 const float *wp = w0 + ((ib * g->kh + kh) * g->kw + kw) * c * c;
 
-                if (check && (iw < 0 || iw >= g->W))
-                    continue;
                 for (int64_t l = 0; l < lc; l++) {
                     V wa = VLOAD(wp + l * c);
                     V wb = nob > 1 ? VLOAD(wp + wstride + l * c) : wa;
 
-                    for (int r = 0; r < rw; r++) {
+                    _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++) {
                         V xb = VSET1(xp[r * xs + l]);
 
                         acc0[r] = VFMA(xb, wa, acc0[r]);
@@ -57,169 +52,132 @@ BK_NAME(ctile)(const bk_geom *g, const float *x, const float *w0,
                     }
                 }
             }
-        }
     }
-    for (int j = 0; j < nob; j++) {
-        float *yp = y + j * ystride + (oh * g->OW + ow0) * c;
+    _Pragma("GCC unroll 2") for (int j = 0; j < nob; j++) {
+        float *yp = y + j * ystride + ow0 * c;
 
-        for (int r = 0; r < rw; r++)
+        _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
             VSTORE(yp + r * c, j ? acc1[r] : acc0[r]);
         if (e)
             nn_epilogue_apply(e, yp, rw * c);
     }
 }
 
-/* The same for one block of a depthwise convolution: x, w, b and y are
-** that block's plane, taps and bias. */
+/* The same for one block of a depthwise convolution (src: that block's
+** rows; w, b, y: its taps, bias and output row). */
 static inline __attribute__((always_inline)) BK_TARGET void
-BK_NAME(dtile)(const bk_geom *g, const float *x, const float *w,
-               const float *b, float *y, int64_t oh, int64_t ow0,
-               const int rw, const int check, const nn_epilogue *e)
+BK_NAME(dtile)(const bk_geom *g, const bk_src *src, const float *w,
+               const float *b, float *y, int64_t ow0, const int rw,
+               const nn_epilogue *e)
 {
     const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
     V acc[BK_DW_RW];
-    float *yp = y + (oh * g->OW + ow0) * c;
+    float *yp = y + ow0 * c;
 
-    for (int r = 0; r < rw; r++)
+    _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
         acc[r] = b ? VLOAD(b) : VZERO;
-    for (int64_t kh = 0; kh < g->kh; kh++) {
-        int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-
-        if (ih < 0 || ih >= g->H)
-            continue;
+    for (int64_t kh = src->k0; kh < src->k1; kh++)
         for (int64_t kw = 0; kw < g->kw; kw++) {
-            int64_t iw = ow0 * g->sw - g->pl + kw * g->dw;
-            const float *xp = x + (ih * g->W + iw) * c;
-            V wv;
+            const float *xp = src->x + src->off + kh * src->skh +
+                              (ow0 * g->sw + kw * g->dw) * c;
+            V wv = VLOAD(w + (kh * g->kw + kw) * c);
 
-            if (check && (iw < 0 || iw >= g->W))
-                continue;
-            wv = VLOAD(w + (kh * g->kw + kw) * c);
-            for (int r = 0; r < rw; r++)
+            _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
                 acc[r] = VFMA(VLOAD(xp + r * xs), wv, acc[r]);
         }
-    }
-    for (int r = 0; r < rw; r++)
+    _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
         VSTORE(yp + r * c, acc[r]);
     if (e)
         nn_epilogue_apply(e, yp, rw * c);
 }
 
-/* Pixels [lo, hi) of a row have every tap inside the input; the others
-** take the checked (one pixel) tile. */
-static void BK_NAME(interior)(const bk_geom *g, int64_t *lo, int64_t *hi)
-{
-    int64_t a0, a1, b0, b1;
-
-    nn_valid_span(-g->pl, g->sw, g->W, g->OW, &a0, &a1);
-    nn_valid_span(-g->pl + (g->kw - 1) * g->dw, g->sw, g->W, g->OW, &b0,
-                  &b1);
-    *lo = a0 > b0 ? a0 : b0;
-    *hi = a1 < b1 ? a1 : b1;
-    if (*hi < *lo)
-        *hi = *lo;
-}
-
 #define BK_CASE(n)                                                            \
     case n:                                                                   \
         if (nob > 1)                                                          \
-            BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, n, 2, 0, e);        \
+            BK_NAME(ctile)(g, src, w, ws, b, y, ys, ow, n, 2, e);             \
         else                                                                  \
-            BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, n, 1, 0, e);        \
+            BK_NAME(ctile)(g, src, w, ws, b, y, ys, ow, n, 1, e);             \
         break;
 
-static BK_TARGET void BK_NAME(crow)(const bk_geom *g, const float *x,
+/* Pixels [a, z) of an output row y. */
+static BK_TARGET void BK_NAME(crow)(const bk_geom *g, const bk_src *src,
                                     const float *w, int64_t ws,
                                     const float *b, float *y, int64_t ys,
-                                    int64_t oh, int nob, int64_t a,
-                                    int64_t z, int64_t lo, int64_t hi,
+                                    int nob, int64_t a, int64_t z,
                                     const nn_epilogue *e)
 {
-    if (hi > z)
-        hi = z;
-    for (int64_t ow = a; ow < z; ow++) {
-        if (ow < lo || ow >= hi) {
-            if (nob > 1)
-                BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, 1, 2, 1, e);
-            else
-                BK_NAME(ctile)(g, x, w, ws, b, y, ys, oh, ow, 1, 1, 1, e);
-            continue;
-        }
-        int64_t n = hi - ow < BK_RW ? hi - ow : BK_RW;
+    for (int64_t ow = a; ow < z;) {
+        int64_t n = z - ow < BK_RW ? z - ow : BK_RW;
 
         switch (n) {
             BK_CASES
         }
-        ow += n - 1;
+        ow += n;
     }
 }
 #undef BK_CASE
 
 #define BK_CASE(n)                                                            \
     case n:                                                                   \
-        BK_NAME(dtile)(g, x, w, b, y, oh, ow, n, 0, e);                       \
+        BK_NAME(dtile)(g, src, w, b, y, ow, n, e);                            \
         break;
 
-static BK_TARGET void BK_NAME(drow)(const bk_geom *g, const float *x,
+static BK_TARGET void BK_NAME(drow)(const bk_geom *g, const bk_src *src,
                                     const float *w, const float *b, float *y,
-                                    int64_t oh, int64_t a, int64_t z,
-                                    int64_t lo, int64_t hi,
+                                    int64_t a, int64_t z,
                                     const nn_epilogue *e)
 {
-    if (hi > z)
-        hi = z;
-    for (int64_t ow = a; ow < z; ow++) {
-        if (ow < lo || ow >= hi) {
-            BK_NAME(dtile)(g, x, w, b, y, oh, ow, 1, 1, e);
-            continue;
-        }
-        int64_t n = hi - ow < BK_DW_RW ? hi - ow : BK_DW_RW;
+    for (int64_t ow = a; ow < z;) {
+        int64_t n = z - ow < BK_DW_RW ? z - ow : BK_DW_RW;
 
         switch (n) {
             BK_DW_CASES
         }
-        ow += n - 1;
+        ow += n;
     }
 }
 #undef BK_CASE
 
-static BK_TARGET void BK_NAME(conv)(const bk_geom *g, const float *x,
-                                    const float *w, const float *bias,
-                                    float *y, const nn_epilogue *e,
-                                    int64_t u0, int64_t u1)
+static BK_TARGET int BK_NAME(conv)(const bk_geom *g, const float *x,
+                                   const float *w, const float *bias,
+                                   float *y, const nn_epilogue *e,
+                                   int64_t u0, int64_t u1)
 {
-    const int64_t c = BK_LANES, in = g->Cb * g->H * g->W * c;
-    const int64_t plane = g->OH * g->OW * c;
+    const int64_t c = BK_LANES, plane = g->OH * g->OW * c;
     const int64_t nseg = (g->OW + BK_SEG - 1) / BK_SEG;
-    int64_t lo, hi;
+    const int64_t pairs = (g->Mb + 1) / 2;
+    const int64_t ws = g->Cb * g->kh * g->kw * c * c;
+    bk_pad pad;
 
-    BK_NAME(interior)(g, &lo, &hi);
-    if (g->depthwise) {
-        for (int64_t u = u0; u < u1; u++) {
-            int64_t sg = u % nseg, r = u / nseg, oh = r % g->OH;
-            int64_t nb = r / g->OH, b = nb % g->Mb, n = nb / g->Mb;
-            int64_t a = sg * BK_SEG, z = a + BK_SEG < g->OW ? a + BK_SEG
-                                                            : g->OW;
-
-            BK_NAME(drow)(g, x + n * in + b * g->H * g->W * c,
-                          w + b * g->kh * g->kw * c, bias ? bias + b * c : NULL,
-                          y + (n * g->Mb + b) * plane, oh, a, z, lo, hi, e);
-        }
-        return;
-    }
-    const int64_t pairs = (g->Mb + 1) / 2, ws = g->Cb * g->kh * g->kw * c * c;
-
+    if (bk_pad_init(g, &pad) != 0)
+        return -1;
     for (int64_t u = u0; u < u1; u++) {
         int64_t sg = u % nseg, r = u / nseg, oh = r % g->OH;
-        int64_t np = r / g->OH, pr = np % pairs, n = np / pairs, ob = pr * 2;
-        int64_t a = sg * BK_SEG, z = a + BK_SEG < g->OW ? a + BK_SEG : g->OW;
-        int nob = ob + 1 < g->Mb ? 2 : 1;
+        int64_t q = r / g->OH, a = sg * BK_SEG;
+        int64_t z = a + BK_SEG < g->OW ? a + BK_SEG : g->OW;
 
-        BK_NAME(crow)(g, x + n * in, w + ob * ws, ws,
-                      bias ? bias + ob * c : NULL,
-                      y + (n * g->Mb + ob) * plane, plane, oh, nob, a, z, lo,
-                      hi, e);
+        if (g->depthwise) {
+            int64_t b = q % g->Mb, n = q / g->Mb;
+            bk_src src;
+
+            bk_rows(g, &pad, x + (n * g->Cb + b) * g->H * g->W * c, 1, oh,
+                    &src);
+            BK_NAME(drow)(g, &src, w + b * g->kh * g->kw * c,
+                          bias ? bias + b * c : NULL,
+                          y + (n * g->Mb + b) * plane + oh * g->OW * c, a, z,
+                          e);
+            continue;
+        }
+        int64_t pr = q % pairs, n = q / pairs, ob = pr * 2;
+        bk_src src;
+
+        bk_rows(g, &pad, x + n * g->Cb * g->H * g->W * c, g->Cb, oh, &src);
+        BK_NAME(crow)(g, &src, w + ob * ws, ws, bias ? bias + ob * c : NULL,
+                      y + (n * g->Mb + ob) * plane + oh * g->OW * c, plane,
+                      ob + 1 < g->Mb ? 2 : 1, a, z, e);
     }
+    bk_pad_free(&pad);
+    return 0;
 }
 
 static BK_TARGET void BK_NAME(pool)(const bk_geom *g, const nn_window *w,
