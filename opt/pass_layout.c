@@ -89,6 +89,21 @@ static int is_4d_f32(const opt_ctx *c, int v)
     return 1;
 }
 
+/* Output planes up to this many pixels take blocked group-1
+** convolutions: on larger ones the NCHW path's Winograd F(2x2, 3x3) does
+** fewer flops than the direct blocked kernel (ResNet-18 at batch 1, one
+** core: 64 channels at 56x56 take 1.6 ms in NCHW and 2.5 ms blocked; 256
+** at 14x14 3.2 and 2.4; bench/README.md). Depthwise convolutions are
+** blocked at every size. */
+#define BLOCK_MAX_PLANE 256
+
+static int small_plane(const opt_ctx *c, int n)
+{
+    popc_view y = popc_graph_value_info(c->g, opt_output(c, n, 0));
+
+    return y.dims[2] * y.dims[3] <= BLOCK_MAX_PLANE;
+}
+
 static int conv_fits(const layout *L, int n)
 {
     static const char *const known[] = {
@@ -114,6 +129,11 @@ static int conv_fits(const layout *L, int n)
     if (wv.dtype != POPC_DTYPE_F32 || wv.rank != 4)
         return 0;
     if (G != 1 && !(G == xv.dims[1] && G == wv.dims[0] && wv.dims[1] == 1))
+        return 0;
+    /* on a large plane a 3x3 keeps NCHW's Winograd, and a 1x1 joins a
+    ** region but starts none */
+    if (G == 1 && !small_plane(c, n) &&
+        !(wv.dims[2] * wv.dims[3] == 1 && blocked_value(L, x)))
         return 0;
     return 2 * xv.dims[1] >= L->blk;
 }
@@ -224,11 +244,15 @@ static popc_status block_weight(layout *L, int w, int depthwise, int *out)
     d[0] = Mb, d[1] = Cb, d[2] = kh, d[3] = kw, d[4] = c, d[5] = c;
     if ((st = opt_add_constant(L->c, name, d, 6, NULL, out, &dst)) != POPC_OK)
         return st;
+    /* src in order; what one output block writes stays in cache */
     for (int64_t m = 0; m < M; m++)
-        for (int64_t i = 0; i < Ci; i++)
+        for (int64_t i = 0; i < Ci; i++) {
+            float *to = dst + ((m / c) * Cb + i / c) * kh * kw * c * c +
+                        (i % c) * c + m % c;
+
             for (int64_t k = 0; k < kh * kw; k++)
-                dst[((((m / c) * Cb + i / c) * kh * kw + k) * c + i % c) * c +
-                    m % c] = src[(m * Ci + i) * kh * kw + k];
+                to[k * c * c] = *src++;
+        }
     return POPC_OK;
 }
 
