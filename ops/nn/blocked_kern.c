@@ -91,6 +91,33 @@ static void bk_rows(const bk_geom *g, bk_pad *p, const float *x,
         }
 }
 
+/* A FusedConv epilogue as the tiles apply it: Relu and Clip (clip, with
+** Relu as [0, inf]) in registers, the others (rest) after the store. */
+typedef struct bk_epi {
+    const nn_epilogue *e;
+    int clip;
+    float lo, hi;
+    nn_epilogue tail;
+    const nn_epilogue *rest;
+} bk_epi;
+
+static bk_epi *bk_epi_init(const nn_epilogue *e, bk_epi *p)
+{
+    if (!e)
+        return NULL;
+    memset(p, 0, sizeof *p);
+    p->e = e;
+    p->clip = e->act == NN_ACT_RELU || e->act == NN_ACT_CLIP;
+    p->lo = e->act == NN_ACT_CLIP ? e->lo : 0.0f;
+    p->hi = e->act == NN_ACT_CLIP ? e->hi : INFINITY;
+    if (!p->clip && e->act != NN_ACT_NONE) {
+        p->tail = *e;
+        p->tail.z = NULL; /* added in registers */
+        p->rest = &p->tail;
+    }
+    return p;
+}
+
 #define BK_CASES4 BK_CASE(1) BK_CASE(2) BK_CASE(3) BK_CASE(4)
 #define BK_CASES8 BK_CASES4 BK_CASE(5) BK_CASE(6) BK_CASE(7) BK_CASE(8)
 #define BK_CASES12 BK_CASES8 BK_CASE(9) BK_CASE(10) BK_CASE(11) BK_CASE(12)
@@ -122,8 +149,19 @@ typedef int32_t bk_i16 __attribute__((vector_size(64), aligned(4)));
         (V)((m_ & (I)a_) | (~m_ & (I)b_));                                    \
     })
 
+/* Clip as nn_epilogue_apply: v < lo ? lo : v > hi ? hi : v (NaN stays) */
+#define BK_GCLIP(I, v, lo, hi)                                                \
+    __extension__({                                                           \
+        V v_ = (v), l_ = (lo), h_ = (hi);                                     \
+        I m_ = v_ < l_;                                                       \
+        v_ = (V)((m_ & (I)l_) | (~m_ & (I)v_));                               \
+        m_ = v_ > h_;                                                         \
+        (V)((m_ & (I)h_) | (~m_ & (I)v_));                                    \
+    })
+
 #define V bk_v8
 #define VMAX(a, b) BK_GMAX(bk_i8, a, b)
+#define VCLIP(v, lo, hi) BK_GCLIP(bk_i8, v, lo, hi)
 #define BK_NAME(x) bk_generic8_##x
 #define BK_ISA "generic"
 #define BK_LANES 8
@@ -134,11 +172,13 @@ typedef int32_t bk_i16 __attribute__((vector_size(64), aligned(4)));
 #include "ops/nn/blocked_kern.h"
 #undef V
 #undef VMAX
+#undef VCLIP
 #undef BK_NAME
 #undef BK_LANES
 
 #define V bk_v16
 #define VMAX(a, b) BK_GMAX(bk_i16, a, b)
+#define VCLIP(v, lo, hi) BK_GCLIP(bk_i16, v, lo, hi)
 #define BK_NAME(x) bk_generic16_##x
 #define BK_LANES 16
 #include "ops/nn/blocked_kern.h"
@@ -159,6 +199,7 @@ typedef int32_t bk_i16 __attribute__((vector_size(64), aligned(4)));
 #undef VADD
 #undef VMUL
 #undef VMAX
+#undef VCLIP
 
 #ifdef BK_X86
 /* ---- AVX2 + FMA, blocks of 8 --------------------------------------------- */
@@ -189,6 +230,8 @@ static inline __attribute__((target("avx512f"))) __m512 bk_max_avx512(
 #define VADD(a, b) _mm256_add_ps(a, b)
 #define VMUL(a, b) _mm256_mul_ps(a, b)
 #define VMAX(a, b) bk_max_avx2(a, b)
+/* max/min return the second operand when either is NaN: NaN stays */
+#define VCLIP(v, lo, hi) _mm256_min_ps(hi, _mm256_max_ps(lo, v))
 #define BK_NAME(x) bk_avx2_##x
 #define BK_ISA "avx2"
 #define BK_LANES 8
@@ -208,6 +251,7 @@ static inline __attribute__((target("avx512f"))) __m512 bk_max_avx512(
 #undef VADD
 #undef VMUL
 #undef VMAX
+#undef VCLIP
 #undef BK_NAME
 #undef BK_ISA
 #undef BK_LANES
@@ -228,6 +272,7 @@ static inline __attribute__((target("avx512f"))) __m512 bk_max_avx512(
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VMUL(a, b) _mm512_mul_ps(a, b)
 #define VMAX(a, b) bk_max_avx512(a, b)
+#define VCLIP(v, lo, hi) _mm512_min_ps(hi, _mm512_max_ps(lo, v))
 #define BK_NAME(x) bk_avx512_##x
 #define BK_ISA "avx512f"
 #define BK_LANES 16

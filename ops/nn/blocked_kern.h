@@ -14,13 +14,35 @@
 ** outer product, with no im2col and no per-channel overhead.
 */
 
+/* Store rw vectors of output at y with the epilogue: the residual, Relu
+** and Clip in registers (NaN passes as in nn_epilogue_apply), other
+** activations after the store. */
+static inline __attribute__((always_inline)) BK_TARGET void
+BK_NAME(finish)(const bk_epi *e, const V *acc, float *y, const int rw)
+{
+    const float *z = e->e->z ? e->e->z + (y - e->e->y0) : NULL;
+    const V lo = VSET1(e->lo), hi = VSET1(e->hi);
+
+    _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++) {
+        V v = acc[r];
+
+        if (z)
+            v = VADD(v, VLOAD(z + r * BK_LANES));
+        if (e->clip)
+            v = VCLIP(v, lo, hi);
+        VSTORE(y + r * BK_LANES, v);
+    }
+    if (e->rest)
+        nn_epilogue_apply(e->rest, y, rw * BK_LANES);
+}
+
 /* Output pixels ow0 .. ow0+rw of one row, nob (1 or 2) output blocks,
 ** reading the rows of src (every tap of these pixels inside them). */
 static inline __attribute__((always_inline)) BK_TARGET void
 BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
                int64_t wstride, const float *b, float *y, int64_t ystride,
                int64_t ow0, const int rw, const int nob,
-               const nn_epilogue *e)
+               const bk_epi *e)
 {
     const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
     V acc0[BK_RW], acc1[BK_RW];
@@ -56,10 +78,12 @@ BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
     _Pragma("GCC unroll 2") for (int j = 0; j < nob; j++) {
         float *yp = y + j * ystride + ow0 * c;
 
-        _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
-            VSTORE(yp + r * c, j ? acc1[r] : acc0[r]);
-        if (e)
-            nn_epilogue_apply(e, yp, rw * c);
+        if (!e) {
+            _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
+                VSTORE(yp + r * c, j ? acc1[r] : acc0[r]);
+            continue;
+        }
+        BK_NAME(finish)(e, j ? acc1 : acc0, yp, rw);
     }
 }
 
@@ -68,7 +92,7 @@ BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
 static inline __attribute__((always_inline)) BK_TARGET void
 BK_NAME(dtile)(const bk_geom *g, const bk_src *src, const float *w,
                const float *b, float *y, int64_t ow0, const int rw,
-               const nn_epilogue *e)
+               const bk_epi *e)
 {
     const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
     V acc[BK_DW_RW];
@@ -85,10 +109,12 @@ BK_NAME(dtile)(const bk_geom *g, const bk_src *src, const float *w,
             _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
                 acc[r] = VFMA(VLOAD(xp + r * xs), wv, acc[r]);
         }
-    _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
-        VSTORE(yp + r * c, acc[r]);
-    if (e)
-        nn_epilogue_apply(e, yp, rw * c);
+    if (!e) {
+        _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
+            VSTORE(yp + r * c, acc[r]);
+        return;
+    }
+    BK_NAME(finish)(e, acc, yp, rw);
 }
 
 #define BK_CASE(n)                                                            \
@@ -104,7 +130,7 @@ static BK_TARGET void BK_NAME(crow)(const bk_geom *g, const bk_src *src,
                                     const float *w, int64_t ws,
                                     const float *b, float *y, int64_t ys,
                                     int nob, int64_t a, int64_t z,
-                                    const nn_epilogue *e)
+                                    const bk_epi *e)
 {
     for (int64_t ow = a; ow < z;) {
         int64_t n = z - ow < BK_RW ? z - ow : BK_RW;
@@ -125,7 +151,7 @@ static BK_TARGET void BK_NAME(crow)(const bk_geom *g, const bk_src *src,
 static BK_TARGET void BK_NAME(drow)(const bk_geom *g, const bk_src *src,
                                     const float *w, const float *b, float *y,
                                     int64_t a, int64_t z,
-                                    const nn_epilogue *e)
+                                    const bk_epi *e)
 {
     for (int64_t ow = a; ow < z;) {
         int64_t n = z - ow < BK_DW_RW ? z - ow : BK_DW_RW;
@@ -140,9 +166,10 @@ static BK_TARGET void BK_NAME(drow)(const bk_geom *g, const bk_src *src,
 
 static BK_TARGET int BK_NAME(conv)(const bk_geom *g, const float *x,
                                    const float *w, const float *bias,
-                                   float *y, const nn_epilogue *e,
+                                   float *y, const nn_epilogue *ne,
                                    int64_t u0, int64_t u1)
 {
+    bk_epi ep, *e = bk_epi_init(ne, &ep);
     const int64_t c = BK_LANES, plane = g->OH * g->OW * c;
     const int64_t nseg = (g->OW + BK_SEG - 1) / BK_SEG;
     const int64_t pairs = (g->Mb + 1) / 2;
