@@ -18,7 +18,7 @@ static const opt_pass passes[] = {
     {"LayerNorm recognition", 2, 0, opt_recognise_layernorm},
     {"attention recognition", 2, 1, opt_recognise_attention},
     {"Conv, Gemm and MatMul fusion", 2, 1, opt_fuse_contractions},
-    {"NCHWc blocked layouts", 3, 1, opt_block_layout},
+    {"NCHWc blocked layouts", 2, 1, opt_block_layout},
     /* folding again: a BatchNorm folded into a constant weight */
     {"constant folding", 1, 0, opt_fold_constants},
 };
@@ -62,7 +62,7 @@ popc_status popc_graph_optimize(popc_graph *g, const popc_optimize_options *o,
                                   ? "options too small (set .size)"
                                   : o->n_keep > 0 && !o->keep
                                       ? "n_keep without keep"
-                                      : "level must be 0 to 3");
+                                      : "level must be 0, 1 or 2");
     memset(&c, 0, sizeof c);
     c.g = g;
     c.level = o->level;

@@ -12,7 +12,8 @@
 ** producer (the region ends before it and starts again after).
 **
 ** The block is 16 channels where the CPU has AVX-512, else 8; the
-** environment variable POPC_NCHWC_BLOCK (8 or 16) forces one. A
+** environment variable POPC_NCHWC_BLOCK forces one (8 or 16), or turns
+** the pass off (0). A
 ** convolution with fewer input channels than half a block (an RGB stem)
 ** stays NCHW: its padded lanes would multiply mostly zeros.
 */
@@ -39,11 +40,12 @@ int64_t opt_layout_block(void)
 {
     const char *s = getenv("POPC_NCHWC_BLOCK");
 
-    if (s && (strcmp(s, "8") == 0 || strcmp(s, "16") == 0))
+    if (s && (strcmp(s, "0") == 0 || strcmp(s, "8") == 0 ||
+              strcmp(s, "16") == 0))
         return atoi(s);
     if (s && *s)
-        popc_log(POPC_LOG_WARN, "POPC_NCHWC_BLOCK=%s ignored: use 8 or 16",
-                 s);
+        popc_log(POPC_LOG_WARN, "POPC_NCHWC_BLOCK=%s ignored: use 8 or 16, "
+                 "or 0 for no blocked layouts", s);
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
@@ -444,7 +446,7 @@ popc_status opt_block_layout(opt_ctx *c, int *rewrites)
     int nv = popc_graph_n_values(c->g);
     popc_status st = POPC_ENOMEM;
 
-    if (!opt_has_op(c, "popc", "BlockedConv") ||
+    if (L.blk == 0 || !opt_has_op(c, "popc", "BlockedConv") ||
         !opt_has_op(c, "popc", "ToBlocked"))
         return POPC_OK;
     /* room for the values this pass adds: one twin, weight and bias per

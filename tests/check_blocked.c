@@ -1,5 +1,5 @@
-/* check_blocked.c - NCHWc blocked layouts (optimizationLevel 3,
-** opt/pass_layout.c, the popc::*Blocked* ops of ops/nn/blocked*.c). Each
+/* check_blocked.c - NCHWc blocked layouts (optimizationLevel 2, the
+** default; opt/pass_layout.c, the popc::*Blocked* ops of ops/nn/blocked*.c). Each
 ** blocked op against its NCHW form on the cpu backend's reference
 ** kernels (level 0), on strided, padded and dilated windows, channel
 ** counts that are not a multiple of the block, batch 1 and 3; with blocks
@@ -155,8 +155,8 @@ static void run_at(const popc_graph *g, popc_tensor *x, int level,
 static const char *const blocks[] = {"16", "8"};
 static const char *const isas[] = {"native", "generic"};
 
-/* g at level 3 against level 0, for both blocks on both kernel sets;
-** `want` blocked convolutions and pools in the level 3 graph. */
+/* g at level 2 against level 0, for both blocks on both kernel sets;
+** `want` blocked convolutions and pools in the level 2 graph. */
 static void check_graph(const popc_graph *g, popc_tensor *x, int want)
 {
     popc_tensor *ref[MAX_OUT], *blk[MAX_OUT], *ipu[MAX_OUT];
@@ -172,7 +172,7 @@ static void check_graph(const popc_graph *g, popc_tensor *x, int want)
                 setenv("POPC_NCHWC_ISA", "generic", 1);
             else
                 unsetenv("POPC_NCHWC_ISA");
-            o = optimized(g, 3, NULL, 0);
+            o = optimized(g, 2, NULL, 0);
             ck_assert_msg(count(o, "BlockedConv") + count(o, "BlockedPool") ==
                               want, "block %s: %d blocked ops, want %d",
                           blocks[b],
@@ -183,8 +183,8 @@ static void check_graph(const popc_graph *g, popc_tensor *x, int want)
                     popc_graph_value_name(o, popc_graph_output(o, k)),
                     popc_graph_value_name(g, popc_graph_output(g, k)));
             popc_graph_free(o);
-            run_at(g, x, 3, "cpu", blk);
-            run_at(g, x, 3, "ipumodel", ipu);
+            run_at(g, x, 2, "cpu", blk);
+            run_at(g, x, 2, "ipumodel", ipu);
             for (int k = 0; k < n; k++) {
                 double scale = 1.0;
                 double diff = popc_tensor_max_abs_diff(ref[k], blk[k]);
@@ -299,9 +299,10 @@ END_TEST
 
 /* Before and after: one ToBlocked where the region begins, a FromBlocked
 ** only where an NCHW reader or an output reads it; an anchored value
-** stays NCHW; a
-** convolution of 3 channels (an RGB stem) and training graphs stay NCHW;
-** level 2 blocks nothing. */
+** stays NCHW; a convolution of 3 channels (an RGB stem), training graphs
+** and, on planes over 256 pixels, a 3x3 group-1 convolution and a 1x1
+** that no blocked value feeds stay NCHW; level 1 and POPC_NCHWC_BLOCK=0
+** block nothing. */
 START_TEST(reorders_only_at_borders)
 {
     int64_t d[4] = {1, 3, 16, 16};
@@ -319,14 +320,14 @@ START_TEST(reorders_only_at_borders)
     ASSERT_OK(popc_graph_add_output(g, sm));
     snprintf(aname, sizeof aname, "%s", popc_graph_value_name(g, a));
     keep[0] = aname;
-    o = optimized(g, 3, NULL, 0);
+    o = optimized(g, 2, NULL, 0);
     ck_assert_int_eq(count(o, "BlockedConv"), 3);
     ck_assert_int_eq(count(o, "FusedConv"), 1);      /* the stem */
     ck_assert_int_eq(count(o, "ToBlocked"), 1);
     ck_assert_int_eq(count(o, "FromBlocked"), 1);    /* before Softmax */
     popc_graph_free(o);
     /* an anchor keeps its NCHW producer: the region restarts after it */
-    o = optimized(g, 3, keep, 1);
+    o = optimized(g, 2, keep, 1);
     ck_assert_int_eq(count(o, "BlockedConv"), 2);
     ck_assert_int_eq(count(o, "ToBlocked"), 1);
     ck_assert_int_eq(count(o, "FromBlocked"), 1);
@@ -335,10 +336,51 @@ START_TEST(reorders_only_at_borders)
                          o, popc_graph_find_value(o, aname))),
                      "FusedConv");
     popc_graph_free(o);
-    o = optimized(g, 2, NULL, 0);
+    o = optimized(g, 1, NULL, 0);                    /* level 1: none */
     ck_assert_int_eq(count(o, "ToBlocked") + count(o, "BlockedConv"), 0);
     popc_graph_free(o);
+    setenv("POPC_NCHWC_BLOCK", "0", 1);              /* turned off */
+    o = optimized(g, 2, NULL, 0);
+    ck_assert_int_eq(count(o, "ToBlocked") + count(o, "BlockedConv"), 0);
+    ck_assert_int_eq(count(o, "FusedConv") + count(o, "Conv"), 4);
+    popc_graph_free(o);
+    unsetenv("POPC_NCHWC_BLOCK");
+    {
+        popc_optimize_options tr = {.size = sizeof tr, .level = 2,
+                                    .training = 1};
+
+        ASSERT_OK(popc_graph_clone(g, &o));
+        ASSERT_OK(popc_graph_optimize(o, &tr, NULL));
+        ck_assert_int_eq(count(o, "ToBlocked") + count(o, "BlockedConv"), 0);
+        popc_graph_free(o);
+    }
     check_graph(g, in, 3);
+    popc_tensor_free(in);
+    popc_graph_free(g);
+}
+END_TEST
+
+/* On a plane of 24x24 (576 pixels) a 3x3 group-1 convolution keeps the
+** NCHW path (Winograd), a 1x1 reading its NCHW output too; the depthwise
+** after them is blocked, and so is the 1x1 that reads it. */
+START_TEST(large_planes_keep_winograd)
+{
+    int64_t d[4] = {1, 16, 24, 24};
+    int x;
+    popc_graph *g = graph_with_input(d, &x), *o;
+    int a = relu(g, conv(g, x, 16, 16, 3, 1, 1, 1, 1));
+    int b = relu(g, conv(g, a, 16, 32, 1, 1, 0, 1, 1));
+    int c = clip6(g, conv(g, b, 32, 32, 3, 1, 1, 32, 1));
+    int e = conv(g, c, 32, 16, 1, 1, 0, 1, 1);
+    popc_tensor *in = random_tensor(d, 4);
+
+    ASSERT_OK(popc_graph_add_output(g, e));
+    o = optimized(g, 2, NULL, 0);
+    ck_assert_int_eq(count(o, "FusedConv"), 2);
+    ck_assert_int_eq(count(o, "BlockedConv"), 2);
+    ck_assert_int_eq(count(o, "ToBlocked"), 1);
+    popc_graph_free(o);
+    check_graph(g, in, 2);
     popc_tensor_free(in);
     popc_graph_free(g);
 }
@@ -391,6 +433,7 @@ int main(void)
     tcase_add_test(tc, depthwise_and_pointwise);
     tcase_add_test(tc, pools_and_neighbours);
     tcase_add_test(tc, reorders_only_at_borders);
+    tcase_add_test(tc, large_planes_keep_winograd);
     tcase_add_test(tc, bad_blocked_nodes_are_refused);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -253,11 +253,11 @@ OPTION(optimizationLevel,
               "BatchNorm folded into Conv and Gemm, transposes and "
               "reshapes that cancel); 2 extended (also Conv, Gemm and "
               "MatMul fused with bias, residual Add and activation, "
-              "LayerNorm, GELU and attention as one op; fusions apply to "
-              "inference models); 3 also blocked NCHWc layouts for "
-              "convolutions and their neighbours (inference)",
-              "0 | 1 | 2 | 3", 1},
-     .flags = C | P, .min = 0, .max = 3,
+              "LayerNorm, GELU and attention as one op, blocked NCHWc "
+              "layouts for convolutions; fusions and layouts apply to "
+              "inference models); 3 is not supported yet",
+              "0 | 1 | 2", 1},
+     .flags = C | P, .min = 0, .max = 3, .hook = hook_opt_level,
      .param = "level"})
 OPTION(enableSyntheticData,
     {.info = {"enableSyntheticData", POPC_OPT_BOOL, "false",

@@ -227,6 +227,18 @@ static popc_status hook_trace_model(popc_options *o, const popci_optdef *d,
     return POPC_OK;
 }
 
+static popc_status hook_opt_level(popc_options *o, const popci_optdef *d,
+                                  popci_optval *v)
+{
+    (void)o;
+    if (v->i == 3)
+        return popc_set_error(POPC_EUNSUPPORTED, "%s 3 is not supported "
+                              "yet; use 2, the highest level popc has "
+                              "(blocked NCHWc layouts included)",
+                              d->info.name);
+    return POPC_OK;
+}
+
 static popc_status hook_nonempty(popc_options *o, const popci_optdef *d,
                                  popci_optval *v)
 {

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Highest optimizationLevel popc has. */
-#define POPC_OPT_LEVEL_MAX 3
+#define POPC_OPT_LEVEL_MAX 2
 
 typedef struct popc_optimize_options {
     uint32_t size;             /* sizeof(popc_optimize_options) */
