@@ -18,6 +18,7 @@
 #include <check.h>
 
 #include "harness/assert.h"
+#include "tests/profile_files.h"
 #include "popc/optimize.h"
 #include "popc/popc.h"
 
@@ -386,6 +387,57 @@ START_TEST(large_planes_keep_winograd)
 }
 END_TEST
 
+/* The IPU model keeps its meaning: the profile lists the blocked
+** convolutions by op, each with the flops of its NCHW form (the real
+** channels), and the reorders with bytes and no flops. */
+START_TEST(profile_shows_blocked_ops)
+{
+    int64_t d[4] = {1, 20, 10, 10};
+    int x;
+    popc_graph *g = graph_with_input(d, &x);
+    int a = relu(g, conv(g, x, 20, 24, 3, 1, 1, 1, 1));
+    int b = clip6(g, conv(g, a, 24, 24, 3, 2, 1, 24, 1));
+    popc_tensor *in = random_tensor(d, 4);
+    mj_value *blk, *ref;
+    const mj_value *e;
+    double fb = 0.0, fr = 0.0;
+    int nb = 0, nr = 0, reorders = 0;
+
+    ASSERT_OK(popc_graph_add_output(g, b));
+    blk = pf_inference_report_at(g, &in, 1, 1, 2);
+    setenv("POPC_NCHWC_BLOCK", "0", 1);
+    ref = pf_inference_report_at(g, &in, 1, 1, 2);
+    unsetenv("POPC_NCHWC_BLOCK");
+    for (int i = 0; (e = mj_at(mj_get(blk, "ops"), i)) != NULL; i++) {
+        const char *op = mj_str(e, "op");
+
+        if (strcmp(op, "BlockedConv") == 0) {
+            nb++;
+            fb += mj_num(e, "flops", 0.0);
+            ck_assert(mj_num(e, "cycles", 0.0) > 0.0);
+        }
+        if (strcmp(op, "ToBlocked") == 0 || strcmp(op, "FromBlocked") == 0) {
+            reorders++;
+            ck_assert(mj_num(e, "flops", -1.0) == 0.0);
+            ck_assert(mj_num(e, "bytes", 0.0) > 0.0);
+        }
+    }
+    for (int i = 0; (e = mj_at(mj_get(ref, "ops"), i)) != NULL; i++)
+        if (strcmp(mj_str(e, "op"), "FusedConv") == 0) {
+            nr++;
+            fr += mj_num(e, "flops", 0.0);
+        }
+    ck_assert_int_eq(nb, 2);
+    ck_assert_int_eq(nr, 2);
+    ck_assert_int_eq(reorders, 2);
+    ck_assert_msg(fb == fr, "blocked %g flops, NCHW %g", fb, fr);
+    mj_free(blk);
+    mj_free(ref);
+    popc_tensor_free(in);
+    popc_graph_free(g);
+}
+END_TEST
+
 /* The ops refuse what they cannot run, naming the node and the fix. */
 START_TEST(bad_blocked_nodes_are_refused)
 {
@@ -434,6 +486,7 @@ int main(void)
     tcase_add_test(tc, pools_and_neighbours);
     tcase_add_test(tc, reorders_only_at_borders);
     tcase_add_test(tc, large_planes_keep_winograd);
+    tcase_add_test(tc, profile_shows_blocked_ops);
     tcase_add_test(tc, bad_blocked_nodes_are_refused);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -53,7 +53,9 @@ if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_blocked
 TESTS += %reldir%/check_blocked
 endif
-%canon_reldir%_check_blocked_SOURCES = %reldir%/check_blocked.c
+%canon_reldir%_check_blocked_SOURCES = %reldir%/check_blocked.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
 %canon_reldir%_check_blocked_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_blocked_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_blocked_DEPENDENCIES = libpopc.la \

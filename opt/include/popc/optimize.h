@@ -16,7 +16,8 @@
 **      with their
 **      bias, a residual Add and an activation (Relu, Clip/ReLU6,
 **      LeakyRelu, Sigmoid, Tanh, GELU, SiLU) into popc::FusedConv and
-**      popc::FusedMatMul.
+**      popc::FusedMatMul, and convolutions with their pools and
+**      activations in blocked NCHWc layouts (docs/optimizer.md).
 ** A training graph gets the passes whose results autodiff can
 ** differentiate: folding of constants, copies, transposes and reshapes,
 ** and the GELU and LayerNorm recognition. BatchNormalization folding
