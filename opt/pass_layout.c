@@ -449,14 +449,13 @@ popc_status opt_block_layout(opt_ctx *c, int *rewrites)
     if (L.blk == 0 || !opt_has_op(c, "popc", "BlockedConv") ||
         !opt_has_op(c, "popc", "ToBlocked"))
         return POPC_OK;
-    /* room for the values this pass adds: one twin, weight and bias per
-    ** node at most, and the reorders */
-    nv += 4 * c->n_nodes + 4;
+    /* indexed by the values of the graph as it was: the pass reads no
+    ** value it adds */
     L.order = calloc((size_t)c->n_nodes + 1, sizeof *L.order);
     L.mark = calloc((size_t)c->n_nodes + 1, 1);
-    L.nchw_use = calloc((size_t)nv, 1);
-    L.bval = malloc((size_t)nv * sizeof *L.bval);
-    L.chans = calloc((size_t)nv, sizeof *L.chans);
+    L.nchw_use = calloc((size_t)nv + 1, 1);
+    L.bval = malloc(((size_t)nv + 1) * sizeof *L.bval);
+    L.chans = calloc((size_t)nv + 1, sizeof *L.chans);
     if (L.order && L.mark && L.nchw_use && L.bval && L.chans) {
         for (int v = 0; v < nv; v++)
             L.bval[v] = -1;

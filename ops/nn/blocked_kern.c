@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "ops/nn/blocked.h"
-#include "ops/nn/conv_priv.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
