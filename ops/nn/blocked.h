@@ -36,6 +36,7 @@ typedef struct bk_geom {
 ** disjoint outputs and every part computes an element the same way. */
 typedef struct bk_kernels {
     const char *isa;
+    int nob;                    /* output blocks a convolution unit takes */
     /* y = epi(conv(x, w) + bias); w pre-blocked (blocked_weights) */
     /* y = epi(conv(x, w) + bias), w blocked by the graph optimizer;
     ** -1 when out of memory for its padded rows */
@@ -60,7 +61,7 @@ const bk_kernels *bk_kernels_for(int64_t c);
 #define BK_SEG 96
 
 /* Work units of each kernel, for the split. */
-int64_t bk_conv_units(const bk_geom *g);
+int64_t bk_conv_units(const bk_geom *g, const bk_kernels *k);
 int64_t bk_pool_units(const bk_geom *g);
 
 /* Blocks of c lanes holding C channels. */

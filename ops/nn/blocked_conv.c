@@ -150,7 +150,7 @@ static popc_status bconv_forward(const popc_kernel_ctx *kc)
     b.e.z = opu_present_at(kc->inputs, kc->n_inputs, 3) ? kc->inputs[3].data
                                                       : NULL;
     k = bk_kernels_for(b.g.c);
-    opu_range(bk_conv_units(&b.g), kc->part, kc->n_parts, &lo, &hi);
+    opu_range(bk_conv_units(&b.g, k), kc->part, kc->n_parts, &lo, &hi);
     if (k->conv(&b.g, kc->inputs[0].data, kc->inputs[1].data,
                 opu_present_at(kc->inputs, kc->n_inputs, 2)
                     ? kc->inputs[2].data : NULL,

@@ -164,6 +164,7 @@ typedef int32_t bk_i16 __attribute__((vector_size(64), aligned(4)));
 #define BK_NAME(x) bk_generic8_##x
 #define BK_ISA "generic"
 #define BK_LANES 8
+#define BK_NOB 2
 #define BK_RW 4
 #define BK_DW_RW 4
 #define BK_CASES BK_CASES4
@@ -185,6 +186,7 @@ typedef int32_t bk_i16 __attribute__((vector_size(64), aligned(4)));
 #undef BK_NAME
 #undef BK_ISA
 #undef BK_LANES
+#undef BK_NOB
 #undef BK_RW
 #undef BK_DW_RW
 #undef BK_CASES
@@ -234,6 +236,7 @@ static inline __attribute__((target("avx512f"))) __m512 bk_max_avx512(
 #define BK_NAME(x) bk_avx2_##x
 #define BK_ISA "avx2"
 #define BK_LANES 8
+#define BK_NOB 2
 #define BK_RW 6
 #define BK_DW_RW 8
 #define BK_CASES BK_CASE(1) BK_CASE(2) BK_CASE(3) BK_CASE(4) BK_CASE(5) \
@@ -254,6 +257,7 @@ static inline __attribute__((target("avx512f"))) __m512 bk_max_avx512(
 #undef BK_NAME
 #undef BK_ISA
 #undef BK_LANES
+#undef BK_NOB
 #undef BK_RW
 #undef BK_DW_RW
 #undef BK_CASES
@@ -275,9 +279,10 @@ static inline __attribute__((target("avx512f"))) __m512 bk_max_avx512(
 #define BK_NAME(x) bk_avx512_##x
 #define BK_ISA "avx512f"
 #define BK_LANES 16
-#define BK_RW 12
+#define BK_NOB 3
+#define BK_RW 8
 #define BK_DW_RW 16
-#define BK_CASES BK_CASES12
+#define BK_CASES BK_CASES8
 #define BK_DW_CASES BK_CASES16
 #include "ops/nn/blocked_kern.h"
 #endif
@@ -304,9 +309,9 @@ const bk_kernels *bk_kernels_for(int64_t c)
     return c == 16 ? &bk_generic16_kernels : &bk_generic8_kernels;
 }
 
-int64_t bk_conv_units(const bk_geom *g)
+int64_t bk_conv_units(const bk_geom *g, const bk_kernels *k)
 {
-    int64_t outer = g->depthwise ? g->Mb : (g->Mb + 1) / 2;
+    int64_t outer = g->depthwise ? g->Mb : (g->Mb + k->nob - 1) / k->nob;
 
     return g->N * outer * g->OH * ((g->OW + BK_SEG - 1) / BK_SEG);
 }

@@ -3,14 +3,16 @@
 ** which defines before including it:
 **   BK_NAME(x)   the instance's name for x
 **   BK_TARGET    its __attribute__((target(...))), or nothing
-**   BK_LANES     lanes of a block (8 or 16), BK_RW and BK_DW_RW the pixels
-**                of a convolution's register tile (two output blocks at a
-**                time) and of a depthwise one
+**   BK_LANES     lanes of a block (8 or 16)
+**   BK_NOB       output blocks (at most 3) and BK_RW pixels of a
+**                convolution's register tile; BK_DW_RW pixels of a
+**                depthwise one
+**   BK_CASES, BK_DW_CASES  BK_CASE(1) ... BK_CASE(BK_RW or BK_DW_RW)
 **   V, VLOAD(p), VSTORE(p, v), VSET1(s), VZERO, VFMA(a, b, acc) (acc +
-**   a * b), VADD(a, b), VMAX(a, b), VMUL(a, b)
+**   a * b), VADD(a, b), VMAX(a, b), VMUL(a, b), VCLIP(v, lo, hi)
 ** A tile keeps its accumulators in registers while it walks the taps and
 ** the input channels, each input value broadcast once against the c
-** output lanes of both blocks: the convolution as a register-blocked
+** output lanes of each block: the convolution as a register-blocked
 ** outer product, with no im2col and no per-channel overhead.
 */
 
@@ -36,8 +38,9 @@ BK_NAME(finish)(const bk_epi *e, const V *acc, float *y, const int rw)
         nn_epilogue_apply(e->rest, y, rw * BK_LANES);
 }
 
-/* Output pixels ow0 .. ow0+rw of one row, nob (1 or 2) output blocks,
-** reading the rows of src (every tap of these pixels inside them). */
+/* Output pixels ow0 .. ow0+rw of one row, nob (1 to BK_NOB, at most 3)
+** output blocks, reading the rows of src (every tap of these pixels
+** inside them). */
 static inline __attribute__((always_inline)) BK_TARGET void
 BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
                int64_t wstride, const float *b, float *y, int64_t ystride,
@@ -45,11 +48,12 @@ BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
                const bk_epi *e)
 {
     const int64_t c = BK_LANES, xs = g->sw * BK_LANES;
-    V acc0[BK_RW], acc1[BK_RW];
+    V acc0[BK_RW], acc1[BK_RW], acc2[BK_RW];
 
     _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++) {
         acc0[r] = b ? VLOAD(b) : VZERO;
         acc1[r] = b && nob > 1 ? VLOAD(b + c) : VZERO;
+        acc2[r] = b && nob > 2 ? VLOAD(b + 2 * c) : VZERO;
     }
     for (int64_t ib = 0; ib < g->Cb; ib++) {
         int64_t lc = g->C - ib * c < c ? g->C - ib * c : c;
@@ -64,6 +68,7 @@ BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
                 for (int64_t l = 0; l < lc; l++) {
                     V wa = VLOAD(wp + l * c);
                     V wb = nob > 1 ? VLOAD(wp + wstride + l * c) : wa;
+                    V wc = nob > 2 ? VLOAD(wp + 2 * wstride + l * c) : wa;
 
                     _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++) {
                         V xb = VSET1(xp[r * xs + l]);
@@ -71,19 +76,22 @@ BK_NAME(ctile)(const bk_geom *g, const bk_src *src, const float *w0,
                         acc0[r] = VFMA(xb, wa, acc0[r]);
                         if (nob > 1)
                             acc1[r] = VFMA(xb, wb, acc1[r]);
+                        if (nob > 2)
+                            acc2[r] = VFMA(xb, wc, acc2[r]);
                     }
                 }
             }
     }
-    _Pragma("GCC unroll 2") for (int j = 0; j < nob; j++) {
+    _Pragma("GCC unroll 3") for (int j = 0; j < nob; j++) {
         float *yp = y + j * ystride + ow0 * c;
+        const V *acc = j == 0 ? acc0 : j == 1 ? acc1 : acc2;
 
         if (!e) {
             _Pragma("GCC unroll 16") for (int r = 0; r < rw; r++)
-                VSTORE(yp + r * c, j ? acc1[r] : acc0[r]);
+                VSTORE(yp + r * c, acc[r]);
             continue;
         }
-        BK_NAME(finish)(e, j ? acc1 : acc0, yp, rw);
+        BK_NAME(finish)(e, acc, yp, rw);
     }
 }
 
@@ -119,21 +127,27 @@ BK_NAME(dtile)(const bk_geom *g, const bk_src *src, const float *w,
 
 #define BK_CASE(n)                                                            \
     case n:                                                                   \
-        if (nob > 1)                                                          \
+        if (nob > 2)                                                          \
+            BK_NAME(ctile)(g, src, w, ws, b, y, ys, ow, n, 3, e);             \
+        else if (nob > 1)                                                     \
             BK_NAME(ctile)(g, src, w, ws, b, y, ys, ow, n, 2, e);             \
         else                                                                  \
             BK_NAME(ctile)(g, src, w, ws, b, y, ys, ow, n, 1, e);             \
         break;
 
-/* Pixels [a, z) of an output row y. */
+/* Pixels [a, z) of an output row y, in tiles of even size (a row of 14
+** takes two of 7, not 12 and 2). */
 static BK_TARGET void BK_NAME(crow)(const bk_geom *g, const bk_src *src,
                                     const float *w, int64_t ws,
                                     const float *b, float *y, int64_t ys,
                                     int nob, int64_t a, int64_t z,
                                     const bk_epi *e)
 {
+    const int64_t tiles = (z - a + BK_RW - 1) / BK_RW;
+    const int64_t even = (z - a + tiles - 1) / tiles;
+
     for (int64_t ow = a; ow < z;) {
-        int64_t n = z - ow < BK_RW ? z - ow : BK_RW;
+        int64_t n = z - ow < even ? z - ow : even;
 
         switch (n) {
             BK_CASES
@@ -153,8 +167,11 @@ static BK_TARGET void BK_NAME(drow)(const bk_geom *g, const bk_src *src,
                                     int64_t a, int64_t z,
                                     const bk_epi *e)
 {
+    const int64_t tiles = (z - a + BK_DW_RW - 1) / BK_DW_RW;
+    const int64_t even = (z - a + tiles - 1) / tiles;
+
     for (int64_t ow = a; ow < z;) {
-        int64_t n = z - ow < BK_DW_RW ? z - ow : BK_DW_RW;
+        int64_t n = z - ow < even ? z - ow : even;
 
         switch (n) {
             BK_DW_CASES
@@ -172,7 +189,7 @@ static BK_TARGET int BK_NAME(conv)(const bk_geom *g, const float *x,
     bk_epi ep, *e = bk_epi_init(ne, &ep);
     const int64_t c = BK_LANES, plane = g->OH * g->OW * c;
     const int64_t nseg = (g->OW + BK_SEG - 1) / BK_SEG;
-    const int64_t pairs = (g->Mb + 1) / 2;
+    const int64_t groups = (g->Mb + BK_NOB - 1) / BK_NOB;
     const int64_t ws = g->Cb * g->kh * g->kw * c * c;
     bk_pad pad;
 
@@ -195,13 +212,14 @@ static BK_TARGET int BK_NAME(conv)(const bk_geom *g, const float *x,
                           e);
             continue;
         }
-        int64_t pr = q % pairs, n = q / pairs, ob = pr * 2;
+        int64_t n = q / groups, ob = q % groups * BK_NOB;
         bk_src src;
 
         bk_rows(g, &pad, x + n * g->Cb * g->H * g->W * c, g->Cb, oh, &src);
         BK_NAME(crow)(g, &src, w + ob * ws, ws, bias ? bias + ob * c : NULL,
                       y + (n * g->Mb + ob) * plane + oh * g->OW * c, plane,
-                      ob + 1 < g->Mb ? 2 : 1, a, z, e);
+                      (int)(g->Mb - ob < BK_NOB ? g->Mb - ob : BK_NOB), a, z,
+                      e);
     }
     bk_pad_free(&pad);
     return 0;
@@ -268,6 +286,7 @@ static BK_TARGET void BK_NAME(global_avg)(const bk_geom *g, const float *x,
 
 static const bk_kernels BK_NAME(kernels) = {
     .isa = BK_ISA,
+    .nob = BK_NOB,
     .conv = BK_NAME(conv),
     .pool = BK_NAME(pool),
     .global_avg = BK_NAME(global_avg),
