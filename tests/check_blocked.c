@@ -218,6 +218,17 @@ static popc_graph *graph_with_input(const int64_t *dims, int *x)
     return g;
 }
 
+/* The block the layout pass picks on this CPU. */
+static int64_t cpu_block(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 16;
+#endif
+    return 8;
+}
+
 static void setup(void)
 {
     rng_state = 11;
@@ -322,6 +333,13 @@ START_TEST(reorders_only_at_borders)
     snprintf(aname, sizeof aname, "%s", popc_graph_value_name(g, a));
     keep[0] = aname;
     o = optimized(g, 2, NULL, 0);
+    for (int i = 0; i < popc_graph_n_nodes(o); i++)
+        if (strcmp(popc_graph_node_op(o, i), "ToBlocked") == 0) {
+            popc_attrs at = popc_graph_node_attrs(o, i);
+
+            /* blocks of 16 where the CPU has AVX-512, else 8 */
+            ck_assert_int_eq(popc_attr_int(&at, "block", 0), cpu_block());
+        }
     ck_assert_int_eq(count(o, "BlockedConv"), 3);
     ck_assert_int_eq(count(o, "FusedConv"), 1);      /* the stem */
     ck_assert_int_eq(count(o, "ToBlocked"), 1);

@@ -21,8 +21,9 @@
 ** A training graph gets the passes whose results autodiff can
 ** differentiate: folding of constants, copies, transposes and reshapes,
 ** and the GELU and LayerNorm recognition. BatchNormalization folding
-** (training normalises by the batch), attention recognition and the
-** fusions (the fused ops have no gradient) apply to inference only.
+** (training normalises by the batch), attention recognition, the
+** fusions (the fused ops have no gradient) and the blocked layouts apply
+** to inference only.
 ** Only constants are folded: weights (initializers) keep their
 ** names and stay updatable (popc_model_set_weight, copyWeightsToDevice).
 ** Every rewrite keeps the graph's outputs within the float tolerance
