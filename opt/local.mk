@@ -15,6 +15,7 @@ libpopc_la_SOURCES += \
     %reldir%/pass_layernorm.c \
     %reldir%/pass_attention.c \
     %reldir%/pass_fuse.c \
+    %reldir%/pass_layout.c \
     %reldir%/half.c
 
 pkginclude_HEADERS += %reldir%/include/popc/optimize.h \

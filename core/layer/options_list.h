@@ -253,8 +253,9 @@ OPTION(optimizationLevel,
               "BatchNorm folded into Conv and Gemm, transposes and "
               "reshapes that cancel); 2 extended (also Conv, Gemm and "
               "MatMul fused with bias, residual Add and activation, "
-              "LayerNorm, GELU and attention as one op; fusions apply to "
-              "inference models); 3 (blocked layouts) is not supported yet",
+              "LayerNorm, GELU and attention as one op, blocked NCHWc "
+              "layouts for convolutions; fusions and layouts apply to "
+              "inference models); 3 is not supported yet",
               "0 | 1 | 2", 1},
      .flags = C | P, .min = 0, .max = 3, .hook = hook_opt_level,
      .param = "level"})

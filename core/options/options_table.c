@@ -232,9 +232,10 @@ static popc_status hook_opt_level(popc_options *o, const popci_optdef *d,
 {
     (void)o;
     if (v->i == 3)
-        return popc_set_error(POPC_EUNSUPPORTED, "%s 3 (blocked NCHWc "
-                              "layouts) is not supported yet; use 2, the "
-                              "highest level popc has", d->info.name);
+        return popc_set_error(POPC_EUNSUPPORTED, "%s 3 is not supported "
+                              "yet; use 2, the highest level popc has "
+                              "(blocked NCHWc layouts included)",
+                              d->info.name);
     return POPC_OK;
 }
 
