@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A CNN whose convolutions each suit a different kernel of the nn
 provider (docs/kernels.md), exported from PyTorch for
-tests/test_kernels_cli.sh: Winograd on one image's many tiles (26x26,
+tests/onnx/test_kernels_cli.sh: Winograd on one image's many tiles (26x26,
 inference), depthwise, a strided 3x3, batched small planes and row tiles
 at 7x7, a grouped and a dilated convolution, ReLUs and a residual add
 (FusedConv at optimizationLevel 2).
