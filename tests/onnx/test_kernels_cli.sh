@@ -4,7 +4,8 @@
 # different kernels (tests/onnx/kernels/gen_kernel_mix.py) gives PyTorch's
 # outputs with kernelSelection=score (the default) and =reference, on cpu
 # and ipumodel, and the two agree; the profile names each node's kernel
-# (several nn kernels with score, only "reference" with reference);
+# (several nn kernels with score, only "reference" with reference) and
+# so does the log;
 # popc plugins lists the kernels with their provider; popc options
 # documents the switch; a bad value is refused, naming the values.
 POPC="$POPC_BUILDDIR/tools/popc"
@@ -58,6 +59,19 @@ if [ -n "$prof" ] && [ -n "$ref" ]; then
     fi
 else
     fail "no profile.json under prof.score.ipumodel or prof.reference.ipumodel"
+fi
+
+# POPC_LOG_LEVEL=debug logs each choice with its score, trace each candidate
+POPC_LOG_LEVEL=trace
+export POPC_LOG_LEVEL
+expect 0 "kernel_mix with POPC_LOG_LEVEL=trace" "$POPC" infer \
+    "$M/kernel_mix.onnx" -i "input=$M/kernel_mix.input.npy" -o out.log
+unset POPC_LOG_LEVEL
+if grep -q "runs kernel nn:[a-z_0-9]* (score [0-9.]*)" err.txt &&
+    grep -q "kernel choice of '.*': nn:[a-z_0-9]* scores" err.txt; then
+    pass "the log names each choice and each candidate's score"
+else
+    fail "no kernel choices in the log: $(grep -i kernel err.txt | head -3)"
 fi
 
 # popc plugins lists kernels with their provider and op
