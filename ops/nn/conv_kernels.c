@@ -205,27 +205,22 @@ PATH_FNS(fwino, 1, NN_PATH_WINO, nn_fconv_run)
 PATH_FNS(fbatched, 1, NN_PATH_BATCHED, nn_fconv_run)
 PATH_FNS(frows, 1, NN_PATH_ROWS, nn_fconv_run)
 
-#define KERNEL(NAME, DOMAIN, OP, FN, DOC)                                     \
+#define KERNEL(NAME, DOMAIN, OP, FN)                                          \
     {.size = sizeof(popc_kernel_def), .name = NAME, .provider = "nn",        \
      .domain = DOMAIN, .op = OP, .supports = FN##_supports,                   \
-     .score = FN##_score, .forward = FN##_forward, .flags = POPC_OP_SPLIT,    \
-     .doc = DOC}
+     .score = FN##_score, .forward = FN##_forward, .flags = POPC_OP_SPLIT}
 
-#define DOC_DW "direct loops, one (image, channel) plane per unit"
-#define DOC_WINO "Winograd F(2x2, 3x3): 3x3, stride 1, undilated"
-#define DOC_BATCHED "several images' small planes side by side per GEMM"
-#define DOC_ROWS "row tiles over a whole-plane im2col, weights packed once"
-
-/* The provider's table: adding a kernel adds a row (docs/kernels.md). */
+/* The provider's table: adding a kernel adds a row (docs/kernels.md says
+** what each does). */
 static const popc_kernel_def kernels[] = {
-    KERNEL("depthwise", "ai.onnx", "Conv", dw, DOC_DW),
-    KERNEL("winograd_f2", "ai.onnx", "Conv", wino, DOC_WINO),
-    KERNEL("batched_planes", "ai.onnx", "Conv", batched, DOC_BATCHED),
-    KERNEL("im2col_rows", "ai.onnx", "Conv", rows, DOC_ROWS),
-    KERNEL("depthwise", "popc", "FusedConv", fdw, DOC_DW),
-    KERNEL("winograd_f2", "popc", "FusedConv", fwino, DOC_WINO),
-    KERNEL("batched_planes", "popc", "FusedConv", fbatched, DOC_BATCHED),
-    KERNEL("im2col_rows", "popc", "FusedConv", frows, DOC_ROWS),
+    KERNEL("depthwise", "ai.onnx", "Conv", dw),
+    KERNEL("winograd_f2", "ai.onnx", "Conv", wino),
+    KERNEL("batched_planes", "ai.onnx", "Conv", batched),
+    KERNEL("im2col_rows", "ai.onnx", "Conv", rows),
+    KERNEL("depthwise", "popc", "FusedConv", fdw),
+    KERNEL("winograd_f2", "popc", "FusedConv", fwino),
+    KERNEL("batched_planes", "popc", "FusedConv", fbatched),
+    KERNEL("im2col_rows", "popc", "FusedConv", frows),
 };
 
 popc_status nn_register_conv_kernels(const popc_host *h, popc_registrar *r)

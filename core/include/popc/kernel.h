@@ -42,7 +42,6 @@ typedef struct popc_kernel_def {
     popc_status (*prepare)(const popc_infer_ctx *ic, void **state);
     void (*release)(void *state);
     unsigned flags;           /* POPC_OP_SPLIT or 0 */
-    const char *doc;          /* (optional) one line for docs */
 } popc_kernel_def;
 
 /* Registers a kernel from a plugin's init(); staged and committed with
