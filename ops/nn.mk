@@ -10,6 +10,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/matmul_serial.c \
     %reldir%/nn/matmul_serial.h \
     %reldir%/nn/conv.c \
+    %reldir%/nn/conv_kernels.c \
     %reldir%/nn/conv_grad.c \
     %reldir%/nn/conv_priv.h \
     %reldir%/nn/epilogue.c \

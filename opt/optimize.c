@@ -98,4 +98,5 @@ static popc_status rewrite_graph(popc_graph *g, int level, int training,
 const popci_model_hooks popci_opt_hooks = {
     .layer = "opt",
     .rewrite_graph = rewrite_graph,
+    .choose_kernel = popci_opt_choose_kernel,
 };

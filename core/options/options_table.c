@@ -38,6 +38,12 @@ static const popci_enum_member output_modes[] = {
     {"Default", POPC_OUTPUT_DEFAULT, 0, NULL},
     {NULL, 0, 0, NULL}};
 
+/* kernelSelection: the numbers opt/kernel_select.c reads */
+static const popci_enum_member kernel_selections[] = {
+    {"score", 0, 0, NULL},
+    {"reference", 1, 0, NULL},
+    {NULL, 0, 0, NULL}};
+
 static const popci_enum_member connection_types[] = {
     {"Always", POPC_CONNECTION_ALWAYS, 0, NULL},
     {"OnDemand", POPC_CONNECTION_ONDEMAND, 0, NULL},

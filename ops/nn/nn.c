@@ -25,7 +25,8 @@ static popc_status nn_init(const popc_host *host, popc_registrar *reg)
         (st = nn_register_softmax(host, reg)) != POPC_OK ||
         (st = nn_register_fused(host, reg)) != POPC_OK ||
         (st = nn_register_blocked(host, reg)) != POPC_OK ||
-        (st = nn_register_attention(host, reg)) != POPC_OK)
+        (st = nn_register_attention(host, reg)) != POPC_OK ||
+        (st = nn_register_conv_kernels(host, reg)) != POPC_OK)
         return st;
     return POPC_OK;
 }
