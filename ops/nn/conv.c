@@ -27,6 +27,7 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/winograd4.h"
 #include "ops/util/oputil.h"
 
 /* Largest set of ConvGradWeight partial sums the grad builder makes. */
@@ -615,6 +616,9 @@ popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
 
     if (nn_dw_fits(&p))
         return nn_dw_forward(kc, &p, x, wt, bias, y);
+    /* Winograd F(4x4, 3x3) (winograd4*.c) where it measured faster */
+    if (nn_wino4_fits(&p, p.Cg, p.Mg, 0))
+        return nn_wino4_forward(kc, &p, x, wt, bias, y);
     if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
         nn_wino g;
 

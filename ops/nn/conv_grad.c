@@ -28,6 +28,7 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/winograd4.h"
 #include "ops/util/sums.h"
 #include "ops/util/oputil.h"
 
@@ -87,6 +88,8 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
         return nn_conv_half_grad_input(kc, &p, dy, wt, dx);
     if (nn_dw_fits(&p))
         return nn_dw_grad_input(kc, &p, dy, wt, dx);
+    if (nn_wino4_fits(&p, p.Mg, p.Cg, 1))
+        return nn_wino4_grad_input(kc, &p, dy, wt, dx);
     if (nn_wino_fits(&p, p.Mg, p.Cg, 1)) {
         nn_wino g;
 
@@ -300,6 +303,8 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
     }
     if (nn_dw_fits(&p))
         return nn_dw_grad_weight(kc, &p, x, dy, dw, db);
+    if (p.S > 0 && nn_wino4_fits(&p, p.Cg, p.Mg, 0))
+        return nn_wino4_grad_weight(kc, &p, x, dy, dw, db);
     if (p.S > 0 && nn_wino_fits(&p, p.Cg, p.Mg, 0))
         return gw_wino(kc, &p, x, dy, dw, db);
     S = p.S > 0 ? p.S : 1;

@@ -1,0 +1,32 @@
+/* winograd4_fits.c - the shapes Winograd F(4x4, 3x3) (winograd4.c)
+** takes: 3x3, stride-1, undilated 2-D windows where it measured faster
+** than F(2x2, 3x3) and im2col. The choice depends on the shape and the
+** model's kind only, so split and whole runs take the same path.
+*/
+#include "config.h"
+
+#include "ops/nn/winograd4.h"
+
+/* Where F(4x4) pays, measured with bench/bench_wino4 (CPU time per image
+** against F(2x2, 3x3), one thread, ResNet-18's shapes; bench/README.md):
+** 1.2-1.4x faster forward and 1.0-1.4x for the weight gradient on output
+** planes of 16x16 and more with 32 to 256 channels; slower on 14x14 and
+** smaller planes (a partial last tile wastes up to 30% of the products,
+** and the 36 GEMMs get too thin) and on 16 channels (even). */
+#define WINO4_MIN_PLANE 16     /* output rows and columns */
+#define WINO4_MIN_CHANNELS 32  /* channels in and out */
+/* Most channels: the weight transform is 36 M C floats per part. */
+#define WINO4_MAX_CHANNELS 256
+
+int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
+{
+    const nn_window *w = &p->w;
+
+    return w->sp == 2 && w->kh == 3 && w->kw == 3 && w->sh == 1 &&
+           w->sw == 1 && w->dh == 1 && w->dw == 1 &&
+           w->OH >= WINO4_MIN_PLANE && w->OW >= WINO4_MIN_PLANE &&
+           cin >= WINO4_MIN_CHANNELS && cout >= WINO4_MIN_CHANNELS &&
+           cin <= WINO4_MAX_CHANNELS && cout <= WINO4_MAX_CHANNELS &&
+           (p->N * p->G >= NN_CONV_UNITS || (p->inference && !grad)) &&
+           (!grad || (w->pt <= 2 && w->pl <= 2));
+}
