@@ -98,3 +98,17 @@ endif
 %canon_reldir%_check_winograd4_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_winograd4_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_winograd4_DEPENDENCIES = $(NN_TEST_DEPS)
+
+# a small net trained with F(4x4) convolutions against torch's losses
+# (tests/ref/gen_wino4_train.py wrote tests/ref/nn/wino4_train_losses.npy)
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_wino4_train
+TESTS += %reldir%/check_wino4_train
+endif
+%canon_reldir%_check_wino4_train_SOURCES = %reldir%/check_wino4_train.c \
+    ops/nn/winograd4_fits.c $(NN_TEST_SOURCES)
+%canon_reldir%_check_wino4_train_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_wino4_train_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_wino4_train_DEPENDENCIES = $(NN_TEST_DEPS) \
+    backends/cpu.la backends/ipumodel.la optim/sgd.la
+EXTRA_DIST += %reldir%/ref/gen_wino4_train.py
