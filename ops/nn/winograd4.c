@@ -505,34 +505,59 @@ void nn_wino4_grad_image(const nn_wino4 *g, const float *x, const float *dy,
         }
 }
 
-/* G^T a of a 6-vector: the 3 taps. */
-static void gt6(const double *a, double *o)
+/* Row `which` of G^T applied to six rows of n values (one output row per
+** call, so that each loop vectorizes): G^T = [1/4 -1/6 -1/6 1/24 1/24 0;
+** 0 -1/6 1/6 1/12 -1/12 0; 0 -1/6 -1/6 1/6 1/6 1]. */
+static void gt_row(int which, const float *const *r, int64_t n,
+                   float *restrict o)
 {
-    o[0] = a[0] / 4.0 - (a[1] + a[2]) / 6.0 + (a[3] + a[4]) / 24.0;
-    o[1] = (a[2] - a[1]) / 6.0 + (a[3] - a[4]) / 12.0;
-    o[2] = (a[3] + a[4] - a[1] - a[2]) / 6.0 + a[5];
+    const float *restrict a0 = r[0], *restrict a1 = r[1];
+    const float *restrict a2 = r[2], *restrict a3 = r[3];
+    const float *restrict a4 = r[4], *restrict a5 = r[5];
+
+    switch (which) {
+    case 0:
+        for (int64_t x = 0; x < n; x++)
+            o[x] = 0.25f * a0[x] - (1.0f / 6.0f) * (a1[x] + a2[x]) +
+                   (1.0f / 24.0f) * (a3[x] + a4[x]);
+        break;
+    case 1:
+        for (int64_t x = 0; x < n; x++)
+            o[x] = (1.0f / 6.0f) * (a2[x] - a1[x]) +
+                   (1.0f / 12.0f) * (a3[x] - a4[x]);
+        break;
+    default:
+        for (int64_t x = 0; x < n; x++)
+            o[x] = (1.0f / 6.0f) * (a3[x] + a4[x] - a1[x] - a2[x]) + a5[x];
+        break;
+    }
 }
 
 void nn_wino4_grad_finish(const nn_wino4 *g, const float *scratch, float *dw)
 {
     int64_t MC = g->M * g->C, S = ACC_STRIDE(g);
 
-    for (int64_t i = 0; i < MC; i++) {
-        double col[6], t[3][6], o[3];
-        float *y = dw + i * 9;
+    /* G^T acc G for KERNEL_CHUNK kernels at a time: t = G^T acc (3x6
+    ** rows of n), then t G */
+    for (int64_t i0 = 0; i0 < MC; i0 += KERNEL_CHUNK) {
+        int64_t n = MC - i0 < KERNEL_CHUNK ? MC - i0 : KERNEL_CHUNK;
+        float t[3][6][KERNEL_CHUNK], o[3][3][KERNEL_CHUNK];
+        const float *r[6];
 
-        /* G^T acc (3x6), then (G^T acc) G */
         for (int q = 0; q < 6; q++) {
             for (int k = 0; k < 6; k++)
-                col[k] = scratch[(6 * k + q) * S + i];
-            gt6(col, o);
+                r[k] = scratch + (6 * k + q) * S + i0;
             for (int p = 0; p < 3; p++)
-                t[p][q] = o[p];
+                gt_row(p, r, n, t[p][q]);
         }
         for (int p = 0; p < 3; p++) {
-            gt6(t[p], o);
+            for (int k = 0; k < 6; k++)
+                r[k] = t[p][k];
             for (int q = 0; q < 3; q++)
-                y[3 * p + q] = (float)o[q];
+                gt_row(q, r, n, o[p][q]);
         }
+        for (int64_t x = 0; x < n; x++)
+            for (int q = 0; q < 9; q++)
+                dw[(i0 + x) * 9 + q] = o[q / 3][q % 3][x];
     }
 }
