@@ -43,7 +43,7 @@
 #include "ops/util/sums.h"
 
 /* Tiles per block (16 outputs each). */
-#define BLOCK_TILES 128
+#define BLOCK_TILES 64
 /* Row length of the transformed patches ([C][36][LD] per block): not a
 ** multiple of 1 KiB, so that a GEMM operand's rows stay out of each
 ** other's cache sets. */

@@ -8,11 +8,16 @@
 #include "ops/nn/winograd4.h"
 
 /* Where F(4x4) pays, measured with bench/bench_wino4 (CPU time per image
-** against F(2x2, 3x3), one thread, ResNet-18's shapes; bench/README.md):
-** 1.2-1.4x faster forward and 1.0-1.4x for the weight gradient on output
-** planes of 16x16 and more with 32 to 256 channels; slower on 14x14 and
-** smaller planes (a partial last tile wastes up to 30% of the products,
-** and the 36 GEMMs get too thin) and on 16 channels (even). */
+** against F(2x2, 3x3), one thread, ResNet-18's shapes, 4 and 16 images
+** per weight transform; bench/README.md): 1.2-1.4x faster forward (and
+** ConvGradInput) and 1.0-1.3x for the weight gradient on output planes
+** of 16x16 and more with 32 to 256 channels; slower on 14x14 and smaller
+** planes (a partial last tile wastes up to 30% of the products, and the
+** 36 GEMMs get too thin) and even at 16 channels. It needs
+** NN_CONV_UNITS (image, group) units, as F(2x2) in training: an
+** inference at batch 1 split by tile blocks made ResNet-18 at 224x224
+** 0.87x as fast (each part transforms 36 M C weights for one image), so
+** F(2x2)'s split keeps that case. */
 #define WINO4_MIN_PLANE 16     /* output rows and columns */
 #define WINO4_MIN_CHANNELS 32  /* channels in and out */
 /* Most channels: the weight transform is 36 M C floats per part. */
@@ -27,6 +32,6 @@ int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
            w->OH >= WINO4_MIN_PLANE && w->OW >= WINO4_MIN_PLANE &&
            cin >= WINO4_MIN_CHANNELS && cout >= WINO4_MIN_CHANNELS &&
            cin <= WINO4_MAX_CHANNELS && cout <= WINO4_MAX_CHANNELS &&
-           (p->N * p->G >= NN_CONV_UNITS || (p->inference && !grad)) &&
+           p->N * p->G >= NN_CONV_UNITS &&
            (!grad || (w->pt <= 2 && w->pl <= 2));
 }

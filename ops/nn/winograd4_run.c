@@ -1,10 +1,8 @@
-/* winograd4_run.c - where Winograd F(4x4, 3x3) (winograd4.c) runs, and
-** its entries for Conv's forward, ConvGradInput and ConvGradWeight, split
-** over the kernel's parts the way F(2x2)'s are (conv.c, conv_grad.c):
-** units (group, image), or for an inference model with fewer units than
-** NN_CONV_UNITS (group, image, tile block, output-channel chunk);
-** ConvGradWeight's units are (group, image chunk). Units depend on the
-** shape only, so split and whole runs agree bitwise.
+/* winograd4_run.c - the entries of Winograd F(4x4, 3x3) (winograd4.c)
+** for Conv's forward, ConvGradInput and ConvGradWeight, split over the
+** kernel's parts the way F(2x2)'s are (conv.c, conv_grad.c): units
+** (group, image), and for ConvGradWeight (group, image chunk). Units
+** depend on the shape only, so split and whole runs agree bitwise.
 */
 #include "config.h"
 
@@ -14,57 +12,35 @@
 #include "ops/util/oputil.h"
 #include "ops/util/sums.h"
 
-/* Output-channel chunks of an image split over parts: enough with the
-** tile blocks for NN_CONV_UNITS units, each of at least 16 channels. */
-static int64_t chunk_of(const conv_p *p, const nn_wino4 *g)
-{
-    int64_t units = p->N * p->G * nn_wino4_blocks(g);
-    int64_t want = (NN_CONV_UNITS + units - 1) / units;
-    int64_t chunk = (g->M + want - 1) / want;
-
-    chunk = (chunk + 15) / 16 * 16;
-    return chunk < g->M ? chunk : g->M;
-}
-
 /* x [N, G * xc, xp] to y [N, G * yc, yp] with geometry g and Conv's
 ** weights wt (transposed: ConvGradInput's form); bias: M values or
-** NULL. The group's weights are transformed once per part. */
+** NULL. Units (group, image); the group's weights are transformed once
+** per part. */
 static popc_status run(const popc_kernel_ctx *kc, const conv_p *p,
                        const nn_wino4 *g, int transposed, const float *x,
                        int64_t xc, int64_t xp, const float *wt,
                        const float *bias, float *y, int64_t yc, int64_t yp)
 {
-    int64_t lo, hi, cur = -1, nb = nn_wino4_blocks(g), chunk = g->M, nch;
-    int split = p->N * p->G < NN_CONV_UNITS;
+    int64_t lo, hi, cur = -1;
     float *s;
     popc_status st;
 
-    if (split)
-        chunk = chunk_of(p, g);
-    else
-        nb = 1;
-    nch = (g->M + chunk - 1) / chunk;
-    opu_range(p->N * p->G * nb * nch, kc->part, kc->n_parts, &lo, &hi);
+    opu_range(p->N * p->G, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
         return POPC_OK;
     if (!(s = nn_conv_scratch(kc, nn_wino4_scratch(g), &st)) && st)
         return st;
     for (int64_t u = lo; u < hi; u++) {
-        int64_t ng = u / (nb * nch), rest = u % (nb * nch);
-        int64_t gr = ng / p->N, n = ng % p->N;
-        const float *xi = x + (n * p->G + gr) * xc * xp;
-        float *yi = y + (n * p->G + gr) * yc * yp;
-        const float *bi = bias ? bias + gr * yc : NULL;
-        int64_t b0 = split ? rest / nch : 0;
-        int64_t b1 = split ? b0 + 1 : nn_wino4_blocks(g);
-        int64_t m0 = rest % nch * chunk;
-        int64_t m1 = m0 + chunk < g->M ? m0 + chunk : g->M;
+        int64_t gr = u / p->N, n = u % p->N;
 
         if (gr != cur) {
             nn_wino4_weights(g, wt + gr * p->Mg * p->Kc, transposed, s);
             cur = gr;
         }
-        nn_wino4_image_part(g, xi, bi, yi, s, b0, b1, m0, m1, p->epi);
+        nn_wino4_image_part(g, x + (n * p->G + gr) * xc * xp,
+                            bias ? bias + gr * yc : NULL,
+                            y + (n * p->G + gr) * yc * yp, s, 0,
+                            nn_wino4_blocks(g), 0, g->M, p->epi);
     }
     kc->host->free(s);
     return POPC_OK;
