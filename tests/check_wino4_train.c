@@ -1,7 +1,8 @@
-/* check_wino4_train.c - a small convolutional net whose 3x3 convolutions
-** run by Winograd F(4x4, 3x3) (forward, ConvGradInput, and
-** ConvGradWeight with the bias gradient it sums from dY) trains through
-** popc_model_new_training with the losses of torch in float64
+/* check_wino4_train.c - a small convolutional net trains through
+** popc_model_new_training, the gradients of its 3x3 convolutions by
+** Winograd F(4x4, 3x3) (ConvGradInput, and ConvGradWeight with the bias
+** gradient it sums from dY; a training model's forward keeps F(2x2), see
+** ops/nn/winograd4_fits.c), with the losses of torch in float64
 ** (tests/ref/nn/wino4_train_losses.npy, written by
 ** tests/ref/gen_wino4_train.py, which describes the model, data and
 ** weights), on the ipumodel and cpu backends. */
@@ -78,7 +79,8 @@ static popc_graph *build(void)
     return g;
 }
 
-/* The convolutions' shapes take F(4x4) (the predicate the kernels ask). */
+/* The convolutions' gradients take F(4x4), their forward not (the
+** predicate the kernels ask). */
 static void assert_takes_wino4(void)
 {
     conv_p p;
@@ -91,7 +93,9 @@ static void assert_takes_wino4(void)
     p.w.sh = p.w.sw = p.w.dh = p.w.dw = 1;
     p.w.H = p.w.W = p.w.OH = p.w.OW = SIDE;
     p.w.pt = p.w.pl = 1;
-    ck_assert(nn_wino4_fits(&p, CH, CH, 0) && nn_wino4_fits(&p, CH, CH, 1));
+    ck_assert(nn_wino4_fits(&p, CH, CH, NN_WINO4_GRAD_INPUT) &&
+              nn_wino4_fits(&p, CH, CH, NN_WINO4_GRAD_WEIGHT) &&
+              !nn_wino4_fits(&p, CH, CH, NN_WINO4_FORWARD));
 }
 
 static void train_case(const char *backend)

@@ -3,7 +3,8 @@
 ** popc::ConvGradWeight, on shapes its predicate takes (checked here with
 ** the predicate itself): pads 0, 1, 2 and uneven, planes not a multiple
 ** of 4, channel counts not a multiple of 8, groups, batch 1 (8 groups),
-** 4 and 8, training and inference. Each result is compared with a direct
+** 4 and 8; the forward as in an inference model, the gradients as in a
+** training one. Each result is compared with a direct
 ** convolution summed in double; the harness also runs every kernel split
 ** in 3 parts and fails unless whole and split agree bitwise.
 **
@@ -125,7 +126,7 @@ static double rel_err(const float *got, const double *want, int64_t n)
 }
 
 /* The predicate Conv, ConvGradInput and ConvGradWeight consult. */
-static int takes(const geo *g, int inference, int grad)
+static int takes(const geo *g, int inference, nn_wino4_use use)
 {
     conv_p p;
     int64_t Cg = g->C / g->G, Mg = g->M / g->G;
@@ -143,7 +144,8 @@ static int takes(const geo *g, int inference, int grad)
     p.w.OW = ow_of(g);
     p.w.pt = g->pads[0];
     p.w.pl = g->pads[1];
-    return grad ? nn_wino4_fits(&p, Mg, Cg, 1) : nn_wino4_fits(&p, Cg, Mg, 0);
+    return use == NN_WINO4_GRAD_INPUT ? nn_wino4_fits(&p, Mg, Cg, use)
+                                      : nn_wino4_fits(&p, Cg, Mg, use);
 }
 
 static popc_attr conv_attrs(const geo *g, popc_attr *a, int64_t *k)
@@ -180,14 +182,17 @@ static void check_shape(const geo *g, uint64_t seed)
              (long long)g->M, (long long)g->G, (long long)g->H,
              (long long)g->W, (long long)g->pads[0], (long long)g->pads[1],
              (long long)g->pads[2], (long long)g->pads[3]);
-    ck_assert_msg(takes(g, 0, 0) && takes(g, 0, 1),
+    ck_assert_msg(takes(g, 1, NN_WINO4_FORWARD) &&
+                      takes(g, 0, NN_WINO4_GRAD_INPUT) &&
+                      takes(g, 0, NN_WINO4_GRAD_WEIGHT),
                   "%s: F(4x4) does not take this shape", what);
     ck_assert_ptr_nonnull(dx);
     ck_assert_ptr_nonnull(dw);
     conv_attrs(g, a, k);
 
-    /* forward, with bias, in a training model */
-    ASSERT_OK(harness_run_op(NULL, "Conv", in, 3, a, 2, out, 1, 1));
+    /* forward, with bias, in an inference model (a training model's
+    ** forward keeps F(2x2)) */
+    ASSERT_OK(harness_run_op(NULL, "Conv", in, 3, a, 2, out, 1, 0));
     e = rel_err(popc_tensor_cdata(out[0]), y, ny);
     ck_assert_msg(e <= TOL, "%s: Conv error %.3g > %.0e", what, e, TOL);
     popc_tensor_free(out[0]);
@@ -295,7 +300,7 @@ START_TEST(inference_with_fused_epilogue)
     const float *z = popc_tensor_cdata(in[3]);
     double e;
 
-    ck_assert(takes(&g, 1, 0));
+    ck_assert(takes(&g, 1, NN_WINO4_FORWARD));
     conv_attrs(&g, a, k);
     ASSERT_OK(harness_run_op(NULL, "Conv", in, 3, a, 2, out, 1, 0));
     e = rel_err(popc_tensor_cdata(out[0]), y, ny);
@@ -361,18 +366,25 @@ END_TEST
 START_TEST(predicate_keeps_small_planes_off)
 {
     /* where F(4x4) measured slower (bench/README.md): 14x14 planes, 16
-    ** channels, and fewer than NN_CONV_UNITS (image, group) units, in
-    ** training and at inference (batch 1) */
+    ** channels, fewer than NN_CONV_UNITS (image, group) units (batch 1);
+    ** and a training model's forward, for accuracy (winograd4_fits.c) */
+    static const nn_wino4_use all[3] = {
+        NN_WINO4_FORWARD, NN_WINO4_GRAD_INPUT, NN_WINO4_GRAD_WEIGHT};
     geo small = {8, 256, 256, 1, 14, 14, {1, 1, 1, 1}};
     geo thin = {8, 16, 16, 1, 56, 56, {1, 1, 1, 1}};
     geo few = {1, 64, 64, 1, 56, 56, {1, 1, 1, 1}};
     geo resnet = {8, 64, 64, 1, 56, 56, {1, 1, 1, 1}};
 
-    ck_assert(!takes(&small, 0, 0));
-    ck_assert(!takes(&thin, 0, 0));
-    ck_assert(!takes(&few, 0, 0) && !takes(&few, 0, 1) && !takes(&few, 1, 0));
-    ck_assert(takes(&resnet, 0, 0) && takes(&resnet, 0, 1) &&
-              takes(&resnet, 1, 0));
+    for (int u = 0; u < 3; u++)
+        for (int inference = 0; inference < 2; inference++) {
+            ck_assert(!takes(&small, inference, all[u]));
+            ck_assert(!takes(&thin, inference, all[u]));
+            ck_assert(!takes(&few, inference, all[u]));
+        }
+    ck_assert(takes(&resnet, 1, NN_WINO4_FORWARD));
+    ck_assert(!takes(&resnet, 0, NN_WINO4_FORWARD));
+    ck_assert(takes(&resnet, 0, NN_WINO4_GRAD_INPUT));
+    ck_assert(takes(&resnet, 0, NN_WINO4_GRAD_WEIGHT));
 }
 END_TEST
 

@@ -617,7 +617,7 @@ popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
     if (nn_dw_fits(&p))
         return nn_dw_forward(kc, &p, x, wt, bias, y);
     /* Winograd F(4x4, 3x3) (winograd4*.c) where it measured faster */
-    if (nn_wino4_fits(&p, p.Cg, p.Mg, 0))
+    if (nn_wino4_fits(&p, p.Cg, p.Mg, NN_WINO4_FORWARD))
         return nn_wino4_forward(kc, &p, x, wt, bias, y);
     if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
         nn_wino g;

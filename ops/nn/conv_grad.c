@@ -92,7 +92,7 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
         return nn_conv_half_grad_input(kc, &p, dy, wt, dx);
     if (nn_dw_fits(&p))
         return nn_dw_grad_input(kc, &p, dy, wt, dx);
-    if (nn_wino4_fits(&p, p.Mg, p.Cg, 1))
+    if (nn_wino4_fits(&p, p.Mg, p.Cg, NN_WINO4_GRAD_INPUT))
         return nn_wino4_grad_input(kc, &p, dy, wt, dx);
     if (nn_wino_fits(&p, p.Mg, p.Cg, 1)) {
         nn_wino g;
@@ -307,7 +307,7 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
     }
     if (nn_dw_fits(&p))
         return nn_dw_grad_weight(kc, &p, x, dy, dw, db);
-    if (p.S > 0 && nn_wino4_fits(&p, p.Cg, p.Mg, 0))
+    if (p.S > 0 && nn_wino4_fits(&p, p.Cg, p.Mg, NN_WINO4_GRAD_WEIGHT))
         return nn_wino4_grad_weight(kc, &p, x, dy, dw, db);
     if (p.S > 0 && nn_wino_fits(&p, p.Cg, p.Mg, 0))
         return gw_wino(kc, &p, x, dy, dw, db);

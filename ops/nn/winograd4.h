@@ -52,12 +52,19 @@ void nn_wino4_grad_finish(const nn_wino4 *g, const float *scratch,
                           float *dw);
 
 /* The entries (winograd4_run.c), split over kc's parts like every Conv
-** path: whether F(4x4) takes a convolution (cin channels in, cout out;
-** grad: ConvGradInput's transposed form, or ConvGradWeight's), and the
-** three kernels. nn_wino4_grad_weight needs p->S > 0 image chunks and
-** writes S partial sums of dW ([S, M, Cg, 3, 3]) and of dB ([S, M], db
-** NULL: none). */
-int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout, int grad);
+** path, and whether F(4x4) takes a convolution (winograd4_fits.c) of cin
+** channels in and cout out (ConvGradInput: its transposed form's) for
+** `use`. nn_wino4_grad_weight needs p->S > 0 image chunks and writes S
+** partial sums of dW ([S, M, Cg, 3, 3]) and of dB ([S, M], db NULL:
+** none). */
+typedef enum nn_wino4_use {
+    NN_WINO4_FORWARD,
+    NN_WINO4_GRAD_INPUT,
+    NN_WINO4_GRAD_WEIGHT
+} nn_wino4_use;
+
+int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout,
+                  nn_wino4_use use);
 popc_status nn_wino4_forward(const popc_kernel_ctx *kc, const conv_p *p,
                              const float *x, const float *wt,
                              const float *bias, float *y);

@@ -17,13 +17,20 @@
 ** NN_CONV_UNITS (image, group) units, as F(2x2) in training: an
 ** inference at batch 1 split by tile blocks made ResNet-18 at 224x224
 ** 0.87x as fast (each part transforms 36 M C weights for one image), so
-** F(2x2)'s split keeps that case. */
+** F(2x2)'s split keeps that case.
+** The forward of a training model keeps F(2x2): F(4x4)'s rounding error
+** is about 10x F(2x2)'s (winograd4.c), and a trained ResNet-18's losses
+** follow torch's to 1e-4 only without it (tests/onnx/test_vision.sh:
+** 4 SGD steps drifted by 7e-3 with it, by 4e-7 with F(4x4) only in the
+** gradients, which feed the weights rather than BatchNorm's statistics
+** and max pooling's choices). */
 #define WINO4_MIN_PLANE 16     /* output rows and columns */
 #define WINO4_MIN_CHANNELS 32  /* channels in and out */
 /* Most channels: the weight transform is 36 M C floats per part. */
 #define WINO4_MAX_CHANNELS 256
 
-int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
+int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout,
+                  nn_wino4_use use)
 {
     const nn_window *w = &p->w;
 
@@ -33,5 +40,6 @@ int nn_wino4_fits(const conv_p *p, int64_t cin, int64_t cout, int grad)
            cin >= WINO4_MIN_CHANNELS && cout >= WINO4_MIN_CHANNELS &&
            cin <= WINO4_MAX_CHANNELS && cout <= WINO4_MAX_CHANNELS &&
            p->N * p->G >= NN_CONV_UNITS &&
-           (!grad || (w->pt <= 2 && w->pl <= 2));
+           (use != NN_WINO4_FORWARD || p->inference) &&
+           (use != NN_WINO4_GRAD_INPUT || (w->pt <= 2 && w->pl <= 2));
 }
