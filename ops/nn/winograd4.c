@@ -13,8 +13,13 @@
 ** 1/6, 1/12 and 1/24, so rounding grows over the direct sum's. Against a
 ** convolution summed in double, the largest error over the output's
 ** largest magnitude measured 4-6e-6 for the forward and ConvGradInput and
-** 2-3e-6 for the weight gradient on random data with 32-40 channels
-** (tests/check_winograd4.c bounds it at 2e-5).
+** 2-3e-6 for the weight gradient on random data with 32-64 channels
+** (tests/check_winograd4.c bounds it at 2e-5), about 10x F(2x2)'s
+** (3.5e-6 against 3.6e-7 on ResNet's 16x16, 64-channel shape with
+** nonnegative inputs). Points +-1/2 instead of +-2 gave the same error
+** in a float32 simulation (a reciprocal scaling of the same transforms).
+** That is why a training model's forward keeps F(2x2)
+** (winograd4_fits.c).
 **
 ** Tiles are taken in blocks of at most BLOCK_TILES (from the shape alone);
 ** every output depends only on its image, so split and whole runs agree
