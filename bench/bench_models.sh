@@ -11,7 +11,8 @@
 # (d_model 256, 4 heads, sequence 128, batch 16) and a 2-layer LSTM
 # (hidden 256, sequence 64, batch 32), 10 classes, cross entropy; and,
 # with --models mlp, the Fashion-MNIST MLP of examples/ (784-512-512-10,
-# batch 100).
+# batch 100), and with --models resnet18_224, ResNet-18 at 224x224
+# (batch 8).
 #
 # Modes: sgdm (SGD lr 0.01, momentum 0.9), adam (Adam lr 1e-3) and infer.
 # Training runs `popc train` on the TRAINING export for EPOCHS epochs of
@@ -101,8 +102,8 @@ done
 [ "$epochs" -ge 2 ] || die "--epochs must be at least 2 (the first holds the compile)"
 for m in $models; do
     case "$m" in
-    resnet18 | mobilenet_v2 | transformer | lstm | mlp) ;;
-    *) die "unknown model '$m' (resnet18 mobilenet_v2 transformer lstm mlp)" ;;
+    resnet18 | resnet18_224 | mobilenet_v2 | transformer | lstm | mlp) ;;
+    *) die "unknown model '$m' (resnet18 resnet18_224 mobilenet_v2 transformer lstm mlp)" ;;
     esac
 done
 for m in $modes; do
@@ -166,6 +167,7 @@ geometry() {
     transformer) echo "16 128, 256" ;;
     lstm) echo "32 64, 64" ;;
     mlp) echo "100 784" ;;
+    resnet18_224) echo "8 3, 224, 224" ;;
     *) echo "32 3, 64, 64" ;;
     esac
 }

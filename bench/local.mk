@@ -57,3 +57,11 @@ noinst_PROGRAMS += %reldir%/bench_conv_dnnl
 %canon_reldir%_bench_conv_dnnl_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 %canon_reldir%_bench_conv_dnnl_LDADD = libpopc.la -ldnnl -lm
 endif
+
+# bench_wino4: Winograd F(4x4, 3x3) against F(2x2, 3x3) per image on
+# ResNet-18's 3x3 convolutions, the kernels called directly, one thread
+noinst_PROGRAMS += %reldir%/bench_wino4
+%canon_reldir%_bench_wino4_SOURCES = %reldir%/bench_wino4.c \
+    ops/nn/winograd.c ops/nn/winograd4.c ops/nn/epilogue.c
+%canon_reldir%_bench_wino4_CFLAGS = $(AM_CFLAGS) $(BLAS_CFLAGS)
+%canon_reldir%_bench_wino4_LDADD = ops/util/libopu.la libpopc.la $(BLAS_LIBS) -lm

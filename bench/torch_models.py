@@ -21,6 +21,7 @@
 
 The models (batch sizes are those of issue 13's table):
     resnet18      torchvision ResNet-18, 10 classes, 3x64x64, batch 32
+    resnet18_224  the same at 3x224x224, batch 8
     mobilenet_v2  torchvision MobileNetV2, 10 classes, 3x64x64, batch 32
     transformer   4-layer nn.TransformerEncoder, d_model 256, 4 heads,
                   feed-forward 2048 (the default), dropout 0, batch_first,
@@ -88,6 +89,8 @@ def spec(name):
     return {
         "resnet18": (lambda: torchvision.models.resnet18(num_classes=CLASSES),
                      32, (3, 64, 64)),
+        "resnet18_224": (lambda: torchvision.models.resnet18(
+            num_classes=CLASSES), 8, (3, 224, 224)),
         "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(
             num_classes=CLASSES), 32, (3, 64, 64)),
         "transformer": (Transformer, 16, (128, 256)),

@@ -23,6 +23,10 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/half_partials.c \
     %reldir%/nn/half_partials.h \
     %reldir%/nn/winograd.c \
+    %reldir%/nn/winograd4.h \
+    %reldir%/nn/winograd4.c \
+    %reldir%/nn/winograd4_fits.c \
+    %reldir%/nn/winograd4_run.c \
     %reldir%/nn/pool.c \
     %reldir%/nn/pool_max.c \
     %reldir%/nn/spatial_nd.c \

@@ -95,3 +95,30 @@ endif
 # op plugins compile no core source and share one op utility library
 TESTS += %reldir%/test_op_sources.sh
 EXTRA_DIST += %reldir%/test_op_sources.sh
+
+# Winograd F(4x4, 3x3) (ops/nn/winograd4*.c) through Conv, FusedConv and
+# the gradient ops against direct sums in double; its shape predicate is
+# compiled in to check that the shapes take it
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_winograd4
+TESTS += %reldir%/check_winograd4
+endif
+%canon_reldir%_check_winograd4_SOURCES = %reldir%/check_winograd4.c \
+    ops/nn/winograd4_fits.c $(NN_TEST_SOURCES)
+%canon_reldir%_check_winograd4_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_winograd4_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_winograd4_DEPENDENCIES = $(NN_TEST_DEPS)
+
+# a small net trained with F(4x4) convolutions against torch's losses
+# (tests/ref/gen_wino4_train.py wrote tests/ref/nn/wino4_train_losses.npy)
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_wino4_train
+TESTS += %reldir%/check_wino4_train
+endif
+%canon_reldir%_check_wino4_train_SOURCES = %reldir%/check_wino4_train.c \
+    ops/nn/winograd4_fits.c $(NN_TEST_SOURCES)
+%canon_reldir%_check_wino4_train_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_wino4_train_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_wino4_train_DEPENDENCIES = $(NN_TEST_DEPS) \
+    backends/cpu.la backends/ipumodel.la optim/sgd.la
+EXTRA_DIST += %reldir%/ref/gen_wino4_train.py

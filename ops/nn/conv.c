@@ -30,6 +30,7 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/winograd4.h"
 #include "ops/util/oputil.h"
 
 /* Largest set of ConvGradWeight partial sums the grad builder makes. */
@@ -684,7 +685,8 @@ static popc_status conv_ref(const popc_kernel_ctx *kc, const conv_p *pp,
 }
 
 static const char *const path_names[NN_PATHS] = {
-    "reference", "depthwise", "winograd_f2", "batched_planes", "im2col_rows"};
+    "reference",      "depthwise",   "winograd_f2",
+    "batched_planes", "im2col_rows", "winograd_f4"};
 
 popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *p,
                               const float *x, const float *wt,
@@ -714,6 +716,10 @@ popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *p,
     case NN_PATH_ROWS:
         if (nn_rows_fits(p))
             return conv_rows(kc, p, x, wt, bias, y);
+        break;
+    case NN_PATH_WINO4:
+        if (nn_wino4_fits(p, p->Cg, p->Mg, NN_WINO4_FORWARD))
+            return nn_wino4_forward(kc, p, x, wt, bias, y);
         break;
     }
     return kc->host->set_error(POPC_EINVAL, "Conv '%s': kernel nn:%s does "

@@ -5,14 +5,18 @@
 ** Depthwise convolutions run the direct kernels of depthwise.c, small
 ** output planes the side-by-side GEMMs of conv_batched.c (ConvGradWeight:
 ** the images of a block side by side in each unit's GEMM).
-** ConvGradInput: Winograd units (group, image) when nn_wino_fits, as the
-** convolution of dY with the turned kernels; else im2col units (image,
-** group, input-channel block), each writing its own dX channels.
+** ConvGradInput: Winograd units (group, image) when nn_wino4_fits (F(4x4,
+** 3x3), winograd4*.c) or nn_wino_fits (F(2x2, 3x3)), as the convolution
+** of dY with the turned kernels; else im2col units (image, group,
+** input-channel block), each writing its own dX channels.
 ** ConvGradWeight: with image_chunks S, units (group, chunk) each sum a
 ** whole group's dW over the chunk's images into partial sum s (Winograd
-** F(3x3, 2x2) when the window fits); without, units (group, channel
-** block, row block) of dW sum over the batch. Sums run in image order and
-** units depend on the shape only, so split and whole runs agree bitwise.
+** F(3x3, 4x4) or F(3x3, 2x2) when the window fits, dB from the same
+** reads of dY); without, units (group, channel block, row block) of dW
+** sum over the batch. dB is always summed inside ConvGradWeight while dY
+** is in cache, never by a separate ReduceSum over dY. Sums run in image
+** order and units depend on the shape only, so split and whole runs agree
+** bitwise.
 */
 #include "config.h"
 
@@ -28,6 +32,7 @@
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
+#include "ops/nn/winograd4.h"
 #include "ops/util/sums.h"
 #include "ops/util/oputil.h"
 
@@ -87,6 +92,8 @@ static popc_status gi_forward(const popc_kernel_ctx *kc)
         return nn_conv_half_grad_input(kc, &p, dy, wt, dx);
     if (nn_dw_fits(&p))
         return nn_dw_grad_input(kc, &p, dy, wt, dx);
+    if (nn_wino4_fits(&p, p.Mg, p.Cg, NN_WINO4_GRAD_INPUT))
+        return nn_wino4_grad_input(kc, &p, dy, wt, dx);
     if (nn_wino_fits(&p, p.Mg, p.Cg, 1)) {
         nn_wino g;
 
@@ -300,6 +307,8 @@ static popc_status gw_forward(const popc_kernel_ctx *kc)
     }
     if (nn_dw_fits(&p))
         return nn_dw_grad_weight(kc, &p, x, dy, dw, db);
+    if (p.S > 0 && nn_wino4_fits(&p, p.Cg, p.Mg, NN_WINO4_GRAD_WEIGHT))
+        return nn_wino4_grad_weight(kc, &p, x, dy, dw, db);
     if (p.S > 0 && nn_wino_fits(&p, p.Cg, p.Mg, 0))
         return gw_wino(kc, &p, x, dy, dw, db);
     S = p.S > 0 ? p.S : 1;

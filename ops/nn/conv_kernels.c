@@ -1,6 +1,6 @@
 /* conv_kernels.c - the "nn" provider's kernels for Conv and FusedConv
 ** (popc/kernel.h, docs/kernels.md): depthwise direct loops, Winograd
-** F(2x2, 3x3), batched planes and row tiles. The op's own forward, im2col
+** F(2x2, 3x3) and F(4x4, 3x3), batched planes and row tiles. The op's own forward, im2col
 ** + sgemm in column tiles, stays the reference.
 **
 ** supports() is each path's capability (its *_fits predicate: shapes it
@@ -14,6 +14,7 @@
 
 #include "popc/kernel.h"
 #include "ops/nn/conv_priv.h"
+#include "ops/nn/winograd4.h"
 #include "ops/util/oputil.h"
 
 /* The time model, calibrated on the development machine (2 cores, AVX2,
@@ -126,6 +127,22 @@ static double wino_ns(const conv_p *p)
            wt;
 }
 
+/* F(4x4, 3x3): 36 GEMMs over 4x4 output tiles from 6x6 patches; the
+** weights' transform (36 values per channel pair) is made once per
+** part. */
+static double wino4_ns(const conv_p *p)
+{
+    double T = (double)((p->w.OH + 3) / 4) * (double)((p->w.OW + 3) / 4);
+    double units = (double)(p->N * p->G);
+    double wt = 288.0 * (double)p->Mg * (double)p->Cg / BW;
+
+    return (gemm_ns(72.0 * units * (double)p->Mg * (double)p->Cg * T, T,
+                    (double)p->Cg) +
+            144.0 * units * T * (double)(p->Cg + p->Mg) / BW) /
+               WORKERS +
+           wt;
+}
+
 static double path_ns(const conv_p *p, int path)
 {
     switch (path) {
@@ -137,6 +154,8 @@ static double path_ns(const conv_p *p, int path)
         return batched_ns(p);
     case NN_PATH_ROWS:
         return rows_ns(p);
+    case NN_PATH_WINO4:
+        return wino4_ns(p);
     default:
         return ref_ns(p);
     }
@@ -153,6 +172,8 @@ static int path_fits(const conv_p *p, int path)
         return nn_cb_fits(p);
     case NN_PATH_ROWS:
         return nn_rows_fits(p);
+    case NN_PATH_WINO4:
+        return nn_wino4_fits(p, p->Cg, p->Mg, NN_WINO4_FORWARD);
     default:
         return 0;
     }
@@ -204,6 +225,8 @@ PATH_FNS(fdw, 1, NN_PATH_DW, nn_fconv_run)
 PATH_FNS(fwino, 1, NN_PATH_WINO, nn_fconv_run)
 PATH_FNS(fbatched, 1, NN_PATH_BATCHED, nn_fconv_run)
 PATH_FNS(frows, 1, NN_PATH_ROWS, nn_fconv_run)
+PATH_FNS(wino4, 0, NN_PATH_WINO4, nn_conv_run)
+PATH_FNS(fwino4, 1, NN_PATH_WINO4, nn_fconv_run)
 
 #define KERNEL(NAME, DOMAIN, OP, FN)                                          \
     {.size = sizeof(popc_kernel_def), .name = NAME, .provider = "nn",        \
@@ -221,6 +244,8 @@ static const popc_kernel_def kernels[] = {
     KERNEL("winograd_f2", "popc", "FusedConv", fwino),
     KERNEL("batched_planes", "popc", "FusedConv", fbatched),
     KERNEL("im2col_rows", "popc", "FusedConv", frows),
+    KERNEL("winograd_f4", "ai.onnx", "Conv", wino4),
+    KERNEL("winograd_f4", "popc", "FusedConv", fwino4),
 };
 
 popc_status nn_register_conv_kernels(const popc_host *h, popc_registrar *r)

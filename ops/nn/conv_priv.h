@@ -52,6 +52,7 @@ typedef enum nn_conv_path {
     NN_PATH_WINO,     /* winograd.c: F(2x2, 3x3) */
     NN_PATH_BATCHED,  /* conv_batched.c: several images per GEMM */
     NN_PATH_ROWS,     /* conv.c: row tiles over a whole-plane im2col */
+    NN_PATH_WINO4,    /* winograd4*.c: F(4x4, 3x3) */
     NN_PATHS
 } nn_conv_path;
 
