@@ -288,25 +288,13 @@ static popc_status check_training(const popci_plan *p)
 }
 
 /* With one micro-batch per step the accumulator is the gradient itself:
-** the backward pass may write it there directly (accumulate() then has
-** nothing to copy) when the gradient is an activation of its own, not
-** shared with another weight. */
+** the backward pass writes it there directly (accumulate() then has
+** nothing to copy); the plan gave such a gradient no arena bytes when it
+** knew (popci_plan_grad_in_accum). */
 static int grad_in_place(const popci_exec *e, int w)
 {
-    const popci_plan *p = e->plan;
-    int g = p->weights[w].grad_slot;
-
-    if (!e->cfg.training || e->cfg.grad_accum != 1 ||
-        p->weights[w].accum_slot < 0 || g < 0 ||
-        p->slots[g].kind != POPC_SLOT_ACT || p->arena_offset[g] < 0 ||
-        p->slots[g].info.dtype != POPC_DTYPE_F32) /* a float16 gradient is
-                                                     widened on the host */
-        return 0;
-    for (int o = 0; o < p->n_weights; o++)
-        if (o != w && (p->weights[o].grad_slot == g ||
-                       p->weights[o].update_slot == g))
-            return 0;
-    return p->weights[w].update_slot != g;
+    return e->cfg.training && e->cfg.grad_accum == 1 &&
+           popci_plan_grad_in_accum(e->plan, w);
 }
 
 /* Frames: views of every slot. INPUT views are pointed at the caller's
@@ -347,6 +335,14 @@ static popc_status make_frames(popci_exec *e)
                     v[pw->accum_slot].data = e->accum[r * nw + w];
                 if (grad_in_place(e, w))
                     v[pw->grad_slot].data = e->accum[r * nw + w];
+                else if (pw->grad_slot >= 0 &&
+                         p->slots[pw->grad_slot].kind == POPC_SLOT_ACT &&
+                         !v[pw->grad_slot].data)
+                    return popc_set_error(POPC_EINTERNAL, "compile: the "
+                                          "gradient '%s' has no memory: the "
+                                          "plan put it in its accumulator "
+                                          "but gradientAccumulation is not "
+                                          "1", p->slots[pw->grad_slot].name);
             }
         }
     return POPC_OK;

@@ -655,17 +655,50 @@ static void release(block *live, int *n_live, int64_t off)
         }
 }
 
+int popci_plan_grad_in_accum(const popci_plan *p, int w)
+{
+    const popci_plan_weight *pw = &p->weights[w];
+    int g = pw->grad_slot;
+
+    if (!p->pub.training || pw->accum_slot < 0 || g < 0 ||
+        p->slots[g].kind != POPC_SLOT_ACT ||
+        p->slots[g].info.dtype != POPC_DTYPE_F32 || /* a float16 gradient
+                                                      is widened on the
+                                                      host */
+        pw->update_slot == g)
+        return 0;
+    for (int o = 0; o < p->n_weights; o++)
+        if (o != w && (p->weights[o].grad_slot == g ||
+                       p->weights[o].update_slot == g))
+            return 0;
+    return 1;
+}
+
+/* ACT slots the arena does not hold: gradients written into their
+** accumulators (grads_in_accum). */
+static char *outside_arena(const popci_plan *p)
+{
+    char *out = popci_calloc((size_t)p->pub.n_slots + 1, 1);
+
+    for (int w = 0; out && p->grads_in_accum && w < p->n_weights; w++)
+        if (popci_plan_grad_in_accum(p, w))
+            out[p->weights[w].grad_slot] = 1;
+    return out;
+}
+
 static popc_status plan_memory(popci_plan *p)
 {
     int n = p->pub.n_nodes, n_live = 0;
     block *live = popci_malloc(sizeof *live * (size_t)(p->pub.n_slots + 1));
     char *freed = popci_calloc((size_t)p->pub.n_slots + 1, 1);
+    char *outside = outside_arena(p);
     int64_t peak = 0;
 
     p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(p->pub.n_slots + 1));
-    if (!live || !freed || !p->arena_offset) {
+    if (!live || !freed || !outside || !p->arena_offset) {
         free(live);
         free(freed);
+        free(outside);
         return oom("memory plan");
     }
     p->persistent_bytes = 0;
@@ -680,7 +713,8 @@ static popc_status plan_memory(popci_plan *p)
         for (int j = 0; j < pn->n_outputs; j++) {
             int s = pn->outputs[j];
             int64_t size = (int64_t)ALIGN_UP(popci_plan_slot_bytes(p, s));
-            if (p->slots[s].kind != POPC_SLOT_ACT || p->arena_offset[s] >= 0)
+            if (p->slots[s].kind != POPC_SLOT_ACT || p->arena_offset[s] >= 0 ||
+                outside[s])
                 continue;
             if (size == 0) {
                 p->arena_offset[s] = 0;
@@ -695,7 +729,7 @@ static popc_status plan_memory(popci_plan *p)
             int s = j < pn->n_inputs ? pn->inputs[j]
                                      : pn->outputs[j - pn->n_inputs];
             if (s < 0 || p->slots[s].kind != POPC_SLOT_ACT || freed[s] ||
-                p->slots[s].last_use != k)
+                outside[s] || p->slots[s].last_use != k)
                 continue;
             release(live, &n_live, p->arena_offset[s]);
             freed[s] = 1;
@@ -705,10 +739,14 @@ static popc_status plan_memory(popci_plan *p)
     free(live);
     free(freed);
     for (int s = 0; s < p->pub.n_slots; s++)
-        if (p->slots[s].kind == POPC_SLOT_ACT && p->arena_offset[s] < 0)
+        if (p->slots[s].kind == POPC_SLOT_ACT && p->arena_offset[s] < 0 &&
+            !outside[s]) {
+            free(outside);
             return popc_set_error(POPC_EINTERNAL, "compile: value '%s' is "
                                   "used but no scheduled node produces it",
                                   p->slots[s].name);
+        }
+    free(outside);
     return POPC_OK;
 }
 
@@ -717,18 +755,25 @@ static popc_status plan_memory(popci_plan *p)
 static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
 {
     int ns = p->pub.n_slots;
+    char *outside;
 
     if (!c->arena_offset || c->n_slots != ns)
         return plan_memory(p);
+    if (!(outside = outside_arena(p)))
+        return oom("memory plan");
     for (int s = 0; s < ns; s++) {
         int64_t off = c->arena_offset[s];
         size_t end = (size_t)off + ALIGN_UP(popci_plan_slot_bytes(p, s));
         int ok = p->slots[s].kind == POPC_SLOT_ACT
-                     ? off >= 0 && end <= c->arena_bytes
+                     ? (off >= 0 && end <= c->arena_bytes) ||
+                           (off == -1 && outside[s])
                      : off == -1;
-        if (!ok)
+        if (!ok) {
+            free(outside);
             return plan_memory(p);
+        }
     }
+    free(outside);
     if (!(p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(ns + 1))))
         return oom("memory plan");
     memcpy(p->arena_offset, c->arena_offset, sizeof(int64_t) * (size_t)ns);
@@ -915,6 +960,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     p->seed_slot = -1;
     p->seed_value = -1;
     p->strategy = cfg->strategy;
+    p->grads_in_accum = cfg->training && cfg->grads_in_accum;
     /* also here: a compiled graph taken from an executable skips verify */
     if ((st = popci_graph_check_foreign(g)) != POPC_OK)
         goto fail;
@@ -923,7 +969,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
                                 &grads, &n_wrt)) != POPC_OK)
             goto fail;
     } else {
-        if ((st = popc_graph_clone(g, &p->graph)) != POPC_OK)
+        /* the weights' data are shared with g: the device has its own copy */
+        if ((st = popci_graph_clone_sharing(g, &p->graph)) != POPC_OK)
             goto fail;
         if ((st = set_input_shapes(p, cfg)) != POPC_OK)
             goto fail;
@@ -1017,11 +1064,11 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     popc_log(POPC_LOG_DEBUG, "compile '%s': %d nodes (%d forward), %d slots, "
              "%d trainable weights, activations %zu bytes per frame, "
              "persistent %zu bytes; stored for the backward pass %zu bytes "
-             "(%d nodes recomputed), off chip %zu bytes",
+             "(%d nodes recomputed), off chip %zu bytes; live activations at most %zu bytes at once",
              popc_graph_name(p->graph), p->pub.n_nodes, p->pub.n_forward,
              p->pub.n_slots, p->n_trainable, p->arena_bytes,
              p->persistent_bytes, p->stored_bytes, p->n_recomputed,
-             p->offchip_bytes);
+             p->offchip_bytes, p->onchip_peak);
     free(wrt);
     free(grads);
     free(order);
