@@ -132,6 +132,8 @@ typedef struct popci_plan {
     size_t offchip_bytes;      /* activations sent off chip (liveness) */
     size_t onchip_peak;        /* peak live activation bytes on chip */
     int grads_in_accum;        /* popci_plan_config.grads_in_accum */
+    int n_inplace;             /* activations sharing their input's bytes
+                                  (POPC_OP_INPLACE) */
 } popci_plan;
 
 /* Bytes of a slot's data (dtype size x elements). */
