@@ -67,6 +67,20 @@ static popc_graph *chain_reusing_a(void)
     return g;
 }
 
+/* x -> a = Relu(x), an output -> b = Sigmoid(a), an output: a is kept
+** for the caller, so b may not take its bytes. */
+static popc_graph *output_read_again(void)
+{
+    int x, a, b;
+    popc_graph *g = graph_with_x("outputs", &x);
+
+    a = node(g, "Relu", 14, x, -1, "a");
+    b = node(g, "Sigmoid", 13, a, -1, "b");
+    OK(popc_graph_add_output(g, a));
+    OK(popc_graph_add_output(g, b));
+    return g;
+}
+
 /* e = Relu(w) + x for a weight w: e may never take w's bytes. */
 static popc_graph *from_weight(popc_tensor **w_out)
 {
@@ -157,6 +171,33 @@ START_TEST(not_while_the_input_is_live)
     ck_assert(popc_tensor_equal(on, off));
     popc_tensor_free(on);
     popc_tensor_free(off);
+    popc_graph_free(g);
+}
+END_TEST
+
+START_TEST(not_over_an_output)
+{
+    popc_graph *g = output_read_again();
+    popc_options *o = NULL;
+    popc_model *m = NULL;
+    popc_tensor *x = input_x(), *out[2];
+    popc_plan_info info;
+    const float *xv = popc_tensor_cdata(x), *av;
+
+    OK(popc_options_new(&o));
+    OK(popc_options_set(o, "backend", "cpu"));
+    OK(popc_model_new_inference(g, o, &m));
+    OK(popc_model_run(m, &x, 1, out, 2));
+    OK(popc_model_get_plan_info(m, &info));
+    ck_assert_int_eq(info.activation_bytes, 2 * B);
+    av = popc_tensor_cdata(out[0]);
+    for (int i = 0; i < N; i++)
+        ck_assert(av[i] == (xv[i] > 0.0f ? xv[i] : 0.0f));
+    popc_tensor_free(out[0]);
+    popc_tensor_free(out[1]);
+    popc_tensor_free(x);
+    popc_model_free(m);
+    popc_options_free(o);
     popc_graph_free(g);
 }
 END_TEST
@@ -351,6 +392,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, inplace_when_the_input_dies);
     tcase_add_test(tc, not_while_the_input_is_live);
+    tcase_add_test(tc, not_over_an_output);
     tcase_add_test(tc, not_over_an_anchor);
     tcase_add_test(tc, never_over_a_weight);
     tcase_add_test(tc, bad_setting_refused);

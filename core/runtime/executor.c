@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "popc/log.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/exec_priv.h"
 #include "core/host_priv.h"
@@ -348,6 +349,32 @@ static popc_status make_frames(popci_exec *e)
     return POPC_OK;
 }
 
+/* Where the device memory of a step goes (bench/bench_memory.sh reads
+** this line; the host's copy of the weights is as large again). */
+static void log_memory(const popci_exec *e)
+{
+    const popci_plan *p = e->plan;
+    int R = (int)e->cfg.replicas, nw = p->n_weights;
+    size_t weights = 0, accum = 0, state = 0;
+
+    for (int i = 0; i < R * nw; i++) {
+        const popci_plan_weight *pw = &p->weights[i % nw];
+        if (e->w_own[i])
+            weights += popci_plan_slot_bytes(p, pw->slot);
+        if (e->accum[i])
+            accum += popci_plan_slot_bytes(p, pw->accum_slot);
+        for (int k = 0; i < nw && k < pw->n_state; k++)
+            state += popci_plan_slot_device_bytes(p, pw->first_state + k);
+    }
+    popc_log(POPC_LOG_DEBUG, "memory of '%s': activations %zu bytes x %d "
+             "frames (%d in place; live at most %zu bytes at once, %zu "
+             "stored for the backward pass), weights %zu bytes, gradient "
+             "accumulators %zu bytes, optimizer state %zu bytes",
+             popc_graph_name(p->graph), p->arena_bytes, R * e->n_frames,
+             p->n_inplace, p->onchip_peak, p->stored_bytes, weights, accum,
+             state);
+}
+
 void popci_exec_free(popci_exec *e)
 {
     int R, nw;
@@ -435,6 +462,7 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
         goto fail;
     if ((st = be->compile(e->bctx, &plan->pub, &e->exe)) != POPC_OK)
         goto fail;
+    log_memory(e);
     *out = e;
     return POPC_OK;
 fail:

@@ -934,14 +934,13 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
         (st = popci_offchip_plan(p)) != POPC_OK)
         goto fail;
     popc_log(POPC_LOG_DEBUG, "compile '%s': %d nodes (%d forward), %d slots, "
-             "%d trainable weights, activations %zu bytes per frame (%d in "
-             "place), "
+             "%d trainable weights, activations %zu bytes per frame, "
              "persistent %zu bytes; stored for the backward pass %zu bytes "
-             "(%d nodes recomputed), off chip %zu bytes; live activations at most %zu bytes at once",
+             "(%d nodes recomputed), off chip %zu bytes",
              popc_graph_name(p->graph), p->pub.n_nodes, p->pub.n_forward,
-             p->pub.n_slots, p->n_trainable, p->arena_bytes, p->n_inplace,
+             p->pub.n_slots, p->n_trainable, p->arena_bytes,
              p->persistent_bytes, p->stored_bytes, p->n_recomputed,
-             p->offchip_bytes, p->onchip_peak);
+             p->offchip_bytes);
     free(wrt);
     free(grads);
     free(order);
