@@ -21,7 +21,8 @@
 #                stacks and buffers, allocator slack, the plan's tables
 # It also prints the arena's bound (the most activation bytes live at one
 # node, gradients included), the activations stored for the backward pass
-# and how many activations run in place. All figures in MB (10^6 bytes).
+# and how many activations run in place. All figures in MiB (2^20 bytes;
+# bench_models.sh calls them MB).
 set -eu
 
 die() {
@@ -116,9 +117,10 @@ for m in $models; do
         st = num("state [0-9]+ bytes")
         peak = rss * 1024; lib = libs * 1024
         rest = peak - act - 2 * w - acc - st - lib - data
+        M = 1048576
         printf "%-13s %7.1f %8.1f %8.1f %6.1f %6.1f %6.1f %5.1f %5.1f %5s | %7.1f %7.1f %8d\n",
-            m, peak / 1e6, act / 1e6, 2 * w / 1e6, acc / 1e6, st / 1e6,
-            lib / 1e6, data / 1e6, rest / 1e6, "", bound / 1e6,
-            stored / 1e6, inpl
+            m, peak / M, act / M, 2 * w / M, acc / M, st / M,
+            lib / M, data / M, rest / M, "", bound / M,
+            stored / M, inpl
     }'
 done

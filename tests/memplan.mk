@@ -10,3 +10,7 @@ endif
 %canon_reldir%_check_memplan_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_memplan_DEPENDENCIES = libpopc.la \
     backends/cpu.la $(ops_LTLIBRARIES) optim/sgd.la
+
+# the same through popc train (POPC and MAKE_IDX come from tests/cli.mk)
+TESTS += %reldir%/test_memplan_cli.sh
+EXTRA_DIST += %reldir%/test_memplan_cli.sh
