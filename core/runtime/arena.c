@@ -71,7 +71,8 @@ char *popci_plan_outside_arena(const popci_plan *p)
     return out;
 }
 
-popc_status popci_plan_inplace_setting(int *on)
+/* POPC_INPLACE: unset, empty or 1 -> *on = 1; 0 -> 0; else refused. */
+static popc_status inplace_setting(int *on)
 {
     const char *s = getenv("POPC_INPLACE");
 
@@ -282,7 +283,7 @@ popc_status popci_plan_memory(popci_plan *p)
         st = oom();
         goto done;
     }
-    if ((st = popci_plan_inplace_setting(&inplace)) != POPC_OK)
+    if ((st = inplace_setting(&inplace)) != POPC_OK)
         goto done;
     p->persistent_bytes = 0;
     for (int s = 0; s < ns; s++) {

@@ -53,8 +53,6 @@ popc_status popci_plan_memory(popci_plan *p);
 /* Per slot, 1 for the ACT slots the arena does not hold; NULL when out of
 ** memory. The caller frees it. */
 char *popci_plan_outside_arena(const popci_plan *p);
-/* POPC_INPLACE: unset, empty or 1 -> *on = 1; 0 -> 0; else POPC_EINVAL. */
-popc_status popci_plan_inplace_setting(int *on);
 
 /* Index of the weight named name, or -1. */
 int popci_plan_find_weight(const popci_plan *p, const char *name);
