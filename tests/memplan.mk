@@ -1,5 +1,6 @@
 # tests/memplan.mk - the memory planner: in-place execution, arena
-# placement and weight gradients outside the arena (core/runtime/arena.c).
+# placement (core/runtime/arena.c) and weight gradients serving as their
+# accumulators.
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_memplan
 TESTS += %reldir%/check_memplan

@@ -61,16 +61,6 @@ int popci_plan_grad_in_accum(const popci_plan *p, int w)
     return 1;
 }
 
-char *popci_plan_outside_arena(const popci_plan *p)
-{
-    char *out = popci_calloc((size_t)p->pub.n_slots + 1, 1);
-
-    for (int w = 0; out && p->grads_in_accum && w < p->n_weights; w++)
-        if (popci_plan_grad_in_accum(p, w))
-            out[p->weights[w].grad_slot] = 1;
-    return out;
-}
-
 /* POPC_INPLACE: unset, empty or 1 -> *on = 1; 0 -> 0; else refused. */
 static popc_status inplace_setting(int *on)
 {
@@ -95,14 +85,14 @@ static int find(int *root, int s)
     return s;
 }
 
-static int in_arena(const popci_plan *p, const char *outside, int s)
+static int in_arena(const popci_plan *p, int s)
 {
-    return s >= 0 && p->slots[s].kind == POPC_SLOT_ACT && !outside[s] &&
+    return s >= 0 && p->slots[s].kind == POPC_SLOT_ACT &&
            popci_plan_slot_bytes(p, s) > 0;
 }
 
 /* Node k's output 0 may take input 0's buffer (see the top). */
-static int may_alias(const popci_plan *p, const char *outside, int k)
+static int may_alias(const popci_plan *p, int k)
 {
     const popc_plan_node *pn = &p->nodes[k];
     int i, o;
@@ -112,7 +102,7 @@ static int may_alias(const popci_plan *p, const char *outside, int k)
         return 0;
     i = pn->inputs[0];
     o = pn->outputs[0];
-    if (!in_arena(p, outside, i) || !in_arena(p, outside, o) || i == o ||
+    if (!in_arena(p, i) || !in_arena(p, o) || i == o ||
         p->slots[i].last_use != k || p->slots[o].first_use != k ||
         popci_plan_slot_bytes(p, i) != popci_plan_slot_bytes(p, o))
         return 0;
@@ -126,7 +116,7 @@ static int may_alias(const popci_plan *p, const char *outside, int k)
 }
 
 /* root[s]: the slot whose buffer s lives in (s itself unless aliased). */
-static void make_buffers(popci_plan *p, const char *outside, int inplace,
+static void make_buffers(popci_plan *p, int inplace,
                          int *root, buffer *buf)
 {
     int ns = p->pub.n_slots;
@@ -140,7 +130,7 @@ static void make_buffers(popci_plan *p, const char *outside, int inplace,
     for (int k = 0; inplace && k < p->pub.n_nodes; k++) {
         int r, o;
 
-        if (!may_alias(p, outside, k))
+        if (!may_alias(p, k))
             continue;
         r = find(root, p->nodes[k].inputs[0]);
         o = p->nodes[k].outputs[0];
@@ -267,7 +257,6 @@ static int64_t greedy(int *roots, int n_roots, buffer *buf, block *near)
 popc_status popci_plan_memory(popci_plan *p)
 {
     int ns = p->pub.n_slots, n_roots = 0, inplace;
-    char *outside = popci_plan_outside_arena(p);
     int *root = popci_malloc(sizeof *root * (size_t)(ns + 1));
     int *roots = popci_malloc(sizeof *roots * (size_t)(ns + 1));
     buffer *buf = popci_malloc(sizeof *buf * (size_t)(ns + 1));
@@ -278,7 +267,7 @@ popc_status popci_plan_memory(popci_plan *p)
 
     free(p->arena_offset);
     p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(ns + 1));
-    if (!outside || !root || !roots || !buf || !ff_off || !tmp ||
+    if (!root || !roots || !buf || !ff_off || !tmp ||
         !p->arena_offset) {
         st = oom();
         goto done;
@@ -291,7 +280,7 @@ popc_status popci_plan_memory(popci_plan *p)
         if (p->slots[s].kind != POPC_SLOT_ACT &&
             p->slots[s].kind != POPC_SLOT_INPUT)
             p->persistent_bytes += popci_plan_slot_bytes(p, s);
-        else if (p->slots[s].kind == POPC_SLOT_ACT && !outside[s] &&
+        else if (p->slots[s].kind == POPC_SLOT_ACT &&
                  p->slots[s].first_use < 0) {
             st = popc_set_error(POPC_EINTERNAL, "compile: value '%s' is "
                                 "used but no scheduled node produces it",
@@ -299,10 +288,10 @@ popc_status popci_plan_memory(popci_plan *p)
             goto done;
         }
     }
-    make_buffers(p, outside, inplace, root, buf);
+    make_buffers(p, inplace, root, buf);
     p->n_inplace = 0;
     for (int s = 0; s < ns; s++) {
-        if (!in_arena(p, outside, s))
+        if (!in_arena(p, s))
             continue;
         if (find(root, s) == s)
             roots[n_roots++] = s;
@@ -321,12 +310,11 @@ popc_status popci_plan_memory(popci_plan *p)
             buf[s].off = ff_off[s];
     p->arena_bytes = (size_t)(ff_peak <= gr_peak ? ff_peak : gr_peak);
     for (int s = 0; s < ns; s++)
-        if (p->slots[s].kind == POPC_SLOT_ACT && !outside[s])
-            p->arena_offset[s] = in_arena(p, outside, s)
+        if (p->slots[s].kind == POPC_SLOT_ACT)
+            p->arena_offset[s] = in_arena(p, s)
                                      ? buf[find(root, s)].off
                                      : 0;
 done:
-    free(outside);
     free(root);
     free(roots);
     free(buf);

@@ -209,6 +209,16 @@ static popc_status make_groups(popci_exec *e)
     return POPC_OK;
 }
 
+/* With one micro-batch per step the accumulator is the gradient itself:
+** no accumulator of its own, the optimizer reads the gradient where the
+** backward pass wrote it, in the arena (live to the end of the step;
+** accumulate() then has nothing to copy). */
+static int grad_in_place(const popci_exec *e, int w)
+{
+    return e->cfg.training && e->cfg.grad_accum == 1 &&
+           popci_plan_grad_in_accum(e->plan, w);
+}
+
 /* Device weights: one copy per replica group (one shared copy when
 ** ungrouped), or one per replica for weights that buffer updates write.
 ** Initial values are the plan graph's. */
@@ -244,9 +254,9 @@ static popc_status make_weights(popci_exec *e)
             } else {
                 e->wdata[i] = e->wdata[lead * nw + w];
             }
-            if (pw->accum_slot >= 0 && !(e->accum[i] = popci_alloc(
-                                             popci_plan_slot_bytes(
-                                                 p, pw->accum_slot))))
+            if (pw->accum_slot >= 0 && !grad_in_place(e, w) &&
+                !(e->accum[i] = popci_alloc(
+                      popci_plan_slot_bytes(p, pw->accum_slot))))
                 return oom();
         }
     }
@@ -288,16 +298,6 @@ static popc_status check_training(const popci_plan *p)
     return POPC_OK;
 }
 
-/* With one micro-batch per step the accumulator is the gradient itself:
-** the backward pass writes it there directly (accumulate() then has
-** nothing to copy); the plan gave such a gradient no arena bytes when it
-** knew (popci_plan_grad_in_accum). */
-static int grad_in_place(const popci_exec *e, int w)
-{
-    return e->cfg.training && e->cfg.grad_accum == 1 &&
-           popci_plan_grad_in_accum(e->plan, w);
-}
-
 /* Frames: views of every slot. INPUT views are pointed at the caller's
 ** data per micro-batch and STATE views at the optimizer state per run. */
 static popc_status make_frames(popci_exec *e)
@@ -332,18 +332,11 @@ static popc_status make_frames(popci_exec *e)
             for (int w = 0; w < nw; w++) {
                 const popci_plan_weight *pw = &p->weights[w];
                 v[pw->slot].data = e->wdata[r * nw + w];
+                /* one frame per replica when grad_accum is 1 */
+                if (grad_in_place(e, w))
+                    e->accum[r * nw + w] = v[pw->grad_slot].data;
                 if (pw->accum_slot >= 0)
                     v[pw->accum_slot].data = e->accum[r * nw + w];
-                if (grad_in_place(e, w))
-                    v[pw->grad_slot].data = e->accum[r * nw + w];
-                else if (pw->grad_slot >= 0 &&
-                         p->slots[pw->grad_slot].kind == POPC_SLOT_ACT &&
-                         !v[pw->grad_slot].data)
-                    return popc_set_error(POPC_EINTERNAL, "compile: the "
-                                          "gradient '%s' has no memory: the "
-                                          "plan put it in its accumulator "
-                                          "but gradientAccumulation is not "
-                                          "1", p->slots[pw->grad_slot].name);
             }
         }
     return POPC_OK;
@@ -361,7 +354,7 @@ static void log_memory(const popci_exec *e)
         const popci_plan_weight *pw = &p->weights[i % nw];
         if (e->w_own[i])
             weights += popci_plan_slot_bytes(p, pw->slot);
-        if (e->accum[i])
+        if (e->accum[i] && !grad_in_place(e, i % nw))
             accum += popci_plan_slot_bytes(p, pw->accum_slot);
         for (int k = 0; i < nw && k < pw->n_state; k++)
             state += popci_plan_slot_device_bytes(p, pw->first_state + k);
@@ -394,8 +387,9 @@ void popci_exec_free(popci_exec *e)
     for (int i = 0; e->wdata && e->w_own && i < R * nw; i++)
         if (e->w_own[i])
             popci_free(e->wdata[i]);
-    for (int i = 0; e->accum && i < R * nw; i++)
-        popci_free(e->accum[i]);
+    for (int i = 0; e->accum && e->plan && i < R * nw; i++)
+        if (!grad_in_place(e, i % nw)) /* else the arena's */
+            popci_free(e->accum[i]);
     free(e->arenas);
     free(e->frames);
     free(e->views);

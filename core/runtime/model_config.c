@@ -158,7 +158,6 @@ popc_status popci_config_plan(const popc_model *m, const popci_batching *b,
     }
     if (m->training) {
         pc->loss_scaling = popci_optimizer_loss_scaling(m->optimizer);
-        pc->grads_in_accum = b->ga == 1;
         if (pc->loss_scaling == 0.0)
             return popc_set_error(POPC_EINVAL, "Loss scaling cannot be 0");
     }

@@ -627,25 +627,18 @@ static popc_status liveness(popci_plan *p, const char *keep_to_end)
 static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
 {
     int ns = p->pub.n_slots;
-    char *outside;
 
     if (!c->arena_offset || c->n_slots != ns)
         return popci_plan_memory(p);
-    if (!(outside = popci_plan_outside_arena(p)))
-        return oom("memory plan");
     for (int s = 0; s < ns; s++) {
         int64_t off = c->arena_offset[s];
         size_t end = (size_t)off + ALIGN_UP(popci_plan_slot_bytes(p, s));
         int ok = p->slots[s].kind == POPC_SLOT_ACT
-                     ? (off >= 0 && end <= c->arena_bytes) ||
-                           (off == -1 && outside[s])
+                     ? off >= 0 && end <= c->arena_bytes
                      : off == -1;
-        if (!ok) {
-            free(outside);
+        if (!ok)
             return popci_plan_memory(p);
-        }
     }
-    free(outside);
     if (!(p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(ns + 1))))
         return oom("memory plan");
     memcpy(p->arena_offset, c->arena_offset, sizeof(int64_t) * (size_t)ns);
@@ -832,7 +825,6 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     p->seed_slot = -1;
     p->seed_value = -1;
     p->strategy = cfg->strategy;
-    p->grads_in_accum = cfg->training && cfg->grads_in_accum;
     /* also here: a compiled graph taken from an executable skips verify */
     if ((st = popci_graph_check_foreign(g)) != POPC_OK)
         goto fail;

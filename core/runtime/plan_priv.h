@@ -15,9 +15,7 @@
 ** Memory plan (core/runtime/arena.c): ACT slots live in one arena per frame
 ** at arena_offset[slot]; two slots share bytes only when their live ranges
 ** do not overlap, or when a POPC_OP_INPLACE node's output 0 takes the bytes
-** of its input 0, which dies there. Weight gradients written into their
-** accumulators (popci_plan_grad_in_accum) are not in the arena. Other kinds
-** have
+** of its input 0, which dies there. Other kinds have
 ** arena_offset -1 and are backed by the executor (weights, accumulators,
 ** optimizer state) or point at the caller's data (inputs, constants).
 */
@@ -50,9 +48,6 @@ popc_status popci_plan_add_state(popci_plan *p, int w, int n,
 /* Plan the arena (arena_offset, arena_bytes, persistent_bytes,
 ** n_inplace) from the slots' liveness. */
 popc_status popci_plan_memory(popci_plan *p);
-/* Per slot, 1 for the ACT slots the arena does not hold; NULL when out of
-** memory. The caller frees it. */
-char *popci_plan_outside_arena(const popci_plan *p);
 
 /* Index of the weight named name, or -1. */
 int popci_plan_find_weight(const popci_plan *p, const char *name);
