@@ -6,7 +6,7 @@ noinst_PROGRAMS += %reldir%/bench_train_step
 %canon_reldir%_bench_train_step_SOURCES = %reldir%/bench_train_step.c
 %canon_reldir%_bench_train_step_LDADD = libpopc.la
 EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/bench_modes.sh %reldir%/README.md \
-    %reldir%/torch_models.py %reldir%/bench_models.sh \
+    %reldir%/torch_models.py %reldir%/bench_models.sh %reldir%/bench_memory.sh \
     %reldir%/check_regression.sh %reldir%/ratios.txt \
     %reldir%/bench_distributed.sh %reldir%/scaling_model.sh
 

@@ -3,6 +3,7 @@
 # wrapper, with the hooks the layers above the core follow it by.
 libpopc_la_SOURCES += \
     %reldir%/runtime/plan.c %reldir%/runtime/plan_priv.h \
+    %reldir%/runtime/arena.c \
     %reldir%/runtime/exec_priv.h %reldir%/runtime/executor.c %reldir%/runtime/exec_view.c %reldir%/runtime/exec_report.c %reldir%/runtime/batching.c \
     %reldir%/runtime/synthetic.c \
     %reldir%/runtime/train_step.c \

@@ -601,8 +601,9 @@ static void on_log(int level, const char *msg, void *user)
         last_arena = atoll(p + strlen("activations "));
 }
 
-/* A chain of 8 Relu on [64, 1024] floats: the memory plan reuses
-** buffers whose lives do not overlap, so a frame needs two of them. */
+/* A chain of 8 Relu on [64, 1024] floats: each Relu runs in place, so a
+** frame needs one buffer; without in-place execution (POPC_INPLACE=0)
+** the plan reuses buffers whose lives do not overlap: two of them. */
 START_TEST(activation_memory_is_reused)
 {
     popc_options *o = options(1, 1, NULL, 0);
@@ -622,15 +623,19 @@ START_TEST(activation_memory_is_reused)
     }
     OK(popc_graph_add_output(g, v));
     OK(popc_tensor_new(POPC_DTYPE_F32, dims, 2, &x));
-    OK(popc_model_new_inference(g, o, &m));
-    popc_log_set_level(POPC_LOG_INFO);
-    popc_log_set_callback(on_log, NULL);
-    OK(popc_model_run(m, &x, 1, &out, 1));
-    popc_log_set_callback(NULL, NULL);
-    popc_log_set_level(POPC_LOG_WARN);
-    ck_assert_int_eq(last_arena, 2 * 64 * 1024 * 4);
-    popc_tensor_free(out);
-    popc_model_free(m);
+    for (int inplace = 1; inplace >= 0; inplace--) {
+        setenv("POPC_INPLACE", inplace ? "1" : "0", 1);
+        OK(popc_model_new_inference(g, o, &m));
+        popc_log_set_level(POPC_LOG_INFO);
+        popc_log_set_callback(on_log, NULL);
+        OK(popc_model_run(m, &x, 1, &out, 1));
+        popc_log_set_callback(NULL, NULL);
+        popc_log_set_level(POPC_LOG_WARN);
+        unsetenv("POPC_INPLACE");
+        ck_assert_int_eq(last_arena, (2 - inplace) * 64 * 1024 * 4);
+        popc_tensor_free(out);
+        popc_model_free(m);
+    }
     popc_graph_free(g);
     popc_tensor_free(x);
     popc_options_free(o);

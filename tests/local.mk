@@ -19,6 +19,7 @@ include %reldir%/extend.mk
 include %reldir%/exe.mk
 include %reldir%/profile.mk
 include %reldir%/strategies.mk
+include %reldir%/memplan.mk
 include %reldir%/parity.mk
 include %reldir%/onnx.mk
 include %reldir%/hostile.mk

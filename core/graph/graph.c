@@ -144,7 +144,10 @@ static popc_status clone_node(const popci_node *src, popci_node *dst)
     return popci_annot_copy(&dst->annot, &src->annot);
 }
 
-popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
+/* share_weights: the clone holds references to g's initializer tensors
+** instead of copies (the plan's graph: weights are read, never written). */
+static popc_status clone_graph(const popc_graph *g, int share_weights,
+                               popc_graph **out)
 {
     popc_graph *c = NULL;
     popc_status st;
@@ -175,8 +178,11 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
             st = popc_set_error(POPC_ENOMEM, "popc_graph_clone: out of memory");
             goto fail;
         }
-        if (s->tensor &&
-            (st = popc_tensor_clone(s->tensor, &d->tensor)) != POPC_OK)
+        if (s->tensor && share_weights &&
+            s->kind == POPC_VALUE_INITIALIZER)
+            d->tensor = popc_tensor_ref(s->tensor);
+        else if (s->tensor &&
+                 (st = popc_tensor_clone(s->tensor, &d->tensor)) != POPC_OK)
             goto fail;
     }
     for (int n = 0; n < g->n_nodes; n++) {
@@ -223,6 +229,16 @@ popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
 fail:
     popc_graph_free(c);
     return st;
+}
+
+popc_status popc_graph_clone(const popc_graph *g, popc_graph **out)
+{
+    return clone_graph(g, 0, out);
+}
+
+popc_status popci_graph_clone_sharing(const popc_graph *g, popc_graph **out)
+{
+    return clone_graph(g, 1, out);
 }
 
 /* ---- values ------------------------------------------------------------------ */

@@ -148,6 +148,9 @@ const popc_op_def *popci_graph_node_def(popc_graph *g, int node);
 ** code (POPC_OP_FOREIGN) when g was read from a file and the user has not
 ** allowed foreign code; else POPC_OK. */
 popc_status popci_graph_check_foreign(const popc_graph *g);
+/* popc_graph_clone whose initializers share g's tensors (no copy): for a
+** clone that never writes its weights' data. */
+popc_status popci_graph_clone_sharing(const popc_graph *g, popc_graph **out);
 /* popci_graph_node_def_c (the same without caching, for const graphs)
 ** is in core/layer/graph.h. */
 

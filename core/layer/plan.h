@@ -138,10 +138,19 @@ typedef struct popci_plan {
                                   backward boundary (training) */
     size_t offchip_bytes;      /* activations sent off chip (liveness) */
     size_t onchip_peak;        /* peak live activation bytes on chip */
+    int n_inplace;             /* activations sharing their input's bytes
+                                  (POPC_OP_INPLACE) */
 } popci_plan;
 
 /* Bytes of a slot's data (dtype size x elements). */
 size_t popci_plan_slot_bytes(const popci_plan *p, int slot);
+
+/* 1 when weight w's gradient may serve as its accumulator with one
+** micro-batch per step: a float32 gradient of its own, not a buffer
+** update. The executor then keeps no accumulator of its own: the
+** optimizer reads the gradient in the arena, where it lives to the end of
+** the step. */
+int popci_plan_grad_in_accum(const popci_plan *p, int w);
 
 /* The plan e runs; borrowed. */
 const popci_plan *popci_exec_plan(const popci_exec *e);

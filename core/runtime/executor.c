@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "popc/log.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/exec_priv.h"
 #include "core/host_priv.h"
@@ -208,6 +209,16 @@ static popc_status make_groups(popci_exec *e)
     return POPC_OK;
 }
 
+/* With one micro-batch per step the accumulator is the gradient itself:
+** no accumulator of its own, the optimizer reads the gradient where the
+** backward pass wrote it, in the arena (live to the end of the step;
+** accumulate() then has nothing to copy). */
+static int grad_in_place(const popci_exec *e, int w)
+{
+    return e->cfg.training && e->cfg.grad_accum == 1 &&
+           popci_plan_grad_in_accum(e->plan, w);
+}
+
 /* Device weights: one copy per replica group (one shared copy when
 ** ungrouped), or one per replica for weights that buffer updates write.
 ** Initial values are the plan graph's. */
@@ -243,9 +254,9 @@ static popc_status make_weights(popci_exec *e)
             } else {
                 e->wdata[i] = e->wdata[lead * nw + w];
             }
-            if (pw->accum_slot >= 0 && !(e->accum[i] = popci_alloc(
-                                             popci_plan_slot_bytes(
-                                                 p, pw->accum_slot))))
+            if (pw->accum_slot >= 0 && !grad_in_place(e, w) &&
+                !(e->accum[i] = popci_alloc(
+                      popci_plan_slot_bytes(p, pw->accum_slot))))
                 return oom();
         }
     }
@@ -287,28 +298,6 @@ static popc_status check_training(const popci_plan *p)
     return POPC_OK;
 }
 
-/* With one micro-batch per step the accumulator is the gradient itself:
-** the backward pass may write it there directly (accumulate() then has
-** nothing to copy) when the gradient is an activation of its own, not
-** shared with another weight. */
-static int grad_in_place(const popci_exec *e, int w)
-{
-    const popci_plan *p = e->plan;
-    int g = p->weights[w].grad_slot;
-
-    if (!e->cfg.training || e->cfg.grad_accum != 1 ||
-        p->weights[w].accum_slot < 0 || g < 0 ||
-        p->slots[g].kind != POPC_SLOT_ACT || p->arena_offset[g] < 0 ||
-        p->slots[g].info.dtype != POPC_DTYPE_F32) /* a float16 gradient is
-                                                     widened on the host */
-        return 0;
-    for (int o = 0; o < p->n_weights; o++)
-        if (o != w && (p->weights[o].grad_slot == g ||
-                       p->weights[o].update_slot == g))
-            return 0;
-    return p->weights[w].update_slot != g;
-}
-
 /* Frames: views of every slot. INPUT views are pointed at the caller's
 ** data per micro-batch and STATE views at the optimizer state per run. */
 static popc_status make_frames(popci_exec *e)
@@ -343,13 +332,40 @@ static popc_status make_frames(popci_exec *e)
             for (int w = 0; w < nw; w++) {
                 const popci_plan_weight *pw = &p->weights[w];
                 v[pw->slot].data = e->wdata[r * nw + w];
+                /* one frame per replica when grad_accum is 1 */
+                if (grad_in_place(e, w))
+                    e->accum[r * nw + w] = v[pw->grad_slot].data;
                 if (pw->accum_slot >= 0)
                     v[pw->accum_slot].data = e->accum[r * nw + w];
-                if (grad_in_place(e, w))
-                    v[pw->grad_slot].data = e->accum[r * nw + w];
             }
         }
     return POPC_OK;
+}
+
+/* Where the device memory of a step goes (bench/bench_memory.sh reads
+** this line; the host's copy of the weights is as large again). */
+static void log_memory(const popci_exec *e)
+{
+    const popci_plan *p = e->plan;
+    int R = (int)e->cfg.replicas, nw = p->n_weights;
+    size_t weights = 0, accum = 0, state = 0;
+
+    for (int i = 0; i < R * nw; i++) {
+        const popci_plan_weight *pw = &p->weights[i % nw];
+        if (e->w_own[i])
+            weights += popci_plan_slot_bytes(p, pw->slot);
+        if (e->accum[i] && !grad_in_place(e, i % nw))
+            accum += popci_plan_slot_bytes(p, pw->accum_slot);
+        for (int k = 0; i < nw && k < pw->n_state; k++)
+            state += popci_plan_slot_device_bytes(p, pw->first_state + k);
+    }
+    popc_log(POPC_LOG_DEBUG, "memory of '%s': activations %zu bytes x %d "
+             "frames (%d in place; live at most %zu bytes at once, %zu "
+             "stored for the backward pass), weights %zu bytes, gradient "
+             "accumulators %zu bytes, optimizer state %zu bytes",
+             popc_graph_name(p->graph), p->arena_bytes, R * e->n_frames,
+             p->n_inplace, p->onchip_peak, p->stored_bytes, weights, accum,
+             state);
 }
 
 void popci_exec_free(popci_exec *e)
@@ -371,8 +387,9 @@ void popci_exec_free(popci_exec *e)
     for (int i = 0; e->wdata && e->w_own && i < R * nw; i++)
         if (e->w_own[i])
             popci_free(e->wdata[i]);
-    for (int i = 0; e->accum && i < R * nw; i++)
-        popci_free(e->accum[i]);
+    for (int i = 0; e->accum && e->plan && i < R * nw; i++)
+        if (!grad_in_place(e, i % nw)) /* else the arena's */
+            popci_free(e->accum[i]);
     free(e->arenas);
     free(e->frames);
     free(e->views);
@@ -439,6 +456,7 @@ popc_status popci_exec_new(popci_plan *plan, const popc_backend_def *be,
         goto fail;
     if ((st = be->compile(e->bctx, &plan->pub, &e->exe)) != POPC_OK)
         goto fail;
+    log_memory(e);
     *out = e;
     return POPC_OK;
 fail:

@@ -630,96 +630,6 @@ static popc_status liveness(popci_plan *p, const char *keep_to_end)
     return POPC_OK;
 }
 
-typedef struct block {
-    int64_t off, size;
-} block;
-
-/* First fit among the live blocks (sorted by offset). */
-static int64_t place(block *live, int *n_live, int64_t size)
-{
-    int64_t at = 0;
-    int i;
-
-    for (i = 0; i < *n_live; i++) {
-        if (live[i].off - at >= size)
-            break;
-        if (live[i].off + live[i].size > at)
-            at = live[i].off + live[i].size;
-    }
-    memmove(&live[i + 1], &live[i], sizeof *live * (size_t)(*n_live - i));
-    live[i] = (block){at, size};
-    (*n_live)++;
-    return at;
-}
-
-static void release(block *live, int *n_live, int64_t off)
-{
-    for (int i = 0; i < *n_live; i++)
-        if (live[i].off == off) {
-            memmove(&live[i], &live[i + 1],
-                    sizeof *live * (size_t)(*n_live - i - 1));
-            (*n_live)--;
-            return;
-        }
-}
-
-static popc_status plan_memory(popci_plan *p)
-{
-    int n = p->pub.n_nodes, n_live = 0;
-    block *live = popci_malloc(sizeof *live * (size_t)(p->pub.n_slots + 1));
-    char *freed = popci_calloc((size_t)p->pub.n_slots + 1, 1);
-    int64_t peak = 0;
-
-    p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(p->pub.n_slots + 1));
-    if (!live || !freed || !p->arena_offset) {
-        free(live);
-        free(freed);
-        return oom("memory plan");
-    }
-    p->persistent_bytes = 0;
-    for (int s = 0; s < p->pub.n_slots; s++) {
-        p->arena_offset[s] = -1;
-        if (p->slots[s].kind != POPC_SLOT_ACT &&
-            p->slots[s].kind != POPC_SLOT_INPUT)
-            p->persistent_bytes += popci_plan_slot_bytes(p, s);
-    }
-    for (int k = 0; k < n; k++) {
-        const popc_plan_node *pn = &p->nodes[k];
-        for (int j = 0; j < pn->n_outputs; j++) {
-            int s = pn->outputs[j];
-            int64_t size = (int64_t)ALIGN_UP(popci_plan_slot_bytes(p, s));
-            if (p->slots[s].kind != POPC_SLOT_ACT || p->arena_offset[s] >= 0)
-                continue;
-            if (size == 0) {
-                p->arena_offset[s] = 0;
-                freed[s] = 1;
-                continue;
-            }
-            p->arena_offset[s] = place(live, &n_live, size);
-            if (p->arena_offset[s] + size > peak)
-                peak = p->arena_offset[s] + size;
-        }
-        for (int j = 0; j < pn->n_inputs + pn->n_outputs; j++) {
-            int s = j < pn->n_inputs ? pn->inputs[j]
-                                     : pn->outputs[j - pn->n_inputs];
-            if (s < 0 || p->slots[s].kind != POPC_SLOT_ACT || freed[s] ||
-                p->slots[s].last_use != k)
-                continue;
-            release(live, &n_live, p->arena_offset[s]);
-            freed[s] = 1;
-        }
-    }
-    p->arena_bytes = (size_t)peak;
-    free(live);
-    free(freed);
-    for (int s = 0; s < p->pub.n_slots; s++)
-        if (p->slots[s].kind == POPC_SLOT_ACT && p->arena_offset[s] < 0)
-            return popc_set_error(POPC_EINTERNAL, "compile: value '%s' is "
-                                  "used but no scheduled node produces it",
-                                  p->slots[s].name);
-    return POPC_OK;
-}
-
 /* The memory plan of an earlier compile of the same graph (helper "exe"):
 ** the same slots get the same offsets, so only checked, not planned. */
 static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
@@ -727,7 +637,7 @@ static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
     int ns = p->pub.n_slots;
 
     if (!c->arena_offset || c->n_slots != ns)
-        return plan_memory(p);
+        return popci_plan_memory(p);
     for (int s = 0; s < ns; s++) {
         int64_t off = c->arena_offset[s];
         size_t end = (size_t)off + ALIGN_UP(popci_plan_slot_bytes(p, s));
@@ -735,7 +645,7 @@ static popc_status reuse_memory(popci_plan *p, const popci_plan_compiled *c)
                      ? off >= 0 && end <= c->arena_bytes
                      : off == -1;
         if (!ok)
-            return plan_memory(p);
+            return popci_plan_memory(p);
     }
     if (!(p->arena_offset = popci_malloc(sizeof(int64_t) * (size_t)(ns + 1))))
         return oom("memory plan");
@@ -933,7 +843,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
                                 &grads, &n_wrt)) != POPC_OK)
             goto fail;
     } else {
-        if ((st = popc_graph_clone(g, &p->graph)) != POPC_OK)
+        /* the weights' data are shared with g: the device has its own copy */
+        if ((st = popci_graph_clone_sharing(g, &p->graph)) != POPC_OK)
             goto fail;
         if ((st = set_input_shapes(p, cfg)) != POPC_OK)
             goto fail;
@@ -1022,7 +933,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             keep_slot[p->value_slot[v]] = 1;
     if ((st = liveness(p, keep_slot)) != POPC_OK ||
         (st = cfg->compiled ? reuse_memory(p, cfg->compiled)
-                            : plan_memory(p)) != POPC_OK ||
+                            : popci_plan_memory(p)) != POPC_OK ||
         (st = popci_offchip_plan(p)) != POPC_OK)
         goto fail;
     popc_log(POPC_LOG_DEBUG, "compile '%s': %d nodes (%d forward), %d slots, "

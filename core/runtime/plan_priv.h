@@ -12,9 +12,10 @@
 ** weight gradients, buffer updates). Every other kind is live for the
 ** whole run: first_use 0, last_use n_nodes.
 **
-** Memory plan: ACT slots live in one arena per frame at arena_offset[slot];
-** two slots share bytes only when their live ranges do not overlap, and a
-** node's outputs never share bytes with its inputs. Other kinds have
+** Memory plan (core/runtime/arena.c): ACT slots live in one arena per frame
+** at arena_offset[slot]; two slots share bytes only when their live ranges
+** do not overlap, or when a POPC_OP_INPLACE node's output 0 takes the bytes
+** of its input 0, which dies there. Other kinds have
 ** arena_offset -1 and are backed by the executor (weights, accumulators,
 ** optimizer state) or point at the caller's data (inputs, constants).
 */
@@ -43,6 +44,10 @@ void popci_plan_free(popci_plan *p); /* NULL-safe */
 ** named "<weight>/<names[i]>", each shaped like the weight. */
 popc_status popci_plan_add_state(popci_plan *p, int w, int n,
                                  const char *const *names);
+
+/* Plan the arena (arena_offset, arena_bytes, persistent_bytes,
+** n_inplace) from the slots' liveness. */
+popc_status popci_plan_memory(popci_plan *p);
 
 /* Index of the weight named name, or -1. */
 int popci_plan_find_weight(const popci_plan *p, const char *name);

@@ -520,9 +520,10 @@ static popc_status exp_like_cost(const popc_infer_ctx *ic, popc_cost *c)
 
 /* ---- table ------------------------------------------------------------------ */
 
+/* every op here maps element i of X (or dY) to element i of its output */
 #define DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, P, GRAD, COST, DOC)          \
-    OPU_DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, 1, 1, POPC_OP_SPLIT, P,       \
-            GRAD, COST, DOC)
+    OPU_DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, 1, 1,                        \
+            POPC_OP_SPLIT | POPC_OP_INPLACE, P, GRAD, COST, DOC)
 
 const popc_op_def mop_act_ops[] = {
     DEF("ai.onnx", "Relu", 14, 1, 1, relu, relu_grad, NULL, "max(X, 0)"),

@@ -533,35 +533,44 @@ static popc_status sum_cost(const popc_infer_ctx *ic, popc_cost *c)
     OPU_ROLE_DEF(ROLE, DOMAIN, NAME, VER, MIN_IN, MAX_IN, 1, 1,              \
                  POPC_OP_SPLIT, P, GRAD, COST, DOC)
 
+/* elementwise through mop_map: output element i reads element i of input
+** 0 only, so it may run in place (POPC_OP_INPLACE) */
+#define DEFI(DOMAIN, NAME, VER, MIN_IN, MAX_IN, P, GRAD, COST, DOC)         \
+    OPU_DEF(DOMAIN, NAME, VER, MIN_IN, MAX_IN, 1, 1,                        \
+            POPC_OP_SPLIT | POPC_OP_INPLACE, P, GRAD, COST, DOC)
+#define ROLE_DEFI(ROLE, DOMAIN, NAME, VER, P, GRAD, DOC)                    \
+    OPU_ROLE_DEF(ROLE, DOMAIN, NAME, VER, 2, 2, 1, 1,                        \
+                 POPC_OP_SPLIT | POPC_OP_INPLACE, P, GRAD, NULL, DOC)
+
 #define ONNX "ai.onnx"
 
 const popc_op_def mop_arith_ops[] = {
-    ROLE_DEF(POPC_ROLE_ADD, ONNX, "Add", 14, 2, 2, add, add_grad, NULL,
+    ROLE_DEFI(POPC_ROLE_ADD, ONNX, "Add", 14, add, add_grad,
         "A + B with numpy broadcasting"),
-    DEF(ONNX, "Sub", 14, 2, 2, 1, 1, sub, sub_grad, NULL,
+    DEFI(ONNX, "Sub", 14, 2, 2, sub, sub_grad, NULL,
         "A - B with numpy broadcasting"),
-    ROLE_DEF(POPC_ROLE_MUL, ONNX, "Mul", 14, 2, 2, mul, mul_grad, NULL,
+    ROLE_DEFI(POPC_ROLE_MUL, ONNX, "Mul", 14, mul, mul_grad,
         "A * B with numpy broadcasting"),
-    DEF(ONNX, "Div", 14, 2, 2, 1, 1, div, div_grad, NULL,
+    DEFI(ONNX, "Div", 14, 2, 2, div, div_grad, NULL,
         "A / B with numpy broadcasting (integers truncate)"),
     DEF(ONNX, "Pow", 15, 2, 2, 1, 1, pow, pow_grad, transcendental_cost,
         "X ** Y with numpy broadcasting"),
     ROLE_DEF(POPC_ROLE_SUM, ONNX, "Sum", 13, 1, 64, sum, sum_grad, sum_cost,
         "elementwise sum of 1..64 inputs with broadcasting"),
-    DEF(ONNX, "Neg", 13, 1, 1, 1, 1, neg, neg_grad, NULL, "-X"),
-    DEF(ONNX, "Abs", 13, 1, 1, 1, 1, abs, abs_grad, NULL, "|X|"),
-    DEF(ONNX, "Sqrt", 13, 1, 1, 1, 1, sqrt, sqrt_grad, transcendental_cost,
+    DEFI(ONNX, "Neg", 13, 1, 1, neg, neg_grad, NULL, "-X"),
+    DEFI(ONNX, "Abs", 13, 1, 1, abs, abs_grad, NULL, "|X|"),
+    DEFI(ONNX, "Sqrt", 13, 1, 1, sqrt, sqrt_grad, transcendental_cost,
         "square root"),
-    DEF(ONNX, "Exp", 13, 1, 1, 1, 1, exp, exp_grad, transcendental_cost,
+    DEFI(ONNX, "Exp", 13, 1, 1, exp, exp_grad, transcendental_cost,
         "e ** X"),
-    DEF(ONNX, "Log", 13, 1, 1, 1, 1, log, log_grad, transcendental_cost,
+    DEFI(ONNX, "Log", 13, 1, 1, log, log_grad, transcendental_cost,
         "natural logarithm"),
-    DEF(ONNX, "Reciprocal", 13, 1, 1, 1, 1, recip, recip_grad, NULL, "1 / X"),
-    DEF(ONNX, "Erf", 13, 1, 1, 1, 1, erf, erf_grad, transcendental_cost,
+    DEFI(ONNX, "Reciprocal", 13, 1, 1, recip, recip_grad, NULL, "1 / X"),
+    DEFI(ONNX, "Erf", 13, 1, 1, erf, erf_grad, transcendental_cost,
         "error function"),
-    DEF(ONNX, "Sin", 7, 1, 1, 1, 1, sin, sin_grad, transcendental_cost,
+    DEFI(ONNX, "Sin", 7, 1, 1, sin, sin_grad, transcendental_cost,
         "sine"),
-    DEF(ONNX, "Cos", 7, 1, 1, 1, 1, cos, cos_grad, transcendental_cost,
+    DEFI(ONNX, "Cos", 7, 1, 1, cos, cos_grad, transcendental_cost,
         "cosine"),
     DEF(ONNX, "Equal", 13, 2, 2, 1, 1, equal, NULL, NULL, "A == B (bool)"),
     DEF(ONNX, "Less", 13, 2, 2, 1, 1, less, NULL, NULL, "A < B (bool)"),
@@ -572,13 +581,13 @@ const popc_op_def mop_arith_ops[] = {
     DEF(ONNX, "GreaterOrEqual", 16, 2, 2, 1, 1, greater_equal, NULL, NULL,
         "A >= B (bool)"),
     DEF(ONNX, "Not", 1, 1, 1, 1, 1, not, NULL, NULL, "logical not"),
-    DEF("popc", "SqrtGrad", 1, 2, 2, 1, 1, sqrt_grad, NULL, NULL,
+    DEFI("popc", "SqrtGrad", 1, 2, 2, sqrt_grad, NULL, NULL,
         "gradient of Sqrt: (dY, Y) -> dY / (2 Y)"),
-    DEF("popc", "AbsGrad", 1, 2, 2, 1, 1, abs_grad, NULL, NULL,
+    DEFI("popc", "AbsGrad", 1, 2, 2, abs_grad, NULL, NULL,
         "gradient of Abs: (dY, X) -> dY * sign(X)"),
-    DEF("popc", "ReciprocalGrad", 1, 2, 2, 1, 1, recip_grad, NULL, NULL,
+    DEFI("popc", "ReciprocalGrad", 1, 2, 2, recip_grad, NULL, NULL,
         "gradient of Reciprocal: (dY, Y) -> -dY * Y^2"),
-    DEF("popc", "ErfGrad", 1, 2, 2, 1, 1, erf_grad, NULL, transcendental_cost,
+    DEFI("popc", "ErfGrad", 1, 2, 2, erf_grad, NULL, transcendental_cost,
         "gradient of Erf: (dY, X) -> dY * 2/sqrt(pi) * exp(-X^2)"),
     DEF("popc", "PowGrad", 1, 3, 3, 2, 2, pow_grad, NULL,
         transcendental_cost,

@@ -182,6 +182,11 @@ typedef struct popc_grad_ctx {
 ** only when the user allowed foreign code (popc_set_foreign_code_allowed),
 ** so a file that looks like data cannot run code by itself. */
 #define POPC_OP_FOREIGN  (1u << 5)
+/* Output 0 may share input 0's bytes (in-place execution): forward()
+** reads element i of input 0 only to write element i of output 0, for
+** any part (same shape and dtype). The planner aliases them only when
+** input 0 dies at the node. Since 0.1.0 (additions after it). */
+#define POPC_OP_INPLACE  (1u << 6)
 
 /* The part an op plays in the core's own passes. The core names no op:
 ** autodiff's gradient sums, the float16 pass's casts, a subgraph's
