@@ -81,7 +81,7 @@ fi
 
 # popc plugins lists kernels with their provider and op
 expect 0 "popc plugins" "$POPC" plugins
-if grep -q 'kernels (8): nn:depthwise (ai.onnx::Conv), nn:winograd_f2' out.txt
+if grep -q 'kernels (10): nn:depthwise (ai.onnx::Conv), nn:winograd_f2' out.txt
 then
     pass "popc plugins lists the nn kernels"
 else
