@@ -17,6 +17,7 @@
 #include "popc/graph.h"
 #include "popc/registry.h"
 #include "core/layer/graph.h"
+#include "core/layer/graph_ids.h"
 #include "core/layer/strbuf.h"
 
 /* Annotations as stored: strings owned (may be NULL). */
@@ -196,7 +197,7 @@ void popci_graph_clear_scopes(popc_graph *g);
 ** n == 0. Returns POPC_OK, POPC_EINVAL (bad type, missing name, duplicate
 ** name), POPC_ENOMEM. */
 popc_status popci_attrs_copy(const popc_attr *src, int n, popc_attr **out);
-void popci_attrs_free(popc_attr *a, int n);
+/* popci_attrs_free is in core/layer/graph_ids.h. */
 /* "transB=1 kernel_shape=[3, 3]" appended to sb. */
 struct popci_sb;
 void popci_attrs_describe(struct popci_sb *sb, const popc_attr *a, int n);

@@ -43,6 +43,30 @@ int popc_graph_output(const popc_graph *g, int i)
     return g && i >= 0 && i < g->n_outputs ? g->outputs[i] : -1;
 }
 
+int popc_graph_n_updates(const popc_graph *g)
+{
+    return g ? g->n_updates : 0;
+}
+
+popc_status popc_graph_update(const popc_graph *g, int i, int *weight,
+                              int *value)
+{
+    if (weight)
+        *weight = -1;
+    if (value)
+        *value = -1;
+    if (!g || i < 0 || i >= g->n_updates)
+        return popc_set_error(POPC_EINVAL, "popc_graph_update: graph '%s' "
+                              "has no update %d (it has %d)",
+                              g ? g->name : "(null)", i,
+                              g ? g->n_updates : 0);
+    if (weight)
+        *weight = g->updates[i].weight;
+    if (value)
+        *value = g->updates[i].value;
+    return POPC_OK;
+}
+
 int popc_graph_find_value(const popc_graph *g, const char *name)
 {
     return g ? popci_name_map_find(&g->value_names, name) : -1;
