@@ -313,3 +313,46 @@ uint64_t popci_fnv1a(uint64_t h, const void *p, size_t n)
     }
     return h;
 }
+
+/* Four independent lanes of 8-byte words, each multiplied, rotated and
+** multiplied again (the shape of xxHash64's round), so that the multiplies
+** of consecutive words overlap; the tail and the length are folded in at
+** the end. Any changed bit of the input changes every lane's result. */
+#define HASH_P1 0x9e3779b185ebca87ull
+#define HASH_P2 0xc2b2ae3d27d4eb4full
+
+static uint64_t hash_round(uint64_t lane, uint64_t word)
+{
+    lane += word * HASH_P2;
+    lane = lane << 31 | lane >> 33;
+    return lane * HASH_P1;
+}
+
+static uint64_t load_u64(const unsigned char *b)
+{
+    uint64_t v;
+
+    memcpy(&v, b, sizeof v);
+    return v;
+}
+
+uint64_t popci_hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t lane[4] = {HASH_P1, HASH_P2, ~HASH_P1, ~HASH_P2}, h;
+    size_t i = 0;
+
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++)
+            lane[k] = hash_round(lane[k], load_u64(b + i + 8 * (size_t)k));
+    h = (uint64_t)n * HASH_P1;
+    for (int k = 0; k < 4; k++)
+        h = hash_round(h ^ lane[k], lane[k]);
+    for (; i + 8 <= n; i += 8)
+        h = hash_round(h, load_u64(b + i));
+    for (; i < n; i++)
+        h = hash_round(h, b[i]);
+    h ^= h >> 29;
+    h *= HASH_P2;
+    return h ^ (h >> 32);
+}

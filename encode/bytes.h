@@ -25,6 +25,10 @@
 /* FNV-1a, 64 bits, continued from h (start with POPCI_FNV_INIT). */
 #define POPCI_FNV_INIT 14695981039346656037ull
 uint64_t popci_fnv1a(uint64_t h, const void *p, size_t n);
+/* A 64-bit digest of n bytes at memory speed, for bulk data such as a
+** model's constants (FNV-1a takes a byte per multiply). Not persisted:
+** it may change between versions. */
+uint64_t popci_hash_bytes(const void *p, size_t n);
 
 /* Version of the encoding (the graph bytes and the executable container
 ** built from them); bytes of another version are refused. */
@@ -84,6 +88,10 @@ int popci_r_fail(popci_rbuf *r, const char *why);
 
 /* Initializers are written with shape only; reading gives zero tensors. */
 #define POPCI_SER_NO_WEIGHTS 1u
+/* Tensor data is written as its 64-bit digest (popci_hash_bytes), not its
+** bytes: for hashing a graph (the compile key), never for a file; such an
+** encoding cannot be read back. */
+#define POPCI_SER_DIGEST 2u
 
 /* Append g: every value, node, attribute, annotation, the outputs, the
 ** buffer updates and the builder state (scopes, annotations, constant

@@ -106,7 +106,8 @@ static double hyper_value(const popc_optimizer *o, int g, int h)
 /* PopTorch's (PopART's) cache hash covers the IR, the input shapes, the
 ** options, the optimizer's type, constant values and variable flags (not
 ** variable values) and the versions; popc hashes the same, with the
-** graph serialized without weight values. */
+** graph serialized without weight values and with each constant as a
+** digest of its bytes (a model's constants can be its whole size). */
 popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
                               int n, uint64_t *key)
 {
@@ -116,7 +117,8 @@ popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
     popc_status st;
 
     if ((st = popci_graph_write(popci_model_host_graph(m),
-                                POPCI_SER_NO_WEIGHTS, &w)) != POPC_OK) {
+                                POPCI_SER_NO_WEIGHTS | POPCI_SER_DIGEST,
+                                &w)) != POPC_OK) {
         popci_wbuf_free(&w);
         return st;
     }

@@ -92,9 +92,14 @@ static void w_value(popci_wbuf *w, const popci_value_rec *v, unsigned flags)
     popci_w_shape(w, &v->info);
     popci_w_i64(w, v->producer);
     popci_w_i64(w, v->producer_slot);
-    /* 0: no tensor, 1: tensor with its bytes, 2: shape only */
+    /* 0: no tensor, 1: tensor with its bytes, 2: shape only; a digest
+    ** (POPCI_SER_DIGEST) is never read back */
     popci_w_u8(w, !v->tensor ? 0 : data ? 1 : 2);
-    if (data) {
+    if (data && (flags & POPCI_SER_DIGEST)) {
+        popc_view s = popc_tensor_view(v->tensor);
+        popci_w_shape(w, &s);
+        popci_w_u64(w, popci_hash_bytes(s.data, popc_view_nbytes(&s)));
+    } else if (data) {
         popci_w_tensor(w, v->tensor);
     } else if (v->tensor) {
         popc_view s = popc_tensor_view(v->tensor);

@@ -269,6 +269,12 @@ void popci_exe_cache_free(popci_exe_cache *c)
     free(c);
 }
 
+/* What a hit reads: the key and training flag, the plugin versions and
+** the compiled graph. The model's own graph (GRPH, as large as the
+** model's constants) is not needed: the model that hits has it. */
+static const uint32_t hit_sections[] = {POPCI_SEC_MODL, POPCI_SEC_PLUG,
+                                        POPCI_SEC_CGRF};
+
 /* Look the entry up under its lock; a usable one fills pc->compiled. */
 static void lookup(popci_exe_cache *c, popc_model *m, const char *dir,
                    popci_plan_config *pc)
@@ -296,7 +302,9 @@ static void lookup(popci_exe_cache *c, popc_model *m, const char *dir,
         popc_log(POPC_LOG_INFO, "executable cache miss: %s", c->path);
         return;
     }
-    if (popci_exe_read(c->path, &x) != POPC_OK ||
+    if (popci_exe_read_sections(c->path, hit_sections,
+                                sizeof hit_sections / sizeof hit_sections[0],
+                                &x) != POPC_OK ||
         popci_exe_check_plugins(x) != POPC_OK ||
         popci_exe_use_compiled(x, m, pc, &c->hold, &used) != POPC_OK) {
         popc_log(POPC_LOG_WARN, "executable cache entry is unusable, "

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -86,6 +87,7 @@ struct popci_exe {
     char *path;
     unsigned char *file;
     size_t size;
+    int mapped;                /* file is an mmap of size bytes */
     const char *version;       /* into file */
     uint32_t format;
     section sec[MAX_SECTIONS];
@@ -97,7 +99,10 @@ void popci_exe_free(popci_exe *x)
     if (!x)
         return;
     free(x->path);
-    free(x->file);
+    if (x->mapped)
+        munmap(x->file, x->size);
+    else
+        free(x->file);
     free(x);
 }
 
@@ -210,7 +215,9 @@ static uint64_t get_u64(const unsigned char *b)
     return (uint64_t)get_u32(b) | (uint64_t)get_u32(b + 4) << 32;
 }
 
-static popc_status walk(popci_exe *x)
+/* Walk the sections; with verify 0 only the bounds are checked (the
+** caller checks the CRCs of the sections it keeps). */
+static popc_status walk(popci_exe *x, int verify)
 {
     const unsigned char *b = x->file;
     size_t size = x->size, pos;
@@ -258,7 +265,7 @@ static popc_status walk(popci_exe *x)
                                   (unsigned long long)len, size - pos - 16);
         s.data = b + pos + 16;
         s.len = (size_t)len;
-        if (section_crc(b + pos, s.data, s.len) != s.crc)
+        if (verify && section_crc(b + pos, s.data, s.len) != s.crc)
             return popc_set_error(POPC_EIO, "executable '%s' is corrupt: "
                                   "section '%s' fails its CRC32 check "
                                   "(stored %08x, computed %08x)", x->path, t,
@@ -279,7 +286,7 @@ static popc_status walk(popci_exe *x)
         return popc_set_error(POPC_EIO, "executable '%s' is truncated: the "
                               "file checksum after the last section is "
                               "missing", x->path);
-    if (crc(0, b, pos) != get_u32(b + pos))
+    if (verify && crc(0, b, pos) != get_u32(b + pos))
         return popc_set_error(POPC_EIO, "executable '%s' is corrupt: the "
                               "file checksum does not match (the header or "
                               "the section table is damaged)", x->path);
@@ -287,6 +294,17 @@ static popc_status walk(popci_exe *x)
         return popc_set_error(POPC_EIO, "executable '%s' is corrupt: %zu "
                               "unexpected bytes after the file checksum",
                               x->path, size - pos - 4);
+    return POPC_OK;
+}
+
+static popc_status same_version(const popci_exe *x)
+{
+    if (strcmp(x->version, POPC_VERSION_STRING) != 0)
+        return popc_set_error(POPC_EUNSUPPORTED, "popc version mismatch: "
+                              "File was created with version: %s and this "
+                              "is version %s (executable '%s'; export it "
+                              "again with this version)", x->version,
+                              POPC_VERSION_STRING, x->path);
     return POPC_OK;
 }
 
@@ -308,16 +326,8 @@ popc_status popci_exe_read(const char *path, popci_exe **out)
                               path);
     }
     if ((st = read_all(path, &x->file, &x->size)) != POPC_OK ||
-        (st = walk(x)) != POPC_OK)
+        (st = walk(x, 1)) != POPC_OK || (st = same_version(x)) != POPC_OK)
         goto fail;
-    if (strcmp(x->version, POPC_VERSION_STRING) != 0) {
-        st = popc_set_error(POPC_EUNSUPPORTED, "popc version mismatch: File "
-                            "was created with version: %s and this is "
-                            "version %s (executable '%s'; export it again "
-                            "with this version)", x->version,
-                            POPC_VERSION_STRING, path);
-        goto fail;
-    }
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
         popci_rbuf r;
         char t[5];
@@ -334,6 +344,91 @@ popc_status popci_exe_read(const char *path, popci_exe **out)
 fail:
     popci_exe_free(x);
     return st;
+}
+
+static popc_status map_file(popci_exe *x)
+{
+    struct stat sb;
+    void *p;
+    int fd = open(x->path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return popc_set_error(POPC_EIO, "cannot open executable '%s': %s",
+                              x->path, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
+        close(fd);
+        return popc_set_error(POPC_EIO, "executable '%s' is not a regular "
+                              "file with contents", x->path);
+    }
+    p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return popc_set_error(POPC_EIO, "cannot map executable '%s': %s",
+                              x->path, strerror(errno));
+    x->file = p;
+    x->size = (size_t)sb.st_size;
+    x->mapped = 1;
+    return POPC_OK;
+}
+
+/* Keep the sections named in tags, each checked by its CRC32. */
+static popc_status keep_sections(popci_exe *x, const uint32_t *tags, int n)
+{
+    int kept = 0;
+
+    for (int i = 0; i < x->n_sec; i++) {
+        const section *s = &x->sec[i];
+        int wanted = 0;
+        char t[5];
+
+        for (int k = 0; k < n; k++)
+            wanted |= tags[k] == s->tag;
+        if (!wanted)
+            continue;
+        tag_text(s->tag, t);
+        /* the 12 bytes before the CRC field: tag and length */
+        if (section_crc(s->data - 16, s->data, s->len) != s->crc)
+            return popc_set_error(POPC_EIO, "executable '%s' is corrupt: "
+                                  "section '%s' fails its CRC32 check",
+                                  x->path, t);
+        x->sec[kept++] = *s;
+    }
+    x->n_sec = kept;
+    for (int k = 0; k < n; k++) {
+        popci_rbuf r;
+        char t[5];
+
+        if (popci_exe_section(x, tags[k], &r))
+            continue;
+        tag_text(tags[k], t);
+        return popc_set_error(POPC_EIO, "executable '%s' is incomplete: "
+                              "section '%s' is missing", x->path, t);
+    }
+    return POPC_OK;
+}
+
+popc_status popci_exe_read_sections(const char *path, const uint32_t *tags,
+                                    int n, popci_exe **out)
+{
+    popci_exe *x;
+    popc_status st;
+
+    *out = NULL;
+    if (!path || !*path)
+        return popc_set_error(POPC_EINVAL, "executable: no file name given");
+    if (!(x = popci_calloc(1, sizeof *x)) || !(x->path = popci_strdup(path))) {
+        free(x);
+        return popc_set_error(POPC_ENOMEM, "executable '%s': out of memory",
+                              path);
+    }
+    if ((st = map_file(x)) != POPC_OK || (st = walk(x, 0)) != POPC_OK ||
+        (st = same_version(x)) != POPC_OK ||
+        (st = keep_sections(x, tags, n)) != POPC_OK) {
+        popci_exe_free(x);
+        return st;
+    }
+    *out = x;
+    return POPC_OK;
 }
 
 /* ---- small readers shared by load and describe -------------------------- */

@@ -32,6 +32,14 @@ typedef struct popci_exe popci_exe;
 ** format or popc version ("popc version mismatch: File was created with
 ** version: X and this is version Y"). */
 popc_status popci_exe_read(const char *path, popci_exe **out);
+/* Read only sections tags[0..n) of a file, for a cache lookup: the file
+** is mapped, not copied, and the magic, the format and popc versions and
+** the CRC32 of each wanted section are checked; the other sections (the
+** model's own graph, tens of MB for a large model) are neither read nor
+** handed out, and the whole-file CRC32, which would read them, is not
+** checked. A wanted section that is missing is POPC_EIO. */
+popc_status popci_exe_read_sections(const char *path, const uint32_t *tags,
+                                    int n, popci_exe **out);
 void popci_exe_free(popci_exe *x); /* NULL-safe */
 
 /* Every plugin the file names is loaded with the same version; else

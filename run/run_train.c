@@ -448,8 +448,10 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     if (r->export_onnx && (st = export_onnx(&t)) != POPC_OK)
         goto done;
     /* a finished run's checkpoint covers the whole run: resuming it is a
-    ** no-op that rewrites the same outputs */
-    if (t.ckpt_every)
+    ** no-op that rewrites the same outputs. Resumed at its end, the model
+    ** never compiled, so its optimizer state is only held: the checkpoint
+    ** it was loaded from is already the one this run would write. */
+    if (t.ckpt_every && popc_model_is_compiled(t.model))
         st = checkpoint(&t);
 done:
     if (st != POPC_OK && t.t0 > 0) {

@@ -714,6 +714,28 @@ static popc_tensor *cnn_train(const char *cache, double *compile_time,
     return loss;
 }
 
+/* The offset of the middle byte of section tag's payload in an
+** executable file (docs/executable-format.md: magic, u32 format, u32
+** length + version + NUL, then u32 tag, u64 length, u32 CRC, payload). */
+static size_t section_middle(const unsigned char *f, size_t size,
+                             const char *tag)
+{
+    size_t pos = 12;
+    uint32_t vlen;
+
+    memcpy(&vlen, f + pos, 4);
+    pos += 4 + vlen + 1;
+    while (pos + 16 <= size) {
+        uint64_t len;
+        memcpy(&len, f + pos + 4, 8);
+        if (memcmp(f + pos, tag, 4) == 0 && len > 0)
+            return pos + 16 + (size_t)len / 2;
+        pos += 16 + (size_t)len;
+    }
+    ck_abort_msg("no section %s in the executable", tag);
+    return 0;
+}
+
 START_TEST(cache_miss_then_hit)
 {
     const char *cache = path_in("cache");
@@ -763,7 +785,8 @@ START_TEST(cache_miss_then_hit)
     {
         size_t size;
         unsigned char *f = slurp(entry, &size);
-        f[size / 2] ^= 0xff;
+        size_t at = section_middle(f, size, "CGRF");
+        f[at] ^= 0xff;
         spill(entry, f, size);
         free(f);
         hits = 0;
@@ -774,6 +797,21 @@ START_TEST(cache_miss_then_hit)
         popc_tensor_free(hit);
         hit = cnn_train(cache, &t_hit, NULL);
         ck_assert_int_eq(hits, 1);
+    }
+    /* a hit reads only the sections it uses (popci_exe_read_sections):
+    ** damage to the model's own graph, which the hitting model has, is
+    ** not read, and the hit still gives the same results */
+    {
+        size_t size;
+        unsigned char *f = slurp(entry, &size);
+        f[section_middle(f, size, "GRPH")] ^= 0xff;
+        spill(entry, f, size);
+        free(f);
+        hits = 0;
+        popc_tensor_free(hit);
+        hit = cnn_train(cache, &t_hit, NULL);
+        ck_assert_int_eq(hits, 1);
+        same_tensor(plain, hit, "loss (hit past a damaged GRPH)");
     }
     popc_log_set_callback(NULL, NULL);
     popc_tensor_free(plain);
@@ -902,6 +940,75 @@ START_TEST(cache_key_ignores_weight_values)
 }
 END_TEST
 
+/* x + c for a constant c of IN values, all 0.5 but the last, `last`. */
+static popc_graph *add_constant(float last)
+{
+    popc_graph *g = NULL;
+    popc_tensor *c = NULL;
+    int64_t xd[2] = {B, IN}, cd[1] = {IN};
+    int x, k, y;
+    float *v;
+
+    OK(popc_graph_new("addc", &g));
+    OK(popc_graph_add_input(g, "x", POPC_DTYPE_F32, xd, 2, &x));
+    OK(popc_tensor_new(POPC_DTYPE_F32, cd, 1, &c));
+    v = popc_tensor_data(c);
+    for (int i = 0; i < IN; i++)
+        v[i] = i == IN - 1 ? last : 0.5f;
+    OK(popc_graph_add_constant(g, "c", c, &k));
+    popc_tensor_free(c);
+    {
+        int in[2] = {x, k};
+        popc_node_desc d = {.size = sizeof d, .op = "Add", .inputs = in,
+                            .n_inputs = 2, .n_outputs = 1};
+        OK(popc_graph_add(g, &d, &y, NULL));
+    }
+    OK(popc_graph_add_output(g, y));
+    return g;
+}
+
+/* The key covers constant values (as a digest of their bytes): a model
+** whose constant differs in its last element only misses and computes
+** with its own constant; the same constant again hits. */
+START_TEST(cache_key_covers_constants)
+{
+    const char *cache = path_in("c4");
+    popc_options *o = opts("cpu");
+    popc_graph *g1 = add_constant(0.5f), *g2 = add_constant(0.75f),
+               *g3 = add_constant(0.5f);
+    popc_model *m1 = NULL, *m2 = NULL, *m3 = NULL;
+    popc_tensor *a, *b, *c;
+
+    OK(popc_options_set(o, "enableExecutableCaching", cache));
+    popc_log_set_level(POPC_LOG_INFO);
+    popc_log_set_callback(on_log, NULL);
+    hits = misses = 0;
+    OK(popc_model_new_inference(g1, o, &m1));
+    a = infer(m1, 0);
+    OK(popc_model_new_inference(g2, o, &m2));
+    b = infer(m2, 0);
+    ck_assert_int_eq(misses, 2);
+    ck_assert_int_eq(hits, 0);
+    OK(popc_model_new_inference(g3, o, &m3));
+    c = infer(m3, 0);
+    popc_log_set_callback(NULL, NULL);
+    ck_assert_int_eq(hits, 1);
+    same_tensor(a, c, "x + c (hit)");
+    /* only the last column differs: by 0.25 */
+    ck_assert_double_eq_tol(popc_tensor_max_abs_diff(a, b), 0.25, 1e-6);
+    popc_tensor_free(a);
+    popc_tensor_free(b);
+    popc_tensor_free(c);
+    popc_model_free(m1);
+    popc_model_free(m2);
+    popc_model_free(m3);
+    popc_graph_free(g1);
+    popc_graph_free(g2);
+    popc_graph_free(g3);
+    popc_options_free(o);
+}
+END_TEST
+
 /* Two models that differ only in a compile option are two cache entries:
 ** the second compile misses, and the directory then holds both. */
 START_TEST(cache_key_covers_options)
@@ -965,6 +1072,7 @@ static Suite *exe_suite(void)
     tcase_add_test(tcc, cache_miss_then_hit);
     tcase_add_test(tcc, cache_key_ignores_weight_values);
     tcase_add_test(tcc, cache_key_covers_options);
+    tcase_add_test(tcc, cache_key_covers_constants);
     tcase_add_test(tcc, cache_hit_is_faster);
     suite_add_tcase(s, tcc);
     return s;

@@ -296,6 +296,22 @@ if [ -n "$killed" ]; then
     same_weights full.weights part.weights &&
         pass "resumed weights are bitwise equal to the uninterrupted run" ||
         fail "resumed weights differ from the uninterrupted run"
+    # the checkpoint of a finished run covers all of it: resuming it again
+    # is a no-op that rewrites the same weights and keeps the checkpoint
+    cp part.ckpt/state.ini done.state.ini
+    expect 0 "--resume of a finished run" "$POPC" train run.ini \
+        --set data.batch_size=1 --set train.epochs=$epochs \
+        --set train.weights=part.weights --set train.checkpoint=part.ckpt \
+        --set train.model=part.model.ini --checkpoint-every 1500 --resume \
+        --quiet
+    contains out.txt "nothing left to train" \
+        "resuming a finished run says there is nothing left to train"
+    same_weights full.weights part.weights &&
+        pass "a finished run resumed keeps its weights" ||
+        fail "resuming a finished run changed its weights"
+    cmp -s done.state.ini part.ckpt/state.ini &&
+        pass "a finished run resumed keeps its checkpoint" ||
+        fail "resuming a finished run rewrote its checkpoint"
 
     # SIGTERM: stops after the step with a checkpoint, exit 143
     rm -rf term.*

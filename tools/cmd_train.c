@@ -342,11 +342,17 @@ int cmd_train(int argc, char **argv)
         if (res.resumed_step)
             printf("resumed from step %lld of %s\n",
                    (long long)res.resumed_step, res.checkpoint);
-        printf("trained %lld epoch%s (%lld steps) in %.1f s, %.0f "
-               "samples/s; final loss %.4f",
-               (long long)res.epochs, res.epochs == 1 ? "" : "s",
-               (long long)res.steps, res.seconds, res.samples_per_second,
-               res.final_loss);
+        if (res.resumed_step && res.resumed_step == res.steps)
+            printf("the checkpoint is at the end of the run (%lld epoch%s, "
+                   "%lld steps): nothing left to train",
+                   (long long)res.epochs, res.epochs == 1 ? "" : "s",
+                   (long long)res.steps);
+        else
+            printf("trained %lld epoch%s (%lld steps) in %.1f s, %.0f "
+                   "samples/s; final loss %.4f",
+                   (long long)res.epochs, res.epochs == 1 ? "" : "s",
+                   (long long)res.steps, res.seconds,
+                   res.samples_per_second, res.final_loss);
         if (res.test_accuracy >= 0)
             printf(", test accuracy %.2f%%", 100 * res.test_accuracy);
         printf("\nweights: %s\nmodel:   %s\n", res.weights, res.model_ini);
