@@ -198,9 +198,7 @@ void popci_graph_clear_scopes(popc_graph *g);
 ** name), POPC_ENOMEM. */
 popc_status popci_attrs_copy(const popc_attr *src, int n, popc_attr **out);
 /* popci_attrs_free is in core/layer/graph_ids.h. */
-/* "transB=1 kernel_shape=[3, 3]" appended to sb. */
-struct popci_sb;
-void popci_attrs_describe(struct popci_sb *sb, const popc_attr *a, int n);
+/* popci_attrs_describe is in core/layer/graph_ids.h. */
 
 /* ---- growable string (graph_attr.c): core/layer/strbuf.h ------------- */
 

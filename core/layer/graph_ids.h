@@ -1,13 +1,15 @@
 /* layer/graph_ids.h - a graph's values and nodes by id, exactly as
 ** stored, for the layer that writes graphs as bytes and reads them back
-** (encode/serialize.c): every field a copy keeps, and a graph rebuilt id
-** by id, without shape inference or renaming, then checked as a whole.
+** (encode/serialize.c) or lists them as text (encode/graph_text.c): every
+** field a copy keeps, and a graph rebuilt id by id, without shape
+** inference or renaming, then checked as a whole.
 ** The IR itself is core/graph/graph_priv.h.
 */
 #ifndef POPC_LAYER_GRAPH_IDS_H
 #define POPC_LAYER_GRAPH_IDS_H
 
 #include "popc/graph.h"
+#include "core/layer/strbuf.h"
 
 /* A node's annotations (the graph's current ones: scope unused). Strings
 ** may be NULL (not set); integers are -1 when not set. */
@@ -80,5 +82,9 @@ popc_status popci_graph_seal(popc_graph *g, const char **why);
 
 /* Free n attributes read for popci_graph_put_node (a failed read). */
 void popci_attrs_free(popc_attr *a, int n);
+
+/* "transB=1 kernel_shape=[3, 3]" appended to sb (a node's attributes in
+** popc_graph_dump, encode/graph_text.c). */
+void popci_attrs_describe(popci_sb *sb, const popc_attr *a, int n);
 
 #endif /* POPC_LAYER_GRAPH_IDS_H */
