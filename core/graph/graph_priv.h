@@ -129,14 +129,7 @@ popc_status popci_graph_add_node_ex(popc_graph *g, const char *domain,
 popc_status popci_graph_add_constant_view(popc_graph *g, const char *base,
     const popc_view *v, int *id);
 
-/* Drop nodes [first_node, n_nodes) and values [first_value, n_values)
-** that keep[] does not mark (keep_node/keep_value are indexed from the
-** first id), renumbering the survivors in order. remap[v - first_value]
-** receives the new id of each dropped-range value or -1. Only nodes and
-** values that nothing outside the range refers to may be dropped. */
-popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
-    const unsigned char *keep_node, int first_value,
-    const unsigned char *keep_value, int *remap);
+/* popci_graph_compact_tail is in core/layer/graph_ids.h. */
 
 
 /* The registered definition of a node's op, looked up again if it was not

@@ -2,7 +2,8 @@
 ** stored, for the layer that writes graphs as bytes and reads them back
 ** (encode/serialize.c) or lists them as text (encode/graph_text.c): every
 ** field a copy keeps, and a graph rebuilt id by id, without shape
-** inference or renaming, then checked as a whole.
+** inference or renaming, then checked as a whole; and the renumbering
+** that drops dead nodes (opt/prune.c).
 ** The IR itself is core/graph/graph_priv.h.
 */
 #ifndef POPC_LAYER_GRAPH_IDS_H
@@ -74,11 +75,23 @@ popc_status popci_graph_put_ids(popc_graph *g, const int *inputs,
 /* The builder state (annot.scope is ignored: the stack holds it). */
 popc_status popci_graph_put_state(popc_graph *g, const popci_graph_state *s);
 
+/* ---- checking and renumbering -------------------------------------- */
+
 /* Index the names and check that ids are in range, producers and their
 ** outputs agree and names are unique, so that nothing downstream indexes
 ** out of bounds. *why is NULL, or a static text of the first problem.
 ** POPC_ENOMEM. */
 popc_status popci_graph_seal(popc_graph *g, const char **why);
+
+/* Drop nodes [first_node, n_nodes) and values [first_value, n_values)
+** that keep[] does not mark (keep_node/keep_value are indexed from the
+** first id), renumbering the survivors in order. remap[v - first_value]
+** receives the new id of each dropped-range value or -1. Only nodes and
+** values that nothing outside the range refers to may be dropped (the
+** dead code popc_graph_prune drops, opt/prune.c). */
+popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
+    const unsigned char *keep_node, int first_value,
+    const unsigned char *keep_value, int *remap);
 
 /* Free n attributes read for popci_graph_put_node (a failed read). */
 void popci_attrs_free(popc_attr *a, int n);
