@@ -384,11 +384,37 @@ static int *r_ids(popci_rbuf *r, uint32_t cnt, int64_t min)
     return ids;
 }
 
+/* The ids of the node being read (its inputs, then its outputs), in one
+** array the reader keeps from node to node: put_node copies them. */
+typedef struct id_scratch {
+    int *ids;
+    size_t cap;
+} id_scratch;
+
+/* cnt ids of at least min into s->ids[at ..]; 0 when out of memory. */
+static int r_scratch_ids(popci_rbuf *r, id_scratch *s, size_t at,
+                         uint32_t cnt, int64_t min)
+{
+    size_t need = at + cnt + 1;
+
+    if (need > s->cap) {
+        size_t cap = s->cap * 2 > need ? s->cap * 2 : need;
+        int *p = popci_realloc(s->ids, cap * sizeof *p);
+
+        if (!p)
+            return 0;
+        s->ids = p;
+        s->cap = cap;
+    }
+    for (uint32_t i = 0; i < cnt; i++)
+        s->ids[at + i] = r_int(r, min, INT32_MAX);
+    return 1;
+}
+
 /* One node, appended to g. */
-static popc_status r_node(popci_rbuf *r, popc_graph *g)
+static popc_status r_node(popci_rbuf *r, popc_graph *g, id_scratch *ids)
 {
     popci_node_rec n;
-    int *inputs = NULL, *outputs = NULL;
     uint32_t cnt;
     popc_status st = POPC_OK;
 
@@ -398,14 +424,12 @@ static popc_status r_node(popci_rbuf *r, popc_graph *g)
     n.op = popci_r_str(r);
     n.version = r_int(r, 0, INT32_MAX);
     cnt = popci_r_count(r, 8);
-    if (!(inputs = r_ids(r, cnt, -1)))
+    if (!r_scratch_ids(r, ids, 0, cnt, -1))
         return nomem();
     n.n_inputs = (int)cnt;
     cnt = popci_r_count(r, 8);
-    if (!(outputs = r_ids(r, cnt, 0))) {
-        st = nomem();
-        goto done;
-    }
+    if (!r_scratch_ids(r, ids, (size_t)n.n_inputs, cnt, 0))
+        return nomem();
     n.n_outputs = (int)cnt;
     cnt = popci_r_count(r, 9);
     if (cnt) {
@@ -425,14 +449,12 @@ static popc_status r_node(popci_rbuf *r, popc_graph *g)
     r_annot(r, &n.annot);
     if (r->bad)
         goto done;
-    n.inputs = inputs;
-    n.outputs = outputs;
+    n.inputs = ids->ids;
+    n.outputs = ids->ids + n.n_inputs;
     st = popci_graph_put_node(g, &n);
     n.attrs = NULL; /* taken */
 done:
     popci_attrs_free(n.attrs, n.n_attrs);
-    free(inputs);
-    free(outputs);
     return st;
 }
 
@@ -493,6 +515,7 @@ static popc_status r_state(popci_rbuf *r, popc_graph *g)
 popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
 {
     popc_graph *g = NULL;
+    id_scratch ids = {NULL, 0};
     uint32_t cnt;
     popc_status st;
     const char *name, *why;
@@ -516,7 +539,7 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
     if (r->bad)
         goto malformed;
     for (uint32_t n = 0; n < cnt && !r->bad; n++)
-        if ((st = r_node(r, g)) != POPC_OK)
+        if ((st = r_node(r, g, &ids)) != POPC_OK)
             goto fail;
     if (r->bad)
         goto malformed;
@@ -531,12 +554,14 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
         popci_r_fail(r, why);
     if (r->bad)
         goto malformed;
+    free(ids.ids);
     *out = g;
     return POPC_OK;
 malformed:
     st = popc_set_error(POPC_EIO, "malformed graph at byte %zu: %s", r->pos,
                         r->why ? r->why : "bad encoding");
 fail:
+    free(ids.ids);
     popc_graph_free(g);
     return st;
 }
