@@ -529,6 +529,8 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
         return st;
     /* the smallest value is 32 bytes, the smallest node 87 */
     cnt = popci_r_count(r, 32);
+    if ((st = popci_graph_reserve(g, (int)cnt, 0)) != POPC_OK)
+        goto fail;
     for (uint32_t v = 0; v < cnt && !r->bad; v++)
         if ((st = r_value(r, g)) != POPC_OK)
             goto fail;
@@ -538,6 +540,8 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
                      "(POPC_MAX_NODES, default 1000000)");
     if (r->bad)
         goto malformed;
+    if ((st = popci_graph_reserve(g, 0, (int)cnt)) != POPC_OK)
+        goto fail;
     for (uint32_t n = 0; n < cnt && !r->bad; n++)
         if ((st = r_node(r, g, &ids)) != POPC_OK)
             goto fail;

@@ -98,6 +98,14 @@ static void annot_put(popci_annot *a, const popci_annot_rec *r, int *oom)
     a->available_memory = r->available_memory;
 }
 
+popc_status popci_graph_reserve(popc_graph *g, int n_values, int n_nodes)
+{
+    if (POPCI_GROW(g, values, cap_values, n_values + 1) != POPC_OK ||
+        POPCI_GROW(g, nodes, cap_nodes, n_nodes + 1) != POPC_OK)
+        return nomem();
+    return POPC_OK;
+}
+
 popc_status popci_graph_put_value(popc_graph *g, const popci_value_rec *v)
 {
     popci_value *x;

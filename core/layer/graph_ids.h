@@ -60,6 +60,10 @@ void popci_graph_state_get(const popc_graph *g, popci_graph_state *out);
 
 /* ---- rebuilding, id by id ------------------------------------------- */
 
+/* Room for n_values values and n_nodes nodes in all, for a reader that
+** knows its counts before it appends. POPC_ENOMEM. */
+popc_status popci_graph_reserve(popc_graph *g, int n_values, int n_nodes);
+
 /* Append a value (the next id) or a node. Strings and id arrays are
 ** copied; the value's tensor and the node's attributes (allocated as
 ** popci_attrs_free frees them) are taken, even on failure. Nothing is
