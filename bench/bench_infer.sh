@@ -5,7 +5,7 @@
 #
 #   cd BUILD && /path/to/src/bench/bench_infer.sh [--repeat N] [--runs N]
 #       [--threads N] [--models "resnet18 mobilenet_v2 transformer"]
-#       [--levels "0 2"] [--no-ort] [--dir DIR]
+#       [--levels "0 2"] [--metric median_ms|cpu_ms] [--no-ort] [--dir DIR]
 #
 # Exports the models with Debian's PyTorch (bench/infer_models.py: eval
 # mode, opset 13, BatchNorm folded by the exporter) into DIR (default
@@ -16,7 +16,10 @@
 # RUNS runs) and ONNX Runtime (ort_infer.js: intraOpNumThreads THREADS,
 # graph optimization "all", median of RUNS runs). Prints one line per
 # model, batch and runner with the median over repeats of the medians,
-# and popc / ORT as a speed ratio (above 1: popc is faster).
+# and popc / ORT as a speed ratio (above 1: popc is faster). A level may
+# carry environment settings after commas ("2,POPC_NCHWC_BLOCK=0": level 2
+# without blocked layouts); --metric cpu_ms compares the processes' CPU
+# time per run instead of the wall time.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(pwd)
@@ -25,6 +28,7 @@ runs=20
 threads=$(nproc)
 models="resnet18 mobilenet_v2 transformer"
 levels="0 2"
+metric=median_ms
 ort=1
 dir=$build/bench-infer-models
 while [ $# -gt 0 ]; do
@@ -34,6 +38,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --levels) levels=$2; shift 2 ;;
+    --metric) metric=$2; shift 2 ;;
     --no-ort) ort=0; shift ;;
     --dir) dir=$2; shift 2 ;;
     *) echo "bench_infer.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -62,14 +67,17 @@ for r in $(seq "$repeat"); do
         for x in "$dir/${m}"_b*.npy; do
             b=$(basename "$x" .npy); b=${b##*_b}
             for l in $levels; do
-                ms=$("$build/bench/bench_infer" "$dir/$m.onnx" "$x" "$runs" \
-                     "optimizationLevel=$l" | field median_ms)
+                lv=${l%%,*} ev=
+                [ "$l" = "$lv" ] || ev=$(echo "${l#*,}" | tr , ' ')
+                # shellcheck disable=SC2086 # ev: VAR=VALUE words
+                ms=$(env $ev "$build/bench/bench_infer" "$dir/$m.onnx" "$x" \
+                     "$runs" "optimizationLevel=$lv" | field "$metric")
                 echo "$m $b popc-L$l $ms" >>"$results"
             done
             if [ "$ort" = 1 ]; then
                 ms=$(NODE_PATH="$dir/ort/node_modules" node \
                      "$src/bench/ort_infer.js" "$dir/$m.onnx" "$x" "$runs" \
-                     "$threads" | field median_ms)
+                     "$threads" | field "$metric")
                 echo "$m $b ort $ms" >>"$results"
             fi
         done

@@ -3,10 +3,12 @@
 
 #include <string.h>
 
+#include "popc/kernel.h"
 #include "popc/services.h"
 #include "popc/tensor.h"
 #include "core/host_priv.h"
 #include "core/op_errors.h"
+#include "core/registry_priv.h"
 #include "core/tensor_priv.h"
 #include "core/graph/half_simd.h"
 
@@ -32,6 +34,7 @@ static const host_service services[] = {
     SERVICE(POPC_SERVICE_OP_DTYPE_ERROR, popc_op_dtype_error_fn, popci_op_dtype_error),
     SERVICE(POPC_SERVICE_PLAN_KERNEL_CTX, popc_plan_kernel_ctx_fn, popci_plan_kernel_ctx),
     SERVICE(POPC_SERVICE_NODE_SEED, popc_node_seed_fn, popci_node_seed),
+    SERVICE(POPC_SERVICE_REGISTER_KERNEL, popc_register_kernel_fn, popci_registry_stage_kernel),
     {NULL, NULL},
 };
 

@@ -23,6 +23,7 @@ pkginclude_HEADERS += \
     %reldir%/include/popc/tensor.h \
     %reldir%/include/popc/log.h \
     %reldir%/include/popc/plugin.h \
+    %reldir%/include/popc/kernel.h \
     %reldir%/include/popc/services.h \
     %reldir%/include/popc/attrs.h \
     %reldir%/include/popc/registry.h \

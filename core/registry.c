@@ -172,6 +172,18 @@ static popc_status check_collectives(const popci_def *u, const char *who)
     return POPC_OK;
 }
 
+static popc_status check_kernel(const popci_def *u, const char *who)
+{
+    const popc_kernel_def *d = &u->kernel;
+
+    if (!d->name || !*d->name || !d->provider || !*d->provider || !d->op ||
+        !*d->op || !d->supports || !d->score || !d->forward)
+        return popc_set_error(POPC_EINVAL, "%s: kernel '%s' needs name, "
+                              "provider, op, supports, score and forward",
+                              who, d->name ? d->name : "?");
+    return POPC_OK;
+}
+
 /* Ops are one entry per (domain, name, since_version); the other kinds one
 ** per name. */
 static int same_op(const popci_def *a, const popci_def *b)
@@ -194,6 +206,15 @@ static int same_backend(const popci_def *a, const popci_def *b)
 static int same_colls(const popci_def *a, const popci_def *b)
 {
     return strcmp(a->colls.name, b->colls.name) == 0;
+}
+
+/* Kernels are one entry per (provider, name, domain, op). */
+static int same_kernel(const popci_def *a, const popci_def *b)
+{
+    return strcmp(a->kernel.provider, b->kernel.provider) == 0 &&
+           strcmp(a->kernel.name, b->kernel.name) == 0 &&
+           strcmp(a->kernel.domain, b->kernel.domain) == 0 &&
+           strcmp(a->kernel.op, b->kernel.op) == 0;
 }
 
 /* What messages call a definition ("op ai.onnx::Relu@14", "optimizer
@@ -240,9 +261,26 @@ static char *item_colls(const popci_def *d)
     return format_item("collectives:%s", d->colls.name);
 }
 
+static char *describe_kernel(const popci_def *d)
+{
+    return format_item("kernel %s:%s of %s::%s", d->kernel.provider,
+                       d->kernel.name, d->kernel.domain, d->kernel.op);
+}
+
+static char *item_kernel(const popci_def *d)
+{
+    return format_item("%s:%s (%s::%s)", d->kernel.provider, d->kernel.name,
+                       d->kernel.domain, d->kernel.op);
+}
+
 static void normalize_op(popci_def *d)
 {
     d->op.domain = op_domain(d->op.domain);
+}
+
+static void normalize_kernel(popci_def *d)
+{
+    d->kernel.domain = op_domain(d->kernel.domain);
 }
 
 typedef struct kind_desc {
@@ -277,6 +315,11 @@ static const kind_desc kinds[POPCI_KIND_COUNT] = {
                           "are", MIN_SIZE(popc_collectives_def, abort),
                           sizeof(popc_collectives_def), check_collectives,
                           NULL, same_colls, describe_colls, item_colls},
+    [POPCI_KIND_KERNEL] = {POPC_SERVICE_REGISTER_KERNEL, "popc_kernel_def",
+                           "is", MIN_SIZE(popc_kernel_def, forward),
+                           sizeof(popc_kernel_def), check_kernel,
+                           normalize_kernel, same_kernel, describe_kernel,
+                           item_kernel},
 };
 
 /* ---- validation ---------------------------------------------------------- */
@@ -375,6 +418,12 @@ static popc_status stage_collectives(popc_registrar *g,
                                      const popc_collectives_def *d)
 {
     return stage(g, POPCI_KIND_COLLS, d);
+}
+
+popc_status popci_registry_stage_kernel(popc_registrar *g,
+                                        const popc_kernel_def *d)
+{
+    return stage(g, POPCI_KIND_KERNEL, d);
 }
 
 static popc_host plugin_host;
@@ -1057,6 +1106,18 @@ const popc_op_def *popc_registry_op_at(const popc_registry *r, int i)
     const popci_def *d = def_at(r, POPCI_KIND_OP, i);
 
     return d ? &d->op : NULL;
+}
+
+int popc_registry_kernel_count(const popc_registry *r)
+{
+    return def_count(r, POPCI_KIND_KERNEL);
+}
+
+const popc_kernel_def *popc_registry_kernel_at(const popc_registry *r, int i)
+{
+    const popci_def *d = def_at(r, POPCI_KIND_KERNEL, i);
+
+    return d ? &d->kernel : NULL;
 }
 
 int popc_registry_plugin_count(const popc_registry *r)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "popc/collectives.h"
+#include "popc/kernel.h"
 #include "popc/registry.h"
 #include "core/layer/registry.h"
 
@@ -24,6 +25,7 @@ typedef union popci_def {
     popc_optim_def optim;
     popc_backend_def backend;
     popc_collectives_def colls;
+    popc_kernel_def kernel;
 } popci_def;
 
 /* One loaded plugin module. Strings are owned copies; handle is an
@@ -117,6 +119,10 @@ int popci_registry_has_handle(const popc_registry *r, void *handle);
 ** none), into buf (cut short to fit). For messages about an unknown one. */
 void popci_registry_backend_names(const popc_registry *r, char *buf,
                                   size_t size);
+
+/* The host service POPC_SERVICE_REGISTER_KERNEL (stages a kernel). */
+popc_status popci_registry_stage_kernel(popc_registrar *g,
+                                        const popc_kernel_def *d);
 
 /* Appends popc_last_error() to the problems list and logs it at WARN. */
 void popci_registry_problem(popc_registry *r);

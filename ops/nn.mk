@@ -10,11 +10,15 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/matmul_serial.c \
     %reldir%/nn/matmul_serial.h \
     %reldir%/nn/conv.c \
+    %reldir%/nn/conv_kernels.c \
     %reldir%/nn/conv_grad.c \
     %reldir%/nn/conv_priv.h \
     %reldir%/nn/epilogue.c \
     %reldir%/nn/epilogue.h \
     %reldir%/nn/fused.c \
+    %reldir%/nn/blocked.h %reldir%/nn/blocked.c %reldir%/nn/blocked_conv.c \
+    %reldir%/nn/blocked_pool.c %reldir%/nn/blocked_kern.h \
+    %reldir%/nn/blocked_kern.c \
     %reldir%/nn/attention.c \
     %reldir%/nn/half_partials.c \
     %reldir%/nn/half_partials.h \

@@ -16,9 +16,12 @@ libpopc_la_SOURCES += \
     %reldir%/pass_layernorm.c \
     %reldir%/pass_attention.c \
     %reldir%/pass_fuse.c \
-    %reldir%/half.c
+    %reldir%/pass_layout.c \
+    %reldir%/half.c \
+    %reldir%/kernel_select.c
 
 pkginclude_HEADERS += %reldir%/include/popc/optimize.h \
+    %reldir%/include/popc/kernels.h \
     %reldir%/include/popc/precision.h
 
 EXTRA_DIST += %reldir%/README.md

@@ -18,6 +18,7 @@ static const opt_pass passes[] = {
     {"LayerNorm recognition", 2, 0, opt_recognise_layernorm},
     {"attention recognition", 2, 1, opt_recognise_attention},
     {"Conv, Gemm and MatMul fusion", 2, 1, opt_fuse_contractions},
+    {"NCHWc blocked layouts", 2, 1, opt_block_layout},
     /* folding again: a BatchNorm folded into a constant weight */
     {"constant folding", 1, 0, opt_fold_constants},
 };
@@ -97,4 +98,5 @@ static popc_status rewrite_graph(popc_graph *g, int level, int training,
 const popci_model_hooks popci_opt_hooks = {
     .layer = "opt",
     .rewrite_graph = rewrite_graph,
+    .choose_kernel = popci_opt_choose_kernel,
 };

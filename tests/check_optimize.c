@@ -5,6 +5,7 @@
 ** output's scale (bitwise where the pass only moves data or fuses Add,
 ** Relu and Clip); the levels, and what must not be rewritten.
 */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,9 @@ static popc_graph *graph_with_input(const int64_t *dims, int rank, int *x)
 static void setup(void)
 {
     rng_state = 7;
+    /* the passes alone, in NCHW: blocked layouts (POPC_NCHWC_BLOCK=0 turns
+    ** them off) are tests/check_blocked.c's */
+    setenv("POPC_NCHWC_BLOCK", "0", 1);
 }
 
 /* ---- level 1 ------------------------------------------------------------ */

@@ -239,7 +239,8 @@ START_TEST(supported_flags)
         "Precision.runningStatisticsAlwaysFloat", "Precision.halfFloatCasting",
         "Precision.enableStochasticRounding", "relaxOptimizerAttributesChecks",
         "useIpuId", "syncPattern", "Training.setConvolutionDithering",
-        "sourceLocationExcludes", "optimizationLevel", NULL};
+        "sourceLocationExcludes", "optimizationLevel", "kernelSelection",
+        NULL};
     static const char *const classes[] = {"Activation", "Weight", "Optimizer",
                                           "Accumulator"};
     static const char *const settings[] = {

@@ -17,6 +17,7 @@
 
 #include "popc/popc.h"
 #include "popc/plugin.h"
+#include "popc/kernel.h"
 #include "popc/services.h"
 
 static const popc_host *host;
@@ -337,10 +338,20 @@ END_TEST
 
 static const char *hidden; /* the service the fake host hides */
 
+static popc_status fake_register_kernel(popc_registrar *r,
+                                       const popc_kernel_def *d)
+{
+    (void)r;
+    (void)d;
+    return POPC_OK; /* as fake_register_op */
+}
+
 static void *fake_get_proc(const char *name)
 {
     if (hidden && name && strcmp(name, hidden) == 0)
         return NULL;
+    if (name && strcmp(name, POPC_SERVICE_REGISTER_KERNEL) == 0)
+        return (void *)fake_register_kernel;
     return host->get_proc(name);
 }
 

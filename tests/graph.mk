@@ -46,3 +46,17 @@ endif
 %canon_reldir%_check_optimize_LDADD = libpopc.la $(CHECK_LIBS) -lm
 %canon_reldir%_check_optimize_DEPENDENCIES = libpopc.la \
     $(runtime_test_plugins)
+
+# NCHWc blocked layouts (optimizationLevel 3): each blocked op against its
+# NCHW form, blocks of 16 and 8, and the layout pass before and after
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_blocked
+TESTS += %reldir%/check_blocked
+endif
+%canon_reldir%_check_blocked_SOURCES = %reldir%/check_blocked.c \
+    %reldir%/minijson.c %reldir%/minijson.h %reldir%/profile_files.c \
+    %reldir%/profile_files.h
+%canon_reldir%_check_blocked_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_blocked_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_blocked_DEPENDENCIES = libpopc.la \
+    $(runtime_test_plugins)

@@ -19,6 +19,14 @@ check_PROGRAMS += %reldir%/onnx/npy_close
 %canon_reldir%_onnx_npy_close_SOURCES = %reldir%/onnx/npy_close.c
 %canon_reldir%_onnx_npy_close_LDADD = libpopc.la
 
+# kernels chosen per node at compile, through popc infer (docs/kernels.md)
+TESTS += %reldir%/onnx/test_kernels_cli.sh
+EXTRA_DIST += %reldir%/onnx/test_kernels_cli.sh \
+    %reldir%/onnx/kernels/gen_kernel_mix.py \
+    %reldir%/onnx/kernels/kernel_mix.onnx \
+    %reldir%/onnx/kernels/kernel_mix.input.npy \
+    %reldir%/onnx/kernels/kernel_mix.output.npy
+
 check_PROGRAMS += %reldir%/onnx/export_roundtrip
 %canon_reldir%_onnx_export_roundtrip_SOURCES = %reldir%/onnx/export_roundtrip.c
 %canon_reldir%_onnx_export_roundtrip_CPPFLAGS = $(AM_CPPFLAGS) \

@@ -33,6 +33,16 @@ check_PROGRAMS += %reldir%/check_op_nn %reldir%/check_op_loss \
 TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc \
     %reldir%/check_op_recurrent %reldir%/check_op_onnx_grads
 endif
+# kernels chosen per node at compile against their ops' references
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_kernels
+TESTS += %reldir%/check_kernels
+endif
+%canon_reldir%_check_kernels_SOURCES = %reldir%/check_kernels.c
+%canon_reldir%_check_kernels_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_kernels_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_kernels_DEPENDENCIES = libpopc.la ops/nn.la \
+    $(backends_LTLIBRARIES)
 NN_TEST_SOURCES = %reldir%/harness/op_harness.c %reldir%/harness/op_harness.h \
     %reldir%/harness/attrs.h \
     %reldir%/harness/ref_check.c %reldir%/harness/ref_check.h \

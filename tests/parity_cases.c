@@ -474,6 +474,53 @@ static void b_fused_conv(bld *b)
     pc_output(b, node(b, "popc", "FusedConv", in, 4, a, 3));
 }
 
+/* The blocked (NCHWc) ops the layout pass makes, built directly: the
+** reorders with blocks of 16 and 8 (20 channels: a padded last block),
+** BlockedConv group 1 (stride 2, pads 1, residual, Relu) and depthwise
+** (Clip), BlockedPool max and global average. */
+static void b_blocked(bld *b)
+{
+    int64_t xd[4] = {B, 20, 9, 9}, wd[6] = {2, 2, 3, 3, 16, 16};
+    int64_t dd[4] = {2, 3, 3, 16}, bd[1] = {32}, zd[5] = {B, 2, 5, 5, 16};
+    int64_t ch[2] = {20, 24}, cd[2] = {20, 20}, st2[2] = {2, 2};
+    int64_t p1[4] = {1, 1, 1, 1}, k3[2] = {3, 3};
+    double clip[2] = {-0.25, 0.5};
+    int x = input(b, POPC_DTYPE_F32, xd, 4, -1.0, 1.0);
+    popc_attr a[6];
+    int in[4], xb, y;
+
+    a[0] = popc_attr_make_int("block", 8);
+    pc_output(b, node(b, "popc", "ToBlocked", &x, 1, a, 1));
+    a[0] = popc_attr_make_int("block", 16);
+    xb = node(b, "popc", "ToBlocked", &x, 1, a, 1);
+    in[0] = xb;
+    in[1] = input(b, POPC_DTYPE_F32, wd, 6, -0.3, 0.3);
+    in[2] = input(b, POPC_DTYPE_F32, bd, 1, -0.5, 0.5);
+    in[3] = input(b, POPC_DTYPE_F32, zd, 5, -1.0, 1.0);
+    a[0] = popc_attr_make_ints("strides", st2, 2);
+    a[1] = popc_attr_make_ints("pads", p1, 4);
+    a[2] = popc_attr_make_ints("channels", ch, 2);
+    a[3] = popc_attr_make_string("activation", "Relu");
+    y = node(b, "popc", "BlockedConv", in, 4, a, 4);
+    pc_output(b, y);
+    a[0] = popc_attr_make_string("mode", "global_average");
+    pc_output(b, node(b, "popc", "BlockedPool", &y, 1, a, 1));
+    in[1] = input(b, POPC_DTYPE_F32, dd, 4, -0.5, 0.5);
+    a[0] = popc_attr_make_int("group", 20);
+    a[2] = popc_attr_make_ints("channels", cd, 2);
+    a[3] = popc_attr_make_string("activation", "Clip");
+    a[4] = (popc_attr){.name = "activation_params", .type = POPC_ATTR_FLOATS,
+                       .n = 2, .floats = clip};
+    y = node(b, "popc", "BlockedConv", in, 3, a, 5);
+    a[0] = popc_attr_make_string("mode", "max");
+    a[1] = popc_attr_make_ints("kernel_shape", k3, 2);
+    a[2] = popc_attr_make_ints("strides", st2, 2);
+    a[3] = popc_attr_make_ints("pads", p1, 4);
+    y = node(b, "popc", "BlockedPool", &y, 1, a, 4);
+    a[0] = popc_attr_make_int("channels", 20);
+    pc_output(b, node(b, "popc", "FromBlocked", &y, 1, a, 1));
+}
+
 /* popc::Attention over 4 x 2 heads: 40 query rows (two blocks, one
 ** short) against 24 keys */
 static void b_attention(bld *b)
@@ -1292,6 +1339,7 @@ static void b_ctc(bld *b)
 const pcase pc_cases[] = {
     {"sum", b_sum, 1},
     {"fused_conv", b_fused_conv, 0},
+    {"blocked", b_blocked, 0},
     {"fused_matmul", b_fused_matmul, 0},
     {"attention", b_attention, 0},
     {"gelu_tanh", b_gelu_tanh, 1},

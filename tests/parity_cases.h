@@ -61,6 +61,6 @@ void pc_b_mlp(bld *b);
 void pc_b_mlp_pipe(bld *b);
 
 /* Every other case: one or a few op families each, and the CNN. */
-extern const pcase pc_cases[54];
+extern const pcase pc_cases[55];
 
 #endif /* POPC_TESTS_PARITY_CASES_H */

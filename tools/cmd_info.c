@@ -61,6 +61,23 @@ static void json_items(json *j, const popc_registry *reg, int i, int first,
     json_end(j, ']');
 }
 
+/* A plugin's kernels ("provider:name (domain::Op)") follow its other
+** items; the record predates them and has no count. */
+static int first_kernel(const popc_plugin_record *p)
+{
+    return p->n_ops + p->n_optimizers + p->n_backends + p->n_collectives;
+}
+
+static int n_kernels(const popc_registry *reg, int i,
+                     const popc_plugin_record *p)
+{
+    int n = 0;
+
+    while (popc_registry_plugin_item(reg, i, first_kernel(p) + n))
+        n++;
+    return n;
+}
+
 int cmd_plugins(int argc, char **argv)
 {
     popc_registry *reg = NULL;
@@ -96,6 +113,8 @@ int cmd_plugins(int argc, char **argv)
                     "backends");
         print_items(reg, i, p.n_ops + p.n_optimizers + p.n_backends,
                     p.n_collectives, "collectives");
+        print_items(reg, i, first_kernel(&p), n_kernels(reg, i, &p),
+                    "kernels");
         json_begin(&j, '{');
         json_key(&j, "name");
         json_str(&j, p.name);
@@ -111,6 +130,8 @@ int cmd_plugins(int argc, char **argv)
                    "backends");
         json_items(&j, reg, i, p.n_ops + p.n_optimizers + p.n_backends,
                    p.n_collectives, "collectives");
+        json_items(&j, reg, i, first_kernel(&p), n_kernels(reg, i, &p),
+                   "kernels");
         json_end(&j, '}');
     }
     json_end(&j, ']');

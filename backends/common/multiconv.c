@@ -20,6 +20,8 @@
 */
 #include "config.h"
 
+#include <string.h>
+
 #include "backends/common/tilemap.h"
 
 #define DEFAULT_RESERVED 50
@@ -35,8 +37,11 @@ static int same_group(const popc_plan *p, int a, int b)
     const popc_plan_node *na = popc_plan_node_at(p, a);
     const popc_plan_node *nb = popc_plan_node_at(p, b);
 
-    return group_id(na) == group_id(nb) && na->op == nb->op &&
-           na->ipu == nb->ipu;
+    /* by name: nodes running different kernels (popc/kernel.h) of one op
+    ** have different derived definitions */
+    return group_id(na) == group_id(nb) &&
+           strcmp(na->op->name, nb->op->name) == 0 &&
+           strcmp(na->op->domain, nb->op->domain) == 0 && na->ipu == nb->ipu;
 }
 
 /* Whether node a is planned before node b: more flops first, then the

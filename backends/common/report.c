@@ -26,6 +26,8 @@
 */
 #include "config.h"
 
+#include "popc/kernel.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,23 @@ static void put_memory(FILE *f, const ipum_map *m)
     fprintf(f, "]},\n");
 }
 
+/* The kernel chosen for node k at compile (popc/kernel.h):
+** "provider:name", or "reference" for the op's own forward. */
+static void put_kernel(FILE *f, const popc_plan *p, int k)
+{
+    const popc_kernel_def *kd =
+        POPC_HAS_FIELD(popc_plan, p->size, node_kernel) && p->node_kernel
+            ? p->node_kernel[k]
+            : NULL;
+
+    char name[256];
+
+    snprintf(name, sizeof name, "%s%s%s", kd ? kd->provider : "reference",
+             kd ? ":" : "", kd ? kd->name : "");
+    fprintf(f, ", \"kernel\": ");
+    put_string(f, name);
+}
+
 static void put_ops(FILE *f, const ipum_map *m)
 {
     const popc_plan *p = m->plan;
@@ -142,6 +161,7 @@ static void put_ops(FILE *f, const ipum_map *m)
         put_string(f, pn->op ? pn->op->name : "");
         fprintf(f, ", \"domain\": ");
         put_string(f, pn->op ? pn->op->domain : "");
+        put_kernel(f, p, k);
         fprintf(f, ", \"ipu\": %d, \"stage\": %d, \"phase\": %d, "
                 "\"first_tile\": %d, \"tiles\": %d, \"serial\": %d, "
                 "\"flops\": %.0f, "

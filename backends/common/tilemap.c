@@ -319,11 +319,12 @@ static void place_slots(ipum_map *m, int *cursor)
         }
 }
 
-/* Conv, and the graph optimizer's popc::FusedConv */
+/* Conv, and the graph optimizer's popc::FusedConv and popc::BlockedConv */
 static int is_conv(const popc_op_def *op)
 {
     return op && op->name && (strncmp(op->name, "Conv", 4) == 0 ||
-                              strcmp(op->name, "FusedConv") == 0);
+                              strcmp(op->name, "FusedConv") == 0 ||
+                              strcmp(op->name, "BlockedConv") == 0);
 }
 
 /* FNV-1a of a convolution's operand and result shapes: its parameters as

@@ -81,9 +81,12 @@ static int is_matrix(const popc_op_def *op)
 {
     const char *n = op && op->name ? op->name : "";
 
-    /* the graph optimizer's popc::FusedConv and popc::FusedMatMul */
+    /* the graph optimizer's popc::FusedConv and popc::FusedMatMul, and
+    ** popc::BlockedConv (NCHWc) */
     if (strncmp(n, "Fused", 5) == 0)
         n += 5;
+    else if (strncmp(n, "Blocked", 7) == 0)
+        n += 7;
     return strncmp(n, "MatMul", 6) == 0 || strncmp(n, "Gemm", 4) == 0 ||
            strncmp(n, "Conv", 4) == 0;
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "popc/model.h"
+#include "popc/kernel.h"
 
 /* Known to the layers that use them only by their own interfaces. */
 typedef struct popci_plan_config popci_plan_config;
@@ -100,6 +101,11 @@ typedef struct popci_model_hooks {
     void (*weights_to_device)(popc_model *m, void **data);
     /* Weight i of m (popci_model_n_weights' order) was set on the host. */
     popc_status (*weight_set)(popc_model *m, void **data, int i);
+    /* Planning, per node once its shapes are final: may pick a kernel
+    ** (popci_plan_config.choose); the first table that picks one wins. */
+    popc_status (*choose_kernel)(const popc_infer_ctx *ic, int selection,
+                                 popc_op_def *derived,
+                                 const popc_kernel_def **kernel);
 } popci_model_hooks;
 
 /* NULL-terminated, at most POPCI_MAX_LAYERS tables. */

@@ -253,11 +253,21 @@ OPTION(optimizationLevel,
               "BatchNorm folded into Conv and Gemm, transposes and "
               "reshapes that cancel); 2 extended (also Conv, Gemm and "
               "MatMul fused with bias, residual Add and activation, "
-              "LayerNorm, GELU and attention as one op; fusions apply to "
-              "inference models); 3 (blocked layouts) is not supported yet",
+              "LayerNorm, GELU and attention as one op, blocked NCHWc "
+              "layouts for convolutions; fusions and layouts apply to "
+              "inference models); 3 is not supported yet",
               "0 | 1 | 2", 1},
      .flags = C | P, .min = 0, .max = 3, .hook = hook_opt_level,
      .param = "level"})
+OPTION(kernelSelection,
+    {.info = {"kernelSelection", POPC_OPT_ENUM, "score",
+              "popc: how each node's kernel is chosen at compile "
+              "(docs/kernels.md): score, the op's own forward or the "
+              "registered kernel that supports the node with the best "
+              "score; reference, the op's own forward everywhere (the "
+              "oracle)", "score | reference", 1},
+     .flags = C | P, .enum_type = "KernelSelection",
+     .members = kernel_selections})
 OPTION(enableSyntheticData,
     {.info = {"enableSyntheticData", POPC_OPT_BOOL, "false",
               "No host I/O: inputs are generated on the device "

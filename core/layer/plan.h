@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "popc/graph.h"
+#include "popc/kernel.h"
 #include "popc/plugin.h"
 #include "core/layer/exec.h"
 
@@ -82,6 +83,13 @@ typedef struct popci_plan_config {
     popc_status (*rewrite)(popc_graph *g, int level, int training,
                            const char *const *keep, int n_keep);
     int opt_level;
+    /* (optional) picks node ic's kernel at kernelSelection `selection`:
+    ** fills *derived (ic->op with the kernel's functions) and *kernel, or
+    ** leaves *kernel NULL for the op's own forward */
+    popc_status (*choose)(const popc_infer_ctx *ic, int selection,
+                          popc_op_def *derived,
+                                 const popc_kernel_def **kernel);
+    int kernel_selection;
 } popci_plan_config;
 
 typedef struct popci_plan {
@@ -93,6 +101,8 @@ typedef struct popci_plan {
     popc_plan_node *nodes;
     int *node_io;              /* inputs and outputs of every node */
     popc_attrs *node_attrs;
+    popc_op_def *derived;      /* per node: the op running its kernel */
+    const popc_kernel_def **node_kernel; /* per node: pub's */
     char **slot_names;         /* owned names of slots not in the graph */
     int *value_slot;           /* graph value -> slot, -1 */
     int n_values;

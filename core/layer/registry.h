@@ -16,6 +16,7 @@ typedef enum popci_kind {
     POPCI_KIND_OPTIM,
     POPCI_KIND_BACKEND,
     POPCI_KIND_COLLS,
+    POPCI_KIND_KERNEL,
     POPCI_KIND_COUNT
 } popci_kind;
 

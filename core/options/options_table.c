@@ -38,6 +38,12 @@ static const popci_enum_member output_modes[] = {
     {"Default", POPC_OUTPUT_DEFAULT, 0, NULL},
     {NULL, 0, 0, NULL}};
 
+/* kernelSelection: the numbers opt/kernel_select.c reads */
+static const popci_enum_member kernel_selections[] = {
+    {"score", 0, 0, NULL},
+    {"reference", 1, 0, NULL},
+    {NULL, 0, 0, NULL}};
+
 static const popci_enum_member connection_types[] = {
     {"Always", POPC_CONNECTION_ALWAYS, 0, NULL},
     {"OnDemand", POPC_CONNECTION_ONDEMAND, 0, NULL},
@@ -232,9 +238,10 @@ static popc_status hook_opt_level(popc_options *o, const popci_optdef *d,
 {
     (void)o;
     if (v->i == 3)
-        return popc_set_error(POPC_EUNSUPPORTED, "%s 3 (blocked NCHWc "
-                              "layouts) is not supported yet; use 2, the "
-                              "highest level popc has", d->info.name);
+        return popc_set_error(POPC_EUNSUPPORTED, "%s 3 is not supported "
+                              "yet; use 2, the highest level popc has "
+                              "(blocked NCHWc layouts included)",
+                              d->info.name);
     return POPC_OK;
 }
 

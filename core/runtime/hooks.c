@@ -153,6 +153,23 @@ popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
     return POPC_OK;
 }
 
+popc_status popci_hooks_choose_kernel(const popc_infer_ctx *ic,
+                                      int selection, popc_op_def *derived,
+                                      const popc_kernel_def **kernel)
+{
+    popc_status st;
+
+    EACH(i) {
+        const popci_model_hooks *h = popci_layer_hooks[i];
+
+        if (h->choose_kernel && !*kernel &&
+            (st = h->choose_kernel(ic, selection, derived, kernel)) !=
+                POPC_OK)
+            return st;
+    }
+    return POPC_OK;
+}
+
 popc_status popci_hooks_exec_config(popc_model *m, popci_exec_extras *x,
                                     popc_tensor *const *inputs, int n)
 {

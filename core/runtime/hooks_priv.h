@@ -37,6 +37,10 @@ popc_status popci_hooks_adopted(popc_model *m);
 void popci_hooks_weights_to_host(popc_model *m);
 void popci_hooks_weights_to_device(popc_model *m);
 popc_status popci_hooks_weight_set(popc_model *m, int i);
+/* The tables' choose_kernel in turn (a popci_plan_config.choose). */
+popc_status popci_hooks_choose_kernel(const popc_infer_ctx *ic,
+                                      int selection, popc_op_def *derived,
+                                      const popc_kernel_def **kernel);
 /* Every table's rewrite_graph in turn (a popci_plan_config.rewrite). */
 popc_status popci_hooks_rewrite_graph(popc_graph *g, int level, int training,
                                       const char *const *keep, int n_keep);

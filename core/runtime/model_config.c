@@ -151,7 +151,10 @@ popc_status popci_config_plan(const popc_model *m, const popci_batching *b,
         .replicas = (int)b->r, .loss_scaling = 1.0,
         .strategy = popci_strategy_from_options(m->opts),
         .rewrite = popci_hooks_rewrite_graph,
-        .opt_level = (int)popci_opt_int(m->opts, POPCI_O_optimizationLevel)};
+        .opt_level = (int)popci_opt_int(m->opts, POPCI_O_optimizationLevel),
+        .choose = popci_hooks_choose_kernel,
+        .kernel_selection =
+            (int)popci_opt_int(m->opts, POPCI_O_kernelSelection)};
     if (m->anchors) {
         pc->n_anchors = m->anchors->n;
         pc->anchors = (const char *const *)m->anchors->long_names;

@@ -480,8 +480,8 @@ static void place_node(popci_plan *p, popc_plan_node *pn, int id,
         }
 }
 
-static popc_status build_nodes(popci_plan *p, const int *order, int n_order,
-                               int n_forward)
+static popc_status build_nodes(popci_plan *p, const popci_plan_config *cfg,
+                               const int *order, int n_order, int n_forward)
 {
     popc_graph *g = p->graph;
     int n_io = 0, pos = 0, max_ipu = 0, max_stage = 0;
@@ -496,8 +496,10 @@ static popc_status build_nodes(popci_plan *p, const int *order, int n_order,
     p->nodes = popci_calloc((size_t)n_order + 1, sizeof *p->nodes);
     p->node_attrs = popci_calloc((size_t)n_order + 1, sizeof *p->node_attrs);
     p->node_io = popci_malloc(sizeof(int) * (size_t)(n_io + 1));
+    p->derived = popci_calloc((size_t)n_order + 1, sizeof *p->derived);
+    p->node_kernel = popci_calloc((size_t)n_order + 1, sizeof *p->node_kernel);
     if (!p->nodes || !p->node_attrs || !p->node_io || !value_stage ||
-        !value_ipu) {
+        !value_ipu || !p->derived || !p->node_kernel) {
         st = oom("nodes");
         goto done;
     }
@@ -554,6 +556,12 @@ static popc_status build_nodes(popci_plan *p, const int *order, int n_order,
                               .n_outputs = pn->n_outputs, .outputs = out,
                               .attrs = pn->attrs,
                               .training = p->pub.training, .op = pn->op};
+        if (cfg->choose &&
+            (st = cfg->choose(&ic, cfg->kernel_selection, &p->derived[k],
+                              &p->node_kernel[k])) != POPC_OK)
+            goto done;
+        if (p->node_kernel[k])
+            pn->op = ic.op = &p->derived[k];
         if (pn->op->cost) {
             if ((st = pn->op->cost(&ic, &pn->cost)) != POPC_OK)
                 goto done;
@@ -757,6 +765,8 @@ void popci_plan_free(popci_plan *p)
     free(p->nodes);
     free(p->node_io);
     free(p->node_attrs);
+    free(p->derived);
+    free(p->node_kernel);
     free(p->value_slot);
     free(p->input_slots);
     free(p->output_slots);
@@ -999,9 +1009,10 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
         p->loss_slot = p->value_slot[loss];
     if (p->seed_value >= 0)
         p->seed_slot = p->value_slot[p->seed_value];
-    if ((st = build_nodes(p, order, n_order, n_forward)) != POPC_OK)
+    if ((st = build_nodes(p, cfg, order, n_order, n_forward)) != POPC_OK)
         goto fail;
     p->pub.nodes = p->nodes;
+    p->pub.node_kernel = (const popc_kernel_def *const *)p->node_kernel;
     if (!(keep_slot = popci_calloc((size_t)p->pub.n_slots + 1, 1))) {
         st = oom("plan");
         goto fail;

@@ -3,15 +3,18 @@
 ** (conv_grad.c) share: the geometry, im2col/col2im and the Winograd
 ** driver.
 **
-** Paths: depthwise convolutions (one channel in and out per group) run
-** direct kernels (depthwise.c), one (image, channel) plane per unit;
-** 3x3, stride-1, undilated windows with enough channels and
-** images run by Winograd F(2x2, 3x3) (winograd.c), one (group, image) per
-** unit; the rest as im2col + OpenBLAS sgemm, each (image, group) product
-** cut into fixed column tiles (output positions), so a part builds the
-** im2col columns of its own tiles only and writes disjoint output. The
-** path and the tiles depend on the shape only, so split and whole runs
-** make the same calls and agree bitwise.
+** Paths: Conv's own forward, the reference, is im2col + OpenBLAS sgemm,
+** each (image, group) product cut into fixed column tiles (output
+** positions), so a part builds the im2col columns of its own tiles only
+** and writes disjoint output. The other paths are kernels of the "nn"
+** provider (conv_kernels.c, docs/kernels.md), chosen per node at compile
+** and run through nn_conv2d_forward: depthwise convolutions (one channel
+** in and out per group) by direct kernels (depthwise.c); 3x3, stride-1,
+** undilated windows with enough channels and tiles by Winograd F(2x2,
+** 3x3) (winograd.c); small planes of a batch side by side
+** (conv_batched.c); few images with many channels by row tiles. Each path
+** and its tiles depend on the shape only, so split and whole runs make
+** the same calls and agree bitwise.
 */
 #include "config.h"
 
@@ -506,7 +509,7 @@ static popc_status conv_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-static popc_status conv_forward_2d(const popc_kernel_ctx *kc);
+static popc_status conv_forward_2d(const popc_kernel_ctx *kc, int path);
 
 static popc_status conv_forward(const popc_kernel_ctx *kc)
 {
@@ -519,10 +522,28 @@ static popc_status conv_forward(const popc_kernel_ctx *kc)
                                    kc->node_name);
     if (kc->inputs[0].rank == 5)
         return nn_nd_conv_forward(kc);
-    return conv_forward_2d(kc);
+    return conv_forward_2d(kc, NN_PATH_REF);
 }
 
-static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
+popc_status nn_conv_run(const popc_kernel_ctx *kc, int path)
+{
+    return conv_forward_2d(kc, path);
+}
+
+int nn_conv_node(const popc_infer_ctx *ic, conv_p *p)
+{
+    const popc_view *in = ic->inputs;
+
+    if (ic->n_inputs < 2 || (in[0].rank != 3 && in[0].rank != 4) ||
+        in[0].dtype != POPC_DTYPE_F32 || nn_is_float16_node(ic->attrs) ||
+        conv_params(ic->node_name, in, ic->n_inputs, ic->attrs, p) !=
+            POPC_OK)
+        return 0;
+    p->inference = !ic->training;
+    return 1;
+}
+
+static popc_status conv_forward_2d(const popc_kernel_ctx *kc, int path)
 {
     const float *bias = NULL;
     conv_p p;
@@ -534,6 +555,7 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
     if (opu_present_at(kc->inputs, kc->n_inputs, 2))
         bias = kc->inputs[2].data;
     p.inference = !kc->training;
+    p.path = path;
     if (nn_half_partials(kc))
         return nn_conv_half_forward(kc, &p, kc->inputs[0].data,
                                     kc->inputs[1].data, bias,
@@ -549,7 +571,7 @@ static popc_status conv_forward_2d(const popc_kernel_ctx *kc)
 ** once per part and (image, group), and pack each weight row once. */
 #define ROWS_IM2COL_BYTES ((double)(4 << 20))
 
-static int rows_pay(const conv_p *p)
+int nn_rows_fits(const conv_p *p)
 {
     return p->N * p->G < NN_CONV_UNITS && p->P < p->Mg && p->Kc > 0 &&
            4.0 * (double)p->Kc * (double)p->P <= ROWS_IM2COL_BYTES;
@@ -603,9 +625,11 @@ static popc_status conv_rows(const popc_kernel_ctx *kc, const conv_p *p,
     return POPC_OK;
 }
 
-popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
-                              const float *x, const float *wt,
-                              const float *bias, float *y)
+/* The reference: each (image, group) product cut into column tiles
+** (output positions), every tile building its own im2col columns. */
+static popc_status conv_ref(const popc_kernel_ctx *kc, const conv_p *pp,
+                            const float *x, const float *wt,
+                            const float *bias, float *y)
 {
     conv_p p = *pp;
     float *col = NULL;
@@ -613,20 +637,6 @@ popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
     int64_t lo, hi;
     popc_status st;
 
-    if (nn_dw_fits(&p))
-        return nn_dw_forward(kc, &p, x, wt, bias, y);
-    if (nn_wino_fits(&p, p.Cg, p.Mg, 0)) {
-        nn_wino g;
-
-        nn_wino_plan(p.Cg, p.Mg, p.w.H, p.w.W, p.w.OH, p.w.OW, p.w.pt,
-                     p.w.pl, &g);
-        return nn_run_wino(kc, &p, &g, 0, x, p.Cg, p.HW, wt, bias, y, p.Mg,
-                           p.P);
-    }
-    if (nn_cb_fits(&p))
-        return nn_cb_forward(kc, &p, x, wt, bias, y);
-    if (rows_pay(&p))
-        return conv_rows(kc, &p, x, wt, bias, y);
     conv_tiles(&p, &t);
     opu_range(p.N * p.G * t.n, kc->part, kc->n_parts, &lo, &hi);
     if (hi <= lo)
@@ -671,6 +681,48 @@ popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *pp,
     }
     kc->host->free(col);
     return POPC_OK;
+}
+
+static const char *const path_names[NN_PATHS] = {
+    "reference", "depthwise", "winograd_f2", "batched_planes", "im2col_rows"};
+
+popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *p,
+                              const float *x, const float *wt,
+                              const float *bias, float *y)
+{
+    switch (p->path) {
+    case NN_PATH_REF:
+        return conv_ref(kc, p, x, wt, bias, y);
+    case NN_PATH_DW:
+        if (nn_dw_fits(p))
+            return nn_dw_forward(kc, p, x, wt, bias, y);
+        break;
+    case NN_PATH_WINO:
+        if (nn_wino_fits(p, p->Cg, p->Mg, 0)) {
+            nn_wino g;
+
+            nn_wino_plan(p->Cg, p->Mg, p->w.H, p->w.W, p->w.OH, p->w.OW,
+                         p->w.pt, p->w.pl, &g);
+            return nn_run_wino(kc, p, &g, 0, x, p->Cg, p->HW, wt, bias, y,
+                               p->Mg, p->P);
+        }
+        break;
+    case NN_PATH_BATCHED:
+        if (nn_cb_fits(p))
+            return nn_cb_forward(kc, p, x, wt, bias, y);
+        break;
+    case NN_PATH_ROWS:
+        if (nn_rows_fits(p))
+            return conv_rows(kc, p, x, wt, bias, y);
+        break;
+    }
+    return kc->host->set_error(POPC_EINVAL, "Conv '%s': kernel nn:%s does "
+                               "not take this convolution; compile the "
+                               "model again (kernels are chosen at "
+                               "compile)", kc->node_name,
+                               p->path > 0 && p->path < NN_PATHS
+                                   ? path_names[p->path]
+                                   : "?");
 }
 
 static popc_status conv_cost(const popc_infer_ctx *ic, popc_cost *c)

@@ -38,13 +38,39 @@ typedef struct conv_p {
     /* the model infers (kc->training is 0): Winograd may split one image
     ** by tile blocks and output channels (nn_wino_fits) */
     int inference;
+    /* nn_conv_path: the kernel chosen at compile (conv_kernels.c) */
+    int path;
 } conv_p;
 
-/* Conv's 2-D forward on geometry p (every path: depthwise, Winograd,
-** batched planes, im2col + sgemm), with p->epi applied. */
+/* The paths of the 2-D forward of Conv and FusedConv. The reference, the
+** op's own forward, is im2col + sgemm in column tiles; each other path is
+** a kernel of the "nn" provider (conv_kernels.c), chosen per node at
+** compile by its *_fits() capability and its score. */
+typedef enum nn_conv_path {
+    NN_PATH_REF = 0,
+    NN_PATH_DW,       /* depthwise.c: direct loops */
+    NN_PATH_WINO,     /* winograd.c: F(2x2, 3x3) */
+    NN_PATH_BATCHED,  /* conv_batched.c: several images per GEMM */
+    NN_PATH_ROWS,     /* conv.c: row tiles over a whole-plane im2col */
+    NN_PATHS
+} nn_conv_path;
+
+/* Row tiles pay: few images, small planes, many channels (conv.c). */
+int nn_rows_fits(const conv_p *p);
+
+/* Conv's 2-D forward on geometry p by path p->path (refused when that
+** path does not take p), with p->epi applied. */
 popc_status nn_conv2d_forward(const popc_kernel_ctx *kc, const conv_p *p,
                               const float *x, const float *wt,
                               const float *bias, float *y);
+
+/* A Conv (fused: popc::FusedConv) node at compile: its geometry when a
+** kernel may take it (2-D or 1-D, float32 and float32 partials), else 0. */
+int nn_conv_node(const popc_infer_ctx *ic, conv_p *p);
+int nn_fconv_node(const popc_infer_ctx *ic, conv_p *p);
+/* The forward of Conv (FusedConv) by kernel `path`. */
+popc_status nn_conv_run(const popc_kernel_ctx *kc, int path);
+popc_status nn_fconv_run(const popc_kernel_ctx *kc, int path);
 
 /* Outputs o in [lo, hi) of n_out whose input o*s + off lies in [0, n). */
 void nn_valid_span(int64_t off, int64_t s, int64_t n, int64_t n_out,

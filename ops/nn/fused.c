@@ -19,6 +19,7 @@
 
 #include "ops/nn/conv_priv.h"
 #include "ops/nn/epilogue.h"
+#include "ops/nn/half_partials.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/util/oputil.h"
 
@@ -101,7 +102,24 @@ static popc_status fconv_infer(popc_infer_ctx *ic)
     return POPC_OK;
 }
 
-static popc_status fconv_forward(const popc_kernel_ctx *kc)
+int nn_fconv_node(const popc_infer_ctx *ic, conv_p *p)
+{
+    nn_epilogue e;
+    int64_t d[4];
+    int r;
+
+    if (ic->n_inputs < 2 ||
+        (ic->inputs[0].rank != 3 && ic->inputs[0].rank != 4) ||
+        ic->inputs[0].dtype != POPC_DTYPE_F32 ||
+        nn_is_float16_node(ic->attrs) ||
+        fconv_setup(ic->node_name, ic->inputs, ic->n_inputs, ic->attrs, p,
+                    &e, d, &r) != POPC_OK)
+        return 0;
+    p->inference = !ic->training;
+    return 1;
+}
+
+popc_status nn_fconv_run(const popc_kernel_ctx *kc, int path)
 {
     conv_p p;
     nn_epilogue e;
@@ -117,10 +135,16 @@ static popc_status fconv_forward(const popc_kernel_ctx *kc)
                                                     : NULL;
     p.epi = &e;
     p.inference = !kc->training;
+    p.path = path;
     return nn_conv2d_forward(kc, &p, kc->inputs[0].data, kc->inputs[1].data,
                              opu_present_at(kc->inputs, kc->n_inputs, 2)
                                  ? kc->inputs[2].data : NULL,
                              kc->outputs[0].data);
+}
+
+static popc_status fconv_forward(const popc_kernel_ctx *kc)
+{
+    return nn_fconv_run(kc, NN_PATH_REF);
 }
 
 static popc_status fconv_cost(const popc_infer_ctx *ic, popc_cost *c)

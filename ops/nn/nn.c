@@ -2,6 +2,7 @@
 ** Softmax/LogSoftmax and the popc:: gradient ops they use. */
 #include "config.h"
 
+#include "ops/nn/blocked.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/util/oputil.h"
 
@@ -23,7 +24,9 @@ static popc_status nn_init(const popc_host *host, popc_registrar *reg)
         (st = nn_register_norm(host, reg)) != POPC_OK ||
         (st = nn_register_softmax(host, reg)) != POPC_OK ||
         (st = nn_register_fused(host, reg)) != POPC_OK ||
-        (st = nn_register_attention(host, reg)) != POPC_OK)
+        (st = nn_register_blocked(host, reg)) != POPC_OK ||
+        (st = nn_register_attention(host, reg)) != POPC_OK ||
+        (st = nn_register_conv_kernels(host, reg)) != POPC_OK)
         return st;
     return POPC_OK;
 }

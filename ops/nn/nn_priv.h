@@ -47,6 +47,7 @@ int64_t nn_mvn_offset(const popc_view *x, const uint8_t *red, int64_t g,
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r);
 popc_status nn_register_fused(const popc_host *h, popc_registrar *r);
 popc_status nn_register_attention(const popc_host *h, popc_registrar *r);
+popc_status nn_register_conv_kernels(const popc_host *h, popc_registrar *r);
 /* Softmax of one contiguous row (softmax.c); y may be x. */
 void nn_softmax_row(const float *x, float *y, int64_t n);
 

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/nn/blocked.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/util/oputil.h"
 
@@ -278,9 +279,9 @@ static popc_status mpg_cost(const popc_infer_ctx *ic, popc_cost *c)
 /* ---- AveragePool --------------------------------------------------------- */
 
 /* One window's clipped span and torch's divisor. */
-static void avg_window(const nn_window *w, int cip, int64_t oh, int64_t ow,
-                       int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1,
-                       int64_t *div)
+void nn_avg_window(const nn_window *w, int cip, int64_t oh, int64_t ow,
+                   int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1,
+                   int64_t *div)
 {
     int64_t hs = oh * w->sh - w->pt, ws = ow * w->sw - w->pl;
     int64_t he = hs + w->kh, we = ws + w->kw, size;
@@ -347,7 +348,7 @@ static popc_status avgpool_forward_2d(const popc_kernel_ctx *kc)
                 int64_t h0, h1, w0, w1, div;
                 double s = 0.0;
 
-                avg_window(&p.w, cip, oh, ow, &h0, &h1, &w0, &w1, &div);
+                nn_avg_window(&p.w, cip, oh, ow, &h0, &h1, &w0, &w1, &div);
                 for (int64_t ih = h0; ih < h1; ih++)
                     for (int64_t iw = w0; iw < w1; iw++)
                         s += xp[ih * p.w.W + iw];
@@ -456,7 +457,7 @@ static popc_status apg_forward(const popc_kernel_ctx *kc)
                 int64_t h0, h1, w0, w1, div;
                 float g;
 
-                avg_window(&p.w, cip, oh, ow, &h0, &h1, &w0, &w1, &div);
+                nn_avg_window(&p.w, cip, oh, ow, &h0, &h1, &w0, &w1, &div);
                 if (div <= 0)
                     continue;
                 g = gp[oh * p.w.OW + ow] / (float)div;

@@ -63,6 +63,7 @@ extern "C" {
 typedef struct popc_host popc_host;
 struct popc_op_def;
 struct popc_optim_def;
+struct popc_kernel_def;
 
 /* What an op's infer() sees. Input views have data != NULL when the value
 ** is known at compile time (an initializer or a constant), e.g. Reshape's
@@ -368,6 +369,10 @@ typedef struct popc_plan {
     ** and popc_plan_node_at, so either struct can grow at its end. */
     uint32_t slot_size;
     uint32_t node_size;
+    /* Per node, the kernel (popc/kernel.h) chosen for it at compile; NULL:
+    ** the op's own forward. Since 0.4.0: read only when
+    ** POPC_HAS_FIELD(popc_plan, size, node_kernel). */
+    const struct popc_kernel_def *const *node_kernel;
 } popc_plan;
 
 /* Slot s and node k of a plan, at the core's strides. */

@@ -166,6 +166,14 @@ POPC_API int popc_registry_op_count(const popc_registry *r);
 ** while r lives. Since 0.1.0. Thread-safe (read lock). */
 POPC_API const popc_op_def *popc_registry_op_at(const popc_registry *r, int i);
 
+/* Number of kernels (popc/kernel.h) in r (0 for NULL r). Since 0.4.0.
+** Thread-safe; a load by another thread may add more. */
+POPC_API int popc_registry_kernel_count(const popc_registry *r);
+/* Kernel i in registration order; NULL when out of range. Borrowed, valid
+** while r lives. Since 0.4.0. Thread-safe (read lock). */
+POPC_API const struct popc_kernel_def *popc_registry_kernel_at(
+    const popc_registry *r, int i);
+
 /* Loaded plugins, for `popc plugins`. */
 typedef struct popc_plugin_record {
     const char *name;
@@ -185,7 +193,8 @@ POPC_API popc_plugin_record popc_registry_plugin_at(const popc_registry *r,
                                                     int i);
 /* Names registered by plugin i, as "domain::Op@version", "optim:sgd",
 ** "backend:cpu", "collectives:mpi"; j < n_ops + n_optimizers + n_backends
-** + n_collectives; NULL when out of range. Borrowed, valid while r lives.
+** + n_collectives, then the plugin's kernels, "nn:winograd_f2
+** (ai.onnx::Conv)" (since 0.4.0); NULL when out of range. Borrowed, valid while r lives.
 ** Since 0.1.0. Thread-safe (read lock). */
 POPC_API const char *popc_registry_plugin_item(const popc_registry *r, int i,
                                                int j);

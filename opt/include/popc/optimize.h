@@ -16,12 +16,14 @@
 **      with their
 **      bias, a residual Add and an activation (Relu, Clip/ReLU6,
 **      LeakyRelu, Sigmoid, Tanh, GELU, SiLU) into popc::FusedConv and
-**      popc::FusedMatMul.
+**      popc::FusedMatMul, and convolutions with their pools and
+**      activations in blocked NCHWc layouts (docs/optimizer.md).
 ** A training graph gets the passes whose results autodiff can
 ** differentiate: folding of constants, copies, transposes and reshapes,
 ** and the GELU and LayerNorm recognition. BatchNormalization folding
-** (training normalises by the batch), attention recognition and the
-** fusions (the fused ops have no gradient) apply to inference only.
+** (training normalises by the batch), attention recognition, the
+** fusions (the fused ops have no gradient) and the blocked layouts apply
+** to inference only.
 ** Only constants are folded: weights (initializers) keep their
 ** names and stay updatable (popc_model_set_weight, copyWeightsToDevice).
 ** Every rewrite keeps the graph's outputs within the float tolerance
