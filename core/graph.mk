@@ -1,5 +1,5 @@
 # core/graph.mk - the graph IR, its checks and transforms, layer builders,
-# and graphs as bytes
+# and its fields by id (graphs as bytes are encode/'s)
 libpopc_la_SOURCES += \
     %reldir%/graph/graph_priv.h \
     %reldir%/graph/graph.c \
@@ -24,7 +24,6 @@ libpopc_la_SOURCES += \
     %reldir%/graph/half_simd.h \
     %reldir%/graph/rng.h \
     %reldir%/graph/rng.c \
-    %reldir%/graph/bytes.c %reldir%/graph/bytes_priv.h \
-    %reldir%/graph/serialize.c
+    %reldir%/graph/graph_ids.c %reldir%/layer/graph_ids.h
 
 pkginclude_HEADERS += %reldir%/include/popc/random.h

@@ -24,7 +24,7 @@
 #include "popc/registry.h"
 #include "core/alloc_priv.h"
 #include "core/graph/graph_priv.h"
-#include "core/abi2_priv.h"
+#include "core/layer/abi_compat.h"
 #include "core/registry_priv.h"
 
 #ifndef POPC_PLUGINDIR
@@ -196,6 +196,9 @@ static popc_status check_and_attach(popc_registry *r, lt_dlhandle h,
     entry_fn entry;
     void *sym;
     popc_status st = POPC_OK;
+    unsigned compat_major = popci_layer_abi_compat
+                                ? popci_layer_abi_compat->major
+                                : POPC_PLUGIN_ABI_MAJOR;
 
     pthread_mutex_lock(&lt_lock);
     li = lt_dlgetinfo(h);
@@ -228,16 +231,17 @@ static popc_status check_and_attach(popc_registry *r, lt_dlhandle h,
         goto report;
     }
     /* Same major: any minor (every struct is read through its size).
-    ** Major 2 (popc 0.2, 0.3): through the adapter of abi2.c. */
+    ** An older major (2: popc 0.2, 0.3): through the adapter libpopc links
+    ** in (compat/, core/layer/abi_compat.h). */
     if (info->abi_version != POPC_PLUGIN_ABI_MAJOR &&
-        info->abi_version != POPCI_ABI2_MAJOR) {
+        info->abi_version != compat_major) {
         st = popc_set_error(POPC_EABI, "%s: plugin ABI %u, core ABI %u.%u "
                             "(loads ABI %u and %u plugins); rebuild the "
                             "plugin against this popc", path,
                             (unsigned)info->abi_version,
                             (unsigned)POPC_PLUGIN_ABI_MAJOR,
                             (unsigned)POPC_PLUGIN_ABI_MINOR,
-                            (unsigned)POPCI_ABI2_MAJOR,
+                            compat_major,
                             (unsigned)POPC_PLUGIN_ABI_MAJOR);
         goto report;
     }

@@ -7,7 +7,7 @@ libpopc_la_SOURCES = \
     %reldir%/op_errors.c %reldir%/op_errors.h \
     %reldir%/kernel_call.c %reldir%/backend_option.c \
     %reldir%/backend_option.h \
-    %reldir%/abi2.c %reldir%/abi2_priv.h \
+    %reldir%/layer/abi_compat.h \
     %reldir%/log.c %reldir%/log_priv.h \
     %reldir%/limits.c
 libpopc_la_CFLAGS  = $(AM_CFLAGS) $(ZLIB_CFLAGS)

@@ -21,7 +21,7 @@
 
 #include "popc/log.h"
 #include "popc/registry.h"
-#include "core/abi2_priv.h"
+#include "core/layer/abi_compat.h"
 #include "core/alloc_priv.h"
 #include "core/host_priv.h"
 #include "core/registry_priv.h"
@@ -37,7 +37,8 @@ struct popc_registrar {
     int open;                 /* only inside init() */
     const char *plugin;       /* for messages */
     const char *path;
-    unsigned abi;             /* the plugin's ABI major (abi2.c adapts 2) */
+    unsigned abi;             /* the plugin's ABI major (an older one is
+                              ** adapted: core/layer/abi_compat.h) */
     popc_status error;        /* first refused registration */
     char message[512];
     staged_defs staged[POPCI_KIND_COUNT];
@@ -387,7 +388,7 @@ static popc_status stage(popc_registrar *g, popci_kind kind, const void *d)
     if ((st = check_def(kind, d, g->path)) != POPC_OK)
         return refuse(g, st);
     if (g->abi != POPC_PLUGIN_ABI_MAJOR &&
-        (st = popci_abi2_accepts(kind, g->path)) != POPC_OK)
+        (st = popci_layer_abi_compat->accepts(kind, g->path)) != POPC_OK)
         return refuse(g, st);
     s = &g->staged[kind];
     if (reserve(&s->defs, &s->cap, s->n + 1, sizeof *s->defs))
@@ -426,7 +427,7 @@ popc_status popci_registry_stage_kernel(popc_registrar *g,
 }
 
 static popc_host plugin_host;
-static popc_host abi2_host;  /* what ABI 2 plugins get (abi2.c) */
+static popc_host compat_host;  /* what plugins of an older ABI get */
 static pthread_once_t plugin_host_once = PTHREAD_ONCE_INIT;
 
 static void make_plugin_host(void)
@@ -436,8 +437,9 @@ static void make_plugin_host(void)
     plugin_host.register_optimizer = stage_optim;
     plugin_host.register_backend = stage_backend;
     plugin_host.register_collectives = stage_collectives;
-    abi2_host = plugin_host;
-    popci_abi2_host_patch(&abi2_host);
+    compat_host = plugin_host;
+    if (popci_layer_abi_compat)
+        popci_layer_abi_compat->host_patch(&compat_host);
 }
 
 static void staged_clear(popc_registrar *g)
@@ -454,6 +456,20 @@ static void registrar_free(popc_registrar *g)
         return;
     staged_clear(g);
     free(g);
+}
+
+/* Free what the adapter of an older ABI kept for e. */
+static void forget(popci_entry *e)
+{
+    if (e && e->origin) {
+        popci_layer_abi_compat->forget(e->origin);
+        e->origin = NULL;
+    }
+}
+
+const void *popci_registry_origin(const void *def)
+{
+    return popci_entry_of(def)->origin;
 }
 
 /* ---- registry lifetime --------------------------------------------------- */
@@ -502,7 +518,7 @@ void popc_registry_free(popc_registry *r)
     /* Entries point into the modules: drop them before unloading. */
     for (int k = 0; k < POPCI_KIND_COUNT; k++) {
         for (int i = 0; i < r->tables[k].n; i++) {
-            popci_abi2_forget(r->tables[k].entries[i]);
+            forget(r->tables[k].entries[i]);
             free(r->tables[k].entries[i]);
         }
         free(r->tables[k].entries);
@@ -683,7 +699,8 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
             e->plugin = idx;
             e->origin = NULL;
             if (g->abi != POPC_PLUGIN_ABI_MAJOR &&
-                popci_abi2_adapt((popci_kind)k, e) != POPC_OK)
+                popci_layer_abi_compat->adapt((popci_kind)k, &e->def,
+                                              &e->origin) != POPC_OK)
                 goto nomem_adapted;
         }
 
@@ -699,7 +716,7 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
                 already(r, (popci_kind)k, have, &e->def, g->path, g->path,
                         "; keeping the first");
                 duplicate(r, &st, first, first_size);
-                popci_abi2_forget(e);
+                forget(e);
                 free(e);
                 continue;
             }
@@ -715,7 +732,7 @@ static popc_status commit(popc_registry *r, popc_registrar *g,
     return st;
 nomem_adapted:
     for (int i = 0; i < n_entries; i++)
-        popci_abi2_forget(entries[i]);
+        forget(entries[i]);
     n_entries = total;
 nomem:
     for (int i = 0; entries && i < n_entries; i++)
@@ -760,7 +777,7 @@ popc_status popci_registry_attach(popc_registry *r,
     g->abi = info->abi_version;
     g->open = 1;
     st = info->init(g->abi == POPC_PLUGIN_ABI_MAJOR ? &plugin_host
-                                                    : &abi2_host,
+                                                    : &compat_host,
                     g);
     g->open = 0;
     if (st != POPC_OK) {

@@ -9,7 +9,8 @@
 
 #include "popc/distributed.h"
 #include "popc/log.h"
-#include "core/layer/bytes.h"
+#include "encode/bytes.h"
+#include "encode/compile_key.h"
 #include "core/layer/model.h"
 #include "dist/dist_priv.h"
 

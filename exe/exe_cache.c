@@ -35,6 +35,7 @@
 #include "popc/registry.h"
 #include "popc/version.h"
 #include "core/layer/alloc.h"
+#include "encode/compile_key.h"
 #include "exe/executable_priv.h"
 #include "core/layer/graph.h"
 #include "core/layer/model.h"

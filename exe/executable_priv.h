@@ -1,7 +1,7 @@
 /* executable_priv.h - exported executables and the executable cache: the
 ** file container (executable.c), its sections (exe_sections.c), loading
 ** (exe_load.c), inspection (exe_describe.c) and the cache (exe_cache.c),
-** built on the core's byte encoding (core/layer/bytes.h). The file
+** built on the byte encoding of encode/ (encode/bytes.h). The file
 ** layout is documented in docs/executable-format.md.
 */
 #ifndef POPC_EXECUTABLE_PRIV_H
@@ -13,7 +13,7 @@
 #include "popc/executable.h"
 #include "popc/graph.h"
 #include "popc/model.h"
-#include "core/layer/bytes.h"
+#include "encode/bytes.h"
 #include "core/layer/hooks.h"
 #include "core/layer/plan.h"
 

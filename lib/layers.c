@@ -5,11 +5,15 @@
 ** since they may hand the planner a compiled graph, then the profile,
 ** which times the whole compile. This table is the only
 ** place that names them; being above them all, it links them into every
-** program that makes a model, static builds included.
+** program that makes a model, static builds included. It also names the
+** adapter of plugins built for an older plugin ABI (compat/), which the
+** plugin loader reaches the same way (core/layer/abi_compat.h).
 */
 #include "config.h"
 
+#include "core/layer/abi_compat.h"
 #include "core/layer/hooks.h"
+#include "compat/abi2.h"
 #include "dist/dist_priv.h"
 #include "exe/executable_priv.h"
 #include "opt/opt_hooks.h"
@@ -26,3 +30,6 @@ const popci_model_hooks *const popci_layer_hooks[] = {
 _Static_assert(sizeof popci_layer_hooks / sizeof *popci_layer_hooks <=
                    POPCI_MAX_LAYERS + 1,
                "raise POPCI_MAX_LAYERS in core/layer/hooks.h");
+
+/* Plugins built for plugin ABI 2 (popc 0.2, 0.3) load through compat/. */
+const popci_abi_compat *const popci_layer_abi_compat = &popci_compat_abi2;

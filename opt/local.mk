@@ -7,6 +7,7 @@ libpopc_la_SOURCES += \
     %reldir%/opt_hooks.h \
     %reldir%/opt_ctx.c \
     %reldir%/optimize.c \
+    %reldir%/prune.c \
     %reldir%/pass_fold.c \
     %reldir%/pass_identity.c \
     %reldir%/pass_batchnorm.c \

@@ -32,3 +32,5 @@ endif
 
 TESTS += %reldir%/test_exe_cli.sh
 EXTRA_DIST += %reldir%/test_exe_cli.sh
+# bytes an older build wrote, and what wrote them (check_serialize)
+EXTRA_DIST += %reldir%/data/graph %reldir%/ref/gen_graph_fixtures.c

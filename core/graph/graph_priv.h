@@ -17,6 +17,7 @@
 #include "popc/graph.h"
 #include "popc/registry.h"
 #include "core/layer/graph.h"
+#include "core/layer/graph_ids.h"
 #include "core/layer/strbuf.h"
 
 /* Annotations as stored: strings owned (may be NULL). */
@@ -128,14 +129,7 @@ popc_status popci_graph_add_node_ex(popc_graph *g, const char *domain,
 popc_status popci_graph_add_constant_view(popc_graph *g, const char *base,
     const popc_view *v, int *id);
 
-/* Drop nodes [first_node, n_nodes) and values [first_value, n_values)
-** that keep[] does not mark (keep_node/keep_value are indexed from the
-** first id), renumbering the survivors in order. remap[v - first_value]
-** receives the new id of each dropped-range value or -1. Only nodes and
-** values that nothing outside the range refers to may be dropped. */
-popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
-    const unsigned char *keep_node, int first_value,
-    const unsigned char *keep_value, int *remap);
+/* popci_graph_compact_tail is in core/layer/graph_ids.h. */
 
 
 /* The registered definition of a node's op, looked up again if it was not
@@ -199,10 +193,8 @@ void popci_graph_clear_scopes(popc_graph *g);
 ** n == 0. Returns POPC_OK, POPC_EINVAL (bad type, missing name, duplicate
 ** name), POPC_ENOMEM. */
 popc_status popci_attrs_copy(const popc_attr *src, int n, popc_attr **out);
-void popci_attrs_free(popc_attr *a, int n);
-/* "transB=1 kernel_shape=[3, 3]" appended to sb. */
-struct popci_sb;
-void popci_attrs_describe(struct popci_sb *sb, const popc_attr *a, int n);
+/* popci_attrs_free is in core/layer/graph_ids.h. */
+/* popci_attrs_describe is in core/layer/graph_ids.h. */
 
 /* ---- growable string (graph_attr.c): core/layer/strbuf.h ------------- */
 

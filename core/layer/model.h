@@ -1,5 +1,5 @@
 /* layer/model.h - a model, as the layers above the core see it beside the
-** public popc/model.h: its executor, the key of its compile, and the
+** public popc/model.h: its executor, the backend it runs on, and the
 ** optimizer state and host copy it keeps. The model itself is
 ** core/runtime/model_priv.h.
 */
@@ -10,6 +10,8 @@
 
 #include "popc/model.h"
 #include "popc/options.h"
+#include "popc/plugin.h"
+#include "popc/registry.h"
 #include "core/layer/exec.h"
 
 /* POPC_ESTATE "Model has not been compiled or has been destroyed." unless
@@ -35,13 +37,12 @@ double popci_model_compile_time(const popc_model *m);
 void popci_model_latencies(const popc_model *m, double *total,
                            double *host, double *compute);
 
-/* What identifies a compiled model (PopTorch's cache hash): the graph
-** without weight values, the input signature, the compile options, the
-** optimizer's type and constants, and the versions of popc and the
-** plugins the graph uses. The executable cache files entries under it;
-** the ranks of a distributed run compare it. */
-popc_status popci_compile_key(const popc_model *m, popc_tensor *const *inputs,
-                              int n, uint64_t *key);
+/* The backend a model with options o runs on: the one "backend" names or,
+** when the option is left at its default and that backend is not loaded,
+** the best loaded backend that runs (*stand_in = 1). NULL: none. */
+const popc_backend_def *popci_backend_for(const popc_options *o,
+                                          const popc_registry *reg,
+                                          int *stand_in);
 
 /* The device copies changed behind the model's back (e.g. another rank's
 ** values were written): the host copy is refreshed before it is read. */

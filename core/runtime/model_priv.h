@@ -110,15 +110,6 @@ int popci_use_ipu_id(const popc_options *o);
 /* Borrowed views of the compiled model, NULL when not compiled. */
 const popci_exec *popci_model_exec(const popc_model *m);
 
-/* The backend a model with options o runs on: the one "backend" names or,
-** when the option is left at its default and that backend is not loaded,
-** the best loaded backend that runs (*stand_in = 1). NULL: none. */
-const popc_backend_def *popci_backend_for(const popc_options *o,
-                                          const popc_registry *reg,
-                                          int *stand_in);
-
-/* ---- compile_key.c -------------------------------------------------------- */
-
-/* popci_compile_key is in core/layer/model.h. */
+/* popci_backend_for is in core/layer/model.h. */
 
 #endif /* POPC_MODEL_PRIV_H */

@@ -6,14 +6,17 @@
 ** the trailing definition pointer. An adapted definition's functions are
 ** the converters below; the definition pointer of the context leads them
 ** to the entry, whose origin holds the plugin's own functions.
+**
+** A layer above the core (compat/): the loader and registry reach it
+** through core/layer/abi_compat.h (popci_layer_abi_compat, lib/layers.c).
 */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/abi2_priv.h"
-#include "core/alloc_priv.h"
+#include "core/layer/alloc.h"
+#include "compat/abi2.h"
 
 /* ---- ABI 2's contexts, as 0.3.0's plugin.h declared them --------------- */
 
@@ -101,13 +104,13 @@ static const popc_host *abi2_host;   /* the table ABI 2 plugins hold */
 static const abi2_op_fns *op_fns(uint32_t size, size_t op_end,
                                  const popc_op_def *op, const char *node)
 {
-    if (size < op_end || !op || !popci_entry_of(op)->origin) {
+    if (size < op_end || !op || !popci_registry_origin(op)) {
         popc_set_error(POPC_EPLUGIN, "node '%s': an ABI 2 op was called "
                        "without its definition in the context; this is a "
                        "bug in popc", node ? node : "?");
         return NULL;
     }
-    return popci_entry_of(op)->origin;
+    return popci_registry_origin(op);
 }
 
 #define OP_FNS(ctx) \
@@ -195,7 +198,7 @@ static popc_status step2(const popc_optim_step_ctx *c)
     abi2_step_ctx old;
 
     if (c->size < offsetof(popc_optim_step_ctx, optim) + sizeof c->optim ||
-        !c->optim || !(f = popci_entry_of(c->optim)->origin))
+        !c->optim || !(f = popci_registry_origin(c->optim)))
         return popc_set_error(POPC_EPLUGIN, "weight '%s': an ABI 2 "
                               "optimizer was called without its definition "
                               "in the context; this is a bug in popc",
@@ -273,10 +276,10 @@ popc_status popci_abi2_accepts(popci_kind kind, const char *path)
 /* Function pointers of the entry were the plugin's ABI 2 functions, stored
 ** under this ABI's types: converted back, as C allows between function
 ** pointer types, before they are called. */
-popc_status popci_abi2_adapt(popci_kind kind, popci_entry *e)
+popc_status popci_abi2_adapt(popci_kind kind, void *def, const void **origin)
 {
     if (kind == POPCI_KIND_OP) {
-        popc_op_def *d = &e->def.op;
+        popc_op_def *d = def;
         abi2_op_fns *f = popci_malloc(sizeof *f);
 
         if (!f)
@@ -292,9 +295,9 @@ popc_status popci_abi2_adapt(popci_kind kind, popci_entry *e)
         d->grad = f->grad ? grad2 : NULL;
         d->cost = f->cost ? cost2 : NULL;
         d->prepare = f->prepare ? prepare2 : NULL;
-        e->origin = f;
+        *origin = f;
     } else if (kind == POPCI_KIND_OPTIM) {
-        popc_optim_def *d = &e->def.optim;
+        popc_optim_def *d = def;
         abi2_optim_fns *f = popci_malloc(sizeof *f);
 
         if (!f)
@@ -305,15 +308,20 @@ popc_status popci_abi2_adapt(popci_kind kind, popci_entry *e)
         ** definition is zero, its "absent" */
         d->hyper_size = sizeof(popc_hyper_def);
         d->size = sizeof *d;
-        e->origin = f;
+        *origin = f;
     }
     return POPC_OK;
 }
 
-void popci_abi2_forget(popci_entry *e)
+void popci_abi2_forget(const void *origin)
 {
-    if (e && e->origin) {
-        free((void *)e->origin);
-        e->origin = NULL;
-    }
+    free((void *)origin);
 }
+
+const popci_abi_compat popci_compat_abi2 = {
+    POPCI_ABI2_MAJOR,
+    popci_abi2_accepts,
+    popci_abi2_adapt,
+    popci_abi2_forget,
+    popci_abi2_host_patch,
+};

@@ -10,20 +10,24 @@
 ** stack, current annotations, constant counter). Node op definitions are
 ** looked up again when first needed, as for a node added before its
 ** plugin was loaded.
+**
+** A layer above the core (encode/): it sees the graph's fields by id
+** through core/layer/graph_ids.h, which also rebuilds a graph id by id
+** and checks it as a whole.
 */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_priv.h"
 #include "popc/limits.h"
-#include "core/graph/bytes_priv.h"
-#include "core/graph/graph_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/graph_ids.h"
+#include "encode/bytes.h"
 
 /* ---- graph: writing -------------------------------------------------------- */
 
-static void w_annot(popci_wbuf *w, const popci_annot *a)
+static void w_annot(popci_wbuf *w, const popci_annot_rec *a)
 {
     popci_w_u8(w, a->scope != NULL);
     popci_w_str(w, a->scope);
@@ -77,7 +81,7 @@ static void w_attr(popci_wbuf *w, const popc_attr *a)
     }
 }
 
-static void w_value(popci_wbuf *w, const popci_value *v, unsigned flags)
+static void w_value(popci_wbuf *w, const popci_value_rec *v, unsigned flags)
 {
     int data = v->tensor && !(v->kind == POPC_VALUE_INITIALIZER &&
                               (flags & POPCI_SER_NO_WEIGHTS));
@@ -103,7 +107,7 @@ static void w_value(popci_wbuf *w, const popci_value *v, unsigned flags)
     }
 }
 
-static void w_node(popci_wbuf *w, const popci_node *n)
+static void w_node(popci_wbuf *w, const popci_node_rec *n)
 {
     popci_w_str(w, n->name);
     popci_w_str(w, n->domain);
@@ -124,33 +128,45 @@ static void w_node(popci_wbuf *w, const popci_node *n)
 popc_status popci_graph_write(const popc_graph *g, unsigned flags,
                               popci_wbuf *w)
 {
-    popci_w_str(w, g->name);
+    popci_value_rec v;
+    popci_node_rec n;
+    popci_graph_state state;
+    int weight, value;
+
+    popci_w_str(w, popc_graph_name(g));
     popci_w_u32(w, flags);
-    popci_w_u32(w, (uint32_t)g->n_values);
-    for (int v = 0; v < g->n_values; v++)
-        w_value(w, &g->values[v], flags);
-    popci_w_u32(w, (uint32_t)g->n_nodes);
-    for (int n = 0; n < g->n_nodes; n++)
-        w_node(w, &g->nodes[n]);
-    popci_w_u32(w, (uint32_t)g->n_inputs);
-    for (int i = 0; i < g->n_inputs; i++)
-        popci_w_i64(w, g->inputs[i]);
-    popci_w_u32(w, (uint32_t)g->n_outputs);
-    for (int i = 0; i < g->n_outputs; i++)
-        popci_w_i64(w, g->outputs[i]);
-    popci_w_u32(w, (uint32_t)g->n_updates);
-    for (int i = 0; i < g->n_updates; i++) {
-        popci_w_i64(w, g->updates[i].weight);
-        popci_w_i64(w, g->updates[i].value);
+    popci_w_u32(w, (uint32_t)popc_graph_n_values(g));
+    for (int i = 0; i < popc_graph_n_values(g); i++) {
+        popci_graph_value_rec(g, i, &v);
+        w_value(w, &v, flags);
     }
-    popci_w_u32(w, (uint32_t)g->n_scopes);
-    for (int i = 0; i < g->n_scopes; i++)
-        popci_w_str(w, g->scopes[i]);
-    w_annot(w, &g->annot);
-    popci_w_i64(w, g->n_constants);
+    popci_w_u32(w, (uint32_t)popc_graph_n_nodes(g));
+    for (int i = 0; i < popc_graph_n_nodes(g); i++) {
+        popci_graph_node_rec(g, i, &n);
+        w_node(w, &n);
+    }
+    popci_w_u32(w, (uint32_t)popc_graph_n_inputs(g));
+    for (int i = 0; i < popc_graph_n_inputs(g); i++)
+        popci_w_i64(w, popc_graph_input(g, i));
+    popci_w_u32(w, (uint32_t)popc_graph_n_outputs(g));
+    for (int i = 0; i < popc_graph_n_outputs(g); i++)
+        popci_w_i64(w, popc_graph_output(g, i));
+    popci_w_u32(w, (uint32_t)popc_graph_n_updates(g));
+    for (int i = 0; i < popc_graph_n_updates(g); i++) {
+        if (popc_graph_update(g, i, &weight, &value) != POPC_OK)
+            weight = value = -1; /* i is in range: never */
+        popci_w_i64(w, weight);
+        popci_w_i64(w, value);
+    }
+    popci_graph_state_get(g, &state);
+    popci_w_u32(w, (uint32_t)state.n_scopes);
+    for (int i = 0; i < state.n_scopes; i++)
+        popci_w_str(w, state.scopes[i]);
+    w_annot(w, &state.annot);
+    popci_w_i64(w, state.n_constants);
     if (w->oom)
         return popc_set_error(POPC_ENOMEM, "graph '%s': out of memory while "
-                              "serializing", g->name);
+                              "serializing", popc_graph_name(g));
     return POPC_OK;
 }
 
@@ -182,33 +198,28 @@ static int r_int(popci_rbuf *r, int64_t min, int64_t max)
     return (int)v;
 }
 
-static popc_status r_annot(popci_rbuf *r, popci_annot *a)
+/* Annotations into a, whose strings the caller frees (annot_free). */
+static void r_annot(popci_rbuf *r, popci_annot_rec *a)
 {
+    const char *s;
     int has;
 
     memset(a, 0, sizeof *a);
     has = (int)popci_r_u8(r);
-    a->scope = r_dup(r);
-    if (!has && a->scope) {
-        free(a->scope);
-        a->scope = NULL;
-    }
+    s = popci_r_str(r);
+    a->scope = has && !r->bad ? s : NULL;
     has = (int)popci_r_u8(r);
-    a->block = r_dup(r);
-    if (!has && a->block) {
-        free(a->block);
-        a->block = NULL;
-    }
+    s = popci_r_str(r);
+    a->block = has && !r->bad ? s : NULL;
     a->ipu = r_int(r, -1, INT32_MAX);
     a->stage = r_int(r, -1, INT32_MAX);
     a->phase = r_int(r, -1, INT32_MAX);
     a->recompute = r_int(r, -1, INT32_MAX);
     a->available_memory = popci_r_f64(r);
     if (r->bad)
-        return POPC_OK;
+        return;
     if (!(a->available_memory >= 0.0 && a->available_memory <= 1.0))
         popci_r_fail(r, "an available-memory proportion is out of range");
-    return POPC_OK;
 }
 
 /* One attribute into a (owned as graph_attr.c owns copies). */
@@ -319,34 +330,35 @@ static popc_status r_attr(popci_rbuf *r, popc_attr *a)
     return POPC_OK;
 }
 
-static popc_status r_value(popci_rbuf *r, popc_graph *g, popci_value *v)
+/* One value, appended to g. */
+static popc_status r_value(popci_rbuf *r, popc_graph *g)
 {
+    popci_value_rec v;
     unsigned kind, trainable, has;
     popc_status st = POPC_OK;
 
-    memset(v, 0, sizeof *v);
-    if (!(v->name = r_dup(r)))
-        return r->bad ? POPC_OK : nomem();
+    memset(&v, 0, sizeof v);
+    v.name = popci_r_str(r);
     kind = popci_r_u8(r);
     trainable = popci_r_u8(r);
-    v->kind = (popc_value_kind)kind;
-    v->trainable = trainable != 0;
+    v.kind = (popc_value_kind)kind;
+    v.trainable = trainable != 0;
     if (!r->bad && (kind < POPC_VALUE_INPUT || kind > POPC_VALUE_NODE_OUTPUT))
         popci_r_fail(r, "a value has an unknown kind");
-    popci_r_shape(r, &v->info);
-    v->producer = r_int(r, -1, INT32_MAX);
-    v->producer_slot = r_int(r, -1, INT32_MAX);
+    popci_r_shape(r, &v.info);
+    v.producer = r_int(r, -1, INT32_MAX);
+    v.producer_slot = r_int(r, -1, INT32_MAX);
     has = popci_r_u8(r);
     if (r->bad)
         return POPC_OK;
-    if (!v->name[0])
+    if (!v.name[0])
         popci_r_fail(r, "a value has no name");
     if (has == 1) {
-        v->tensor = popci_r_tensor(r, &st);
+        v.tensor = popci_r_tensor(r, &st);
     } else if (has == 2) {
         popc_view s;
         if (popci_r_shape(r, &s) &&
-            (st = popc_tensor_new(s.dtype, s.dims, s.rank, &v->tensor)) !=
+            (st = popc_tensor_new(s.dtype, s.dims, s.rank, &v.tensor)) !=
                 POPC_OK)
             popci_r_fail(r, "a weight's shape cannot be allocated");
     } else if (has != 0) {
@@ -354,116 +366,159 @@ static popc_status r_value(popci_rbuf *r, popc_graph *g, popci_value *v)
     }
     if (st != POPC_OK)
         return st == POPC_ENOMEM ? nomem() : POPC_OK;
-    if (!r->bad && (v->kind == POPC_VALUE_INITIALIZER ||
-                    v->kind == POPC_VALUE_CONSTANT) != (v->tensor != NULL))
+    if (!r->bad && (v.kind == POPC_VALUE_INITIALIZER ||
+                    v.kind == POPC_VALUE_CONSTANT) != (v.tensor != NULL))
         popci_r_fail(r, "an initializer or constant has no tensor");
-    (void)g;
-    return POPC_OK;
+    /* the graph takes the tensor; a malformed value is kept for
+    ** popc_graph_free to release with the rest */
+    return popci_graph_put_value(g, &v);
 }
 
-static popc_status r_node(popci_rbuf *r, popci_node *n)
+/* cnt ids of at least min into a new array *out (NULL: out of memory). */
+static int *r_ids(popci_rbuf *r, uint32_t cnt, int64_t min)
 {
-    uint32_t cnt;
-    popc_status st;
+    int *ids = popci_malloc(((size_t)cnt + 1) * sizeof(int));
 
-    memset(n, 0, sizeof *n);
-    popci_annot_reset(&n->annot);
-    n->name = r_dup(r);
-    n->domain = r_dup(r);
-    n->op = r_dup(r);
-    if (!r->bad && (!n->name || !n->domain || !n->op))
-        return nomem();
-    n->version = r_int(r, 0, INT32_MAX);
-    cnt = popci_r_count(r, 8);
-    if (!(n->inputs = popci_malloc(((size_t)cnt + 1) * sizeof(int))))
-        return nomem();
-    n->n_inputs = (int)cnt;
+    for (uint32_t i = 0; ids && i < cnt; i++)
+        ids[i] = r_int(r, min, INT32_MAX);
+    return ids;
+}
+
+/* The ids of the node being read (its inputs, then its outputs), in one
+** array the reader keeps from node to node: put_node copies them. */
+typedef struct id_scratch {
+    int *ids;
+    size_t cap;
+} id_scratch;
+
+/* cnt ids of at least min into s->ids[at ..]; 0 when out of memory. */
+static int r_scratch_ids(popci_rbuf *r, id_scratch *s, size_t at,
+                         uint32_t cnt, int64_t min)
+{
+    size_t need = at + cnt + 1;
+
+    if (need > s->cap) {
+        size_t cap = s->cap * 2 > need ? s->cap * 2 : need;
+        int *p = popci_realloc(s->ids, cap * sizeof *p);
+
+        if (!p)
+            return 0;
+        s->ids = p;
+        s->cap = cap;
+    }
     for (uint32_t i = 0; i < cnt; i++)
-        n->inputs[i] = r_int(r, -1, INT32_MAX);
+        s->ids[at + i] = r_int(r, min, INT32_MAX);
+    return 1;
+}
+
+/* One node, appended to g. */
+static popc_status r_node(popci_rbuf *r, popc_graph *g, id_scratch *ids)
+{
+    popci_node_rec n;
+    uint32_t cnt;
+    popc_status st = POPC_OK;
+
+    memset(&n, 0, sizeof n);
+    n.name = popci_r_str(r);
+    n.domain = popci_r_str(r);
+    n.op = popci_r_str(r);
+    n.version = r_int(r, 0, INT32_MAX);
     cnt = popci_r_count(r, 8);
-    if (!(n->outputs = popci_malloc(((size_t)cnt + 1) * sizeof(int))))
+    if (!r_scratch_ids(r, ids, 0, cnt, -1))
         return nomem();
-    n->n_outputs = (int)cnt;
-    for (uint32_t i = 0; i < cnt; i++)
-        n->outputs[i] = r_int(r, 0, INT32_MAX);
+    n.n_inputs = (int)cnt;
+    cnt = popci_r_count(r, 8);
+    if (!r_scratch_ids(r, ids, (size_t)n.n_inputs, cnt, 0))
+        return nomem();
+    n.n_outputs = (int)cnt;
     cnt = popci_r_count(r, 9);
     if (cnt) {
-        if (!(n->attrs = popci_calloc(cnt, sizeof *n->attrs)))
-            return nomem();
-        n->n_attrs = (int)cnt;
+        if (!(n.attrs = popci_calloc(cnt, sizeof *n.attrs))) {
+            st = nomem();
+            goto done;
+        }
+        n.n_attrs = (int)cnt;
         for (uint32_t i = 0; i < cnt && !r->bad; i++)
-            if ((st = r_attr(r, &n->attrs[i])) != POPC_OK)
-                return st;
+            if ((st = r_attr(r, &n.attrs[i])) != POPC_OK)
+                goto done;
         for (uint32_t i = 0; i < cnt && !r->bad; i++)
             for (uint32_t j = 0; j < i; j++)
-                if (strcmp(n->attrs[i].name, n->attrs[j].name) == 0)
+                if (strcmp(n.attrs[i].name, n.attrs[j].name) == 0)
                     popci_r_fail(r, "a node has an attribute twice");
     }
-    return r_annot(r, &n->annot);
+    r_annot(r, &n.annot);
+    if (r->bad)
+        goto done;
+    n.inputs = ids->ids;
+    n.outputs = ids->ids + n.n_inputs;
+    st = popci_graph_put_node(g, &n);
+    n.attrs = NULL; /* taken */
+done:
+    popci_attrs_free(n.attrs, n.n_attrs);
+    return st;
 }
 
-/* Ids in range, producers consistent and names unique, so that nothing
-** downstream indexes out of bounds on a crafted file. */
-static void check_graph(popci_rbuf *r, popc_graph *g)
+static popc_status r_put_ids(popci_rbuf *r, popc_graph *g)
 {
-    for (int v = 0; v < g->n_values && !r->bad; v++) {
-        const popci_value *x = &g->values[v];
-        if (popci_name_map_find(&g->value_names, x->name) != v)
-            popci_r_fail(r, "two values have the same name");
-        else if (x->producer >= g->n_nodes ||
-                 (x->kind == POPC_VALUE_NODE_OUTPUT) != (x->producer >= 0))
-            popci_r_fail(r, "a value's producer is out of range");
-        else if (x->producer >= 0 &&
-                 (x->producer_slot >= g->nodes[x->producer].n_outputs ||
-                  x->producer_slot < 0 ||
-                  g->nodes[x->producer].outputs[x->producer_slot] != v))
-            popci_r_fail(r, "a value's producer does not list it");
+    int *in, *out = NULL, *upd = NULL;
+    int n_in, n_out, n_upd = 0;
+    uint32_t cnt;
+    popc_status st = POPC_OK;
+
+    cnt = popci_r_count(r, 8);
+    n_in = (int)cnt;
+    if (!(in = r_ids(r, cnt, 0)))
+        return nomem();
+    cnt = popci_r_count(r, 8);
+    n_out = (int)cnt;
+    if (!(out = r_ids(r, cnt, 0))) {
+        st = nomem();
+        goto done;
     }
-    for (int n = 0; n < g->n_nodes && !r->bad; n++) {
-        const popci_node *x = &g->nodes[n];
-        if (popci_name_map_find(&g->node_names, x->name) != n)
-            popci_r_fail(r, "two nodes have the same name");
-        for (int i = 0; i < x->n_outputs && !r->bad; i++)
-            if (x->outputs[i] >= g->n_values ||
-                g->values[x->outputs[i]].producer != n)
-                popci_r_fail(r, "a node output is out of range");
+    cnt = popci_r_count(r, 16);
+    n_upd = (int)cnt;
+    if (!(upd = r_ids(r, 2 * cnt, 0))) {
+        st = nomem();
+        goto done;
     }
-    for (int i = 0; i < g->n_inputs && !r->bad; i++)
-        if (g->inputs[i] >= g->n_values ||
-            g->values[g->inputs[i]].kind != POPC_VALUE_INPUT)
-            popci_r_fail(r, "a graph input is out of range");
-    for (int i = 0; i < g->n_outputs && !r->bad; i++)
-        if (g->outputs[i] >= g->n_values)
-            popci_r_fail(r, "a graph output is out of range");
-    for (int i = 0; i < g->n_updates && !r->bad; i++)
-        if (g->updates[i].weight >= g->n_values ||
-            g->updates[i].value >= g->n_values ||
-            g->values[g->updates[i].weight].kind != POPC_VALUE_INITIALIZER)
-            popci_r_fail(r, "a buffer update is out of range");
+    if (!r->bad)
+        st = popci_graph_put_ids(g, in, n_in, out, n_out, upd, n_upd);
+done:
+    free(in);
+    free(out);
+    free(upd);
+    return st;
 }
 
-static popc_status read_ids(popci_rbuf *r, popc_graph *g, int **arr, int *n,
-                            int *cap)
+/* The builder state: scope stack, annotations, constant counter. */
+static popc_status r_state(popci_rbuf *r, popc_graph *g)
 {
-    uint32_t cnt = popci_r_count(r, 8);
-    popc_status st;
+    popci_graph_state s;
+    const char **scopes;
+    uint32_t cnt = popci_r_count(r, 5);
+    popc_status st = POPC_OK;
 
-    if ((st = popci_grow((void **)arr, cap, (int)cnt + 1, sizeof **arr)) !=
-        POPC_OK)
-        return st;
-    for (uint32_t i = 0; i < cnt; i++)
-        (*arr)[i] = r_int(r, 0, INT32_MAX);
-    *n = r->bad ? 0 : (int)cnt;
-    (void)g;
-    return POPC_OK;
+    if (!(scopes = popci_calloc((size_t)cnt + 1, sizeof *scopes)))
+        return nomem();
+    for (uint32_t i = 0; i < cnt && !r->bad; i++)
+        scopes[i] = popci_r_str(r);
+    s.scopes = scopes;
+    s.n_scopes = (int)cnt;
+    r_annot(r, &s.annot);
+    s.n_constants = r_int(r, 0, INT32_MAX);
+    if (!r->bad)
+        st = popci_graph_put_state(g, &s);
+    free(scopes);
+    return st;
 }
 
 popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
 {
     popc_graph *g = NULL;
+    id_scratch ids = {NULL, 0};
     uint32_t cnt;
     popc_status st;
-    const char *name;
+    const char *name, *why;
 
     *out = NULL;
     name = popci_r_str(r);
@@ -474,119 +529,48 @@ popc_status popci_graph_read(popci_rbuf *r, popc_graph **out)
         return st;
     /* the smallest value is 32 bytes, the smallest node 87 */
     cnt = popci_r_count(r, 32);
-    if ((st = POPCI_GROW(g, values, cap_values, (int)cnt + 1)) != POPC_OK)
+    if ((st = popci_graph_reserve(g, (int)cnt, 0)) != POPC_OK)
         goto fail;
-    for (uint32_t v = 0; v < cnt && !r->bad; v++) {
-        st = r_value(r, g, &g->values[v]);
-        g->n_values = (int)v + 1;
-        if (st != POPC_OK)
+    for (uint32_t v = 0; v < cnt && !r->bad; v++)
+        if ((st = r_value(r, g)) != POPC_OK)
             goto fail;
-    }
     cnt = popci_r_count(r, 40);
     if (cnt > popc_limit_get(POPC_LIMIT_NODES))
         popci_r_fail(r, "a graph has more nodes than popc's limit "
                      "(POPC_MAX_NODES, default 1000000)");
     if (r->bad)
         goto malformed;
-    if ((st = POPCI_GROW(g, nodes, cap_nodes, (int)cnt + 1)) != POPC_OK)
+    if ((st = popci_graph_reserve(g, 0, (int)cnt)) != POPC_OK)
         goto fail;
-    for (uint32_t n = 0; n < cnt && !r->bad; n++) {
-        st = r_node(r, &g->nodes[n]);
-        g->n_nodes = (int)n + 1;
-        if (st != POPC_OK)
+    for (uint32_t n = 0; n < cnt && !r->bad; n++)
+        if ((st = r_node(r, g, &ids)) != POPC_OK)
             goto fail;
-    }
     if (r->bad)
         goto malformed;
-    if ((st = read_ids(r, g, &g->inputs, &g->n_inputs, &g->cap_inputs)) !=
-            POPC_OK ||
-        (st = read_ids(r, g, &g->outputs, &g->n_outputs, &g->cap_outputs)) !=
-            POPC_OK)
+    if ((st = r_put_ids(r, g)) != POPC_OK ||
+        (st = r_state(r, g)) != POPC_OK)
         goto fail;
-    cnt = popci_r_count(r, 16);
-    if ((st = POPCI_GROW(g, updates, cap_updates, (int)cnt + 1)) != POPC_OK)
-        goto fail;
-    for (uint32_t i = 0; i < cnt && !r->bad; i++) {
-        g->updates[i].weight = r_int(r, 0, INT32_MAX);
-        g->updates[i].value = r_int(r, 0, INT32_MAX);
-        g->n_updates = (int)i + 1;
-    }
-    cnt = popci_r_count(r, 5);
-    if ((st = POPCI_GROW(g, scopes, cap_scopes, (int)cnt + 1)) != POPC_OK)
-        goto fail;
-    for (uint32_t i = 0; i < cnt && !r->bad; i++) {
-        if (!(g->scopes[i] = r_dup(r))) {
-            if (r->bad)
-                break;
-            st = nomem();
-            goto fail;
-        }
-        g->n_scopes = (int)i + 1;
-    }
-    popci_annot_free(&g->annot);
-    if ((st = r_annot(r, &g->annot)) != POPC_OK)
-        goto fail;
-    g->n_constants = r_int(r, 0, INT32_MAX);
     if (r->bad)
         goto malformed;
-    if (g->n_scopes) {
-        size_t len = 1;
-        for (int i = 0; i < g->n_scopes; i++)
-            len += strlen(g->scopes[i]) + 1;
-        if (!(g->scope_joined = popci_malloc(len))) {
-            st = nomem();
-            goto fail;
-        }
-        g->scope_joined[0] = '\0';
-        for (int i = 0; i < g->n_scopes; i++) {
-            if (i)
-                strcat(g->scope_joined, "/");
-            strcat(g->scope_joined, g->scopes[i]);
-        }
-    }
-    /* The scope is kept in the stack only (see graph_priv.h). */
-    free(g->annot.scope);
-    g->annot.scope = NULL;
-    if ((st = popci_graph_rebuild_names(g)) != POPC_OK)
+    if ((st = popci_graph_seal(g, &why)) != POPC_OK)
         goto fail;
-    check_graph(r, g);
+    if (why)
+        popci_r_fail(r, why);
     if (r->bad)
         goto malformed;
+    free(ids.ids);
     *out = g;
     return POPC_OK;
 malformed:
     st = popc_set_error(POPC_EIO, "malformed graph at byte %zu: %s", r->pos,
                         r->why ? r->why : "bad encoding");
 fail:
+    free(ids.ids);
     popc_graph_free(g);
     return st;
 }
 
 /* ---- public API -------------------------------------------------------------- */
-
-int popc_graph_n_updates(const popc_graph *g)
-{
-    return g ? g->n_updates : 0;
-}
-
-popc_status popc_graph_update(const popc_graph *g, int i, int *weight,
-                              int *value)
-{
-    if (weight)
-        *weight = -1;
-    if (value)
-        *value = -1;
-    if (!g || i < 0 || i >= g->n_updates)
-        return popc_set_error(POPC_EINVAL, "popc_graph_update: graph '%s' "
-                              "has no update %d (it has %d)",
-                              g ? g->name : "(null)", i,
-                              g ? g->n_updates : 0);
-    if (weight)
-        *weight = g->updates[i].weight;
-    if (value)
-        *value = g->updates[i].value;
-    return POPC_OK;
-}
 
 popc_status popc_graph_serialize(const popc_graph *g, void **data,
                                  size_t *size)

@@ -1,8 +1,8 @@
-/* layer/bytes.h - the byte encoding graphs, executables and cache keys
-** are built from, for the layers that write or read it (exe/: executables
-** and their cache): byte buffers (core/graph/bytes.c), the graph
-** encoding (core/graph/serialize.c) and the 64-bit FNV-1a hash the core
-** keys compiles and checksums with.
+/* bytes.h - the byte encoding graphs, executables and cache keys are
+** built from, the interface of the encode/ layer to the layers that write
+** or read it (dist/: compile keys; exe/: executables and their cache):
+** byte buffers (bytes.c), the graph encoding (serialize.c) and the 64-bit
+** FNV-1a hash compiles are keyed and checksummed with.
 **
 ** Encoding: little-endian integers of fixed width, doubles as their IEEE
 ** bits, strings as a u32 length, the bytes and a NUL (so a reader can hand
@@ -13,8 +13,8 @@
 ** failure sticks (rbuf.bad), so a parser reads on and checks once; counts
 ** are also capped by the bytes left before anything is allocated.
 */
-#ifndef POPC_LAYER_BYTES_H
-#define POPC_LAYER_BYTES_H
+#ifndef POPC_ENCODE_BYTES_H
+#define POPC_ENCODE_BYTES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -104,4 +104,4 @@ popc_status popci_graph_write(const popc_graph *g, unsigned flags,
 ** POPC_ENOMEM. */
 popc_status popci_graph_read(popci_rbuf *r, popc_graph **out);
 
-#endif /* POPC_LAYER_BYTES_H */
+#endif /* POPC_ENCODE_BYTES_H */

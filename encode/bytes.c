@@ -1,16 +1,16 @@
 /* bytes.c - the byte buffers serialized graphs and executable files are
 ** built from: appending little-endian integers, IEEE doubles, strings and
 ** tensors, and reading them back with bounds checks that never trust a
-** count (see bytes_priv.h); FNV-1a hashing for compile keys.
+** count (see bytes.h); FNV-1a hashing for compile keys.
 */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_priv.h"
-#include "core/graph/bytes_priv.h"
-#include "core/tensor_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/shape.h"
+#include "encode/bytes.h"
 
 /* Largest list or string read from a file: far above any real graph,
 ** low enough that a corrupt count cannot ask for gigabytes. */
