@@ -152,6 +152,13 @@ void nn_wino_plan(int64_t C, int64_t M, int64_t H, int64_t W, int64_t OH,
 int64_t nn_wino_scratch(const nn_wino *g);
 /* w is Conv's weight [M, C, 3, 3]; transposed: w is [C, M, 3, 3] and the
 ** convolution is ConvGradInput's (kernels turned by 180 degrees). */
+/* Winograd weight transforms (winograd.c, winograd4.c) take kernels in
+** chunks: the 9 taps of kernels [i0, i0 + n) of the M x C of Conv's w
+** ([M][C][3][3]) as 9 rows of n, or with transposed, of ConvGradInput's
+** w ([C][M][3][3]) with each kernel turned by 180 degrees. */
+#define NN_WINO_KERNEL_CHUNK 64
+void nn_wino_taps(const float *w, int transposed, int64_t M, int64_t C,
+                  int64_t i0, int64_t n, float k[9][NN_WINO_KERNEL_CHUNK]);
 void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
                      float *scratch);
 /* bias: M values or NULL. */

@@ -76,7 +76,7 @@ int64_t nn_wino_grad_scratch(const nn_wino *g)
 }
 
 /* Kernels the weight transform takes at a time. */
-#define KERNEL_CHUNK 64
+#define KERNEL_CHUNK NN_WINO_KERNEL_CHUNK
 
 /* Row `which` of G applied to three rows of n values: G = [1 0 0;
 ** 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. One output row per call, so that
@@ -104,6 +104,18 @@ static void g_row(int which, const float *restrict r0, const float *restrict r1,
     }
 }
 
+void nn_wino_taps(const float *w, int transposed, int64_t M, int64_t C,
+                  int64_t i0, int64_t n, float k[9][NN_WINO_KERNEL_CHUNK])
+{
+    for (int64_t x = 0; x < n; x++) {
+        int64_t i = i0 + x, m = i / C, c = i % C;
+        const float *a = transposed ? w + (c * M + m) * 9 : w + i * 9;
+
+        for (int q = 0; q < 9; q++)
+            k[q][x] = a[transposed ? 8 - q : q];
+    }
+}
+
 void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
                      float *scratch)
 {
@@ -114,16 +126,7 @@ void nn_wino_weights(const nn_wino *g, const float *w, int transposed,
         int64_t n = MC - i0 < KERNEL_CHUNK ? MC - i0 : KERNEL_CHUNK;
         float k[9][KERNEL_CHUNK], t[12][KERNEL_CHUNK];
 
-        /* the kernels' taps as rows; forward: w is [M][C][3][3];
-        ** transposed (ConvGradInput): w is [C][M][3][3] and each kernel
-        ** turns by 180 degrees */
-        for (int64_t x = 0; x < n; x++) {
-            int64_t i = i0 + x, m = i / g->C, c = i % g->C;
-            const float *a = transposed ? w + (c * g->M + m) * 9 : w + i * 9;
-
-            for (int q = 0; q < 9; q++)
-                k[q][x] = a[transposed ? 8 - q : q];
-        }
+        nn_wino_taps(w, transposed, g->M, g->C, i0, n, k);
         /* G a: t[3 r + j] is row r of G times column j of a */
         for (int r = 0; r < 4; r++)
             for (int j = 0; j < 3; j++)

@@ -111,7 +111,7 @@ int64_t nn_wino4_grad_scratch(const nn_wino4 *g)
 ** 1/24 -1/12 1/6; 0 0 1]. */
 
 /* Kernels the weight transform takes at a time. */
-#define KERNEL_CHUNK 64
+#define KERNEL_CHUNK NN_WINO_KERNEL_CHUNK
 
 /* Row `which` of G applied to three rows of n values; one output row per
 ** call, so that each loop vectorizes. */
@@ -159,15 +159,7 @@ void nn_wino4_weights(const nn_wino4 *g, const float *w, int transposed,
         int64_t n = MC - i0 < KERNEL_CHUNK ? MC - i0 : KERNEL_CHUNK;
         float k[9][KERNEL_CHUNK], t[18][KERNEL_CHUNK];
 
-        /* the kernels' taps as rows; ConvGradInput's (transposed) turn by
-        ** 180 degrees */
-        for (int64_t x = 0; x < n; x++) {
-            int64_t i = i0 + x, m = i / g->C, c = i % g->C;
-            const float *a = transposed ? w + (c * g->M + m) * 9 : w + i * 9;
-
-            for (int q = 0; q < 9; q++)
-                k[q][x] = a[transposed ? 8 - q : q];
-        }
+        nn_wino_taps(w, transposed, g->M, g->C, i0, n, k);
         /* G a: t[3 r + j] is row r of G times column j of a */
         for (int r = 0; r < 6; r++)
             for (int j = 0; j < 3; j++)
