@@ -39,6 +39,14 @@ typedef struct layout {
 int64_t opt_layout_block(void)
 {
     const char *s = getenv("POPC_NCHWC_BLOCK");
+    const char *isa = getenv("POPC_NCHWC_ISA");
+
+    /* the kernels read it at run time (ops/nn/blocked_kern.c), where no
+    ** log reaches the user: say here that another value does nothing */
+    if (isa && *isa && strcmp(isa, "generic") != 0)
+        popc_log(POPC_LOG_WARN, "POPC_NCHWC_ISA=%s ignored: the only value "
+                 "is generic (the plain C kernels); unset it for the "
+                 "CPU's own", isa);
 
     if (s && (strcmp(s, "0") == 0 || strcmp(s, "8") == 0 ||
               strcmp(s, "16") == 0))

@@ -457,6 +457,55 @@ START_TEST(profile_shows_blocked_ops)
 END_TEST
 
 /* The ops refuse what they cannot run, naming the node and the fix. */
+static int warned;
+
+static void on_log(int level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == POPC_LOG_WARN && strstr(msg, "ignored"))
+        warned++;
+}
+
+/* Optimize a small blockable graph at level 2: the layout pass chooses
+** the block. */
+static void optimize_blockable(void)
+{
+    int64_t d[4] = {1, 16, 12, 12};
+    int x;
+    popc_graph *g = graph_with_input(d, &x), *o;
+    int y = relu(g, conv(g, x, 16, 16, 3, 1, 1, 1, 1));
+
+    ASSERT_OK(popc_graph_add_output(g, y));
+    o = optimized(g, 2, NULL, 0);
+    popc_graph_free(o);
+    popc_graph_free(g);
+}
+
+/* Environment switches with a value they do not know say so when the
+** layouts are chosen, instead of changing nothing in silence. */
+START_TEST(unknown_switch_values_warn)
+{
+    static const char *const vars[][2] = {{"POPC_NCHWC_ISA", "avx2"},
+                                          {"POPC_NCHWC_BLOCK", "4"}};
+
+    popc_log_set_callback(on_log, NULL);
+    for (int i = 0; i < 2; i++) {
+        warned = 0;
+        setenv(vars[i][0], vars[i][1], 1);
+        optimize_blockable();
+        unsetenv(vars[i][0]);
+        ck_assert_msg(warned == 1, "%s=%s: %d warnings, want 1", vars[i][0],
+                      vars[i][1], warned);
+    }
+    warned = 0;
+    setenv("POPC_NCHWC_ISA", "generic", 1);
+    optimize_blockable();
+    unsetenv("POPC_NCHWC_ISA");
+    ck_assert_int_eq(warned, 0);
+    popc_log_set_callback(NULL, NULL);
+}
+END_TEST
+
 START_TEST(bad_blocked_nodes_are_refused)
 {
     int64_t d[4] = {1, 8, 4, 4};
@@ -506,6 +555,7 @@ int main(void)
     tcase_add_test(tc, large_planes_keep_winograd);
     tcase_add_test(tc, profile_shows_blocked_ops);
     tcase_add_test(tc, bad_blocked_nodes_are_refused);
+    tcase_add_test(tc, unknown_switch_values_warn);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
