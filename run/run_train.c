@@ -453,6 +453,8 @@ popc_status popc_run_train(popc_run *r, const popc_train_hooks *hooks,
     ** it was loaded from is already the one this run would write. */
     if (t.ckpt_every && popc_model_is_compiled(t.model))
         st = checkpoint(&t);
+    else if (t.ckpt_every) /* what a run killed while rewriting it left */
+        popci_remove_stale_temps(r->checkpoint);
 done:
     if (st != POPC_OK && t.t0 > 0) {
         res->seconds = now() - t.t0;

@@ -299,6 +299,9 @@ if [ -n "$killed" ]; then
     # the checkpoint of a finished run covers all of it: resuming it again
     # is a no-op that rewrites the same weights and keeps the checkpoint
     cp part.ckpt/state.ini done.state.ini
+    # as a run killed while rewriting the final checkpoint leaves it (the
+    # pid is above Linux's pid_max, so no process owns it)
+    mkdir part.ckpt.tmp-4194999.1
     expect 0 "--resume of a finished run" "$POPC" train run.ini \
         --set data.batch_size=1 --set train.epochs=$epochs \
         --set train.weights=part.weights --set train.checkpoint=part.ckpt \
@@ -312,6 +315,9 @@ if [ -n "$killed" ]; then
     cmp -s done.state.ini part.ckpt/state.ini &&
         pass "a finished run resumed keeps its checkpoint" ||
         fail "resuming a finished run rewrote its checkpoint"
+    [ ! -e part.ckpt.tmp-4194999.1 ] &&
+        pass "resuming a finished run removes a dead run's temporary" ||
+        fail "resuming a finished run left a dead run's temporary"
 
     # SIGTERM: stops after the step with a checkpoint, exit 143
     rm -rf term.*
