@@ -9,6 +9,7 @@
 ** the plugin ABI gains one.
 */
 #include "popc/collectives.h"
+#include "popc/kernel.h"
 #include "popc/plugin.h"
 #include "popc/services.h"
 
@@ -24,6 +25,7 @@ TAKE(popc_hyper_def)
 TAKE(popc_backend_def)
 TAKE(popc_backend_config)
 TAKE(popc_collectives_def)
+TAKE(popc_kernel_def)
 TAKE(popc_infer_ctx)
 TAKE(popc_kernel_ctx)
 TAKE(popc_grad_ctx)

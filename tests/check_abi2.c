@@ -186,7 +186,7 @@ START_TEST(abi2_backend_is_refused_with_the_fix)
     ck_assert_msg(strstr(popc_last_error(), "abi2_backend") != NULL &&
                       strstr(popc_last_error(), "a backend plugin built "
                              "for plugin ABI 2 (popc 0.2 or 0.3) cannot "
-                             "load in this popc (ABI 3.0)") != NULL &&
+                             "load in this popc (ABI 3.1)") != NULL &&
                       strstr(popc_last_error(), "rebuild it against popc "
                              "0.4") != NULL,
                   "%s", popc_last_error());

@@ -37,7 +37,7 @@ static void check_contents(const popc_registry *r)
     ck_assert_ptr_null(popc_registry_find_op(r, NULL, "BadAbiOp", 0));
     ck_assert_int_eq(popc_registry_plugin_count(r), 2);
     ASSERT_HAS(problems, "badabi");
-    ASSERT_HAS(problems, "plugin ABI 99, core ABI 3.0");
+    ASSERT_HAS(problems, "plugin ABI 99, core ABI 3.1");
     ASSERT_HAS(problems, "Twice@1 is already registered");
 }
 

@@ -201,7 +201,7 @@ START_TEST(future_abi_is_refused_with_both_versions)
     ck_assert_int_eq(popc_registry_load_file(reg, TEST_PLUGINS_DIR "/badabi"),
                      POPC_EABI);
     snprintf(msg, sizeof msg, "%s", popc_last_error());
-    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 3.0 (loads ABI 2 "
+    ASSERT_HAS(msg, "badabi.so: plugin ABI 99, core ABI 3.1 (loads ABI 2 "
                     "and 3 plugins); rebuild the plugin against this popc");
     ck_assert_int_eq(popc_registry_op_count(reg), 0);
     ck_assert_int_eq(popc_registry_plugin_count(reg), 0);
@@ -421,7 +421,7 @@ START_TEST(mixed_dir_skips_foreign_files)
     write_file("notes", "plain text without extension\n");
 
     ck_assert_int_eq(popc_registry_load_path(reg, tmpdir), POPC_EABI);
-    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 3.0");
+    ASSERT_HAS(popc_last_error(), "plugin ABI 99, core ABI 3.1");
     ck_assert_ptr_nonnull(popc_registry_find_backend(reg, "test_cpu"));
     /* ops/ subdirectory scanned after the directory itself. */
     ck_assert_ptr_nonnull(popc_registry_find_op(reg, NULL, "DupOnly", 0));

@@ -40,11 +40,12 @@ extern "C" {
 ** change (a member moved, removed or retyped); the loader takes a plugin
 ** of the same major whatever its minor, because every struct is read
 ** through its size both ways. The minor counts compatible additions.
-** 2 was popc 0.2 and 0.3 (no size on contexts); 0.4.0 made 3.0. The
+** 2 was popc 0.2 and 0.3 (no size on contexts); 0.4.0 made 3.0, and
+** 3.1 added kernel providers (popc/kernel.h) and POPC_OP_INPLACE. The
 ** loader still takes ABI 2 op and optimizer plugins through an adapter
 ** (docs/plugins.md). */
 #define POPC_PLUGIN_ABI_MAJOR 3u
-#define POPC_PLUGIN_ABI_MINOR 0u
+#define POPC_PLUGIN_ABI_MINOR 1u
 /* What popc_plugin_info.abi_version holds: the major alone, so that an
 ** ABI 2 plugin's 2 still reads as major 2. */
 #define POPC_PLUGIN_ABI_VERSION POPC_PLUGIN_ABI_MAJOR
