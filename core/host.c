@@ -11,19 +11,27 @@
 #include "core/alloc_priv.h"
 #include "core/host_priv.h"
 
-void *popci_alloc(size_t n)
+void *popci_alloc_unfilled(size_t n)
 {
     size_t rounded = (n + POPC_TENSOR_ALIGN - 1) / POPC_TENSOR_ALIGN *
                      POPC_TENSOR_ALIGN;
-    void *p;
 
     if (rounded < n || popci_alloc_should_fail())
         return NULL;
     if (rounded == 0)
         rounded = POPC_TENSOR_ALIGN;
-    p = aligned_alloc(POPC_TENSOR_ALIGN, rounded);
+    return aligned_alloc(POPC_TENSOR_ALIGN, rounded);
+}
+
+void *popci_alloc(size_t n)
+{
+    size_t rounded = (n + POPC_TENSOR_ALIGN - 1) / POPC_TENSOR_ALIGN *
+                     POPC_TENSOR_ALIGN;
+    void *p = popci_alloc_unfilled(n);
+
+    /* the rounding too: SIMD loops may read a vector past the end */
     if (p)
-        memset(p, 0, rounded);
+        memset(p, 0, rounded ? rounded : POPC_TENSOR_ALIGN);
     return p;
 }
 

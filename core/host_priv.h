@@ -43,6 +43,10 @@ void *popci_host_get_proc(const char *name);
 
 /* POPC_TENSOR_ALIGN-aligned, zero-filled; NULL on overflow or no memory. */
 void *popci_alloc(size_t n);
+/* popci_alloc without the zero fill, for memory the caller overwrites
+** whole at once (a tensor made from data): the fill would be a second
+** pass over every page. */
+void *popci_alloc_unfilled(size_t n);
 void popci_free(void *p);
 
 /* The table's graph_signature and graph_run (subgraph.c). */

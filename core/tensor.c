@@ -99,8 +99,9 @@ overflow: {
 
 /* ---- lifetime ------------------------------------------------------------ */
 
+/* filled: the elements start at zero; else the caller writes them all. */
 static popc_status tensor_alloc(const char *what, popc_dtype dt,
-                                const int64_t *dims, int rank,
+                                const int64_t *dims, int rank, int filled,
                                 popc_tensor **out)
 {
     int64_t numel;
@@ -112,7 +113,8 @@ static popc_status tensor_alloc(const char *what, popc_dtype dt,
     st = popci_shape_size(what, dt, dims, rank, &numel, &nbytes);
     if (st != POPC_OK)
         return st;
-    t = popci_alloc(HEADER_SIZE + nbytes);
+    t = filled ? popci_alloc(HEADER_SIZE + nbytes)
+               : popci_alloc_unfilled(HEADER_SIZE + nbytes);
     if (!t)
         return popc_set_error(POPC_ENOMEM, "%s: out of memory for %zu bytes",
                               what, nbytes);
@@ -133,7 +135,7 @@ popc_status popc_tensor_new(popc_dtype dt, const int64_t *dims, int rank,
 {
     if (!out)
         return popc_set_error(POPC_EINVAL, "popc_tensor_new: out is NULL");
-    return tensor_alloc("popc_tensor_new", dt, dims, rank, out);
+    return tensor_alloc("popc_tensor_new", dt, dims, rank, 1, out);
 }
 
 popc_status popc_tensor_from_data(popc_dtype dt, const int64_t *dims,
@@ -145,7 +147,7 @@ popc_status popc_tensor_from_data(popc_dtype dt, const int64_t *dims,
     if (!out)
         return popc_set_error(POPC_EINVAL,
                               "popc_tensor_from_data: out is NULL");
-    st = tensor_alloc("popc_tensor_from_data", dt, dims, rank, out);
+    st = tensor_alloc("popc_tensor_from_data", dt, dims, rank, 0, out);
     if (st != POPC_OK)
         return st;
     if ((*out)->nbytes) {
@@ -591,7 +593,7 @@ popc_status popc_tensor_cast(const popc_tensor *t, popc_dtype dt,
                               (int)dt);
     if (dt == t->dtype)
         return popc_tensor_clone(t, out);
-    st = tensor_alloc("popc_tensor_cast", dt, t->dims, t->rank, out);
+    st = tensor_alloc("popc_tensor_cast", dt, t->dims, t->rank, 1, out);
     if (st != POPC_OK)
         return st;
     if (has_fast_cast(t->dtype) && has_fast_cast(dt))
@@ -653,7 +655,7 @@ popc_status popc_tensor_reshape(const popc_tensor *t, const int64_t *dims,
                               "reshape %s (%lld elements) into %s (%lld "
                               "elements)", have, (long long)t->numel, want,
                               (long long)known);
-    st = tensor_alloc("popc_tensor_reshape", t->dtype, shape, rank, out);
+    st = tensor_alloc("popc_tensor_reshape", t->dtype, shape, rank, 1, out);
     if (st != POPC_OK)
         return st;
     memcpy((*out)->data, t->data, t->nbytes);
