@@ -9,6 +9,7 @@ libpopc_la_SOURCES += \
     %reldir%/graph/graph_attr.c \
     %reldir%/graph/graph_query.c \
     %reldir%/graph/graph_edit.c \
+    %reldir%/graph/graph_place.c \
     %reldir%/graph/graph_add_named.c \
     %reldir%/graph/topo.c \
     %reldir%/graph/infer.c \

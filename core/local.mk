@@ -38,7 +38,6 @@ include %reldir%/options.mk
 include %reldir%/optimizer.mk
 include %reldir%/runtime.mk
 include %reldir%/extend.mk
-include %reldir%/strategies.mk
 
 # the layer's guide (docs/architecture.md links to it)
 EXTRA_DIST += %reldir%/README.md

@@ -7,10 +7,11 @@ libpopc_la_SOURCES += \
     %reldir%/runtime/exec_priv.h %reldir%/runtime/executor.c %reldir%/runtime/exec_view.c %reldir%/runtime/exec_report.c %reldir%/runtime/batching.c \
     %reldir%/runtime/synthetic.c \
     %reldir%/runtime/train_step.c \
-    %reldir%/runtime/model.c %reldir%/runtime/model_view.c %reldir%/runtime/model_config.c %reldir%/runtime/model_config_priv.h %reldir%/runtime/locations.c %reldir%/runtime/host_io.c %reldir%/runtime/anchors.c %reldir%/runtime/anchors_priv.h %reldir%/runtime/ipu_count.c %reldir%/runtime/model_log.c %reldir%/runtime/model_weights.c %reldir%/runtime/model_priv.h %reldir%/runtime/model_state_priv.h \
+    %reldir%/runtime/model.c %reldir%/runtime/model_view.c %reldir%/runtime/model_config.c %reldir%/runtime/model_config_priv.h %reldir%/runtime/anchors.c %reldir%/runtime/anchors_priv.h %reldir%/runtime/ipu_count.c %reldir%/runtime/model_log.c %reldir%/runtime/model_weights.c %reldir%/runtime/model_priv.h %reldir%/runtime/model_state_priv.h \
     %reldir%/runtime/attach.c \
     %reldir%/runtime/hooks.c %reldir%/runtime/hooks_priv.h %reldir%/layer/hooks.h \
     %reldir%/layer/plan.h %reldir%/layer/dist.h %reldir%/layer/exec.h %reldir%/layer/exec_report.h %reldir%/layer/model.h %reldir%/layer/graph.h %reldir%/layer/strbuf.h \
+    %reldir%/layer/strategy.h \
     %reldir%/runtime/trace.c
 
 # the ABI of collectives plugins, which the distribution layer (dist/) drives

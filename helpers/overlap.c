@@ -1,6 +1,6 @@
 /* overlap.c - PopTorch's set_overlap_for_input / set_overlap_for_output:
 ** an Identity node marked with POPC_ATTR_OVERLAP_INPUT or _OUTPUT, which
-** the core turns into the slot's host-I/O bits (core/runtime/host_io.c)
+** the core turns into the slot's host-I/O bits (strategy/host_io.c)
 ** and the IPU model into I/O-tile buffers and hidden transfer cycles. */
 #include "config.h"
 

@@ -16,7 +16,7 @@ cd "$POPC_SRCDIR" || exit 1
 fail=0
 files=$(find README.md docs core helpers data run onnx ops optim backends \
     collectives tools examples plugins bench tests fuzz man python exe \
-    profile opt lib scripts \
+    profile opt lib scripts strategy \
     \( -name '*.c' -o -name '*.h' -o -name '*.md' -o -name '*.sh' \
     -o -name '*.mk' -o -name '*.py' -o -name '*.1' -o -name '*.5' \) \
     -type f 2>/dev/null | grep -v '^tests/data/')

@@ -24,7 +24,7 @@ allowed() {
     useIpuModel)    echo "core/options/options_table.c hook_use_ipu_model" ;;
     pluginPath)     echo "core/options/options_table.c popc_registry_load_path" ;;
     TensorLocations.set*Location.*)
-                    echo "core/runtime/locations.c TensorLocations.set%sLocation.%s" ;;
+                    echo "strategy/locations.c TensorLocations.set%sLocation.%s" ;;
     *)              echo "" ;;
     esac
 }
@@ -37,10 +37,10 @@ for opt in $supported; do
     # read by name (public API), or by id (POPCI_O_..., core/layer/options.h)
     id=POPCI_O_$(printf '%s' "$opt" | tr . _)
     if grep -rqF "\"$opt\"" "$src/core" "$src/helpers" "$src/data" \
-        "$src/run" "$src/backends" "$src/optim" \
+        "$src/run" "$src/strategy" "$src/backends" "$src/optim" \
         "$src/ops" "$src/tools" "$src/onnx" --include='*.c' \
         --include='*.h' --exclude='options*.c' ||
-        grep -rqw "$id" "$src/core" "$src/data" "$src/run" --include='*.c' \
+        grep -rqw "$id" "$src/core" "$src/strategy" "$src/data" "$src/run" --include='*.c' \
         --exclude='options*.c'; then
         continue
     fi

@@ -159,7 +159,7 @@ popc_status popc_graph_set_annotations(popc_graph *g,
     }
     popci_annot_free(&g->annot);
     g->annot = na;
-    /* explicit annotations replace the Block context (core/strategies/blocks.c) */
+    /* explicit annotations replace the Block context (strategy/blocks.c) */
     g->block_ended = 0;
     return POPC_OK;
 }

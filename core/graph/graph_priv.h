@@ -96,7 +96,7 @@ struct popc_graph {
     char *scope_joined;      /* "a/b", NULL when the stack is empty */
     popci_annot annot;       /* annot.scope unused: see scopes */
     int n_constants;         /* for generated constant names */
-    /* Block context (core/strategies/blocks.c): set when a block ended and no other
+    /* Block context (strategy/blocks.c): set when a block ended and no other
     ** began, so popc_graph_add_node refuses ops outside any block; the
     ** next automatic block id ("0", "1", ...) */
     int block_ended;

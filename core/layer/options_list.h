@@ -17,7 +17,7 @@
 #endif
 
 /* The six TensorLocationSettings of one tensor class, flattened; their
-** effect is core/runtime/locations.c's. */
+** effect is strategy/locations.c's. */
 #define LOCATION(CLS, what)                                                 \
     OPTION(TensorLocations_set##CLS##Location_useOnChipStorage,             \
     {.info = {"TensorLocations.set" #CLS "Location.useOnChipStorage",       \

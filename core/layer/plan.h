@@ -52,7 +52,7 @@ typedef struct popci_plan_compiled {
 } popci_plan_compiled;
 
 /* The execution strategy a plan is compiled for (helper "strategies",
-** core/strategies/stages.c); all zero: PipelinedExecution, AutoStage SameAsIpu,
+** strategy/stages.c); all zero: PipelinedExecution, AutoStage SameAsIpu,
 ** AlwaysLive. Values are popc_execution_strategy, popc_auto_stage and
 ** popc_liveness; separate_backward is useSeparateBackwardPhase. */
 typedef struct popci_strategy {
@@ -126,7 +126,7 @@ typedef struct popci_plan {
     size_t arena_bytes;        /* peak activation bytes of one frame */
     size_t persistent_bytes;   /* weights + constants + grads + state */
 
-    /* strategies (core/strategies/stages.c, core/strategies/recompute.c, core/strategies/offchip.c) */
+    /* strategies (strategy/stages.c, strategy/recompute.c, strategy/offchip.c) */
     popci_strategy strategy;
     int n_recomputed;          /* forward nodes cloned into the backward
                                   pass (recomputation) */

@@ -3,7 +3,7 @@
 #include "config.h"
 
 #include "core/runtime/exec_priv.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/strategy.h"
 
 int64_t popci_exec_micro_batches(const popci_exec *e)
 {
@@ -94,10 +94,10 @@ size_t popci_exec_slot_device_bytes(const popci_exec *e, int slot)
 
 int popci_exec_execution_phases(const popci_exec *e)
 {
-    return popci_plan_execution_phases(e->plan);
+    return popci_layer_strategy->execution_phases(e->plan);
 }
 
 int popci_exec_execution_phase_ids(const popci_exec *e, int *ids, int max)
 {
-    return popci_plan_execution_phase_ids(e->plan, ids, max);
+    return popci_layer_strategy->execution_phase_ids(e->plan, ids, max);
 }

@@ -21,7 +21,7 @@
 #include "core/optimizer/optimizer_priv.h"
 #include "core/registry_priv.h"
 #include "core/backend_option.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/strategy.h"
 
 #define RUNTIME_SUFFIX                                                       \
     "\nThis error occurred because the inputs passed at runtime don't "     \
@@ -468,7 +468,7 @@ static popc_status make_exec_config(popc_model *m, compile_job *j,
         if ((st = mark_half_storage(m, plan, &j->ec)) != POPC_OK)
             return st;
     }
-    return popci_locations_apply(plan, m->opts, j->b.r);
+    return popci_layer_strategy->locations_apply(plan, m->opts, j->b.r);
 }
 
 /* What later runs are checked against (R1.3) and where each model weight

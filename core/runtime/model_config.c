@@ -17,7 +17,7 @@
 #include "core/options/options_priv.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/registry_priv.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/strategy.h"
 
 popci_batching popci_config_batching(const popc_model *m)
 {
@@ -149,7 +149,7 @@ popc_status popci_config_plan(const popc_model *m, const popci_batching *b,
     *pc = (popci_plan_config){
         .training = m->training, .n_inputs = n, .inputs = micro,
         .replicas = (int)b->r, .loss_scaling = 1.0,
-        .strategy = popci_strategy_from_options(m->opts),
+        .strategy = popci_layer_strategy->from_options(m->opts),
         .rewrite = popci_hooks_rewrite_graph,
         .opt_level = (int)popci_opt_int(m->opts, POPCI_O_optimizationLevel),
         .choose = popci_hooks_choose_kernel,

@@ -13,7 +13,6 @@
 #include "core/runtime/model_priv.h"
 #include "core/runtime/model_state_priv.h"
 #include "core/optimizer/optimizer_priv.h"
-#include "core/strategies/strategy_priv.h"
 
 static int find_weight(const popc_model *m, const char *name)
 {

@@ -16,7 +16,7 @@
 #include "core/graph/graph_priv.h"
 #include "core/host_priv.h"
 #include "core/runtime/plan_priv.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/strategy.h"
 
 #define ALIGN_UP(n) (((n) + POPC_TENSOR_ALIGN - 1) / POPC_TENSOR_ALIGN * \
                      POPC_TENSOR_ALIGN)
@@ -776,7 +776,7 @@ popc_status popci_plan_add_state(popci_plan *p, int w, int n,
             return oom("state slots");
         p->arena_offset = off;
         p->arena_offset[s] = -1;
-        if ((st = popci_offchip_add_slot(p, s)) != POPC_OK)
+        if ((st = popci_layer_strategy->offchip_add_slot(p, s)) != POPC_OK)
             return st;
         p->slots[s].info.dtype = POPC_DTYPE_F32;
         p->slots[s].first_use = 0;
@@ -850,7 +850,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             goto fail;
         if ((st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
             goto fail;
-        if ((st = popci_stages_resolve(p->graph, &p->strategy)) != POPC_OK)
+        if ((st = popci_layer_strategy->resolve(p->graph, &p->strategy)) !=
+            POPC_OK)
             goto fail;
         /* after the stages are resolved: a rewritten node takes its
         ** first node's resolved stage, IPU and phase, and the numbering
@@ -869,11 +870,13 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
             (st = popc_graph_verify(p->graph, cfg->training)) != POPC_OK)
             goto fail;
         if (cfg->training &&
-            (st = popci_recompute(p->graph, n_fwd)) != POPC_OK)
+            (st = popci_layer_strategy->recompute(p->graph, n_fwd)) !=
+                POPC_OK)
             goto fail;
     }
     p->n_graph_forward = n_fwd;
-    p->n_recomputed = popci_recompute_count(p->graph, n_fwd);
+    p->n_recomputed =
+        popci_layer_strategy->recompute_count(p->graph, n_fwd);
 
     p->n_values = popc_graph_n_values(p->graph);
     p->n_inputs = popc_graph_n_inputs(p->graph);
@@ -899,8 +902,8 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     }
     if ((st = schedule(p, n_fwd, keep, &order, &n_order, &n_forward)) !=
         POPC_OK ||
-        (st = popci_stages_order(p->graph, &p->strategy, order, n_forward,
-                                 n_order)) != POPC_OK)
+        (st = popci_layer_strategy->order(p->graph, &p->strategy, order,
+                                          n_forward, n_order)) != POPC_OK)
         goto fail;
     if ((st = make_slots(p, order, n_order, wrt, grads, n_wrt, &cap)) !=
         POPC_OK)
@@ -934,7 +937,7 @@ popc_status popci_plan_new(const popc_graph *g, const popci_plan_config *cfg,
     if ((st = liveness(p, keep_slot)) != POPC_OK ||
         (st = cfg->compiled ? reuse_memory(p, cfg->compiled)
                             : popci_plan_memory(p)) != POPC_OK ||
-        (st = popci_offchip_plan(p)) != POPC_OK)
+        (st = popci_layer_strategy->offchip_plan(p)) != POPC_OK)
         goto fail;
     popc_log(POPC_LOG_DEBUG, "compile '%s': %d nodes (%d forward), %d slots, "
              "%d trainable weights, activations %zu bytes per frame, "

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "popc/plan_info.h"
-#include "core/alloc_priv.h"
-#include "core/runtime/model_priv.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/exec_report.h"
+#include "core/layer/model.h"
+#include "strategy/strategy_priv.h"
 
 /* Distinct phases of a phased plan (0 otherwise). */
 static int count_phases(const popci_plan *p)
@@ -46,7 +47,7 @@ popc_status popc_model_get_plan_info(const popc_model *m,
     memset(out, 0, sizeof *out);
     if ((st = popci_model_require_compiled(m)) != POPC_OK)
         return st;
-    e = popci_model_exec(m);
+    e = popci_model_executor_c(m);
     p = popci_exec_plan(e);
     out->n_ipus = p->pub.n_ipus;
     out->pipeline_stages = popci_plan_pipeline_stages(p);

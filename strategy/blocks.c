@@ -4,7 +4,8 @@
 ** A block is nothing but the graph's current annotations (block id, IPU)
 ** plus one flag: after popc_block_end the graph refuses new ops until a
 ** block begins again. The strategy turns the annotations into stages when
-** a model is compiled (core/strategies/stages.c).
+** a model is compiled (strategy/stages.c). The graph keeps that context;
+** this layer sets it through core/layer/strategy.h.
 */
 #include "config.h"
 
@@ -13,8 +14,8 @@
 #include <string.h>
 
 #include "popc/blocks.h"
-#include "core/alloc_priv.h"
-#include "core/graph/graph_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/strategy.h"
 
 popc_status popc_block_begin(popc_graph *g, const char *user_id, int ipu_id)
 {
@@ -30,19 +31,15 @@ popc_status popc_block_begin(popc_graph *g, const char *user_id, int ipu_id)
                               "ipu_id %d; use -1 for none or an IPU >= 0",
                               user_id ? user_id : "(auto)", ipu_id);
     if (!user_id) {
-        snprintf(auto_id, sizeof auto_id, "%d", g->block_next_id);
+        snprintf(auto_id, sizeof auto_id, "%d",
+                 popci_graph_block_next_id(g));
         user_id = auto_id;
     }
     if (!(id = popci_strdup(user_id)))
         return popc_set_error(POPC_ENOMEM, "popc_block_begin: out of memory");
     if (user_id == auto_id)
-        g->block_next_id++;
-    free(g->annot.block);
-    g->annot.block = id;
-    g->annot.ipu = ipu_id;
-    g->annot.stage = -1;
-    g->annot.phase = -1;
-    g->block_ended = 0;
+        popci_graph_set_block_next_id(g, popci_graph_block_next_id(g) + 1);
+    popci_graph_set_block(g, id, ipu_id, 0);
     return POPC_OK;
 }
 
@@ -50,23 +47,18 @@ popc_status popc_block_end(popc_graph *g)
 {
     if (!g)
         return popc_set_error(POPC_EINVAL, "popc_block_end: graph is NULL");
-    if (!g->annot.block)
+    if (!popc_graph_annotations(g).block)
         return popc_set_error(POPC_ESTATE, "popc_block_end: no active Block "
                               "in graph '%s'; start one with "
-                              "popc_block_begin", g->name);
-    free(g->annot.block);
-    g->annot.block = NULL;
-    g->annot.ipu = -1;
-    g->annot.stage = -1;
-    g->annot.phase = -1;
-    g->block_ended = 1;
+                              "popc_block_begin", popc_graph_name(g));
+    popci_graph_set_block(g, NULL, -1, 1);
     return POPC_OK;
 }
 
 void popc_block_use_auto_id(popc_graph *g)
 {
     if (g)
-        g->block_next_id = 0;
+        popci_graph_set_block_next_id(g, 0);
 }
 
 /* ---- explicit stages ---------------------------------------------------- */
@@ -143,23 +135,22 @@ popc_status popc_graph_set_stages(popc_graph *g, const popc_stage_spec *stages,
                               "NULL");
     if ((st = check_specs(stages, n_stages)) != POPC_OK)
         return st;
-    for (int k = 0; k < g->n_nodes; k++) {
-        const char *id = g->nodes[k].annot.block;
+    for (int k = 0; k < popc_graph_n_nodes(g); k++) {
+        const char *id = popc_graph_node_annotations(g, k).block;
         if (id && stage_of(stages, n_stages, id) < 0)
             return unknown_block(stages, n_stages, id);
     }
-    for (int k = 0; k < g->n_nodes; k++) {
-        popci_annot *a = &g->nodes[k].annot;
+    for (int k = 0; k < popc_graph_n_nodes(g); k++) {
+        popc_annotations a = popc_graph_node_annotations(g, k);
         int s;
 
-        if (!a->block)
+        if (!a.block)
             continue;
-        s = stage_of(stages, n_stages, a->block);
-        a->stage = s;
-        if (stages[s].ipu >= 0)
-            a->ipu = stages[s].ipu;
-        if (stages[s].phase >= 0)
-            a->phase = stages[s].phase;
+        s = stage_of(stages, n_stages, a.block);
+        popci_graph_place_node(g, k,
+                               stages[s].ipu >= 0 ? stages[s].ipu : a.ipu, s,
+                               stages[s].phase >= 0 ? stages[s].phase
+                                                    : a.phase);
     }
     return POPC_OK;
 }

@@ -2,7 +2,7 @@
 ** execution with a tensorsLiveness other than AlwaysLive), and the plan's
 ** activation memory figures.
 **
-** The schedule of a phased plan runs phase after phase (core/strategies/stages.c). An
+** The schedule of a phased plan runs phase after phase (strategy/stages.c). An
 ** activation read after the phase that produced it ends is sent to
 ** streaming memory and loaded back for its next reader:
 **   OffChipAfterFwd, OffChipAfterFwdNoOverlap  forward activations the
@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "popc/options.h"
-#include "core/alloc_priv.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/alloc.h"
+#include "strategy/strategy_priv.h"
 
 static popc_status oom(void)
 {

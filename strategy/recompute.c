@@ -20,9 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/strategies/strategy_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/graph.h"
+#include "core/layer/strategy.h"
+#include "strategy/strategy_priv.h"
 
 typedef struct rc {
     popc_graph *g;
@@ -39,18 +40,19 @@ static popc_status oom(void)
                           "planning recomputation");
 }
 
-static int is_checkpoint(const popci_node *x)
+/* def: node n's op (popci_graph_node_def_c), may be NULL */
+static int is_checkpoint(const popc_graph *g, int n, const popc_op_def *def)
 {
-    return x->annot.recompute > 0 ||
-           (x->def && x->def->role == POPC_ROLE_CHECKPOINT);
+    return popc_graph_node_annotations(g, n).recompute > 0 ||
+           (def && def->role == POPC_ROLE_CHECKPOINT);
 }
 
 /* A forward activation the backward pass may not recompute. */
-static int keep_node(popc_graph *g, int n)
+static int keep_node(const popc_graph *g, int n)
 {
-    const popc_op_def *def = popci_graph_node_def(g, n);
+    const popc_op_def *def = popci_graph_node_def_c(g, n);
 
-    return is_checkpoint(&g->nodes[n]) || !def ||
+    return is_checkpoint(g, n, def) || !def ||
            (def->flags & (POPC_OP_RANDOM | POPC_OP_HOST | POPC_OP_NOFOLD));
 }
 
@@ -59,23 +61,27 @@ static void mark_stored(rc *c)
     popc_graph *g = c->g;
 
     for (int v = 0; v < c->nv; v++) {
-        int p = g->values[v].producer;
+        int p = popc_graph_value_producer(g, v);
         c->stored[v] = p < 0 || p >= c->n_fwd || keep_node(g, p);
     }
-    for (int i = 0; i < g->n_outputs; i++)
-        c->stored[g->outputs[i]] = 1;
-    for (int i = 0; i < g->n_updates; i++)
-        c->stored[g->updates[i].value] = 1;
+    for (int i = 0; i < popc_graph_n_outputs(g); i++)
+        c->stored[popc_graph_output(g, i)] = 1;
+    for (int i = 0; i < popc_graph_n_updates(g); i++) {
+        int value = -1;
+        if (popc_graph_update(g, i, NULL, &value) == POPC_OK)
+            c->stored[value] = 1;
+    }
     /* values crossing a pipeline stage or a phase stay where they arrive */
     for (int n = 0; n < c->n_fwd; n++) {
-        const popci_node *x = &g->nodes[n];
-        for (int j = 0; j < x->n_inputs; j++) {
-            int v = x->inputs[j], p;
-            if (v < 0 || v >= c->nv || (p = g->values[v].producer) < 0 ||
-                p >= c->n_fwd)
+        popc_annotations x = popc_graph_node_annotations(g, n);
+        for (int j = 0; j < popc_graph_node_n_inputs(g, n); j++) {
+            int v = popc_graph_node_input(g, n, j), p;
+            popc_annotations from;
+            if (v < 0 || v >= c->nv ||
+                (p = popc_graph_value_producer(g, v)) < 0 || p >= c->n_fwd)
                 continue;
-            if (g->nodes[p].annot.ipu != x->annot.ipu ||
-                g->nodes[p].annot.phase != x->annot.phase)
+            from = popc_graph_node_annotations(g, p);
+            if (from.ipu != x.ipu || from.phase != x.phase)
                 c->stored[v] = 1;
         }
     }
@@ -104,44 +110,41 @@ static popc_status push(rc *c, int n)
 static popc_status add_clone(rc *c, int n)
 {
     popc_graph *g = c->g;
-    popci_node x = g->nodes[n]; /* shallow: g->nodes may move below */
-    int *in = popci_malloc(sizeof(int) * (size_t)(x.n_inputs + 1));
-    int *out = popci_malloc(sizeof(int) * (size_t)(x.n_outputs + 1));
-    size_t len = strlen(x.name) + 16;
-    char *name = popci_malloc(len);
-    popci_annot a = x.annot;
+    int n_in = popc_graph_node_n_inputs(g, n);
+    int n_out = popc_graph_node_n_outputs(g, n);
+    int *in = popci_malloc(sizeof(int) * (size_t)(n_in + 1));
+    int *out = popci_malloc(sizeof(int) * (size_t)(n_out + 1));
+    /* copied: the node's name may move as the clone is added */
+    char *fwd = popci_strdup(popc_graph_node_name(g, n));
+    size_t len = fwd ? strlen(fwd) + 16 : 0;
+    char *name = fwd ? popci_malloc(len) : NULL;
     popc_status st;
 
     if (!in || !out || !name) {
         st = oom();
         goto done;
     }
-    for (int j = 0; j < x.n_inputs; j++)
-        in[j] = needs_clone(c, x.inputs[j]) ? c->clone_of[x.inputs[j]]
-                                            : x.inputs[j];
-    snprintf(name, len, "%s/recompute", x.name);
-    a.recompute = -1;
-    st = popci_graph_add_node_ex(g, x.domain, x.op, x.version, in,
-                                 x.n_inputs, out, x.n_outputs, x.attrs,
-                                 x.n_attrs, name, &a, 1, 1, NULL);
+    for (int j = 0; j < n_in; j++) {
+        int v = popc_graph_node_input(g, n, j);
+        in[j] = needs_clone(c, v) ? c->clone_of[v] : v;
+    }
+    snprintf(name, len, "%s/recompute", fwd);
+    st = popci_graph_clone_node(g, n, in, name, out);
     if (st != POPC_OK) {
-        st = popc_set_error(st, "recomputing node '%s': %s", x.name,
+        st = popc_set_error(st, "recomputing node '%s': %s", fwd,
                             popc_last_error());
         goto done;
     }
-    /* same computation: the forward node's shapes (inferred for training) */
-    for (int j = 0; j < x.n_outputs; j++) {
-        if (x.outputs[j] < 0 || out[j] < 0)
-            continue;
-        g->values[out[j]].info = g->values[x.outputs[j]].info;
-        g->values[out[j]].info.data = NULL;
-        if (x.outputs[j] < c->nv)
-            c->clone_of[x.outputs[j]] = out[j];
+    for (int j = 0; j < n_out; j++) {
+        int v = popc_graph_node_output(g, n, j);
+        if (v >= 0 && out[j] >= 0 && v < c->nv)
+            c->clone_of[v] = out[j];
     }
     c->cloned[n] = 1;
 done:
     free(in);
     free(out);
+    free(fwd);
     free(name);
     return st;
 }
@@ -152,21 +155,20 @@ static popc_status ensure_clone(rc *c, int v)
     popc_status st;
 
     c->n_stack = 0;
-    if ((st = push(c, c->g->values[v].producer)) != POPC_OK)
+    if ((st = push(c, popc_graph_value_producer(c->g, v))) != POPC_OK)
         return st;
     while (c->n_stack > 0) {
         int n = c->stack[c->n_stack - 1], ready = 1;
-        const popci_node *x = &c->g->nodes[n];
 
         if (c->cloned[n]) {
             c->n_stack--;
             continue;
         }
-        for (int j = 0; j < x->n_inputs; j++) {
-            int u = x->inputs[j], p;
+        for (int j = 0; j < popc_graph_node_n_inputs(c->g, n); j++) {
+            int u = popc_graph_node_input(c->g, n, j), p;
             if (!needs_clone(c, u))
                 continue;
-            p = c->g->values[u].producer;
+            p = popc_graph_value_producer(c->g, u);
             if (c->cloned[p])
                 continue;
             ready = 0;
@@ -188,9 +190,10 @@ int popci_recompute_count(const popc_graph *g, int n_fwd)
     size_t nt = sizeof tail - 1;
     int n = 0;
 
-    for (int k = n_fwd; k < g->n_nodes; k++) {
-        size_t len = strlen(g->nodes[k].name);
-        n += len > nt && strcmp(g->nodes[k].name + len - nt, tail) == 0;
+    for (int k = n_fwd; k < popc_graph_n_nodes(g); k++) {
+        const char *name = popc_graph_node_name(g, k);
+        size_t len = strlen(name);
+        n += len > nt && strcmp(name + len - nt, tail) == 0;
     }
     return n;
 }
@@ -198,17 +201,17 @@ int popci_recompute_count(const popc_graph *g, int n_fwd)
 popc_status popci_recompute(popc_graph *g, int n_fwd)
 {
     rc c;
-    int nn = g->n_nodes, any = 0, *order = NULL;
+    int nn = popc_graph_n_nodes(g), any = 0, *order = NULL;
     popc_status st = POPC_OK;
 
     for (int n = 0; n < n_fwd && !any; n++)
-        any = is_checkpoint(&g->nodes[n]);
+        any = is_checkpoint(g, n, popci_graph_node_def_c(g, n));
     if (!any || nn == n_fwd)
         return POPC_OK;
     memset(&c, 0, sizeof c);
     c.g = g;
     c.n_fwd = n_fwd;
-    c.nv = g->n_values;
+    c.nv = popc_graph_n_values(g);
     c.stored = popci_malloc((size_t)c.nv + 1);
     c.clone_of = popci_malloc(sizeof(int) * (size_t)(c.nv + 1));
     c.cloned = popci_calloc((size_t)n_fwd + 1, 1);
@@ -220,20 +223,20 @@ popc_status popci_recompute(popc_graph *g, int n_fwd)
     for (int v = 0; v < c.nv; v++)
         c.clone_of[v] = -1;
     mark_stored(&c);
-    if ((st = popci_graph_topo(g, order)) != POPC_OK)
+    if ((st = popc_graph_topo_order(g, order)) != POPC_OK)
         goto done;
     for (int i = 0; i < nn; i++) {
         int b = order[i];
 
         if (b < n_fwd)
             continue;
-        for (int j = 0; j < g->nodes[b].n_inputs; j++) {
-            int v = g->nodes[b].inputs[j];
+        for (int j = 0; j < popc_graph_node_n_inputs(g, b); j++) {
+            int v = popc_graph_node_input(g, b, j);
             if (!needs_clone(&c, v))
                 continue;
             if (c.clone_of[v] < 0 && (st = ensure_clone(&c, v)) != POPC_OK)
                 goto done;
-            g->nodes[b].inputs[j] = c.clone_of[v];
+            popci_graph_set_node_input(g, b, j, c.clone_of[v]);
         }
     }
 done:

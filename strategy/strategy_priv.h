@@ -1,11 +1,12 @@
 /* strategy_priv.h - execution strategies inside the compiler (helper
-** "strategies"): stage / IPU / phase resolution (core/strategies/stages.c),
-** recomputation (core/strategies/recompute.c) and what leaves the chip between phases
-** with the plan's memory figures (core/strategies/offchip.c).
+** "strategies"): stage / IPU / phase resolution (strategy/stages.c),
+** recomputation (strategy/recompute.c) and what leaves the chip between
+** phases with the plan's memory figures (strategy/offchip.c).
 **
 ** Order in popci_plan_new: popci_stages_resolve on the forward graph,
 ** autodiff, popci_recompute, schedule, popci_stages_order, liveness, memory
-** plan, popci_offchip_plan.
+** plan, popci_offchip_plan. The core calls them through the table of
+** core/layer/strategy.h (strategy/port.c).
 */
 #ifndef POPC_STRATEGY_PRIV_H
 #define POPC_STRATEGY_PRIV_H
@@ -13,8 +14,8 @@
 #include "popc/graph.h"
 #include "popc/model.h"
 #include "popc/options.h"
-#include "core/runtime/exec_priv.h"
-#include "core/runtime/plan_priv.h"
+#include "core/layer/plan.h"
+#include "core/layer/strategy.h"
 
 /* The strategy the options ask for. */
 popci_strategy popci_strategy_from_options(const popc_options *o);
@@ -77,13 +78,13 @@ popc_status popci_offchip_plan(popci_plan *p);
 /* Slot s was appended after the plan (optimizer state): it stays on chip.
 ** POPC_ENOMEM. */
 popc_status popci_offchip_add_slot(popci_plan *p, int s);
-/* Options.TensorLocations (core/runtime/locations.c): slot_location for every
+/* Options.TensorLocations (strategy/locations.c): slot_location for every
 ** slot, activations' off-chip ranges trimmed. POPC_EINVAL with PopTorch's
 ** text for I/O tiles without numIOTiles and for impossible settings. */
 popc_status popci_locations_apply(popci_plan *p, const popc_options *o,
                                   int64_t replicas);
 
-/* Host I/O bits of the plan's slots into loc (core/runtime/host_io.c): graph
+/* Host I/O bits of the plan's slots into loc (strategy/host_io.c): graph
 ** outputs, and the copies set_overlap_for_input/output overlap. POPC_EINVAL
 ** naming the node for a misplaced or unsupported overlap. */
 popc_status popci_host_io_mark(popci_plan *p, const popc_options *o,
@@ -92,5 +93,8 @@ popc_status popci_host_io_mark(popci_plan *p, const popc_options *o,
 /* offchip_bytes and onchip_peak again, after ranges were dropped
 ** (TensorLocations keeping activations on chip). */
 popc_status popci_offchip_refigure(popci_plan *p);
+
+/* The table of these the core calls (strategy/port.c). */
+extern const popci_strategy_port popci_strategies;
 
 #endif /* POPC_STRATEGY_PRIV_H */

@@ -24,10 +24,9 @@
 #include <stdlib.h>
 
 #include "popc/options.h"
-#include "core/alloc_priv.h"
-#include "core/runtime/plan_priv.h"
-#include "core/strategies/strategy_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/options.h"
+#include "strategy/strategy_priv.h"
 
 #define DEFAULT_MIN_OFF_CHIP 2
 #define DEFAULT_MIN_SHARDING 8192

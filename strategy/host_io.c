@@ -16,9 +16,8 @@
 #include <string.h>
 
 #include "popc/options.h"
-#include "core/runtime/plan_priv.h"
-#include "core/strategies/strategy_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/options.h"
+#include "strategy/strategy_priv.h"
 
 static int is_output(const popci_plan *p, int slot)
 {

@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_priv.h"
-#include "core/graph/graph_priv.h"
-#include "core/strategies/strategy_priv.h"
-#include "core/options/options_priv.h"
+#include "core/layer/alloc.h"
+#include "core/layer/options.h"
+#include "strategy/strategy_priv.h"
 
 static popc_status oom(void)
 {
@@ -91,40 +90,41 @@ static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
 {
     int incr = s->auto_stage == POPC_AUTOSTAGE_AUTO_INCREMENT;
     int phased = popci_strategy_phased(s);
+    int n = popc_graph_n_nodes(g);
     stage_map map = {NULL, 0, 0};
-    char *from_ipu = popci_calloc((size_t)g->n_nodes + 1, 1);
+    char *from_ipu = popci_calloc((size_t)n + 1, 1);
     popc_status st = POPC_OK;
 
     if (!from_ipu)
         return oom();
-    for (int k = 0; k < g->n_nodes && st == POPC_OK; k++) {
-        popci_annot *a = &g->nodes[k].annot;
+    for (int k = 0; k < n && st == POPC_OK; k++) {
+        popc_annotations a = popc_graph_node_annotations(g, k);
         int stage = 0, ipu = 0;
 
-        if (a->stage >= 0) {
-            stage = a->stage;
-            ipu = a->ipu >= 0 ? a->ipu : stage;
-        } else if (!a->block || phased) {
+        if (a.stage >= 0) {
+            stage = a.stage;
+            ipu = a.ipu >= 0 ? a.ipu : stage;
+        } else if (!a.block || phased) {
             /* before any block (phased: stages come with the phases) */
-            ipu = a->ipu >= 0 ? a->ipu : 0;
+            ipu = a.ipu >= 0 ? a.ipu : 0;
             stage = incr && !phased ? 0 : ipu;
             from_ipu[k] = !incr;
         } else if (incr) {
-            if ((st = auto_stage(&map, a->block, &stage)) != POPC_OK)
+            /* the id is the node's: it lives as long as the graph */
+            if ((st = auto_stage(&map, a.block, &stage)) != POPC_OK)
                 break;
-            ipu = a->ipu >= 0 ? a->ipu : stage;
+            ipu = a.ipu >= 0 ? a.ipu : stage;
         } else {
-            if (a->ipu < 0) {
+            if (a.ipu < 0) {
                 st = popc_set_error(POPC_EINVAL, "poptorch.AutoStage."
                                     "SameAsIpu was selected but no IPU was "
-                                    "specified for block %s", a->block);
+                                    "specified for block %s", a.block);
                 break;
             }
-            stage = ipu = a->ipu;
+            stage = ipu = a.ipu;
             from_ipu[k] = 1;
         }
-        a->stage = stage;
-        a->ipu = ipu;
+        popci_graph_place_node(g, k, ipu, stage, a.phase);
     }
     if (st == POPC_OK)
         st = check_stage_order(g, s, from_ipu);
@@ -133,13 +133,15 @@ static popc_status resolve_stages(popc_graph *g, const popci_strategy *s)
     return st;
 }
 
-/* Who a node is in messages: its block, else its name. */
-static void who(const popci_node *x, char *buf, size_t size)
+/* Who node k is in messages: its block, else its name. */
+static void who(const popc_graph *g, int k, char *buf, size_t size)
 {
-    if (x->annot.block)
-        snprintf(buf, size, "block %s", x->annot.block);
+    const char *block = popc_graph_node_annotations(g, k).block;
+
+    if (block)
+        snprintf(buf, size, "block %s", block);
     else
-        snprintf(buf, size, "node '%s'", x->name);
+        snprintf(buf, size, "node '%s'", popc_graph_node_name(g, k));
 }
 
 /* A pipeline runs stage s of a micro-batch before stage s + 1: a node
@@ -155,37 +157,38 @@ static popc_status check_stage_order(const popc_graph *g,
 {
     if (s->kind != POPC_EXEC_PIPELINED)
         return POPC_OK;
-    for (int k = 0; k < g->n_nodes; k++) {
-        const popci_node *x = &g->nodes[k];
+    for (int k = 0; k < popc_graph_n_nodes(g); k++) {
+        popc_annotations x = popc_graph_node_annotations(g, k);
 
-        for (int j = 0; j < x->n_inputs; j++) {
-            int v = x->inputs[j], p;
-            const popci_node *from;
+        for (int j = 0; j < popc_graph_node_n_inputs(g, k); j++) {
+            int v = popc_graph_node_input(g, k, j), p;
+            popc_annotations from;
             char a[300], b[300];
 
-            if (v < 0 || (p = g->values[v].producer) < 0)
+            if (v < 0 || (p = popc_graph_value_producer(g, v)) < 0)
                 continue;
-            from = &g->nodes[p];
-            if (from->annot.stage <= x->annot.stage)
+            from = popc_graph_node_annotations(g, p);
+            if (from.stage <= x.stage)
                 continue;
             if (from_ipu[k] && from_ipu[p]) {
-                who(x, a, sizeof a);
-                who(from, b, sizeof b);
+                who(g, k, a, sizeof a);
+                who(g, p, b, sizeof b);
                 return popc_set_error(
                     POPC_EINVAL, "poptorch.AutoStage.SameAsIpu gives %s "
                     "(IPU %d) stage id %d, but it reads '%s' from %s in the "
                     "later stage %d: with SameAsIpu the stage ids must not "
                     "go back along the model; use AutoStage.AutoIncrement "
                     "or explicit stages to return to an IPU", a,
-                    x->annot.ipu, x->annot.stage, g->values[v].name, b,
-                    from->annot.stage);
+                    x.ipu, x.stage, popc_graph_value_name(g, v), b,
+                    from.stage);
             }
             return popc_set_error(
                 POPC_EINVAL, "node '%s' is in pipeline stage %d but reads "
                 "'%s', which node '%s' computes in the later stage %d; a "
                 "stage may only use values of itself and earlier stages",
-                x->name, x->annot.stage, g->values[v].name, from->name,
-                from->annot.stage);
+                popc_graph_node_name(g, k), x.stage,
+                popc_graph_value_name(g, v), popc_graph_node_name(g, p),
+                from.stage);
         }
     }
     return POPC_OK;
@@ -237,11 +240,11 @@ static int effective_phase(const popci_strategy *s, int phase)
 /* A node without a phase joins the latest phase of what it reads. */
 static popc_status resolve_phases(popc_graph *g, const popci_strategy *s)
 {
-    int n = g->n_nodes, any = 0, *order = NULL;
+    int n = popc_graph_n_nodes(g), any = 0, *order = NULL;
     popc_status st;
 
     for (int k = 0; k < n; k++)
-        any |= g->nodes[k].annot.phase >= 0;
+        any |= popc_graph_node_annotations(g, k).phase >= 0;
     if (!any)
         return popc_set_error(POPC_EINVAL, "There is currently no AutoStage "
                               "for PhasedExecution, please explicitly specify "
@@ -249,41 +252,41 @@ static popc_status resolve_phases(popc_graph *g, const popci_strategy *s)
                               "phase per stage, or phase annotations)");
     if (!(order = popci_malloc(sizeof *order * (size_t)(n + 1))))
         return oom();
-    if ((st = popci_graph_topo(g, order)) != POPC_OK)
+    if ((st = popc_graph_topo_order(g, order)) != POPC_OK)
         goto done;
     for (int i = 0; i < n; i++) {
-        popci_node *x = &g->nodes[order[i]];
-        int inherited = 0, e;
+        int k = order[i], inherited = 0, e;
+        popc_annotations x = popc_graph_node_annotations(g, k);
+        const char *name = popc_graph_node_name(g, k);
 
-        for (int j = 0; j < x->n_inputs; j++) {
-            int v = x->inputs[j], p;
-            if (v < 0 || (p = g->values[v].producer) < 0)
+        for (int j = 0; j < popc_graph_node_n_inputs(g, k); j++) {
+            int v = popc_graph_node_input(g, k, j), p, from;
+            if (v < 0 || (p = popc_graph_value_producer(g, v)) < 0)
                 continue;
-            if (g->nodes[p].annot.phase > inherited)
-                inherited = g->nodes[p].annot.phase;
-            if (x->annot.phase >= 0 &&
-                g->nodes[p].annot.phase > x->annot.phase) {
+            from = popc_graph_node_annotations(g, p).phase;
+            if (from > inherited)
+                inherited = from;
+            if (x.phase >= 0 && from > x.phase) {
                 st = popc_set_error(POPC_EINVAL, "node '%s' is in phase %d "
                                     "but reads '%s', which node '%s' "
                                     "computes in the later phase %d; a phase "
                                     "may only use values of itself and "
-                                    "earlier phases", x->name,
-                                    x->annot.phase, g->values[v].name,
-                                    g->nodes[p].name,
-                                    g->nodes[p].annot.phase);
+                                    "earlier phases", name, x.phase,
+                                    popc_graph_value_name(g, v),
+                                    popc_graph_node_name(g, p), from);
                 goto done;
             }
         }
-        if (x->annot.phase < 0)
-            x->annot.phase = inherited;
-        e = effective_phase(s, x->annot.phase);
-        if (s->kind == POPC_EXEC_PARALLEL_PHASED &&
-            e % 2 != x->annot.ipu % 2) {
+        if (x.phase < 0) {
+            x.phase = inherited;
+            popci_graph_place_node(g, k, x.ipu, x.stage, x.phase);
+        }
+        e = effective_phase(s, x.phase);
+        if (s->kind == POPC_EXEC_PARALLEL_PHASED && e % 2 != x.ipu % 2) {
             st = popc_set_error(POPC_EINVAL, "When phases are executed in "
                                 "parallel: even phases must run on even IPUs "
                                 "and odd phases on odd IPUs (node '%s': "
-                                "phase %d on IPU %d)", x->name, e,
-                                x->annot.ipu);
+                                "phase %d on IPU %d)", name, e, x.ipu);
             goto done;
         }
     }
@@ -422,11 +425,11 @@ static popc_status order_region(const popc_graph *g, int *order, int lo,
         int *fill = pass ? indeg : NULL;
 
         for (int i = 0; i < n; i++) {
-            const popci_node *x = &g->nodes[order[lo + i]];
+            int x = order[lo + i];
 
-            for (int j = 0; j < x->n_inputs; j++) {
-                int v = x->inputs[j], p, at;
-                if (v < 0 || (p = g->values[v].producer) < 0)
+            for (int j = 0; j < popc_graph_node_n_inputs(g, x); j++) {
+                int v = popc_graph_node_input(g, x, j), p, at;
+                if (v < 0 || (p = popc_graph_value_producer(g, v)) < 0)
                     continue;
                 at = pos[p] - lo;
                 if (at < 0 || at >= n)
@@ -452,7 +455,7 @@ static popc_status order_region(const popc_graph *g, int *order, int lo,
     for (int e = 0; e < n_edges; e++)
         indeg[succ[e]]++;
     for (int i = 0; i < n; i++) {
-        int ph = g->nodes[order[lo + i]].annot.phase;
+        int ph = popc_graph_node_annotations(g, order[lo + i]).phase;
         ph = ph < 0 ? 0 : ph;
         key[i] = descending ? -ph : ph;
     }
@@ -486,14 +489,14 @@ done:
 popc_status popci_stages_order(const popc_graph *g, const popci_strategy *s,
                                int *order, int n_forward, int n_order)
 {
-    int *pos;
+    int n = popc_graph_n_nodes(g), *pos;
     popc_status st;
 
     if (!popci_strategy_phased(s) || n_order == 0)
         return POPC_OK;
-    if (!(pos = popci_malloc(sizeof(int) * (size_t)(g->n_nodes + 1))))
+    if (!(pos = popci_malloc(sizeof(int) * (size_t)(n + 1))))
         return oom();
-    for (int i = 0; i < g->n_nodes; i++)
+    for (int i = 0; i < n; i++)
         pos[i] = -1;
     for (int i = 0; i < n_order; i++)
         pos[order[i]] = i;
