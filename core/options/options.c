@@ -819,36 +819,3 @@ double popc_options_get_available_memory(const popc_options *o, int ipu)
             return strtod(p + kl, NULL);
     return DEFAULT_AVAILABLE_MEMORY;
 }
-
-/* FNV-1a over "name=value;" of every option marked compile-affecting, in
-** table order. Stable across runs and processes. */
-uint64_t popc_options_hash(const popc_options *o)
-{
-    uint64_t h = 14695981039346656037ull;
-    char text[1024];
-
-    if (!o)
-        return 0;
-    for (int i = 0; i < popci_option_count; i++) {
-        const popci_optdef *d = &popci_option_table[i];
-        const char *parts[3];
-
-        if (!(d->flags & POPCI_OPT_COMPILE))
-            continue;
-        parts[0] = d->info.name;
-        parts[1] = popci_options_format_val(d, &o->v[i], text, sizeof text);
-        parts[2] = ";";
-        for (int k = 0; k < 3; k++) {
-            for (const unsigned char *p = (const unsigned char *)parts[k]; *p;
-                 p++) {
-                h ^= *p;
-                h *= 1099511628211ull;
-            }
-            if (k == 0) {
-                h ^= '=';
-                h *= 1099511628211ull;
-            }
-        }
-    }
-    return h;
-}
