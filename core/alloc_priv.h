@@ -5,7 +5,6 @@
 #define POPC_ALLOC_PRIV_H
 
 #include "core/layer/alloc.h"
-#include "core/layer/fault.h"
 
 /* 1 when the allocation being made must fail (an armed fault). */
 int popci_alloc_should_fail(void);

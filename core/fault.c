@@ -1,13 +1,11 @@
-/* fault.c - the counted allocator and the fault-injection switches
-** (popc/fault.h, core/alloc_priv.h). */
+/* fault.c - the counted allocator and its fault-injection switches
+** (popc/fault.h, core/alloc_priv.h); the write faults are fileio/'s
+** (fileio/write_fault.c). */
 #include "config.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "popc/fault.h"
 #include "core/alloc_priv.h"
@@ -16,10 +14,6 @@ static atomic_long fail_at;    /* 0: allocations are not counted */
 static atomic_long seen;
 static atomic_int persist_after;
 static atomic_int fired;
-
-static atomic_int write_err;
-static atomic_llong write_limit;
-static atomic_long syncs;
 
 void popc_fault_fail_alloc(long nth, int persist)
 {
@@ -77,46 +71,4 @@ char *popci_strdup(const char *s)
 char *popci_strndup(const char *s, size_t n)
 {
     return popci_alloc_should_fail() ? NULL : strndup(s, n);
-}
-
-void popc_fault_fail_writes(int err, long long after_bytes)
-{
-    atomic_store(&write_limit, after_bytes);
-    atomic_store(&write_err, err > 0 ? err : 0);
-}
-
-long long popci_write_room(long long written, int *err)
-{
-    long long limit = atomic_load(&write_limit);
-
-    *err = atomic_load(&write_err);
-    if (!*err || limit < 0)
-        return LLONG_MAX;
-    return limit > written ? limit - written : 0;
-}
-
-int popci_sync_fault(void)
-{
-    int err = atomic_load(&write_err);
-
-    return err && atomic_load(&write_limit) < 0 ? err : 0;
-}
-
-int popci_fsync(int fd)
-{
-    int err;
-
-    if (fsync(fd) != 0)
-        return -1;
-    atomic_fetch_add(&syncs, 1);
-    if ((err = popci_sync_fault()) != 0) {
-        errno = err;
-        return -1;
-    }
-    return 0;
-}
-
-long popc_fault_sync_count(void)
-{
-    return atomic_load(&syncs);
 }

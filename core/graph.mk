@@ -23,8 +23,6 @@ libpopc_la_SOURCES += \
     %reldir%/graph/half_simd.c \
     %reldir%/graph/half_service.c \
     %reldir%/graph/half_simd.h \
-    %reldir%/graph/rng.h \
+    %reldir%/layer/rng.h \
     %reldir%/graph/rng.c \
     %reldir%/graph/graph_ids.c %reldir%/layer/graph_ids.h
-
-pkginclude_HEADERS += %reldir%/include/popc/random.h

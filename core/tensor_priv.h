@@ -7,11 +7,8 @@
 #include <stdint.h>
 
 #include "popc/tensor.h"
-#include "core/layer/shape.h" /* popci_shape_size */
+#include "core/layer/shape.h" /* popci_shape_size, popci_dims_str */
 
-
-/* "[2, 3]" into buf (always terminated). Returns buf. */
-char *popci_dims_str(const int64_t *dims, int rank, char *buf, size_t size);
 
 /* Rounds each element to the nearest float16 (ties to even), in place:
 ** float arrays that hold values a device keeps in half precision. */

@@ -51,7 +51,7 @@ popc_status popci_dataset_check_counts(const char *features_path,
 /* ---- shuffle generator -------------------------------------------------- */
 
 /* The shuffle generator state of the epoch after the one using `state`
-** (states come from popc_data_rng_from_seed; draws use core/graph/rng.h). */
+** (states come from popc_data_rng_from_seed; draws use core/layer/rng.h). */
 uint64_t popci_data_next_epoch_rng(uint64_t state);
 
 /* ---- sampler ------------------------------------------------------------ */

@@ -30,9 +30,9 @@
 #include "popc/data.h"
 #include "core/layer/alloc.h"
 #include "data/data_priv.h"
-#include "core/graph/rng.h"
+#include "core/layer/rng.h"
 
-/* Stream ids of the core generator (core/graph/rng.h) used here. */
+/* Stream ids of the core generator (core/layer/rng.h) used here. */
 #define STREAM_SEED  0x64617461u    /* "data" */
 #define STREAM_EPOCH 1u
 

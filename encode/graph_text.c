@@ -9,6 +9,8 @@
 */
 #include "config.h"
 
+#include <inttypes.h>
+
 #include "popc/graph.h"
 #include "core/layer/graph.h"
 #include "core/layer/graph_ids.h"
@@ -22,6 +24,50 @@ static void dump_value_ref(popci_sb *sb, const popc_graph *g, int v)
         popci_sb_printf(sb, "%%<missing %d>", v);
     else
         popci_sb_printf(sb, "%%%s", popc_graph_value_name(g, v));
+}
+
+/* "transB=1 kernel_shape=[3, 3]": a node's attributes appended to sb. */
+static void attrs_describe(popci_sb *sb, const popc_attr *a, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const popc_attr *x = &a[i];
+
+        popci_sb_printf(sb, "%s%s=", i ? " " : "", x->name);
+        switch (x->type) {
+        case POPC_ATTR_INT:
+            popci_sb_printf(sb, "%" PRId64, x->i);
+            break;
+        case POPC_ATTR_FLOAT:
+            popci_sb_printf(sb, "%g", x->f);
+            break;
+        case POPC_ATTR_STRING:
+            popci_sb_printf(sb, "\"%s\"", x->s);
+            break;
+        case POPC_ATTR_INTS:
+        case POPC_ATTR_FLOATS:
+        case POPC_ATTR_STRINGS:
+            popci_sb_printf(sb, "[");
+            for (int64_t k = 0; k < x->n; k++) {
+                const char *sep = k ? ", " : "";
+                if (x->type == POPC_ATTR_INTS)
+                    popci_sb_printf(sb, "%s%" PRId64, sep, x->ints[k]);
+                else if (x->type == POPC_ATTR_FLOATS)
+                    popci_sb_printf(sb, "%s%g", sep, x->floats[k]);
+                else
+                    popci_sb_printf(sb, "%s\"%s\"", sep, x->strings[k]);
+            }
+            popci_sb_printf(sb, "]");
+            break;
+        case POPC_ATTR_TENSOR:
+            popci_sb_view(sb, x->tensor);
+            break;
+        case POPC_ATTR_GRAPH:
+            popci_sb_printf(sb, "graph '%s' (%d nodes)",
+                            popc_graph_name(x->graph),
+                            popc_graph_n_nodes(x->graph));
+            break;
+        }
+    }
 }
 
 static void dump_annot(popci_sb *sb, const popci_annot_rec *a)
@@ -110,7 +156,7 @@ popc_status popc_graph_dump(const popc_graph *g, char **text)
         popci_sb_printf(&sb, ")");
         if (x->n_attrs) {
             popci_sb_printf(&sb, " {");
-            popci_attrs_describe(&sb, x->attrs, x->n_attrs);
+            attrs_describe(&sb, x->attrs, x->n_attrs);
             popci_sb_printf(&sb, "}");
         }
         dump_annot(&sb, &x->annot);

@@ -17,7 +17,7 @@
 #include "popc/file.h"
 #include "popc/log.h"
 #include "core/layer/alloc.h"
-#include "core/layer/fault.h"
+#include "fileio/write_fault.h"
 #include "fileio/atomic_file.h"
 
 /* ---- stale temporaries -------------------------------------------------- */

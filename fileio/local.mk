@@ -1,9 +1,10 @@
 # fileio/local.mk - writing files atomically (a temporary file, fsync,
 # rename) and cleaning up what dead processes left: a layer of libpopc
 # right above the core, used by every layer that writes files (data/, run/,
-# exe/, profile/, onnx/). The write faults tests arm stay in the core
-# (core/fault.c), reached through core/layer/fault.h.
-libpopc_la_SOURCES += %reldir%/atomic_file.h %reldir%/atomic_file.c
+# exe/, profile/, onnx/), and the write and fsync faults tests arm
+# (write_fault.c; the allocation faults are the core's, core/fault.c).
+libpopc_la_SOURCES += %reldir%/atomic_file.h %reldir%/atomic_file.c \
+    %reldir%/write_fault.h %reldir%/write_fault.c
 
 pkginclude_HEADERS += %reldir%/include/popc/file.h
 

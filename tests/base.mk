@@ -27,13 +27,14 @@ check_LTLIBRARIES += $(base_test_plugins)
 %canon_reldir%_plugins_notaplugin_la_LDFLAGS = -module -avoid-version \
     -no-undefined -rpath /nowhere
 
-EXTRA_DIST += %reldir%/data/npy %reldir%/ref/gen_npy_fixtures.py
+EXTRA_DIST += %reldir%/data/npy %reldir%/ref/gen_npy_fixtures.py \
+    %reldir%/ref/gen_random.py
 
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_tensor %reldir%/check_npy \
-    %reldir%/check_log %reldir%/check_limits
+    %reldir%/check_log %reldir%/check_limits %reldir%/check_random
 TESTS += %reldir%/check_tensor %reldir%/check_npy %reldir%/check_log \
-    %reldir%/check_limits
+    %reldir%/check_limits %reldir%/check_random
 if ENABLE_SHARED
 check_PROGRAMS += %reldir%/check_registry
 TESTS += %reldir%/check_registry
@@ -47,6 +48,11 @@ endif
 %canon_reldir%_check_tensor_SOURCES = %reldir%/check_tensor.c
 %canon_reldir%_check_tensor_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 %canon_reldir%_check_tensor_LDADD = libpopc.la $(CHECK_LIBS) -lm
+
+%canon_reldir%_check_random_SOURCES = %reldir%/check_random.c \
+    %reldir%/ref/random_values.h
+%canon_reldir%_check_random_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_random_LDADD = libpopc.la $(CHECK_LIBS) -lm
 
 %canon_reldir%_check_npy_SOURCES = %reldir%/check_npy.c
 %canon_reldir%_check_npy_CPPFLAGS = $(AM_CPPFLAGS) \

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <check.h>
 
+#include "popc/fault.h"
 #include "popc/popc.h"
 #include "tests/harness/assert.h"
 
@@ -733,6 +734,32 @@ START_TEST(reshape_errors)
 }
 END_TEST
 
+/* Casts and reshapes live above the core (tensorops/) and allocate through
+** popc_tensor_new; out of memory must still name the function called. */
+START_TEST(cast_and_reshape_out_of_memory_name_themselves)
+{
+    const int64_t d[2] = {4, 6}, flat = 24;
+    popc_tensor *t, *o = (popc_tensor *)1;
+
+    ASSERT_OK(popc_tensor_new(POPC_DTYPE_F32, d, 2, &t));
+    popc_fault_fail_alloc(1, 0);
+    ck_assert_int_eq(popc_tensor_cast(t, POPC_DTYPE_F16, &o), POPC_ENOMEM);
+    ck_assert(popc_fault_alloc_fired());
+    ck_assert_ptr_null(o);
+    ck_assert_str_eq(popc_last_error(),
+                     "popc_tensor_cast: out of memory for 48 bytes");
+    popc_fault_fail_alloc(1, 0);
+    o = (popc_tensor *)1;
+    ck_assert_int_eq(popc_tensor_reshape(t, &flat, 1, &o), POPC_ENOMEM);
+    ck_assert(popc_fault_alloc_fired());
+    ck_assert_ptr_null(o);
+    ck_assert_str_eq(popc_last_error(),
+                     "popc_tensor_reshape: out of memory for 96 bytes");
+    popc_fault_fail_alloc(0, 0);
+    popc_tensor_free(t);
+}
+END_TEST
+
 /* ---- comparison ---------------------------------------------------------- */
 
 START_TEST(equal_and_max_abs_diff)
@@ -812,6 +839,7 @@ static Suite *tensor_suite(void)
     tc = tcase_create("shape");
     tcase_add_test(tc, reshape_infers_and_copies);
     tcase_add_test(tc, reshape_errors);
+    tcase_add_test(tc, cast_and_reshape_out_of_memory_name_themselves);
     tcase_add_test(tc, equal_and_max_abs_diff);
     suite_add_tcase(s, tc);
     return s;

@@ -255,49 +255,6 @@ popc_status popci_attrs_copy(const popc_attr *src, int n, popc_attr **out)
     return POPC_OK;
 }
 
-void popci_attrs_describe(popci_sb *sb, const popc_attr *a, int n)
-{
-    for (int i = 0; i < n; i++) {
-        const popc_attr *x = &a[i];
-
-        popci_sb_printf(sb, "%s%s=", i ? " " : "", x->name);
-        switch (x->type) {
-        case POPC_ATTR_INT:
-            popci_sb_printf(sb, "%" PRId64, x->i);
-            break;
-        case POPC_ATTR_FLOAT:
-            popci_sb_printf(sb, "%g", x->f);
-            break;
-        case POPC_ATTR_STRING:
-            popci_sb_printf(sb, "\"%s\"", x->s);
-            break;
-        case POPC_ATTR_INTS:
-        case POPC_ATTR_FLOATS:
-        case POPC_ATTR_STRINGS:
-            popci_sb_printf(sb, "[");
-            for (int64_t k = 0; k < x->n; k++) {
-                const char *sep = k ? ", " : "";
-                if (x->type == POPC_ATTR_INTS)
-                    popci_sb_printf(sb, "%s%" PRId64, sep, x->ints[k]);
-                else if (x->type == POPC_ATTR_FLOATS)
-                    popci_sb_printf(sb, "%s%g", sep, x->floats[k]);
-                else
-                    popci_sb_printf(sb, "%s\"%s\"", sep, x->strings[k]);
-            }
-            popci_sb_printf(sb, "]");
-            break;
-        case POPC_ATTR_TENSOR:
-            popci_sb_view(sb, x->tensor);
-            break;
-        case POPC_ATTR_GRAPH:
-            popci_sb_printf(sb, "graph '%s' (%d nodes)",
-                            popc_graph_name(x->graph),
-                            popc_graph_n_nodes(x->graph));
-            break;
-        }
-    }
-}
-
 /* ---- changing a node's attributes ---------------------------------------- */
 
 popc_status popc_graph_set_node_attr(popc_graph *g, int node,

@@ -194,7 +194,6 @@ void popci_graph_clear_scopes(popc_graph *g);
 ** name), POPC_ENOMEM. */
 popc_status popci_attrs_copy(const popc_attr *src, int n, popc_attr **out);
 /* popci_attrs_free is in core/layer/graph_ids.h. */
-/* popci_attrs_describe is in core/layer/graph_ids.h. */
 
 /* ---- growable string (graph_attr.c): core/layer/strbuf.h ------------- */
 

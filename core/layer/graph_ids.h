@@ -10,7 +10,6 @@
 #define POPC_LAYER_GRAPH_IDS_H
 
 #include "popc/graph.h"
-#include "core/layer/strbuf.h"
 
 /* A node's annotations (the graph's current ones: scope unused). Strings
 ** may be NULL (not set); integers are -1 when not set. */
@@ -99,9 +98,5 @@ popc_status popci_graph_compact_tail(popc_graph *g, int first_node,
 
 /* Free n attributes read for popci_graph_put_node (a failed read). */
 void popci_attrs_free(popc_attr *a, int n);
-
-/* "transB=1 kernel_shape=[3, 3]" appended to sb (a node's attributes in
-** popc_graph_dump, encode/graph_text.c). */
-void popci_attrs_describe(popci_sb *sb, const popc_attr *a, int n);
 
 #endif /* POPC_LAYER_GRAPH_IDS_H */

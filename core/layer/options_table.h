@@ -1,8 +1,9 @@
 /* layer/options_table.h - PopTorch's option table and the one path every
 ** change of an option takes, for the text front-ends above the core: the
 ** loadFromFile, JSON and method-call forms (optfmt/) and INI [options]
-** sections (run/). They parse text into calls of these; the table,
-** validation and storage stay in the core (core/options/).
+** sections (run/), and the options hash of compile keys (encode/). They
+** parse text into calls of these; the table, validation and storage stay
+** in the core (core/options/).
 **
 ** The option table (core/options/options_table.c) is the single list of
 ** options: name, type, default text, validation and the `supported` flag.

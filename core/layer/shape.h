@@ -1,7 +1,8 @@
 /* layer/shape.h - the tensor shape check, for the readers of tensor files
-** in the layers (data/npy.c): a file's dtype and dims are refused with the
-** same message popc_tensor_new gives, and the size is computed without
-** overflow before anything is allocated. */
+** in the layers (data/npy.c) and the tensor functions above the core
+** (tensorops/): a file's dtype and dims are refused with the same message
+** popc_tensor_new gives, and the size is computed without overflow before
+** anything is allocated; and shapes as text. */
 #ifndef POPC_LAYER_SHAPE_H
 #define POPC_LAYER_SHAPE_H
 
@@ -16,5 +17,8 @@
 popc_status popci_shape_size(const char *what, popc_dtype dt,
                              const int64_t *dims, int rank, int64_t *numel,
                              size_t *nbytes);
+
+/* "[2, 3]" into buf (always terminated). Returns buf. */
+char *popci_dims_str(const int64_t *dims, int rank, char *buf, size_t size);
 
 #endif /* POPC_LAYER_SHAPE_H */

@@ -17,7 +17,7 @@
 #include "core/graph/half_simd.h"
 #include "core/optimizer/optimizer_priv.h"
 #include "core/runtime/hooks_priv.h"
-#include "core/graph/rng.h"
+#include "core/layer/rng.h"
 #include "core/tensor_priv.h"
 #include "core/extend/txn_priv.h"
 

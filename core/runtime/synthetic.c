@@ -17,7 +17,7 @@
 #include "popc/tensor.h"
 #include "core/alloc_priv.h"
 #include "core/runtime/exec_priv.h"
-#include "core/graph/rng.h"
+#include "core/layer/rng.h"
 
 static float draw(popci_rng *r, int mode)
 {

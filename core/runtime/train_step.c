@@ -27,7 +27,7 @@
 #include "core/graph/half_simd.h"
 #include "core/host_priv.h"
 #include "core/optimizer/optimizer_priv.h"
-#include "core/graph/rng.h"
+#include "core/layer/rng.h"
 #include "core/tensor_priv.h"
 
 typedef struct optw {

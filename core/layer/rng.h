@@ -1,5 +1,7 @@
-/* rng.h - the core's seeded random numbers (weight initialisation, random
-** data, per-node kernel seeds).
+/* layer/rng.h - the core's seeded random numbers (random data, per-node
+** kernel seeds), and the generator the layers above draw from: the public
+** face popc/random.h (random/, weight initialisation) and the samplers
+** (data/).
 **
 ** A counter-based generator: the k-th draw of a stream is
 ** splitmix64(key + k * 0x9E3779B97F4A7C15), i.e. Steele, Lea and Flood's
@@ -10,8 +12,8 @@
 ** which parameters are created, and any draw can be computed directly
 ** (popci_rng_at). Not cryptographic.
 */
-#ifndef POPC_RNG_H
-#define POPC_RNG_H
+#ifndef POPC_LAYER_RNG_H
+#define POPC_LAYER_RNG_H
 
 #include <stdint.h>
 
@@ -44,4 +46,4 @@ uint64_t popci_rng_below(popci_rng *r, uint64_t n);
 void popci_rng_fill_uniform(popci_rng *r, float *dst, int64_t n, float lo,
                             float hi);
 
-#endif /* POPC_RNG_H */
+#endif /* POPC_LAYER_RNG_H */

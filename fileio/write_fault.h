@@ -1,10 +1,10 @@
-/* layer/fault.h - the write and fsync faults a test arms
-** (popc_fault_fail_writes, popc/fault.h), for the writer of files above the
-** core (fileio/), which must fail the way a full disk does when one is
-** armed. The switches themselves live in core/fault.c.
+/* write_fault.h - the write and fsync faults a test arms
+** (popc_fault_fail_writes, popc/fault.h), for the writer of files
+** (atomic_file.c), which must fail the way a full disk does when one is
+** armed. The switches live in write_fault.c.
 */
-#ifndef POPC_LAYER_FAULT_H
-#define POPC_LAYER_FAULT_H
+#ifndef POPC_FILEIO_WRITE_FAULT_H
+#define POPC_FILEIO_WRITE_FAULT_H
 
 /* Bytes a file that holds `written` bytes may still take before the
 ** armed write fault hits (*err: its errno); LLONG_MAX when none is armed.
@@ -17,4 +17,4 @@ int popci_sync_fault(void);
 ** that a writer synced and not only that it asked the fault switch. */
 int popci_fsync(int fd);
 
-#endif /* POPC_LAYER_FAULT_H */
+#endif /* POPC_FILEIO_WRITE_FAULT_H */
