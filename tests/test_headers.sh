@@ -2,7 +2,7 @@
 # test_headers.sh - every public header compiles on its own (C11, -Wall
 # -Wextra, no warnings), and graph.h, which programs include to build
 # graphs, does not pull in the plugin ABI (popc/plugin.h); the layers of
-# libpopc (core, tensorops, random, optread, fileio, encode, compat, optfmt, opt, dist, extend, exe, profile, helpers, data, run, onnx)
+# libpopc (core, tensorops, random, optread, strategy, fileio, encode, compat, optfmt, opt, dist, extend, exe, profile, helpers, data, run, onnx)
 # include only downward (lib/, the assembly above them all, names the
 # layers it lists),
 # helpers/ uses only the core's public headers, and no file outside core/
@@ -21,7 +21,7 @@ n=0
 
 # the layers of libpopc, lowest first: a layer includes only its own and
 # lower layers' headers (docs/architecture.md)
-layers="core strategy tensorops random optread fileio encode compat optfmt opt dist extend exe profile helpers data run onnx"
+layers="core tensorops random optread strategy fileio encode compat optfmt opt dist extend exe profile helpers data run onnx"
 incs=""
 for l in $layers; do incs="$incs -I$POPC_SRCDIR/$l/include"; done
 for l in $layers; do
