@@ -80,7 +80,7 @@ static int bias_of(const opt_ctx *c, int n, int y, int64_t N)
 
 static popc_status linear_at(opt_ctx *c, int n, int *done)
 {
-    int y = opt_output(c, n, 0), add = opt_sole_reader(c, y), b, a2, g;
+    int y = opt_output(c, n, 0), add = opt_sole_reader(c, y), b, a, a2, g;
     popc_view av = popc_graph_value_info(c->g, opt_input(c, n, 0));
     popc_view wv = popc_graph_value_info(c->g, opt_input(c, n, 1));
     popc_view yv = popc_graph_value_info(c->g, y);
@@ -95,10 +95,11 @@ static popc_status linear_at(opt_ctx *c, int n, int *done)
         !opt_same_place(c, n, add) ||
         (b = bias_of(c, add, y, wv.dims[1])) < 0)
         return POPC_OK;
-    a2 = opt_input(c, n, 0);
+    a = opt_input(c, n, 0);
+    a2 = a;
     flat = popc_attr_make_int("axis", av.rank - 1);
     if (av.rank > 2 &&
-        (st = add_beside(c, n, "Flatten", &a2, 1, &flat, 1, &a2)) != POPC_OK)
+        (st = add_beside(c, n, "Flatten", &a, 1, &flat, 1, &a2)) != POPC_OK)
         return st;
     int gin[3] = {a2, opt_input(c, n, 1), b};
     popc_node_desc gd = {.size = sizeof gd, .op = "Gemm", .inputs = gin,

@@ -54,10 +54,11 @@ static popc_status gwb_parse(const char *node, const popc_view *in,
     p->N = dy->dims[1];
     p->K = p->tx ? x->dims[0] : x->dims[1];
     if ((p->tx ? x->dims[1] : x->dims[0]) != p->M)
-        return opu_error(POPC_EINVAL, OP, node, "X %s (transX %d) has not "
-                         "the %lld rows of dY %s; pass the Gemm's input A "
+        return opu_error(POPC_EINVAL, OP, node, "X %s (transX %d) has %lld "
+                         "rows but dY %s has %lld; pass the Gemm's input A "
                          "and the gradient of its output", opu_dims(x, sx),
-                         p->tx, (long long)p->M, opu_dims(dy, sy));
+                         p->tx, (long long)(p->tx ? x->dims[1] : x->dims[0]),
+                         opu_dims(dy, sy), (long long)p->M);
     if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX)
         return opu_error(POPC_EUNSUPPORTED, OP, node, "a dimension is above "
                          "%d, too large for BLAS", INT_MAX);
