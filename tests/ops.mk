@@ -47,6 +47,9 @@ endif
 %canon_reldir%_check_gemm_grad_DEPENDENCIES = $(NN_TEST_DEPS) \
     backends/ipumodel.la optim/sgd.la
 EXTRA_DIST += %reldir%/ref/gen_linear_grads.py %reldir%/ref/linear_grads
+# the same through the popc command: a torch transformer's profile
+TESTS += %reldir%/test_gemm_grad_cli.sh
+EXTRA_DIST += %reldir%/test_gemm_grad_cli.sh
 # kernels chosen per node at compile against their ops' references
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_kernels
