@@ -259,6 +259,64 @@ START_TEST(fused_matches_unfused)
 }
 END_TEST
 
+/* Gemm(A [4, 3], B [3, 5], C) summed: how many GemmGradWeightBias and
+** SumToShape nodes its gradient has. */
+static void census(const int64_t *cd, int crank, const popc_attr *extra,
+                   int n_extra, int *fused, int *sums)
+{
+    int64_t ad[2] = {4, 3}, bd[2] = {3, 5};
+    popc_graph *g = NULL;
+    popc_attr keep = popc_attr_make_int("keepdims", 0);
+    int in[3], y, loss, wrt[2], grads[2];
+
+    OK(popc_graph_new("census", &g));
+    OK(popc_graph_add_input(g, "A", POPC_DTYPE_F32, ad, 2, &in[0]));
+    OK(popc_graph_add_input(g, "B", POPC_DTYPE_F32, bd, 2, &in[1]));
+    OK(popc_graph_add_input(g, "C", POPC_DTYPE_F32, cd, crank, &in[2]));
+    OK(popc_graph_add_node(g, NULL, "Gemm", 0, in, 3, &y, 1, extra, n_extra,
+                           "gemm", NULL));
+    OK(popc_graph_add_node(g, NULL, "ReduceSum", 0, &y, 1, &loss, 1, &keep,
+                           1, "loss", NULL));
+    wrt[0] = in[1];
+    wrt[1] = in[2];
+    OK(popc_graph_gradients(g, loss, wrt, 2, 1.0, grads));
+    ck_assert(grads[0] >= 0 && grads[1] >= 0);
+    *fused = count_op(g, "GemmGradWeightBias");
+    *sums = count_op(g, "SumToShape");
+    popc_graph_free(g);
+}
+
+START_TEST(which_gemms_fuse)
+{
+    static const int64_t n[1] = {5}, row[2] = {1, 5}, one[1] = {1};
+    static const int64_t full[2] = {4, 5}, col[2] = {4, 1};
+    popc_attr f16 = popc_attr_make_int("__float16", 1);
+    popc_attr ser[2] = {popc_attr_make_string("serialization_mode",
+                                              "output_channels"),
+                        popc_attr_make_int("serialization_factor", 5)};
+    int f, s;
+
+    census(n, 1, NULL, 0, &f, &s);
+    ck_assert_msg(f == 1 && s == 0, "C [5]: %d fused, %d sums", f, s);
+    census(row, 2, NULL, 0, &f, &s);
+    ck_assert_msg(f == 1 && s == 0, "C [1, 5]: %d fused, %d sums", f, s);
+    census(one, 1, NULL, 0, &f, &s);
+    ck_assert_msg(f == 1 && s == 1, "C [1]: %d fused, %d sums", f, s);
+    census(NULL, 0, NULL, 0, &f, &s);
+    ck_assert_msg(f == 1 && s == 1, "scalar C: %d fused, %d sums", f, s);
+    /* dY itself, or its row sums: nothing to fuse */
+    census(full, 2, NULL, 0, &f, &s);
+    ck_assert_msg(f == 0 && s == 0, "C [4, 5]: %d fused, %d sums", f, s);
+    census(col, 2, NULL, 0, &f, &s);
+    ck_assert_msg(f == 0 && s == 1, "C [4, 1]: %d fused, %d sums", f, s);
+    census(n, 1, &f16, 1, &f, &s);
+    ck_assert_msg(f == 0 && s == 1, "float16 Gemm: %d fused, %d sums", f, s);
+    census(n, 1, ser, 2, &f, &s);
+    ck_assert_msg(f == 0 && s == 1, "serialized Gemm: %d fused, %d sums", f,
+                  s);
+}
+END_TEST
+
 START_TEST(fused_op_errors)
 {
     int64_t xd[2] = {4, 3}, yd[2] = {5, 2};
@@ -474,6 +532,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, gemm_every_form);
     tcase_add_test(tc, fused_matches_unfused);
+    tcase_add_test(tc, which_gemms_fuse);
     tcase_add_test(tc, fused_op_errors);
     tcase_add_test(tc, linear_against_torch);
     tcase_add_test(tc, mlp3d_trains_the_same);

@@ -5,7 +5,8 @@
 ** run issues the same sgemm calls as the whole run and agrees bitwise.
 ** Gradients are built from MatMul, Gemm, Transpose, Reshape, Mul and
 ** popc::SumToShape nodes (the core marks those of a float16 operation,
-** POPC_ATTR_FLOAT16). With half partials, rows are the units
+** POPC_ATTR_FLOAT16), and a Gemm's weight and bias gradients from one
+** popc::GemmGradWeightBias (matmul_grad.c). With half partials, rows are the units
 ** (half_partials.c).
 */
 #include "config.h"
