@@ -221,9 +221,14 @@ static void expect_close(const char *what, const popc_tensor *got,
 
 START_TEST(fused_matches_unfused)
 {
-    for (int f = 0; f < 4; f++) {
-        int tx = f & 1, tw = f >> 1;
-        int64_t M = 300, K = 140, N = 200;
+    /* K < N: dW's tiles cut dY's columns (each sums its own); K > N:
+    ** each tile reads all of dY and sums a share of its columns */
+    static const int64_t shapes[2][3] = {{300, 140, 200}, {300, 260, 150}};
+
+    for (int f = 0; f < 8; f++) {
+        int tx = f & 1, tw = (f >> 1) & 1;
+        int64_t M = shapes[f >> 2][0], K = shapes[f >> 2][1];
+        int64_t N = shapes[f >> 2][2];
         int64_t xd[2] = {tx ? K : M, tx ? M : K}, yd[2] = {M, N};
         popc_graph *g = fused_and_unfused(tx, tw, 0.5, 2.0, M, K, N);
         popc_tensor *in[2] = {rc_random(xd, 2, 21), rc_random(yd, 2, 22)};

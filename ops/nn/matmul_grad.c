@@ -27,6 +27,8 @@
 /* Columns of dY summed at a time: their double partial sums stay on the
 ** stack. */
 #define SUM_COLS 256
+/* Fewest columns of dY a tile sums when the tiles share them out. */
+#define SHARE_COLS 64
 
 typedef struct gwb_p {
     int tx, tw;
@@ -125,7 +127,7 @@ static popc_status gwb_forward(const popc_kernel_ctx *kc)
 {
     const float *X = kc->inputs[0].data, *dY = kc->inputs[1].data;
     float *dW = kc->outputs[0].data, *dB = kc->outputs[1].data;
-    int64_t ldx, lo, hi;
+    int64_t ldx, lo, hi, shares;
     nn_tiles t;
     gwb_p p;
     popc_status st;
@@ -139,6 +141,11 @@ static popc_status gwb_forward(const popc_kernel_ctx *kc)
                          "gradient uses a Gemm and a SumToShape instead");
     ldx = p.tx ? p.M : p.K;
     nn_tiles_plan(1, p.P, p.Q, p.M, TILE_TARGET, 64, NN_TILE_AUTO, &t);
+    /* stretches of at least SHARE_COLS columns: short rows cost more per
+    ** call than they add */
+    shares = (p.N + SHARE_COLS - 1) / SHARE_COLS;
+    if (shares > t.n)
+        shares = t.n;
     opu_range(t.n, kc->part, kc->n_parts, &lo, &hi);
     for (int64_t u = lo; u < hi; u++) {
         int64_t r0, r1, c0, c1;
@@ -156,8 +163,9 @@ static popc_status gwb_forward(const popc_kernel_ctx *kc)
         nn_tile_bounds(&t, u, p.P, p.Q, &r0, &r1, &c0, &c1);
         if (t.by_cols != p.tw)
             column_sums(&p, dY, dB, p.tw ? r0 : c0, p.tw ? r1 : c1);
-        else
-            column_sums(&p, dY, dB, p.N * u / t.n, p.N * (u + 1) / t.n);
+        else if (u < shares)
+            column_sums(&p, dY, dB, p.N * u / shares,
+                        p.N * (u + 1) / shares);
     }
     return POPC_OK;
 }
