@@ -6,8 +6,8 @@
 ** Gradients are built from MatMul, Gemm, Transpose, Reshape, Mul and
 ** popc::SumToShape nodes (the core marks those of a float16 operation,
 ** POPC_ATTR_FLOAT16), and a Gemm's weight and bias gradients from one
-** popc::GemmGradWeightBias (matmul_grad.c). With half partials, rows are the units
-** (half_partials.c).
+** popc::GemmGradWeightBias (matmul_grad.c). With half partials, rows are
+** the units (half_partials.c).
 */
 #include "config.h"
 
