@@ -4,6 +4,7 @@
 ** becomes a Gemm with the bias as C, over A's rows folded into one
 ** matrix:
 **   Reshape(Gemm(Flatten(A, axis = rank - 1), W, b), Y's shape)
+** (W read through a Transpose of its own becomes Gemm's transB).
 ** Gemm's gradient then takes dW and db from one read of dY
 ** (popc::GemmGradWeightBias, ops/nn/matmul_grad.c) where the MatMul and
 ** the Add gave a Gemm for dW and a separate popc::SumToShape over dY for
@@ -78,6 +79,31 @@ static int bias_of(const opt_ctx *c, int n, int y, int64_t N)
     return b;
 }
 
+/* MatMul n's weight: its input 1, or the matrix a Transpose that only n
+** reads turns (popc_nn_linear's x @ W^T), taken by Gemm's transB
+** instead (*tb = 1), which saves the Transpose and its gradient's. */
+static int weight_of(opt_ctx *c, int n, int *tb)
+{
+    int w = opt_input(c, n, 1), t = opt_producer(c, w);
+    int64_t perm[2], np;
+    popc_attrs at;
+    popc_view src;
+
+    *tb = 0;
+    if (t < 0 || !opt_is(c, t, "Transpose") || opt_sole_reader(c, w) != n ||
+        !opt_same_place(c, t, n))
+        return w;
+    at = popc_graph_node_attrs(c->g, t);
+    np = popc_attr_ints(&at, "perm", perm, 2);
+    src = popc_graph_value_info(c->g, opt_input(c, t, 0));
+    if (src.rank != 2 || at.n > 1 ||
+        (np >= 0 && !(np == 2 && perm[0] == 1 && perm[1] == 0)))
+        return w;
+    c->taken[t] = 1;
+    *tb = 1;
+    return opt_input(c, t, 0);
+}
+
 static popc_status linear_at(opt_ctx *c, int n, int *done)
 {
     int y = opt_output(c, n, 0), add = opt_sole_reader(c, y), b, a, a2, g;
@@ -101,15 +127,17 @@ static popc_status linear_at(opt_ctx *c, int n, int *done)
     if (av.rank > 2 &&
         (st = add_beside(c, n, "Flatten", &a, 1, &flat, 1, &a2)) != POPC_OK)
         return st;
-    int gin[3] = {a2, opt_input(c, n, 1), b};
+    int tb, gin[3] = {a2, weight_of(c, n, &tb), b};
+    popc_attr ta = popc_attr_make_int("transB", tb);
     popc_node_desc gd = {.size = sizeof gd, .op = "Gemm", .inputs = gin,
-                         .n_inputs = 3, .n_outputs = 1};
+                         .n_inputs = 3, .n_outputs = 1, .attrs = &ta,
+                         .n_attrs = tb};
     c->taken[n] = 1;
     c->taken[add] = 1;
     *done = 1;
     if (av.rank == 2)
         return opt_replace(c, n, add, &gd, NULL);
-    if ((st = add_beside(c, n, "Gemm", gin, 3, NULL, 0, &g)) != POPC_OK)
+    if ((st = add_beside(c, n, "Gemm", gin, 3, &ta, tb, &g)) != POPC_OK)
         return st;
     int rin[2] = {g, -1};
     popc_node_desc rd = {.size = sizeof rd, .op = "Reshape", .inputs = rin,

@@ -430,10 +430,15 @@ static void linear_case(const char *name, const int64_t *xd, int rank,
         ck_assert_msg(count_op(g, "GemmGradWeightBias") == 1 &&
                           count_op(g, "SumToShape") == 0,
                       "%s: not fused", msg);
+        /* popc_nn_linear's x @ W^T: the Gemm takes W with transB */
+        ck_assert_msg(count_op(g, "Transpose") == 0, "%s: %d Transpose",
+                      msg, count_op(g, "Transpose"));
     } else {
         ck_assert_msg(count_op(g, "GemmGradWeightBias") == 0 &&
                           count_op(g, "SumToShape") == 1,
                       "%s: fused at level 0", msg);
+        ck_assert_msg(count_op(g, "Transpose") > 0, "%s: no Transpose",
+                      msg);
     }
     OK(popc_graph_eval(g, in, 2, vals, 3, got, 1, 0));
     for (int i = 0; i < 3; i++) {
