@@ -10,6 +10,12 @@ EXTRA_DIST += %reldir%/bench_backends.sh %reldir%/bench_train.sh %reldir%/bench_
     %reldir%/check_regression.sh %reldir%/ratios.txt \
     %reldir%/bench_distributed.sh %reldir%/scaling_model.sh
 
+# bench_gemm_grad: popc::GemmGradWeightBias against the Gemm, SumToShape
+# and Mul it replaces
+noinst_PROGRAMS += %reldir%/bench_gemm_grad
+%canon_reldir%_bench_gemm_grad_SOURCES = %reldir%/bench_gemm_grad.c
+%canon_reldir%_bench_gemm_grad_LDADD = libpopc.la
+
 # bench_onnx_load: import time and peak memory of a large ONNX model
 noinst_PROGRAMS += %reldir%/bench_onnx_load
 %canon_reldir%_bench_onnx_load_SOURCES = %reldir%/bench_onnx_load.c

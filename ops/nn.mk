@@ -7,6 +7,7 @@ ops_LTLIBRARIES += %reldir%/nn.la
     %reldir%/nn/tiles.c \
     %reldir%/nn/window.c \
     %reldir%/nn/matmul.c \
+    %reldir%/nn/matmul_grad.c %reldir%/nn/matmul_grad.h \
     %reldir%/nn/matmul_serial.c \
     %reldir%/nn/matmul_serial.h \
     %reldir%/nn/conv.c \

@@ -16,6 +16,7 @@ libpopc_la_SOURCES += \
     %reldir%/pass_layernorm.c \
     %reldir%/pass_attention.c \
     %reldir%/pass_fuse.c \
+    %reldir%/pass_linear.c \
     %reldir%/pass_layout.c \
     %reldir%/half.c \
     %reldir%/kernel_select.c

@@ -44,6 +44,8 @@ popc_status opt_recognise_gelu(opt_ctx *c, int *rewrites);
 popc_status opt_recognise_layernorm(opt_ctx *c, int *rewrites);
 popc_status opt_recognise_attention(opt_ctx *c, int *rewrites);
 popc_status opt_fuse_contractions(opt_ctx *c, int *rewrites);
+/* Training graphs only (pass_linear.c). */
+popc_status opt_linear_to_gemm(opt_ctx *c, int *rewrites);
 popc_status opt_block_layout(opt_ctx *c, int *rewrites);
 /* Lanes of the NCHWc blocks the layout pass makes (pass_layout.c); 0:
 ** none. */

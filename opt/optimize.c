@@ -17,6 +17,7 @@ static const opt_pass passes[] = {
     {"GELU recognition", 2, 0, opt_recognise_gelu},
     {"LayerNorm recognition", 2, 0, opt_recognise_layernorm},
     {"attention recognition", 2, 1, opt_recognise_attention},
+    {"MatMul and bias Add into Gemm (training)", 2, 0, opt_linear_to_gemm},
     {"Conv, Gemm and MatMul fusion", 2, 1, opt_fuse_contractions},
     {"NCHWc blocked layouts", 2, 1, opt_block_layout},
     /* folding again: a BatchNorm folded into a constant weight */

@@ -33,6 +33,23 @@ check_PROGRAMS += %reldir%/check_op_nn %reldir%/check_op_loss \
 TESTS += %reldir%/check_op_nn %reldir%/check_op_loss %reldir%/check_op_popc \
     %reldir%/check_op_recurrent %reldir%/check_op_onnx_grads
 endif
+# Gemm's and a 3-D Linear's fused weight and bias gradients against
+# hand-derived values, the unfused nodes and torch (tests/ref/linear_grads,
+# written by tests/ref/gen_linear_grads.py)
+if HAVE_CHECK
+check_PROGRAMS += %reldir%/check_gemm_grad
+TESTS += %reldir%/check_gemm_grad
+endif
+%canon_reldir%_check_gemm_grad_SOURCES = %reldir%/check_gemm_grad.c \
+    $(NN_TEST_SOURCES)
+%canon_reldir%_check_gemm_grad_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_gemm_grad_LDADD = libpopc.la $(CHECK_LIBS) -lm
+%canon_reldir%_check_gemm_grad_DEPENDENCIES = $(NN_TEST_DEPS) \
+    backends/ipumodel.la optim/sgd.la
+EXTRA_DIST += %reldir%/ref/gen_linear_grads.py %reldir%/ref/linear_grads
+# the same through the popc command: a torch transformer's profile
+TESTS += %reldir%/test_gemm_grad_cli.sh
+EXTRA_DIST += %reldir%/test_gemm_grad_cli.sh
 # kernels chosen per node at compile against their ops' references
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_kernels

@@ -5,8 +5,9 @@
 ** run issues the same sgemm calls as the whole run and agrees bitwise.
 ** Gradients are built from MatMul, Gemm, Transpose, Reshape, Mul and
 ** popc::SumToShape nodes (the core marks those of a float16 operation,
-** POPC_ATTR_FLOAT16). With half partials, rows are the units
-** (half_partials.c).
+** POPC_ATTR_FLOAT16), and a Gemm's weight and bias gradients from one
+** popc::GemmGradWeightBias (matmul_grad.c). With half partials, rows are
+** the units (half_partials.c).
 */
 #include "config.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "ops/nn/half_partials.h"
+#include "ops/nn/matmul_grad.h"
 #include "ops/nn/matmul_serial.h"
 #include "ops/nn/nn_priv.h"
 #include "ops/util/oputil.h"
@@ -638,7 +640,9 @@ static popc_status gemm_node(popc_grad_ctx *gc, const mms *ser,
 /* Y = alpha op(A) op(B) + beta C. With G = dY:
 **   dA = alpha G op(B)^T (transposed back when transA),
 **   dB = alpha op(A)^T G (transposed back when transB),
-**   dC = beta * G summed down to C's shape. */
+**   dC = beta * G summed down to C's shape.
+** When C is a bias (the same for every row), dB and dC are one
+** popc::GemmGradWeightBias node (matmul_grad.c). */
 static popc_status gemm_grad(popc_grad_ctx *gc)
 {
     int a = gc->inputs[0], b = gc->inputs[1], g = gc->output_grads[0];
@@ -650,7 +654,7 @@ static popc_status gemm_grad(popc_grad_ctx *gc)
     gemm_p p;
     mms ser;
     popc_status st;
-    int sum;
+    int sum, fused = 0;
 
     if (g < 0)
         return POPC_OK;
@@ -669,6 +673,13 @@ static popc_status gemm_grad(popc_grad_ctx *gc)
                        &gc->input_grads[0]);
     if (st != POPC_OK)
         return st;
+    /* dB and dC from one read of G (matmul_grad.c) when C is a bias */
+    if (ser.mode == MMS_NONE &&
+        (st = nn_gemm_grad_weight_bias(gc, ta, tb, alpha, beta, &fused)) !=
+            POPC_OK)
+        return st;
+    if (fused)
+        return POPC_OK;
     if (!tb)
         st = gemm_node(gc, &ser, rb, a, g, alpha, !ta, 0,
                        &gc->input_grads[1]);

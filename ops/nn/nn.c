@@ -13,6 +13,7 @@ static popc_status nn_init(const popc_host *host, popc_registrar *reg)
     if ((st = opu_init(host, "nn")) != POPC_OK)
         return st;
     if ((st = nn_register_matmul(host, reg)) != POPC_OK ||
+        (st = nn_register_gemm_grad(host, reg)) != POPC_OK ||
         (st = nn_register_conv(host, reg)) != POPC_OK ||
         (st = nn_register_conv_grad(host, reg)) != POPC_OK ||
         (st = nn_register_pool(host, reg)) != POPC_OK ||

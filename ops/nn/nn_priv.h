@@ -15,6 +15,7 @@
 /* Each registers its op definitions; a failure leaves nothing committed
 ** (the registrar stages everything until init() returns). */
 popc_status nn_register_matmul(const popc_host *h, popc_registrar *r);
+popc_status nn_register_gemm_grad(const popc_host *h, popc_registrar *r);
 popc_status nn_register_conv(const popc_host *h, popc_registrar *r);
 popc_status nn_register_conv_grad(const popc_host *h, popc_registrar *r);
 popc_status nn_register_pool(const popc_host *h, popc_registrar *r);

@@ -20,7 +20,9 @@
 **      activations in blocked NCHWc layouts (docs/optimizer.md).
 ** A training graph gets the passes whose results autodiff can
 ** differentiate: folding of constants, copies, transposes and reshapes,
-** and the GELU and LayerNorm recognition. BatchNormalization folding
+** the GELU and LayerNorm recognition, and a MatMul by a 2-D weight with
+** its bias Add made one Gemm (whose gradient takes the weight and bias
+** gradients together). BatchNormalization folding
 ** (training normalises by the batch), attention recognition, the
 ** fusions (the fused ops have no gradient) and the blocked layouts apply
 ** to inference only.
