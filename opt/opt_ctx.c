@@ -216,26 +216,40 @@ static popc_status take_name(opt_ctx *c, int old, int out)
     return st;
 }
 
-popc_status opt_replace(opt_ctx *c, int anchor, int last,
-                        const popc_node_desc *d, int *out_value)
+popc_status opt_add_beside(opt_ctx *c, int anchor, const char *base,
+                           const char *suffix, const popc_node_desc *d,
+                           int *out, int *node)
 {
     popc_annotations an = popc_graph_node_annotations(c->g, anchor);
-    const char *base = popc_graph_node_name(c->g, last);
-    char name[512];
-    int out, node, old = popc_graph_node_output(c->g, last, 0);
     popc_node_desc nd = *d;
+    char name[512];
+    int added;
     popc_status st = POPC_EEXIST;
 
     nd.name = name;
     for (int k = 0; st == POPC_EEXIST && k < 1000; k++) {
         if (k == 0)
-            snprintf(name, sizeof name, "%s/%s", base, d->op);
+            snprintf(name, sizeof name, "%s/%s", base, suffix);
         else
-            snprintf(name, sizeof name, "%s/%s_%d", base, d->op, k);
-        st = popc_graph_add(c->g, &nd, &out, &node);
+            snprintf(name, sizeof name, "%s/%s_%d", base, suffix, k);
+        st = popc_graph_add(c->g, &nd, out, &added);
     }
     if (st != POPC_OK ||
-        (st = popc_graph_set_node_annotations(c->g, node, &an)) != POPC_OK ||
+        (st = popc_graph_set_node_annotations(c->g, added, &an)) != POPC_OK)
+        return st;
+    if (node)
+        *node = added;
+    return POPC_OK;
+}
+
+popc_status opt_replace(opt_ctx *c, int anchor, int last,
+                        const popc_node_desc *d, int *out_value)
+{
+    int out, old = popc_graph_node_output(c->g, last, 0);
+    popc_status st;
+
+    if ((st = opt_add_beside(c, anchor, popc_graph_node_name(c->g, last),
+                             d->op, d, &out, NULL)) != POPC_OK ||
         (st = popc_graph_replace_uses(c->g, old, out)) != POPC_OK ||
         (st = take_name(c, old, out)) != POPC_OK)
         return st;

@@ -98,6 +98,13 @@ int opt_same_place(const opt_ctx *c, int a, int b);
 popc_status opt_add_constant(opt_ctx *c, const char *base, const int64_t *dims,
                              int rank, const float *src, int *id,
                              float **data);
+/* Add node d (its name is ignored) as "<base>/<suffix>", or
+** "<base>/<suffix>_<k>" when that name is taken, with the annotations of
+** `anchor`, so that it runs where anchor runs. *out: its first output;
+** *node (may be NULL): the node. */
+popc_status opt_add_beside(opt_ctx *c, int anchor, const char *base,
+                           const char *suffix, const popc_node_desc *d,
+                           int *out, int *node);
 /* Add a node that replaces `last` (its first output): it takes last's
 ** name suffixed, annotations of `anchor`, and every reader of last's
 ** output reads its output instead. "fused" lists the consumed names. */

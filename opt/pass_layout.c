@@ -199,27 +199,14 @@ static popc_status twin(layout *L, int v, int anchor, int *out)
     popc_node_desc d = {.size = sizeof d, .domain = "popc",
                         .op = "ToBlocked", .inputs = &v, .n_inputs = 1,
                         .n_outputs = 1, .attrs = &a, .n_attrs = 1};
-    popc_annotations an = popc_graph_node_annotations(c->g, anchor);
-    char name[512];
-    int node;
-    popc_status st = POPC_EEXIST;
+    popc_status st;
 
     if (L->bval[v] >= 0) {
         *out = L->bval[v];
         return POPC_OK;
     }
-    d.name = name;
-    for (int k = 0; st == POPC_EEXIST && k < 1000; k++) {
-        if (k == 0)
-            snprintf(name, sizeof name, "%s/ToBlocked",
-                     popc_graph_value_name(c->g, v));
-        else
-            snprintf(name, sizeof name, "%s/ToBlocked_%d",
-                     popc_graph_value_name(c->g, v), k);
-        st = popc_graph_add(c->g, &d, out, &node);
-    }
-    if (st != POPC_OK ||
-        (st = popc_graph_set_node_annotations(c->g, node, &an)) != POPC_OK)
+    if ((st = opt_add_beside(c, anchor, popc_graph_value_name(c->g, v),
+                             "ToBlocked", &d, out, NULL)) != POPC_OK)
         return st;
     L->bval[v] = *out;
     return POPC_OK;
@@ -290,29 +277,17 @@ static popc_status emit(layout *L, int n, const char *domain, const char *op,
                         int na)
 {
     opt_ctx *c = L->c;
-    int y = opt_output(c, n, 0), out, node;
-    popc_annotations an = popc_graph_node_annotations(c->g, n);
+    int y = opt_output(c, n, 0), out;
     popc_node_desc d = {.size = sizeof d, .domain = domain, .op = op,
                         .version = popc_graph_node_version(c->g, n),
                         .inputs = ins, .n_inputs = n_ins, .n_outputs = 1,
                         .attrs = a, .n_attrs = na};
-    char name[512];
-    popc_status st = POPC_EEXIST;
+    popc_status st;
 
     if (strcmp(domain, "popc") == 0)
         d.version = 0;
-    d.name = name;
-    for (int k = 0; st == POPC_EEXIST && k < 1000; k++) {
-        if (k == 0)
-            snprintf(name, sizeof name, "%s/Blocked",
-                     popc_graph_node_name(c->g, n));
-        else
-            snprintf(name, sizeof name, "%s/Blocked_%d",
-                     popc_graph_node_name(c->g, n), k);
-        st = popc_graph_add(c->g, &d, &out, &node);
-    }
-    if (st != POPC_OK ||
-        (st = popc_graph_set_node_annotations(c->g, node, &an)) != POPC_OK)
+    if ((st = opt_add_beside(c, n, popc_graph_node_name(c->g, n), "Blocked",
+                             &d, &out, NULL)) != POPC_OK)
         return st;
     L->bval[y] = out;
     L->chans[y] = popc_graph_value_info(c->g, y).dims[1];

@@ -18,32 +18,17 @@
 #include "opt/opt_priv.h"
 #include "popc/tensor.h"
 
-/* A node named after `like`'s with a suffix, placed where `like` is. */
+/* A node of op named after `like`'s, placed where `like` is. */
 static popc_status add_beside(opt_ctx *c, int like, const char *op,
                               const int *ins, int n_ins,
                               const popc_attr *a, int na, int *out)
 {
-    popc_annotations an = popc_graph_node_annotations(c->g, like);
     popc_node_desc d = {.size = sizeof d, .op = op, .inputs = ins,
                         .n_inputs = n_ins, .n_outputs = 1, .attrs = a,
                         .n_attrs = na};
-    char name[512];
-    int node;
-    popc_status st = POPC_EEXIST;
 
-    d.name = name;
-    for (int k = 0; st == POPC_EEXIST && k < 1000; k++) {
-        if (k == 0)
-            snprintf(name, sizeof name, "%s/%s",
-                     popc_graph_node_name(c->g, like), op);
-        else
-            snprintf(name, sizeof name, "%s/%s_%d",
-                     popc_graph_node_name(c->g, like), op, k);
-        st = popc_graph_add(c->g, &d, out, &node);
-    }
-    if (st != POPC_OK)
-        return st;
-    return popc_graph_set_node_annotations(c->g, node, &an);
+    return opt_add_beside(c, like, popc_graph_node_name(c->g, like), op, &d,
+                          out, NULL);
 }
 
 /* An int64 constant holding dims (Reshape's shape input). */
