@@ -223,6 +223,8 @@ START_TEST(later_minor_of_the_major_loads)
     ck_assert_ptr_nonnull(op);
     /* copied at the core's size, which says what the core has */
     ck_assert_uint_eq(op->size, sizeof(popc_op_def));
+    /* a flag bit of a later minor is kept and ignored, the known ones hold */
+    ck_assert_uint_eq(op->flags & POPC_OP_SPLIT, POPC_OP_SPLIT);
     ck_assert_int_eq(warnings, 0);
 }
 END_TEST

@@ -1,6 +1,7 @@
 /* newminor.c - a plugin of this ABI's major built by a later minor (more
-** members at the ends of structs than this popc knows): it loads, because
-** every struct is read through its size. */
+** members at the ends of structs than this popc knows, an op flag bit it
+** does not know): it loads, because every struct is read through its size
+** and unknown flag bits are ignored. */
 #include "popc/plugin.h"
 
 static popc_status same_infer(popc_infer_ctx *ic)
@@ -16,6 +17,9 @@ static popc_status same_forward(const popc_kernel_ctx *kc)
     return POPC_OK;
 }
 
+/* a flag bit a later minor might define */
+#define LATER_FLAG (1u << 30)
+
 /* a later minor's popc_op_def: this one's, then a member this popc lacks */
 typedef struct later_op_def {
     popc_op_def def;
@@ -26,7 +30,8 @@ static const later_op_def op = {
     {.size = sizeof(later_op_def), .domain = "test.minor",
      .name = "NewMinor", .since_version = 1, .min_inputs = 1,
      .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-     .infer = same_infer, .forward = same_forward},
+     .flags = POPC_OP_SPLIT | LATER_FLAG, .infer = same_infer,
+     .forward = same_forward},
     NULL};
 
 static popc_status newminor_init(const popc_host *h, popc_registrar *reg)
