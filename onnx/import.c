@@ -114,8 +114,31 @@ static popc_tensor *frozen_value(const popc_onnx_import_options *o,
     return NULL;
 }
 
+/* The candidate for name when name must be known at compile time (in
+** need[0..n_need)); its flag says it was frozen. */
+static popc_tensor *candidate_to_freeze(const popc_onnx_import_options *o,
+                                        const char *name, char **need,
+                                        int n_need)
+{
+    int needed = 0;
+
+    for (int k = 0; k < n_need && !needed; k++)
+        needed = strcmp(need[k], name) == 0;
+    for (int i = 0; needed && i < o->n_candidates; i++)
+        if (o->candidate_names[i] &&
+            strcmp(o->candidate_names[i], name) == 0) {
+            if (o->candidates_frozen)
+                o->candidates_frozen[i] = 1;
+            return o->candidates[i];
+        }
+    return NULL;
+}
+
+/* need[0..n_need): the graph inputs needed at compile time, for the
+** candidates. */
 static popc_status add_graph_input(popco_importer *im,
-                                   const Onnx__ValueInfoProto *vi)
+                                   const Onnx__ValueInfoProto *vi,
+                                   char **need, int n_need)
 {
     const popc_onnx_import_options *o = im->opt;
     const char *name = vi->name;
@@ -126,7 +149,8 @@ static popc_status add_graph_input(popco_importer *im,
     popc_dtype dt;
     int id, rank;
 
-    if ((frozen = frozen_value(o, name)))
+    if ((frozen = frozen_value(o, name)) ||
+        (frozen = candidate_to_freeze(o, name, need, n_need)))
         return popc_graph_add_constant(im->g, name, frozen, &id);
     if (!vi->type || vi->type->value_case !=
                          ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -666,7 +690,8 @@ static popc_status import_model(popco_importer *im,
                                 const Onnx__ModelProto *mp)
 {
     const Onnx__GraphProto *gp = mp->graph;
-    int opset = domain_opset(mp, NULL);
+    int opset = domain_opset(mp, NULL), n_need = 0;
+    char **need = NULL;
     popc_status st;
 
     if (opset == 0 && mp->n_opset_import == 0)
@@ -680,19 +705,51 @@ static popc_status import_model(popco_importer *im,
                               opset);
     if ((st = import_initializers(im, gp, im->opt->trainable)) != POPC_OK)
         return st;
-    for (size_t i = 0; i < gp->n_input; i++) {
+    /* the same walk popc_onnx_compile_time_inputs makes, on the model
+    ** already unpacked */
+    if (im->opt->n_candidates &&
+        (st = popco_compile_time_names(gp, im->file, &need, &n_need)) !=
+            POPC_OK)
+        return st;
+    for (size_t i = 0; i < gp->n_input && st == POPC_OK; i++) {
         if (!gp->input[i]->name || !*gp->input[i]->name)
-            return popc_set_error(POPC_EIO, "%s: graph input #%zu has no "
-                                  "name", im->file, i);
+            st = popc_set_error(POPC_EIO, "%s: graph input #%zu has no "
+                                "name", im->file, i);
         /* IR < 4 lists initializers among the inputs too */
-        if (popco_is_initializer(gp, gp->input[i]->name))
-            continue;
-        if ((st = add_graph_input(im, gp->input[i])) != POPC_OK)
-            return st;
+        else if (!popco_is_initializer(gp, gp->input[i]->name))
+            st = add_graph_input(im, gp->input[i], need, n_need);
     }
+    popc_onnx_free_names(need, n_need);
+    if (st != POPC_OK)
+        return st;
     if ((st = import_nodes_outputs(im, mp, gp)) != POPC_OK)
         return st;
     return annotate(im);
+}
+
+/* The candidates are all there; their flags start at 0. */
+static popc_status check_candidates(const popc_onnx_import_options *o)
+{
+    if (o->n_candidates < 0)
+        return popc_set_error(POPC_EINVAL, "popc_onnx_import: "
+                              "n_candidates is %d; give 0 or more",
+                              o->n_candidates);
+    if (o->n_candidates && (!o->candidate_names || !o->candidates))
+        return popc_set_error(POPC_EINVAL, "popc_onnx_import: "
+                              "n_candidates is %d, but candidate_names or "
+                              "candidates is NULL; give both arrays, or "
+                              "n_candidates 0", o->n_candidates);
+    for (int i = 0; o->candidates_frozen && i < o->n_candidates; i++)
+        o->candidates_frozen[i] = 0;
+    for (int i = 0; i < o->n_candidates; i++)
+        if (!o->candidates[i])
+            return popc_set_error(POPC_EINVAL, "popc_onnx_import: "
+                                  "candidate %d ('%s') is NULL; give its "
+                                  "tensor or leave it out", i,
+                                  o->candidate_names[i]
+                                      ? o->candidate_names[i]
+                                      : "");
+    return POPC_OK;
 }
 
 /* Import from bytes; with *map (a mapped file; may be NULL) the weights
@@ -721,6 +778,8 @@ static popc_status import_data(const void *data, size_t size,
     im.src.base_dir = base_dir;
     im.src.bytes_made = &im.tensor_bytes;
     im.opt = opts_or_default(opt, &defaults);
+    if ((st = check_candidates(im.opt)) != POPC_OK)
+        return st;
     if (im.opt->registry)
         im.reg = im.opt->registry;
     else if ((st = popc_registry_global(&im.reg)) != POPC_OK)
@@ -800,152 +859,4 @@ popc_status popc_onnx_import_file(const char *path,
     free(dir);
     popco_unmap(&m); /* already unmapped unless an argument was bad */
     return st;
-}
-
-/* ---- compile-time operands ------------------------------------------------- */
-
-/* (op, input index) whose value popc needs at compile time: shapes, axes,
-** counts, as PopTorch's tracing makes them constants. */
-static const struct {
-    const char *op;
-    unsigned inputs; /* bit i: input i */
-} compile_time[] = {
-    {"Reshape", 1u << 1}, {"Expand", 1u << 1}, {"Tile", 1u << 1},
-    {"Slice", 0x1eu}, {"Range", 0x7u}, {"ConstantOfShape", 1u << 0},
-    {"OneHot", 1u << 1}, {"TopK", 1u << 1}, {"Resize", 0xeu},
-    {"Upsample", 1u << 1}, {"Pad", 0x6u}, {"Squeeze", 1u << 1},
-    {"Unsqueeze", 1u << 1}, {"ReduceSum", 1u << 1}, {"Split", 1u << 1},
-    {"CumSum", 1u << 1}, {"Trilu", 1u << 1}, {"Loop", 0x3u},
-    {"Dropout", 0x6u}, {"Clip", 0x6u}, {"NonMaxSuppression", 0x1cu},
-    {"ReduceMean", 1u << 1}, {"ReduceMax", 1u << 1}, {"ReduceMin", 1u << 1},
-    {"ReduceProd", 1u << 1}, {"ReduceL1", 1u << 1}, {"ReduceL2", 1u << 1},
-    {"ReduceLogSum", 1u << 1}, {"ReduceLogSumExp", 1u << 1},
-    {"ReduceSumSquare", 1u << 1}, {"Compress", 1u << 1},
-    {"MaxUnpool", 1u << 2}, {"STFT", 0x4u}, {"DFT", 0x2u},
-    {"HannWindow", 0x1u}, {"HammingWindow", 0x1u}, {"BlackmanWindow", 0x1u},
-    {"MelWeightMatrix", 0x1fu}, {"SequenceAt", 1u << 1},
-    {"SequenceInsert", 1u << 2}, {"SequenceErase", 1u << 1},
-    {"SplitToSequence", 1u << 1},
-};
-
-static unsigned compile_time_mask(const char *op)
-{
-    for (size_t i = 0; i < sizeof compile_time / sizeof compile_time[0]; i++)
-        if (strcmp(compile_time[i].op, op) == 0)
-            return compile_time[i].inputs;
-    return 0;
-}
-
-/* A small set of value names (borrowed from the model). */
-typedef struct needset {
-    const char **names;
-    size_t n, cap;
-} needset;
-
-static int need_has(const needset *s, const char *name)
-{
-    for (size_t i = 0; name && i < s->n; i++)
-        if (strcmp(s->names[i], name) == 0)
-            return 1;
-    return 0;
-}
-
-static void need_add(needset *s, const char *name)
-{
-    if (need_has(s, name))
-        return;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        const char **g = realloc(s->names, cap * sizeof *g);
-
-        if (!g)
-            return;
-        s->names = g;
-        s->cap = cap;
-    }
-    s->names[s->n++] = name;
-}
-
-static void need_free(needset *s)
-{
-    free(s->names);
-}
-
-void popc_onnx_free_names(char **names, int n)
-{
-    for (int i = 0; names && i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-popc_status popc_onnx_compile_time_inputs(const char *path, char ***names,
-                                          int *n)
-{
-    popco_map m;
-    Onnx__ModelProto *mp = NULL;
-    const Onnx__GraphProto *gp;
-    char **list = NULL;
-    int count = 0;
-    popc_status st;
-
-    if (!names || !n || !path)
-        return popc_set_error(POPC_EINVAL, "popc_onnx_compile_time_inputs: "
-                              "NULL argument");
-    *names = NULL;
-    *n = 0;
-    if ((st = popco_map_file(path, &m)) != POPC_OK)
-        return st;
-    st = popco_unpack_model(m.data ? m.data : "", m.size, path, &mp);
-    popco_unmap(&m);
-    if (st != POPC_OK)
-        return st;
-    gp = mp->graph;
-    if (!(list = calloc(gp->n_input + 1, sizeof *list))) {
-        onnx__model_proto__free_unpacked(mp, NULL);
-        return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
-    }
-    /* Needed values, from the operands themselves back through the nodes
-    ** that compute them: an input feeding a Reshape's shape through a Cast
-    ** is needed as much as one feeding it directly. */
-    {
-        needset need = {0};
-
-        for (size_t k = 0; k < gp->n_node; k++) {
-            const Onnx__NodeProto *np = gp->node[k];
-            unsigned mask = is_onnx_domain(np->domain)
-                                ? compile_time_mask(np->op_type)
-                                : 0;
-
-            for (size_t j = 0; j < np->n_input && j < 32; j++)
-                if ((mask >> j & 1u) && np->input[j] && *np->input[j])
-                    need_add(&need, np->input[j]);
-        }
-        for (size_t k = gp->n_node; k-- > 0;) {
-            const Onnx__NodeProto *np = gp->node[k];
-            int feeds = 0;
-
-            for (size_t j = 0; j < np->n_output; j++)
-                feeds |= need_has(&need, np->output[j]);
-            for (size_t j = 0; feeds && j < np->n_input; j++)
-                if (np->input[j] && *np->input[j])
-                    need_add(&need, np->input[j]);
-        }
-        for (size_t i = 0; i < gp->n_input; i++) {
-            const char *in = gp->input[i]->name;
-
-            if (!in || !need_has(&need, in))
-                continue;
-            if (!(list[count++] = strdup(in))) {
-                need_free(&need);
-                popc_onnx_free_names(list, count);
-                onnx__model_proto__free_unpacked(mp, NULL);
-                return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
-            }
-        }
-        need_free(&need);
-    }
-    onnx__model_proto__free_unpacked(mp, NULL);
-    *names = list;
-    *n = count;
-    return POPC_OK;
 }

@@ -12,6 +12,7 @@ libpopc_onnx_la_SOURCES = \
     %reldir%/history.c \
     %reldir%/upgrade.c \
     %reldir%/import.c \
+    %reldir%/compile_time.c \
     %reldir%/subgraph.c \
     %reldir%/import_attrs.c \
     %reldir%/fold.c \

@@ -244,6 +244,15 @@ popc_status popco_import_subgraphs(popco_importer *im,
 ** the inputs too). */
 int popco_is_initializer(const Onnx__GraphProto *gp, const char *name);
 
+/* ---- compile_time.c -------------------------------------------------------- */
+
+/* The graph inputs of gp that feed operands needed at compile time, in
+** the order of gp's inputs: *names (malloc'd, also when *n is 0) of *n
+** malloc'd strings; free with popc_onnx_free_names. POPC_ENOMEM naming
+** file. */
+popc_status popco_compile_time_names(const Onnx__GraphProto *gp,
+                                     const char *file, char ***names, int *n);
+
 /* A constant value (a copy of t is not taken: reference added). */
 popc_status popco_add_constant(popco_importer *im, popc_tensor *t, int *id);
 

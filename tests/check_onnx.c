@@ -5,8 +5,9 @@
 ** unsupported op listed at once, old opset forms upgraded (Reshape-1,
 ** Slice-1, Pad-2, Softmax-11 on a middle axis) with values checked by
 ** hand, trainable initializers, annotations by node-name prefix, eval
-** mode (PyTorch's model.eval() of a training export), and a TensorProto
-** file round trip. Fixtures: tests/data/onnx/gen_fixtures.py.
+** mode (PyTorch's model.eval() of a training export), candidate inputs
+** frozen only when the graph needs them at compile time, and a
+** TensorProto file round trip. Fixtures: tests/data/onnx/gen_fixtures.py.
 */
 #include "config.h"
 
@@ -581,6 +582,112 @@ START_TEST(eval_mode_is_model_eval)
 }
 END_TEST
 
+/* tests/onnx/models/shape_input.onnx: y = Reshape(x, Identity(shape)) * 2,
+** x float32 [2, 6], 'shape' int64 [2]. */
+static const char *shape_input_model(void)
+{
+    static char path[1024];
+
+    snprintf(path, sizeof path, "%s/tests/onnx/models/shape_input.onnx",
+             getenv("POPC_SRCDIR"));
+    return path;
+}
+
+static popc_tensor *i64_pair(int64_t a, int64_t b)
+{
+    popc_tensor *t = NULL;
+    int64_t two = 2;
+
+    OK(popc_tensor_new(POPC_DTYPE_I64, &two, 1, &t));
+    ((int64_t *)popc_tensor_data(t))[0] = a;
+    ((int64_t *)popc_tensor_data(t))[1] = b;
+    return t;
+}
+
+START_TEST(candidates_frozen_when_needed_at_compile)
+{
+    const char *path = shape_input_model();
+    const char *names[3] = {"x", "shape", "not_an_input"};
+    const char *value_names[1] = {"shape"};
+    int64_t xd[2] = {2, 6};
+    popc_tensor *cand[3], *value, *y = NULL;
+    popc_onnx_import_options o;
+    popc_graph *g = NULL;
+    popc_view info;
+    char **ct = NULL;
+    int n_ct = -1, frozen[3] = {7, 7, 7}, out;
+
+    /* the graph's own answer, which the candidates must agree with */
+    OK(popc_onnx_compile_time_inputs(path, &ct, &n_ct));
+    ck_assert_int_eq(n_ct, 1);
+    ck_assert_str_eq(ct[0], "shape");
+    popc_onnx_free_names(ct, n_ct);
+
+    OK(popc_tensor_new(POPC_DTYPE_F32, xd, 2, &cand[0]));
+    for (int i = 0; i < 12; i++)
+        ((float *)popc_tensor_data(cand[0]))[i] = (float)i;
+    cand[1] = i64_pair(4, 3);
+    cand[2] = i64_pair(1, 1);
+    popc_onnx_import_options_init(&o);
+    o.n_candidates = 3;
+    o.candidate_names = names;
+    o.candidates = cand;
+    o.candidates_frozen = frozen;
+    OK(popc_onnx_import_file(path, &o, &g));
+    ck_assert_int_eq(frozen[0], 0); /* a run-time input */
+    ck_assert_int_eq(frozen[1], 1);
+    ck_assert_int_eq(frozen[2], 0); /* no such input */
+    ck_assert_int_eq(popc_graph_n_inputs(g), 1);
+    ck_assert_str_eq(popc_graph_value_name(g, popc_graph_input(g, 0)), "x");
+    out = popc_graph_output(g, 0);
+    info = popc_graph_value_info(g, out);
+    ck_assert_int_eq(info.rank, 2);
+    ck_assert_int_eq(info.dims[0], 4);
+    ck_assert_int_eq(info.dims[1], 3);
+    /* y = 2 x, read in row-major order whatever the shape */
+    OK(popc_graph_eval(g, &cand[0], 1, &out, 1, &y, 0, 0));
+    ck_assert_int_eq(popc_tensor_dims(y)[0], 4);
+    for (int i = 0; i < 12; i++)
+        ck_assert_float_eq(((const float *)popc_tensor_cdata(y))[i],
+                           2.0f * (float)i);
+    popc_tensor_free(y);
+    popc_graph_free(g);
+    g = NULL;
+
+    /* values[] wins over a candidate of the same name */
+    value = i64_pair(3, 4);
+    o.n_values = 1;
+    o.value_names = value_names;
+    o.values = &value;
+    OK(popc_onnx_import_file(path, &o, &g));
+    ck_assert_int_eq(frozen[1], 0);
+    info = popc_graph_value_info(g, popc_graph_output(g, 0));
+    ck_assert_int_eq(info.dims[0], 3);
+    popc_graph_free(g);
+    g = NULL;
+    popc_tensor_free(value);
+    o.n_values = 0;
+
+    /* malformed candidate lists are refused, naming the field */
+    o.candidates = NULL;
+    ck_assert_int_eq(popc_onnx_import_file(path, &o, &g), POPC_EINVAL);
+    ck_assert_ptr_null(g);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "candidates"));
+    o.candidates = cand;
+    o.n_candidates = -1;
+    ck_assert_int_eq(popc_onnx_import_file(path, &o, &g), POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "n_candidates is -1"));
+    popc_tensor_free(cand[1]);
+    cand[1] = NULL;
+    o.n_candidates = 2;
+    ck_assert_int_eq(popc_onnx_import_file(path, &o, &g), POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "candidate 1 ('shape')"));
+    ck_assert_ptr_null(g);
+    popc_tensor_free(cand[0]);
+    popc_tensor_free(cand[2]);
+}
+END_TEST
+
 static Suite *onnx_suite(void)
 {
     Suite *s = suite_create("onnx");
@@ -599,6 +706,7 @@ static Suite *onnx_suite(void)
     tcase_add_test(tc, imported_model_pipelined_and_replicated);
     tcase_add_test(tc, vendor_domain_served_by_a_plugin);
     tcase_add_test(tc, eval_mode_is_model_eval);
+    tcase_add_test(tc, candidates_frozen_when_needed_at_compile);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

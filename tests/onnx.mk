@@ -35,6 +35,7 @@ check_PROGRAMS += %reldir%/onnx/export_roundtrip
 
 TESTS += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/test_conformance_cli.sh %reldir%/onnx/test_infer_cli.sh \
+    %reldir%/onnx/test_infer_frozen.sh \
     %reldir%/onnx/test_export.sh %reldir%/onnx/test_train_run.sh \
     %reldir%/onnx/test_vision.sh %reldir%/onnx/test_seq_train.sh \
     %reldir%/onnx/test_flow.sh %reldir%/onnx/test_eval_mode.sh \
@@ -98,7 +99,15 @@ EXTRA_DIST += %reldir%/onnx/test_conformance.sh \
     %reldir%/onnx/models/gru_classifier.onnx \
     %reldir%/onnx/models/gru_classifier.input.npy \
     %reldir%/onnx/models/gru_classifier.output.npy \
-    %reldir%/onnx/models/unsupported_ops.onnx
+    %reldir%/onnx/models/unsupported_ops.onnx \
+    %reldir%/onnx/test_infer_frozen.sh \
+    %reldir%/onnx/models/gen_shape_input.py \
+    %reldir%/onnx/models/shape_input.onnx \
+    %reldir%/onnx/models/shape_input.x.npy \
+    %reldir%/onnx/models/shape_input.shape.npy \
+    %reldir%/onnx/models/shape_input.shape43.npy \
+    %reldir%/onnx/models/shape_input.y.npy \
+    %reldir%/onnx/models/shape_input.y43.npy
 
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_onnx

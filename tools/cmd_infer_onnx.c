@@ -5,7 +5,10 @@
 ** Inputs that feed operands popc needs at compile time (a Reshape's shape,
 ** a Slice's starts) are frozen to the given values, as PopTorch's tracing
 ** turns shape arguments into constants; the others are run-time inputs
-** whose shapes fix the model's symbolic dimensions. Each input keeps the
+** whose shapes fix the model's symbolic dimensions. Every input is handed
+** to the import as a candidate, so the model is read once and the
+** importer, which knows the graph, freezes the ones it needs. Each input
+** keeps the
 ** dtype of its file (float64 included); NumPy has no bfloat16, so a
 ** bfloat16 input is given as its uint16 bits (arr.view(np.uint16)) and a
 ** bfloat16 output is written that way. Output files are named after the
@@ -164,7 +167,7 @@ static void file_name(const char *name, char *buf, size_t size)
     buf[k] = '\0';
 }
 
-static int is_frozen(char **frozen, int n, const char *name)
+static int is_frozen(const char *const *frozen, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(frozen[i], name) == 0)
@@ -173,8 +176,8 @@ static int is_frozen(char **frozen, int n, const char *name)
 }
 
 /* The model's inputs, "'a', 'b'" (run-time ones, then frozen ones). */
-static void list_inputs(const popc_graph *g, char **frozen, int n_frozen,
-                        char *buf, size_t size)
+static void list_inputs(const popc_graph *g, const char *const *frozen,
+                        int n_frozen, char *buf, size_t size)
 {
     size_t off = 0;
     int n = popc_graph_n_inputs(g);
@@ -220,7 +223,7 @@ static int check_dtype(const onnx_args *a, int i, const popc_graph *g,
 ** input's dtype. */
 static int check_inputs(const onnx_args *a, const popc_graph *g,
                         popc_tensor **run_in, popc_tensor **loaded,
-                        char **frozen, int n_frozen)
+                        const char *const *frozen, int n_frozen)
 {
     int n = popc_graph_n_inputs(g), rc;
 
@@ -342,10 +345,9 @@ int cmd_infer_onnx(int argc, char **argv)
     onnx_args a;
     popc_tensor *loaded[MAX_INPUTS] = {0}, *run_in[MAX_INPUTS] = {0};
     popc_tensor **out = NULL;
-    const char *shape_names[MAX_INPUTS], *value_names[MAX_INPUTS];
+    const char *shape_names[MAX_INPUTS], *frozen[MAX_INPUTS];
     popc_view shapes[MAX_INPUTS];
-    popc_tensor *values[MAX_INPUTS];
-    char **frozen = NULL;
+    int was_frozen[MAX_INPUTS];
     int n_frozen = 0, n_out = 0, rc;
     popc_onnx_import_options o;
     popc_graph *g = NULL;
@@ -358,37 +360,33 @@ int cmd_infer_onnx(int argc, char **argv)
         free_args(&a);
         return rc < 0 ? EXIT_OK : rc;
     }
-    if ((st = popc_onnx_compile_time_inputs(a.model, &frozen, &n_frozen)) !=
-        POPC_OK) {
-        rc = cli_fail_load(st);
-        goto done;
-    }
     popc_onnx_import_options_init(&o);
     o.shape_names = shape_names;
     o.shapes = shapes;
-    o.value_names = value_names;
-    o.values = values;
+    o.candidate_names = (const char *const *)a.in_names;
+    o.candidates = loaded;
+    o.candidates_frozen = was_frozen;
     for (int i = 0; i < a.n_in; i++) {
         if ((st = popc_npy_load_exact(a.in_files[i], &loaded[i])) !=
             POPC_OK) {
             rc = cli_fail_load(st);
             goto done;
         }
-        if (is_frozen(frozen, n_frozen, a.in_names[i])) {
-            value_names[o.n_values] = a.in_names[i];
-            values[o.n_values++] = loaded[i];
-        } else {
-            shape_names[o.n_shapes] = a.in_names[i];
-            shapes[o.n_shapes] = popc_tensor_view(loaded[i]);
-            /* the shape only: check_dtype compares dtypes and names the
-            ** file (uint16 may be a bfloat16 input's bits) */
-            shapes[o.n_shapes++].dtype = POPC_DTYPE_UNDEFINED;
-        }
+        /* a frozen input's shape is not read: binding every one is
+        ** harmless. The shape only: check_dtype compares dtypes and names
+        ** the file (uint16 may be a bfloat16 input's bits) */
+        shape_names[i] = a.in_names[i];
+        shapes[i] = popc_tensor_view(loaded[i]);
+        shapes[i].dtype = POPC_DTYPE_UNDEFINED;
     }
+    o.n_shapes = o.n_candidates = a.n_in;
     if ((st = popc_onnx_import_file(a.model, &o, &g)) != POPC_OK) {
         rc = fail_import(&a, st);
         goto done;
     }
+    for (int i = 0; i < a.n_in; i++)
+        if (was_frozen[i])
+            frozen[n_frozen++] = a.in_names[i];
     if ((rc = check_inputs(&a, g, run_in, loaded, frozen, n_frozen)) !=
         EXIT_OK)
         goto done;
@@ -437,7 +435,6 @@ done:
     popc_model_free(m);
     popc_options_free(opts);
     popc_graph_free(g);
-    popc_onnx_free_names(frozen, n_frozen);
     free_args(&a);
     return rc;
 }
