@@ -1,8 +1,9 @@
 /* compile_time.c - which graph inputs an ONNX model needs at compile
 ** time: those feeding operands popc fixes when it compiles (a Reshape's
 ** shape, a Slice's starts), as PopTorch's tracing makes them constants.
-** The importer freezes candidates by it (popc_onnx_import_options
-** .candidates) and popc_onnx_compile_time_inputs lists it.
+** The importer freezes candidates by it
+** (popc_onnx_import_file_candidates) and popc_onnx_compile_time_inputs
+** lists it.
 */
 #include "config.h"
 

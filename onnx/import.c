@@ -116,20 +116,19 @@ static popc_tensor *frozen_value(const popc_onnx_import_options *o,
 
 /* The candidate for name when name must be known at compile time (in
 ** need[0..n_need)); its flag says it was frozen. */
-static popc_tensor *candidate_to_freeze(const popc_onnx_import_options *o,
+static popc_tensor *candidate_to_freeze(const popco_candidates *c,
                                         const char *name, char **need,
                                         int n_need)
 {
     int needed = 0;
 
-    for (int k = 0; k < n_need && !needed; k++)
+    for (int k = 0; c && k < n_need && !needed; k++)
         needed = strcmp(need[k], name) == 0;
-    for (int i = 0; needed && i < o->n_candidates; i++)
-        if (o->candidate_names[i] &&
-            strcmp(o->candidate_names[i], name) == 0) {
-            if (o->candidates_frozen)
-                o->candidates_frozen[i] = 1;
-            return o->candidates[i];
+    for (int i = 0; needed && i < c->n; i++)
+        if (c->names[i] && strcmp(c->names[i], name) == 0) {
+            if (c->frozen)
+                c->frozen[i] = 1;
+            return c->values[i];
         }
     return NULL;
 }
@@ -150,7 +149,7 @@ static popc_status add_graph_input(popco_importer *im,
     int id, rank;
 
     if ((frozen = frozen_value(o, name)) ||
-        (frozen = candidate_to_freeze(o, name, need, n_need)))
+        (frozen = candidate_to_freeze(im->cand, name, need, n_need)))
         return popc_graph_add_constant(im->g, name, frozen, &id);
     if (!vi->type || vi->type->value_case !=
                          ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -707,7 +706,7 @@ static popc_status import_model(popco_importer *im,
         return st;
     /* the same walk popc_onnx_compile_time_inputs makes, on the model
     ** already unpacked */
-    if (im->opt->n_candidates &&
+    if (im->cand && im->cand->n &&
         (st = popco_compile_time_names(gp, im->file, &need, &n_need)) !=
             POPC_OK)
         return st;
@@ -728,27 +727,27 @@ static popc_status import_model(popco_importer *im,
 }
 
 /* The candidates are all there; their flags start at 0. */
-static popc_status check_candidates(const popc_onnx_import_options *o)
+static popc_status check_candidates(const popco_candidates *c)
 {
-    if (o->n_candidates < 0)
-        return popc_set_error(POPC_EINVAL, "popc_onnx_import: "
-                              "n_candidates is %d; give 0 or more",
-                              o->n_candidates);
-    if (o->n_candidates && (!o->candidate_names || !o->candidates))
-        return popc_set_error(POPC_EINVAL, "popc_onnx_import: "
-                              "n_candidates is %d, but candidate_names or "
-                              "candidates is NULL; give both arrays, or "
-                              "n_candidates 0", o->n_candidates);
-    for (int i = 0; o->candidates_frozen && i < o->n_candidates; i++)
-        o->candidates_frozen[i] = 0;
-    for (int i = 0; i < o->n_candidates; i++)
-        if (!o->candidates[i])
-            return popc_set_error(POPC_EINVAL, "popc_onnx_import: "
-                                  "candidate %d ('%s') is NULL; give its "
-                                  "tensor or leave it out", i,
-                                  o->candidate_names[i]
-                                      ? o->candidate_names[i]
-                                      : "");
+    static const char fn[] = "popc_onnx_import_file_candidates";
+
+    if (!c)
+        return POPC_OK;
+    if (c->n < 0)
+        return popc_set_error(POPC_EINVAL, "%s: n is %d; give 0 or more",
+                              fn, c->n);
+    if (c->n && (!c->names || !c->values))
+        return popc_set_error(POPC_EINVAL, "%s: n is %d, but names or "
+                              "values is NULL; give both arrays, or n 0",
+                              fn, c->n);
+    for (int i = 0; c->frozen && i < c->n; i++)
+        c->frozen[i] = 0;
+    for (int i = 0; i < c->n; i++)
+        if (!c->values[i])
+            return popc_set_error(POPC_EINVAL, "%s: candidate %d ('%s') "
+                                  "is NULL; give its tensor or leave it "
+                                  "out", fn, i,
+                                  c->names[i] ? c->names[i] : "");
     return POPC_OK;
 }
 
@@ -759,6 +758,7 @@ static popc_status check_candidates(const popc_onnx_import_options *o)
 static popc_status import_data(const void *data, size_t size,
                                const char *name, const char *base_dir,
                                const popc_onnx_import_options *opt,
+                               const popco_candidates *cand,
                                popco_map *map, popc_graph **out)
 {
     popc_onnx_import_options defaults;
@@ -778,7 +778,8 @@ static popc_status import_data(const void *data, size_t size,
     im.src.base_dir = base_dir;
     im.src.bytes_made = &im.tensor_bytes;
     im.opt = opts_or_default(opt, &defaults);
-    if ((st = check_candidates(im.opt)) != POPC_OK)
+    im.cand = cand;
+    if ((st = check_candidates(cand)) != POPC_OK)
         return st;
     if (im.opt->registry)
         im.reg = im.opt->registry;
@@ -818,7 +819,7 @@ popc_status popc_onnx_import_bytes(const void *data, size_t size,
                                    const popc_onnx_import_options *opt,
                                    popc_graph **out)
 {
-    return import_data(data, size, name, base_dir, opt, NULL, out);
+    return import_data(data, size, name, base_dir, opt, NULL, NULL, out);
 }
 
 static char *dir_of(const char *path)
@@ -837,17 +838,19 @@ static char *dir_of(const char *path)
     return d;
 }
 
-popc_status popc_onnx_import_file(const char *path,
-                                  const popc_onnx_import_options *opt,
-                                  popc_graph **out)
+static popc_status import_file(const char *path,
+                               const popc_onnx_import_options *opt,
+                               const popco_candidates *cand,
+                               popc_graph **out)
 {
     popco_map m;
     char *dir;
     popc_status st;
 
     if (!out || !path)
-        return popc_set_error(POPC_EINVAL, "popc_onnx_import_file: NULL path "
-                              "or out");
+        return popc_set_error(POPC_EINVAL, "%s: NULL path or out",
+                              cand ? "popc_onnx_import_file_candidates"
+                                   : "popc_onnx_import_file");
     *out = NULL;
     if ((st = popco_map_file(path, &m)) != POPC_OK)
         return st;
@@ -855,8 +858,25 @@ popc_status popc_onnx_import_file(const char *path,
         popco_unmap(&m);
         return popc_set_error(POPC_ENOMEM, "%s: out of memory", path);
     }
-    st = import_data(m.data, m.size, path, dir, opt, &m, out);
+    st = import_data(m.data, m.size, path, dir, opt, cand, &m, out);
     free(dir);
     popco_unmap(&m); /* already unmapped unless an argument was bad */
     return st;
+}
+
+popc_status popc_onnx_import_file(const char *path,
+                                  const popc_onnx_import_options *opt,
+                                  popc_graph **out)
+{
+    return import_file(path, opt, NULL, out);
+}
+
+popc_status popc_onnx_import_file_candidates(
+    const char *path, const popc_onnx_import_options *opt, int n,
+    const char *const *names, popc_tensor *const *values, int *frozen,
+    popc_graph **out)
+{
+    popco_candidates c = {n, names, values, frozen};
+
+    return import_file(path, opt, &c, out);
 }

@@ -192,10 +192,20 @@ popc_status popco_node_add_input(popco_node *n, int value);
 /* The importer's state, shared by import.c, upgrade.c and fold.c. */
 typedef struct popco_seqs popco_seqs; /* sequence.c */
 
+/* Values offered for graph inputs (popc_onnx_import_file_candidates):
+** those the graph needs at compile time are frozen. */
+typedef struct popco_candidates {
+    int n;
+    const char *const *names;
+    popc_tensor *const *values;
+    int *frozen; /* NULL, or n flags: 1 for a candidate frozen */
+} popco_candidates;
+
 typedef struct popco_importer {
     const char *file;
     popco_tensor_src src;
     const popc_onnx_import_options *opt;
+    const popco_candidates *cand; /* NULL: none (subgraphs have none) */
     popc_registry *reg;
     popc_graph *g;
     const popco_map *lean_map; /* initializers borrow its bytes (lean.c) */

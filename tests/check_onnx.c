@@ -629,11 +629,8 @@ START_TEST(candidates_frozen_when_needed_at_compile)
     cand[1] = i64_pair(4, 3);
     cand[2] = i64_pair(1, 1);
     popc_onnx_import_options_init(&o);
-    o.n_candidates = 3;
-    o.candidate_names = names;
-    o.candidates = cand;
-    o.candidates_frozen = frozen;
-    OK(popc_onnx_import_file(path, &o, &g));
+    OK(popc_onnx_import_file_candidates(path, &o, 3, names, cand, frozen,
+                                        &g));
     ck_assert_int_eq(frozen[0], 0); /* a run-time input */
     ck_assert_int_eq(frozen[1], 1);
     ck_assert_int_eq(frozen[2], 0); /* no such input */
@@ -659,7 +656,8 @@ START_TEST(candidates_frozen_when_needed_at_compile)
     o.n_values = 1;
     o.value_names = value_names;
     o.values = &value;
-    OK(popc_onnx_import_file(path, &o, &g));
+    OK(popc_onnx_import_file_candidates(path, &o, 3, names, cand, frozen,
+                                        &g));
     ck_assert_int_eq(frozen[1], 0);
     info = popc_graph_value_info(g, popc_graph_output(g, 0));
     ck_assert_int_eq(info.dims[0], 3);
@@ -668,21 +666,28 @@ START_TEST(candidates_frozen_when_needed_at_compile)
     popc_tensor_free(value);
     o.n_values = 0;
 
-    /* malformed candidate lists are refused, naming the field */
-    o.candidates = NULL;
-    ck_assert_int_eq(popc_onnx_import_file(path, &o, &g), POPC_EINVAL);
+    /* malformed candidate lists are refused, naming the argument */
+    ck_assert_int_eq(popc_onnx_import_file_candidates(path, &o, 3, names,
+                                                      NULL, frozen, &g),
+                     POPC_EINVAL);
     ck_assert_ptr_null(g);
-    ck_assert_ptr_nonnull(strstr(popc_last_error(), "candidates"));
-    o.candidates = cand;
-    o.n_candidates = -1;
-    ck_assert_int_eq(popc_onnx_import_file(path, &o, &g), POPC_EINVAL);
-    ck_assert_ptr_nonnull(strstr(popc_last_error(), "n_candidates is -1"));
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "names or values"));
+    ck_assert_int_eq(popc_onnx_import_file_candidates(path, &o, -1, names,
+                                                      cand, frozen, &g),
+                     POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "n is -1"));
     popc_tensor_free(cand[1]);
     cand[1] = NULL;
-    o.n_candidates = 2;
-    ck_assert_int_eq(popc_onnx_import_file(path, &o, &g), POPC_EINVAL);
+    ck_assert_int_eq(popc_onnx_import_file_candidates(path, &o, 2, names,
+                                                      cand, frozen, &g),
+                     POPC_EINVAL);
     ck_assert_ptr_nonnull(strstr(popc_last_error(), "candidate 1 ('shape')"));
     ck_assert_ptr_null(g);
+    /* no candidates: a plain import, which cannot compile the Reshape */
+    ck_assert_int_eq(popc_onnx_import_file_candidates(path, NULL, 0, NULL,
+                                                      NULL, NULL, &g),
+                     POPC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(popc_last_error(), "known at compile"));
     popc_tensor_free(cand[0]);
     popc_tensor_free(cand[2]);
 }

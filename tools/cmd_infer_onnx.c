@@ -6,8 +6,9 @@
 ** a Slice's starts) are frozen to the given values, as PopTorch's tracing
 ** turns shape arguments into constants; the others are run-time inputs
 ** whose shapes fix the model's symbolic dimensions. Every input is handed
-** to the import as a candidate, so the model is read once and the
-** importer, which knows the graph, freezes the ones it needs. Each input
+** to the import as a candidate (popc_onnx_import_file_candidates), so the
+** model is read once and the importer, which knows the graph, freezes
+** the ones it needs. Each input
 ** keeps the
 ** dtype of its file (float64 included); NumPy has no bfloat16, so a
 ** bfloat16 input is given as its uint16 bits (arr.view(np.uint16)) and a
@@ -363,9 +364,6 @@ int cmd_infer_onnx(int argc, char **argv)
     popc_onnx_import_options_init(&o);
     o.shape_names = shape_names;
     o.shapes = shapes;
-    o.candidate_names = (const char *const *)a.in_names;
-    o.candidates = loaded;
-    o.candidates_frozen = was_frozen;
     for (int i = 0; i < a.n_in; i++) {
         if ((st = popc_npy_load_exact(a.in_files[i], &loaded[i])) !=
             POPC_OK) {
@@ -379,8 +377,10 @@ int cmd_infer_onnx(int argc, char **argv)
         shapes[i] = popc_tensor_view(loaded[i]);
         shapes[i].dtype = POPC_DTYPE_UNDEFINED;
     }
-    o.n_shapes = o.n_candidates = a.n_in;
-    if ((st = popc_onnx_import_file(a.model, &o, &g)) != POPC_OK) {
+    o.n_shapes = a.n_in;
+    if ((st = popc_onnx_import_file_candidates(
+             a.model, &o, a.n_in, (const char *const *)a.in_names, loaded,
+             was_frozen, &g)) != POPC_OK) {
         rc = fail_import(&a, st);
         goto done;
     }

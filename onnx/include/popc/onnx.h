@@ -80,22 +80,6 @@ typedef struct popc_onnx_import_options {
     ** PopTorch's inferenceModel of a model left in train() does. A
     ** training model normalises with batch statistics either way. */
     int eval_mode;
-    /* (since 0.4.0) Candidate values (borrowed; copied when frozen):
-    ** candidates[i] for candidate_names[i], typically one per graph input
-    ** the caller has. A candidate for a graph input that must be known at
-    ** compile time (one popc_onnx_compile_time_inputs lists) is frozen to
-    ** it, as values[] freezes; any other candidate is left alone (bind its
-    ** shape with shapes[]). This lets a runner that holds every input's
-    ** value read the model once instead of asking
-    ** popc_onnx_compile_time_inputs first. values[] wins over a candidate
-    ** of the same name. */
-    int n_candidates;
-    const char *const *candidate_names;
-    popc_tensor *const *candidates;
-    /* NULL, or n_candidates flags the import writes once its arguments
-    ** are checked: 1 for a candidate it froze, 0 for one it did not (a
-    ** run-time input, or not a graph input at all). */
-    int *candidates_frozen;
 } popc_onnx_import_options;
 
 /* Defaults: constants, the global registry, nothing bound or frozen.
@@ -108,14 +92,30 @@ POPC_API void popc_onnx_import_options_init(popc_onnx_import_options *o);
 ** opset outside what popc reads; a type popc has no dtype for),
 ** POPC_EINVAL (path or out NULL; an unbound symbolic dimension, naming
 ** the input and how to bind it; a bound shape that does not fit; a node
-** its op refuses; n_candidates < 0, or > 0 with candidate_names or
-** candidates NULL or a candidate NULL), POPC_ENOMEM. The caller owns
-** *out (NULL on failure) and frees it with popc_graph_free().
-** Thread-safe; without
+** its op refuses), POPC_ENOMEM. The caller owns *out (NULL on failure)
+** and frees it with popc_graph_free(). Thread-safe; without
 ** opt->registry it loads the global registry on first use.
 ** Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_import_file(const char *path,
     const popc_onnx_import_options *opt, popc_graph **out);
+
+/* popc_onnx_import_file for a runner that holds a value for graph inputs
+** (typically every input it has), reading the model once: a candidate
+** (names[i], values[i], i < n) for a graph input that must be known at
+** compile time (one popc_onnx_compile_time_inputs lists) is frozen to
+** it, as opt->values freezes (opt->values wins over a candidate of the
+** same name); any other candidate is left alone (bind its shape with
+** opt->shapes). frozen (may be NULL): n flags, written once the
+** arguments are checked: 1 for a candidate frozen, 0 for one that was
+** not (a run-time input, or no graph input of that name). values are
+** borrowed (copied when frozen). Statuses as popc_onnx_import_file,
+** POPC_EINVAL also for n < 0, names or values NULL with n > 0, or a
+** values[i] NULL. The caller owns *out (NULL on failure) and frees it
+** with popc_graph_free(). Thread-safe. Since 0.4.0. */
+POPC_API POPC_NODISCARD popc_status popc_onnx_import_file_candidates(
+    const char *path, const popc_onnx_import_options *opt, int n,
+    const char *const *names, popc_tensor *const *values, int *frozen,
+    popc_graph **out);
 
 /* The same from bytes; name is used in messages, base_dir (may be NULL:
 ** no external data allowed) resolves external data files. data is
@@ -130,14 +130,13 @@ POPC_API POPC_NODISCARD popc_status popc_onnx_import_bytes(const void *data,
 /* The graph inputs whose values must be known at compile time because
 ** they feed such operands (a Reshape's shape, a Slice's starts, ...):
 ** *names and *n, in the order of the model's inputs. For runners that
-** freeze inputs; one that already holds every input's value can give
-** them as popc_onnx_import_options.candidates instead and read the
-** model once (the initializers' bytes are not copied here either, but
-** the model is parsed). Returns POPC_OK,
-** POPC_EINVAL (a NULL argument), POPC_EIO (unreadable file or not an ONNX
-** model), POPC_ENOMEM. The caller owns *names (a malloc'd array of *n
-** malloc'd strings, also when *n is 0) and frees it with
-** popc_onnx_free_names(*names, *n). Thread-safe. Since 0.2.0. */
+** freeze inputs; one that already holds every input's value can call
+** popc_onnx_import_file_candidates instead and read the model once
+** (this reads the whole file too, though without copying the weights).
+** Returns POPC_OK, POPC_EINVAL (a NULL argument), POPC_EIO (unreadable
+** file or not an ONNX model), POPC_ENOMEM. The caller owns *names (a
+** malloc'd array of *n malloc'd strings, also when *n is 0) and frees it
+** with popc_onnx_free_names(*names, *n). Thread-safe. Since 0.2.0. */
 POPC_API POPC_NODISCARD popc_status popc_onnx_compile_time_inputs(
     const char *path, char ***names, int *n);
 
