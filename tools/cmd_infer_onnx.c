@@ -8,11 +8,10 @@
 ** whose shapes fix the model's symbolic dimensions. Every input is handed
 ** to the import as a candidate (popc_onnx_import_file_candidates), so the
 ** model is read once and the importer, which knows the graph, freezes
-** the ones it needs. Each input
-** keeps the
-** dtype of its file (float64 included); NumPy has no bfloat16, so a
-** bfloat16 input is given as its uint16 bits (arr.view(np.uint16)) and a
-** bfloat16 output is written that way. Output files are named after the
+** the ones it needs. Each input keeps the dtype of its file (float64
+** included); NumPy has no bfloat16, so a bfloat16 input is given as its
+** uint16 bits (arr.view(np.uint16)) and a bfloat16 output is written that
+** way. Output files are named after the
 ** outputs; characters that could leave DIR or are unsafe in file names
 ** ('/', a leading '.', control bytes, '%') are written %XX.
 */
