@@ -204,10 +204,12 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
             (popci_model_training(m) && loss < 0))
             goto unused;
     }
+    /* the model's weights, shared as a compile's plan shares them (no
+    ** copy: the compiled graph only reads them) */
     for (int v = 0; v < popc_graph_n_values(g); v++)
         if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
-            (st = popc_graph_set_initializer(c, in_compiled(g, v, c),
-                                             popc_graph_value_tensor(g, v))) !=
+            (st = popci_graph_share_initializer(
+                 c, in_compiled(g, v, c), popc_graph_value_tensor(g, v))) !=
                 POPC_OK) {
             popci_compiled_clear(cc);
             return st;
