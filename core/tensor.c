@@ -15,6 +15,7 @@
 
 #include "popc/tensor.h"
 #include "core/host_priv.h"
+#include "core/layer/alloc.h"
 #include "core/graph/half_simd.h"
 #include "core/tensor_priv.h"
 
@@ -137,6 +138,12 @@ popc_status popc_tensor_new(popc_dtype dt, const int64_t *dims, int rank,
     if (!out)
         return popc_set_error(POPC_EINVAL, "popc_tensor_new: out is NULL");
     return tensor_alloc("popc_tensor_new", dt, dims, rank, 1, out);
+}
+
+popc_status popci_tensor_new_unfilled(popc_dtype dt, const int64_t *dims,
+                                      int rank, popc_tensor **out)
+{
+    return tensor_alloc("popc_tensor_new", dt, dims, rank, 0, out);
 }
 
 popc_status popc_tensor_from_data(popc_dtype dt, const int64_t *dims,

@@ -61,6 +61,9 @@ typedef struct popci_rbuf {
     int bad;                   /* a read ran past the end or was malformed */
     const char *why;           /* static: what was wrong first */
     int depth;                 /* subgraph nesting of the current read */
+    int weights_later;         /* a weight stored without its bytes is an
+                               ** unfilled placeholder the caller replaces
+                               ** (0: zeros) */
 } popci_rbuf;
 
 const void *popci_r_bytes(popci_rbuf *r, size_t n); /* NULL when bad */

@@ -358,8 +358,11 @@ static popc_status r_value(popci_rbuf *r, popc_graph *g)
     } else if (has == 2) {
         popc_view s;
         if (popci_r_shape(r, &s) &&
-            (st = popc_tensor_new(s.dtype, s.dims, s.rank, &v.tensor)) !=
-                POPC_OK)
+            (st = r->weights_later
+                      ? popci_tensor_new_unfilled(s.dtype, s.dims, s.rank,
+                                                  &v.tensor)
+                      : popc_tensor_new(s.dtype, s.dims, s.rank,
+                                        &v.tensor)) != POPC_OK)
             popci_r_fail(r, "a weight's shape cannot be allocated");
     } else if (has != 0) {
         popci_r_fail(r, "a value has an unknown tensor marker");
@@ -601,7 +604,7 @@ popc_status popc_graph_serialize(const popc_graph *g, void **data,
 popc_status popc_graph_deserialize(const void *data, size_t size,
                                    popc_graph **out)
 {
-    popci_rbuf r = {data, size, 0, 0, NULL, 0};
+    popci_rbuf r = {data, size, 0, 0, NULL, 0, 0};
     const char *magic;
     uint32_t version;
     popc_status st;

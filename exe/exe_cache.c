@@ -119,6 +119,17 @@ static int extends(const popc_graph *g, const popc_graph *c,
     return why == NULL;
 }
 
+/* Every weight of a compiled graph is one of the model's (extends), and
+** with as many of them each unfilled placeholder is replaced. */
+static int count_weights(const popc_graph *g)
+{
+    int n = 0;
+
+    for (int v = 0; v < popc_graph_n_values(g); v++)
+        n += popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER;
+    return n;
+}
+
 /* The loss-gradient seed holds the loss scaling (plan.c find_seed). */
 static void set_seed(popc_graph *c, int seed, double ls)
 {
@@ -166,6 +177,8 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
         cc->wrt[i] = (int)popci_r_i64(&r);
         cc->grads[i] = (int)popci_r_i64(&r);
     }
+    /* its weights are the model's (set below): no zero fill for them */
+    r.weights_later = 1;
     if (r.bad || (st = popci_graph_read(&r, &c)) != POPC_OK) {
         popci_compiled_clear(cc);
         return r.bad ? popci_exe_bad(x, POPCI_SEC_CGRF, &r) : st;
@@ -187,7 +200,8 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
         popci_compiled_clear(cc);
         return popci_exe_bad(x, POPCI_SEC_CGRF, &r);
     }
-    if (n_forward > popc_graph_n_nodes(c) || !extends(g, c, pc))
+    if (n_forward > popc_graph_n_nodes(c) || !extends(g, c, pc) ||
+        count_weights(c) != count_weights(g))
         goto unused;
     /* the gradients must be those of this graph's trainable weights */
     {
@@ -204,10 +218,12 @@ popc_status popci_exe_use_compiled(const popci_exe *x, const popc_model *m,
             (popci_model_training(m) && loss < 0))
             goto unused;
     }
+    /* the model's weights, shared as a compile's plan shares them (no
+    ** copy: the compiled graph only reads them) */
     for (int v = 0; v < popc_graph_n_values(g); v++)
         if (popc_graph_value_kind(g, v) == POPC_VALUE_INITIALIZER &&
-            (st = popc_graph_set_initializer(c, in_compiled(g, v, c),
-                                             popc_graph_value_tensor(g, v))) !=
+            (st = popci_graph_share_initializer(
+                 c, in_compiled(g, v, c), popc_graph_value_tensor(g, v))) !=
                 POPC_OK) {
             popci_compiled_clear(cc);
             return st;

@@ -20,7 +20,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "popc/log.h"
 #include "popc/executable.h"
@@ -32,6 +31,7 @@
 #include "core/layer/alloc.h"
 #include "fileio/atomic_file.h"
 #include "core/layer/model.h"
+#include "exe/crc32_fast.h"
 #include "exe/executable_priv.h"
 #include "core/layer/optimizer.h"
 
@@ -40,24 +40,10 @@ static const unsigned char magic[8] = {'P', 'O', 'P', 'C',
 
 /* ---- crc ------------------------------------------------------------------ */
 
-static uint32_t crc(uint32_t c, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-
-    /* zlib takes uInt lengths */
-    while (n > 0) {
-        uInt k = n > 0x40000000u ? 0x40000000u : (uInt)n;
-        c = (uint32_t)crc32(c, b, k);
-        b += k;
-        n -= k;
-    }
-    return c;
-}
-
 static uint32_t section_crc(const unsigned char *head12, const void *payload,
                             size_t n)
 {
-    return crc(crc(0, head12, 12), payload, n);
+    return popci_crc32(popci_crc32(0, head12, 12), payload, n);
 }
 
 static void tag_text(uint32_t tag, char out[5])
@@ -286,7 +272,7 @@ static popc_status walk(popci_exe *x, int verify)
         return popc_set_error(POPC_EIO, "executable '%s' is truncated: the "
                               "file checksum after the last section is "
                               "missing", x->path);
-    if (verify && crc(0, b, pos) != get_u32(b + pos))
+    if (verify && popci_crc32(0, b, pos) != get_u32(b + pos))
         return popc_set_error(POPC_EIO, "executable '%s' is corrupt: the "
                               "file checksum does not match (the header or "
                               "the section table is damaged)", x->path);
@@ -572,7 +558,7 @@ popc_status popci_exe_write(popc_model *m, const char *path, uint64_t key,
         if (s[i].len || order[i] != POPCI_SEC_CGRF)
             add_section(&f, order[i], &s[i]);
     add_section(&f, POPCI_SEC_END, NULL);
-    popci_w_u32(&f, crc(0, f.buf, f.len));
+    popci_w_u32(&f, popci_crc32(0, f.buf, f.len));
     for (int i = 0; i < N; i++)
         if (s[i].oom)
             f.oom = 1;

@@ -3,6 +3,7 @@
 # core, which follows a model's compiles through its hooks.
 libpopc_la_SOURCES += \
     %reldir%/executable_priv.h \
+    %reldir%/crc32_fast.h %reldir%/crc32_fast.c \
     %reldir%/executable.c \
     %reldir%/exe_sections.c \
     %reldir%/exe_load.c \

@@ -940,6 +940,53 @@ START_TEST(cache_key_ignores_weight_values)
 }
 END_TEST
 
+/* A training hit shares the hitting model's own weights with the compiled
+** graph (the entry stores none): m2, built with other weights than the
+** model that wrote the entry, hits and trains exactly as it does without
+** the cache, and unlike m1. */
+START_TEST(cache_training_hit_uses_own_weights)
+{
+    const char *cache = path_in("c2t");
+    popc_options *o = opts("cpu"), *ro = opts("cpu");
+    popc_graph *g1 = mlp(1, HID, 1), *g2 = mlp(1, HID, 2);
+    popc_model *m1 = NULL, *m2 = NULL, *ref = NULL;
+    popc_tensor *a = NULL, *b = NULL, *c = NULL;
+
+    OK(popc_options_set(o, "enableExecutableCaching", cache));
+    popc_log_set_level(POPC_LOG_INFO);
+    popc_log_set_callback(on_log, NULL);
+    hits = 0;
+    m1 = train_model(o, g1);
+    for (int k = 0; k < 2; k++) {
+        popc_tensor_free(c);
+        c = train_step(m1, k);
+    }
+    m2 = train_model(o, g2);
+    ref = train_model(ro, g2);
+    for (int k = 0; k < 2; k++) {
+        popc_tensor_free(a);
+        popc_tensor_free(b);
+        a = train_step(m2, k);
+        b = train_step(ref, k);
+    }
+    ck_assert_int_eq(hits, 1);
+    same_tensor(a, b, "loss");
+    same_weights(m2, ref);
+    ck_assert(!popc_tensor_equal(a, c));
+    popc_log_set_callback(NULL, NULL);
+    popc_tensor_free(a);
+    popc_tensor_free(b);
+    popc_tensor_free(c);
+    popc_model_free(m1);
+    popc_model_free(m2);
+    popc_model_free(ref);
+    popc_graph_free(g1);
+    popc_graph_free(g2);
+    popc_options_free(o);
+    popc_options_free(ro);
+}
+END_TEST
+
 /* x + c for a constant c of IN values, all 0.5 but the last, `last`. */
 static popc_graph *add_constant(float last)
 {
@@ -1071,6 +1118,7 @@ static Suite *exe_suite(void)
     tcase_set_timeout(tcc, 300);
     tcase_add_test(tcc, cache_miss_then_hit);
     tcase_add_test(tcc, cache_key_ignores_weight_values);
+    tcase_add_test(tcc, cache_training_hit_uses_own_weights);
     tcase_add_test(tcc, cache_key_covers_options);
     tcase_add_test(tcc, cache_key_covers_constants);
     tcase_add_test(tcc, cache_hit_is_faster);

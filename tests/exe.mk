@@ -1,4 +1,5 @@
-# tests/exe.mk - graph serialization, exported executables (save, load,
+# tests/exe.mk - graph serialization, the executables' CRC-32
+# (check_crc32), exported executables (save, load,
 # loadExecutable, corrupt files, offline targets), the executable cache and
 # the popc compile / run / inspect commands (test_exe_cli.sh), and write
 # failures part-way through every kind of file (check_write_faults).
@@ -7,10 +8,17 @@ exe_test_deps = libpopc.la backends/cpu.la backends/ipumodel.la \
 
 if HAVE_CHECK
 check_PROGRAMS += %reldir%/check_serialize %reldir%/check_executable \
-    %reldir%/check_write_faults
+    %reldir%/check_write_faults %reldir%/check_crc32
 TESTS += %reldir%/check_serialize %reldir%/check_executable \
-    %reldir%/check_write_faults
+    %reldir%/check_write_faults %reldir%/check_crc32
 endif
+
+# compiles the CRC itself: popci_crc32 is hidden in libpopc
+%canon_reldir%_check_crc32_SOURCES = %reldir%/check_crc32.c \
+    exe/crc32_fast.c exe/crc32_fast.h
+%canon_reldir%_check_crc32_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
+    $(ZLIB_CFLAGS)
+%canon_reldir%_check_crc32_LDADD = $(CHECK_LIBS) $(ZLIB_LIBS)
 
 %canon_reldir%_check_serialize_SOURCES = %reldir%/check_serialize.c
 %canon_reldir%_check_serialize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

@@ -421,8 +421,10 @@ popc_status popci_graph_add_constant_view(popc_graph *g, const char *base,
     return POPC_OK;
 }
 
-popc_status popc_graph_set_initializer(popc_graph *g, int value,
-                                       const popc_tensor *t)
+/* Replace initializer value's tensor by t: a copy, or (share) a reference
+** to t itself. `what` names the caller in errors. */
+static popc_status put_initializer(const char *what, popc_graph *g,
+                                   int value, const popc_tensor *t, int share)
 {
     popci_value *v;
     popc_tensor *copy = NULL;
@@ -431,27 +433,42 @@ popc_status popc_graph_set_initializer(popc_graph *g, int value,
     char want[128], got[128];
 
     if (!g || !t || value < 0 || value >= g->n_values)
-        return popc_set_error(POPC_EINVAL, "popc_graph_set_initializer: bad "
-                              "graph, tensor or value id %d", value);
+        return popc_set_error(POPC_EINVAL, "%s: bad graph, tensor or value "
+                              "id %d", what, value);
     v = &g->values[value];
     if (v->kind != POPC_VALUE_INITIALIZER)
-        return popc_set_error(POPC_EINVAL, "popc_graph_set_initializer: '%s' "
-                              "is a %s, not an initializer", v->name,
+        return popc_set_error(POPC_EINVAL, "%s: '%s' is a %s, not an "
+                              "initializer", what, v->name,
                               kind_name(v->kind));
-    if ((st = popc_tensor_clone(t, &copy)) != POPC_OK)
+    if (share)
+        /* as popci_graph_clone_sharing: the graph only reads its weights */
+        copy = popc_tensor_ref((popc_tensor *)t);
+    else if ((st = popc_tensor_clone(t, &copy)) != POPC_OK)
         return st;
     nv = popc_tensor_view(copy);
     if (!popci_view_same(&nv, &v->info)) {
         popc_view_describe(&v->info, want, sizeof want);
         popc_view_describe(&nv, got, sizeof got);
         popc_tensor_free(copy);
-        return popc_set_error(POPC_EINVAL, "popc_graph_set_initializer: '%s' "
-                              "is %s but the new tensor is %s; dtype and "
-                              "shape must stay the same", v->name, want, got);
+        return popc_set_error(POPC_EINVAL, "%s: '%s' is %s but the new "
+                              "tensor is %s; dtype and shape must stay the "
+                              "same", what, v->name, want, got);
     }
     popc_tensor_free(v->tensor);
     v->tensor = copy;
     return POPC_OK;
+}
+
+popc_status popc_graph_set_initializer(popc_graph *g, int value,
+                                       const popc_tensor *t)
+{
+    return put_initializer("popc_graph_set_initializer", g, value, t, 0);
+}
+
+popc_status popci_graph_share_initializer(popc_graph *g, int value,
+                                          const popc_tensor *t)
+{
+    return put_initializer("popci_graph_share_initializer", g, value, t, 1);
 }
 
 /* ---- nodes ----------------------------------------------------------------- */

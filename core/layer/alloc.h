@@ -10,11 +10,21 @@
 #define POPC_LAYER_ALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "popc/tensor.h"
 
 void *popci_malloc(size_t n);
 void *popci_calloc(size_t n, size_t size);
 void *popci_realloc(void *p, size_t n);
 char *popci_strdup(const char *s);
 char *popci_strndup(const char *s, size_t n);
+
+/* popc_tensor_new without the zero fill: the bytes are undefined, for a
+** placeholder its caller overwrites or replaces before anything reads it
+** (a cached compiled graph's weights, which come from the model). Large
+** tensors then cost no page touched. */
+popc_status popci_tensor_new_unfilled(popc_dtype dt, const int64_t *dims,
+                                      int rank, popc_tensor **out);
 
 #endif /* POPC_LAYER_ALLOC_H */

@@ -45,6 +45,13 @@ int popci_graph_node_frames(const popc_graph *g, int node,
 void popci_source_copy(popc_graph *dst, int dn, const popc_graph *src,
                        int sn);
 
+/* popc_graph_set_initializer without the copy: g holds a reference to t
+** (as popci_graph_clone_sharing's clone does), for a graph that only
+** reads its weights, such as a compiled graph taken from the executable
+** cache while the model keeps the weights. */
+popc_status popci_graph_share_initializer(popc_graph *g, int value,
+                                          const popc_tensor *t);
+
 /* Look up the registered definition of every node's op, each distinct
 ** op once (a graph read from a file, e.g. a cached compiled graph, knows
 ** its ops only by name). */
