@@ -173,6 +173,14 @@ for attempt in 1 2 3; do
     wait "$bg"
     rc=$?
     bg=
+    # mpirun may return before the ranks it killed are gone; rank 0 holds
+    # the checkpoint's lock until it is, and a resume before that is
+    # refused, rightly ("another popc process is using this checkpoint")
+    for _ in $(seq 100); do
+        pgrep -f "train run.ini $common --set train.weights=part" \
+            >/dev/null || break
+        sleep 0.1
+    done
     if [ "$rc" -ne 0 ] && [ -e part.ckpt/state.ini ] && [ ! -e part.weights ]; then
         killed=yes
         break
