@@ -172,9 +172,10 @@ popc_status nn_register_blocked(const popc_host *h, popc_registrar *r)
 {
     popc_status st;
 
-    for (size_t i = 0; i < sizeof reorder_ops / sizeof reorder_ops[0]; i++)
-        if ((st = h->register_op(r, &reorder_ops[i])) != POPC_OK)
-            return st;
+    if ((st = opu_register_ops(h, r, reorder_ops,
+                               (int)(sizeof reorder_ops / sizeof reorder_ops[0]))) !=
+        POPC_OK)
+        return st;
     if ((st = nn_register_blocked_conv(h, r)) != POPC_OK)
         return st;
     return nn_register_blocked_pool(h, r);

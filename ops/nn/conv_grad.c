@@ -442,11 +442,6 @@ static const popc_op_def conv_grad_ops[] = {
 
 popc_status nn_register_conv_grad(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof conv_grad_ops / sizeof conv_grad_ops[0];
-         i++)
-        if ((st = h->register_op(r, &conv_grad_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, conv_grad_ops,
+                            (int)(sizeof conv_grad_ops / sizeof conv_grad_ops[0]));
 }

@@ -346,10 +346,6 @@ static const popc_op_def fused_ops[] = {
 
 popc_status nn_register_fused(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof fused_ops / sizeof fused_ops[0]; i++)
-        if ((st = h->register_op(r, &fused_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, fused_ops,
+                            (int)(sizeof fused_ops / sizeof fused_ops[0]));
 }

@@ -530,10 +530,6 @@ static const popc_op_def gs_ops[] = {
 
 popc_status nn_register_grid_sample(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof gs_ops / sizeof gs_ops[0]; i++)
-        if ((st = h->register_op(r, &gs_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, gs_ops,
+                            (int)(sizeof gs_ops / sizeof gs_ops[0]));
 }

@@ -736,10 +736,6 @@ static const popc_op_def matmul_ops[] = {
 
 popc_status nn_register_matmul(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof matmul_ops / sizeof matmul_ops[0]; i++)
-        if ((st = h->register_op(r, &matmul_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, matmul_ops,
+                            (int)(sizeof matmul_ops / sizeof matmul_ops[0]));
 }

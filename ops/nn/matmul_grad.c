@@ -246,11 +246,6 @@ static const popc_op_def gemm_grad_ops[] = {
 
 popc_status nn_register_gemm_grad(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof gemm_grad_ops / sizeof gemm_grad_ops[0];
-         i++)
-        if ((st = h->register_op(r, &gemm_grad_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, gemm_grad_ops,
+                            (int)(sizeof gemm_grad_ops / sizeof gemm_grad_ops[0]));
 }

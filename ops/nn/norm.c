@@ -684,10 +684,6 @@ static const popc_op_def norm_ops[] = {
 
 popc_status nn_register_norm(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof norm_ops / sizeof norm_ops[0]; i++)
-        if ((st = h->register_op(r, &norm_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, norm_ops,
+                            (int)(sizeof norm_ops / sizeof norm_ops[0]));
 }

@@ -245,8 +245,9 @@ popc_status nn_register_norm_more(const popc_host *h, popc_registrar *r)
 {
     popc_status st;
 
-    for (size_t i = 0; i < sizeof more_ops / sizeof more_ops[0]; i++)
-        if ((st = h->register_op(r, &more_ops[i])) != POPC_OK)
-            return st;
+    if ((st = opu_register_ops(h, r, more_ops,
+                               (int)(sizeof more_ops / sizeof more_ops[0]))) !=
+        POPC_OK)
+        return st;
     return nn_register_norm_more_grad(h, r);
 }

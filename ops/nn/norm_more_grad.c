@@ -275,10 +275,6 @@ static const popc_op_def grad_ops[] = {
 
 popc_status nn_register_norm_more_grad(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof grad_ops / sizeof grad_ops[0]; i++)
-        if ((st = h->register_op(r, &grad_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, grad_ops,
+                            (int)(sizeof grad_ops / sizeof grad_ops[0]));
 }

@@ -683,10 +683,6 @@ static const popc_op_def pool_ops[] = {
 
 popc_status nn_register_pool(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof pool_ops / sizeof pool_ops[0]; i++)
-        if ((st = h->register_op(r, &pool_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, pool_ops,
+                            (int)(sizeof pool_ops / sizeof pool_ops[0]));
 }

@@ -312,8 +312,9 @@ popc_status nn_register_recurrent(const popc_host *h, popc_registrar *r)
 {
     popc_status st;
 
-    for (size_t i = 0; i < sizeof rnn_ops / sizeof rnn_ops[0]; i++)
-        if ((st = h->register_op(r, &rnn_ops[i])) != POPC_OK)
-            return st;
+    if ((st = opu_register_ops(h, r, rnn_ops,
+                               (int)(sizeof rnn_ops / sizeof rnn_ops[0]))) !=
+        POPC_OK)
+        return st;
     return rnn_register_grad(h, r);
 }

@@ -380,10 +380,6 @@ static const popc_op_def resize_ops[] = {
 
 popc_status nn_register_resize(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof resize_ops / sizeof resize_ops[0]; i++)
-        if ((st = h->register_op(r, &resize_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, resize_ops,
+                            (int)(sizeof resize_ops / sizeof resize_ops[0]));
 }

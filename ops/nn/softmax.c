@@ -397,10 +397,6 @@ static const popc_op_def softmax_ops[] = {
 
 popc_status nn_register_softmax(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof softmax_ops / sizeof softmax_ops[0]; i++)
-        if ((st = h->register_op(r, &softmax_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, softmax_ops,
+                            (int)(sizeof softmax_ops / sizeof softmax_ops[0]));
 }

@@ -817,10 +817,6 @@ static const popc_op_def nd_ops[] = {
 
 popc_status nn_register_nd(const popc_host *h, popc_registrar *r)
 {
-    popc_status st;
-
-    for (size_t i = 0; i < sizeof nd_ops / sizeof nd_ops[0]; i++)
-        if ((st = h->register_op(r, &nd_ops[i])) != POPC_OK)
-            return st;
-    return POPC_OK;
+    return opu_register_ops(h, r, nd_ops,
+                            (int)(sizeof nd_ops / sizeof nd_ops[0]));
 }
